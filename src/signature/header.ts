@@ -1,0 +1,194 @@
+/**
+ * The Signature header (draft-cavage-http-signatures, Berlin Group NextGenPSD2 section 12):
+ * `keyId="…",algorithm="…",headers="…",signature="…"`, read in one linear pass.
+ */
+
+import { isRejection, type Rejection, reject } from "../errors.js";
+import { decodeEncodedWords } from "./rfc2047.js";
+
+export interface SignatureParams {
+  readonly keyId: string;
+  /** As sent, lower-cased: `rsa-sha256`, `sha256withrsa`, `hs2019`, … (see algorithms.ts). */
+  readonly algorithm: string;
+  /** Lower-cased header names in signing order. */
+  readonly headers: readonly string[];
+  /** The base64 text as sent. */
+  readonly signature: string;
+  /** The decoded signature bytes. */
+  readonly signatureBytes: Buffer;
+  /** draft-cavage-12 `created` / `expires` parameters (Unix seconds), when present. */
+  readonly created?: number;
+  readonly expires?: number;
+}
+
+export interface ParseOptions {
+  /**
+   * Berlin Group requires the `headers` parameter. draft-cavage lets it default to `date`
+   * (drafts up to -10; `(created)` from -11); turn this off only for plain draft-cavage peers.
+   */
+  readonly requireHeaders?: boolean;
+  /** Upper bound on the header's length; a longer value is refused before any work. */
+  readonly maxLength?: number;
+}
+
+const DEFAULT_MAX_LENGTH = 16 * 1024;
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+function invalid(text: string): Rejection {
+  return reject("SIGNATURE_INVALID", `Signature header ${text}`);
+}
+
+function isTokenChar(code: number): boolean {
+  // RFC 7230 tchar
+  return (
+    (code >= 0x30 && code <= 0x39) ||
+    (code >= 0x41 && code <= 0x5a) ||
+    (code >= 0x61 && code <= 0x7a) ||
+    "!#$%&'*+-.^_`|~".includes(String.fromCharCode(code))
+  );
+}
+
+function isSpace(code: number): boolean {
+  return code === 0x20 || code === 0x09;
+}
+
+/** Splits the parameter list into lower-cased names and raw values. Linear in the input. */
+function readParams(text: string): Map<string, string> | Rejection {
+  const params = new Map<string, string>();
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    while (i < n && (isSpace(text.charCodeAt(i)) || text[i] === ",")) i++;
+    if (i >= n) break;
+    const nameStart = i;
+    while (i < n && isTokenChar(text.charCodeAt(i))) i++;
+    const name = text.slice(nameStart, i).toLowerCase();
+    if (name.length === 0) return invalid(`has an unexpected character '${text[i]}' at position ${i}`);
+    while (i < n && isSpace(text.charCodeAt(i))) i++;
+    if (text[i] !== "=") return invalid(`parameter '${name}' has no '=' and value`);
+    i++;
+    while (i < n && isSpace(text.charCodeAt(i))) i++;
+    let value: string;
+    if (text[i] === '"') {
+      i++;
+      let out = "";
+      let segment = i;
+      for (;;) {
+        if (i >= n) return invalid(`parameter '${name}' has an unterminated quoted value`);
+        const ch = text[i];
+        if (ch === '"') break;
+        if (ch === "\\") {
+          out += text.slice(segment, i);
+          if (i + 1 >= n) return invalid(`parameter '${name}' ends with a lone backslash`);
+          out += text[i + 1];
+          i += 2;
+          segment = i;
+          continue;
+        }
+        i++;
+      }
+      value = out + text.slice(segment, i);
+      i++;
+    } else {
+      const start = i;
+      while (i < n && isTokenChar(text.charCodeAt(i))) i++;
+      value = text.slice(start, i);
+    }
+    while (i < n && isSpace(text.charCodeAt(i))) i++;
+    if (i < n && text[i] !== ",")
+      return invalid(`parameter '${name}' is followed by '${text[i]}' instead of ','`);
+    if (params.has(name)) return invalid(`has the parameter '${name}' twice`);
+    params.set(name, value);
+  }
+  return params;
+}
+
+function readTimestamp(name: string, value: string | undefined): number | undefined | Rejection {
+  if (value === undefined) return undefined;
+  if (!/^[0-9]{1,12}(\.[0-9]{1,9})?$/.test(value))
+    return invalid(`parameter '${name}' must be Unix seconds, got '${value}'`);
+  return Math.floor(Number(value));
+}
+
+/** Parses a Signature header value (RFC 2047 encoded or not, with or without the `Signature ` scheme word). */
+export function parseSignatureHeader(
+  raw: string | undefined,
+  options: ParseOptions = {},
+): SignatureParams | Rejection {
+  if (raw === undefined || raw.trim().length === 0) {
+    return reject(
+      "SIGNATURE_MISSING",
+      "Signature header is missing; every request must be signed (SPEC 5.2)",
+    );
+  }
+  const maxLength = options.maxLength ?? DEFAULT_MAX_LENGTH;
+  if (raw.length > maxLength)
+    return invalid(`is ${raw.length} characters long; at most ${maxLength} are accepted`);
+  const decoded = decodeEncodedWords(raw);
+  if (typeof decoded !== "string") return decoded;
+  let text = decoded.trim();
+  if (/^signature\s/i.test(text)) text = text.slice(10).trimStart();
+
+  const params = readParams(text);
+  if (!(params instanceof Map)) return params;
+
+  for (const name of ["keyid", "signature", "algorithm"] as const) {
+    const value = params.get(name);
+    const label = name === "keyid" ? "keyId" : name;
+    if (value === undefined) return invalid(`has no '${label}' parameter`);
+    if (value.length === 0) return invalid(`has an empty '${label}' parameter`);
+  }
+  const headersValue = params.get("headers");
+  let headers: string[];
+  if (headersValue === undefined) {
+    if (options.requireHeaders ?? true)
+      return invalid(
+        "has no 'headers' parameter; list the signed headers, e.g. headers=\"digest x-request-id date\"",
+      );
+    headers = ["date"];
+  } else {
+    headers = headersValue
+      .split(/[ \t]+/)
+      .filter((h) => h.length > 0)
+      .map((h) => h.toLowerCase());
+    if (headers.length === 0) return invalid("has an empty 'headers' parameter");
+    const seen = new Set<string>();
+    for (const h of headers) {
+      if (seen.has(h)) return invalid(`lists '${h}' twice in 'headers'`);
+      seen.add(h);
+    }
+  }
+
+  const signature = params.get("signature")!;
+  if (!BASE64.test(signature))
+    return invalid("'signature' parameter is not valid base64 (RFC 4648, with padding)");
+  const created = readTimestamp("created", params.get("created"));
+  if (isRejection(created)) return created;
+  const expires = readTimestamp("expires", params.get("expires"));
+  if (isRejection(expires)) return expires;
+
+  const result: SignatureParams = {
+    keyId: params.get("keyid")!,
+    algorithm: params.get("algorithm")!.toLowerCase(),
+    headers,
+    signature,
+    signatureBytes: Buffer.from(signature, "base64"),
+    ...(created !== undefined ? { created } : {}),
+    ...(expires !== undefined ? { expires } : {}),
+  };
+  return result;
+}
+
+/** Writes a Signature header value: always the four Berlin Group parameters, in the usual order. */
+export function formatSignatureHeader(params: {
+  keyId: string;
+  algorithm: string;
+  headers: readonly string[];
+  signature: string;
+}): string {
+  const quote = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"');
+  return (
+    `keyId="${quote(params.keyId)}",algorithm="${quote(params.algorithm)}",` +
+    `headers="${params.headers.join(" ")}",signature="${params.signature}"`
+  );
+}

@@ -1,0 +1,49 @@
+/**
+ * The HTTP signature library: pure functions over header values and bytes, no servers, no config.
+ * Every failure is returned as a `Rejection` carrying a Berlin Group code and a text for the TPP.
+ */
+
+export { ALGORITHM_NAMES, type AlgorithmName, DEFAULT_ALGORITHMS, resolveAlgorithm } from "./algorithms.js";
+export {
+  type Clock,
+  checkDate,
+  DEFAULT_DATE_TOLERANCE_MS,
+  formatHttpDate,
+  parseHttpDate,
+  systemClock,
+} from "./date.js";
+export {
+  computeDigestHeader,
+  type DigestAlgorithm,
+  type DigestValue,
+  DigestVerifier,
+  parseDigestHeader,
+  verifyDigest,
+} from "./digest.js";
+export {
+  formatSignatureHeader,
+  type ParseOptions,
+  parseSignatureHeader,
+  type SignatureParams,
+} from "./header.js";
+export {
+  buildKeyId,
+  type KeyIdOptions,
+  type KeyIdTarget,
+  keyIdTargetFromDer,
+  matchKeyId,
+  parseKeyId,
+  serialMatches,
+} from "./keyid.js";
+export { type VerifyRequestOptions, verifyRequestSignature } from "./request.js";
+export { decodeEncodedWords, encodeIfNeeded } from "./rfc2047.js";
+export { RequestSigner, type RequestToSign, type SignedHeaders, type SignerOptions } from "./sign.js";
+export {
+  buildSigningString,
+  checkCoverage,
+  ELIGIBLE_HEADERS,
+  type HeaderMap,
+  headerValue,
+  type RequestParts,
+} from "./signing-string.js";
+export { verifySigningString } from "./verify.js";

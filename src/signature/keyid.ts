@@ -1,0 +1,101 @@
+/**
+ * keyId `SN=<serial, upper-case hex>,CA=<issuer DN, RFC 2253>` (SPEC 5.3): built from a
+ * certificate, and matched against one leniently enough for the formats real peers send.
+ */
+
+import { readCertificateFields, serialToBigInt, serialToHex } from "../asn1/certificate.js";
+import { type Rejection, reject } from "../errors.js";
+import { type DistinguishedName, dnStringMatches, formatRfc2253, readName } from "../x500/name.js";
+
+/** What a keyId names: a serial and an issuer. */
+export interface KeyIdTarget {
+  /** The serial INTEGER content bytes, as encoded in the certificate. */
+  readonly serial: Uint8Array;
+  readonly issuer: DistinguishedName;
+}
+
+export function keyIdTargetFromDer(der: Uint8Array): KeyIdTarget {
+  const fields = readCertificateFields(der);
+  return { serial: fields.serial, issuer: readName(fields.issuer) };
+}
+
+/** `SN=8E5C660AD95E4DBF,CA=CN=Adorsys,OU=Adorsys,…`: what a TPP puts in keyId for its certificate. */
+export function buildKeyId(target: KeyIdTarget): string {
+  return `SN=${serialToHex(target.serial)},CA=${formatRfc2253(target.issuer)}`;
+}
+
+export interface KeyIdOptions {
+  /** Also read the SN as decimal when it is all digits (some banks send decimal serials). */
+  readonly allowDecimalSerial?: boolean;
+}
+
+interface ParsedKeyId {
+  readonly sn: string;
+  readonly ca: string;
+}
+
+/** Splits `SN=…,CA=…` (or `CA=…,SN=…`); names are case-insensitive. */
+export function parseKeyId(keyId: string): ParsedKeyId | undefined {
+  const text = keyId.trim();
+  const snFirst = /^sn\s*=\s*([^,]*?)\s*,\s*ca\s*=\s*(.+)$/is.exec(text);
+  if (snFirst) return { sn: snFirst[1]!, ca: snFirst[2]! };
+  const caFirst = /^ca\s*=\s*(.+?)\s*,\s*sn\s*=\s*([^,]*?)\s*$/is.exec(text);
+  if (caFirst) return { sn: caFirst[2]!, ca: caFirst[1]! };
+  return undefined;
+}
+
+/** The numbers a written serial may stand for: hex (with or without sign byte or `0x`), and decimal when allowed. */
+function serialCandidates(sn: string, allowDecimal: boolean): bigint[] {
+  const out: bigint[] = [];
+  let text = sn.trim();
+  let negative = false;
+  if (text.startsWith("-")) {
+    negative = true;
+    text = text.slice(1);
+  }
+  if (/^0x/i.test(text)) text = text.slice(2);
+  text = text.replace(/[:\s]/g, "");
+  if (/^[0-9a-f]+$/i.test(text) && text.length <= 80) {
+    const v = BigInt(`0x${text}`);
+    out.push(negative ? -v : v);
+  }
+  if (allowDecimal && /^[0-9]+$/.test(text) && text.length <= 100) {
+    const v = BigInt(text);
+    out.push(negative ? -v : v);
+  }
+  return out;
+}
+
+/** True when `sn` names the serial: compared as numbers, signed or as the raw unsigned bytes. */
+export function serialMatches(sn: string, serial: Uint8Array, options: KeyIdOptions = {}): boolean {
+  const signed = serialToBigInt(serial);
+  const unsigned = BigInt(`0x${Buffer.from(serial).toString("hex")}`);
+  return serialCandidates(sn, options.allowDecimalSerial ?? false).some(
+    (c) => c === signed || c === unsigned,
+  );
+}
+
+/** Checks that keyId names the certificate; the rejection names both values. */
+export function matchKeyId(keyId: string, target: KeyIdTarget, options: KeyIdOptions = {}): true | Rejection {
+  const expected = buildKeyId(target);
+  const parsed = parseKeyId(keyId);
+  if (!parsed) {
+    return reject(
+      "SIGNATURE_INVALID",
+      `Signature keyId '${keyId.slice(0, 200)}' is not of the form SN=<serial hex>,CA=<issuer DN> (SPEC 5.3); for this certificate it is '${expected}'`,
+    );
+  }
+  if (!serialMatches(parsed.sn, target.serial, options)) {
+    return reject(
+      "SIGNATURE_INVALID",
+      `Signature keyId serial SN=${parsed.sn.slice(0, 80)} does not match the certificate serial ${serialToHex(target.serial)}; expected keyId '${expected}'`,
+    );
+  }
+  if (!dnStringMatches(parsed.ca, target.issuer)) {
+    return reject(
+      "SIGNATURE_INVALID",
+      `Signature keyId issuer CA=${parsed.ca.slice(0, 200)} does not match the certificate issuer ${formatRfc2253(target.issuer)}; expected keyId '${expected}'`,
+    );
+  }
+  return true;
+}

@@ -1,0 +1,87 @@
+/**
+ * The signing string (draft-cavage section 2.3, SPEC 5.6) and the coverage rule (SPEC 5.5).
+ */
+
+import { type Rejection, reject } from "../errors.js";
+
+/** Header values keyed by lower-case name, as Node's `IncomingMessage#headers` holds them. */
+export type HeaderMap = Readonly<Record<string, string | readonly string[] | undefined>>;
+
+export interface RequestParts {
+  readonly method: string;
+  /** The path and query exactly as received on the request line, never re-encoded. */
+  readonly target: string;
+  readonly headers: HeaderMap;
+}
+
+export interface SignatureTimes {
+  readonly created?: number;
+  readonly expires?: number;
+}
+
+/** A header's value, repeated headers joined with `, ` (RFC 7230 section 3.2.2). */
+export function headerValue(headers: HeaderMap, name: string): string | undefined {
+  const value = headers[name];
+  if (value === undefined) return undefined;
+  return typeof value === "string" ? value : value.join(", ");
+}
+
+/**
+ * One `name: value` line per listed header, in listed order, joined by `\n`, no trailing newline.
+ * `(request-target)` is the lower-case method, a space and the raw target.
+ */
+export function buildSigningString(
+  signed: readonly string[],
+  request: RequestParts,
+  times: SignatureTimes = {},
+): string | Rejection {
+  let out = "";
+  for (let i = 0; i < signed.length; i++) {
+    const name = signed[i]!.toLowerCase();
+    let value: string | undefined;
+    if (name === "(request-target)") value = `${request.method.toLowerCase()} ${request.target}`;
+    else if (name === "(created)") value = times.created?.toString();
+    else if (name === "(expires)") value = times.expires?.toString();
+    else value = headerValue(request.headers, name);
+    if (value === undefined) {
+      return reject(
+        "SIGNATURE_INVALID",
+        name.startsWith("(")
+          ? `Signature header lists '${name}' but has no '${name.slice(1, -1)}' parameter`
+          : `Signature header lists '${name}' in 'headers', but the request has no ${name} header; send it or do not list it`,
+      );
+    }
+    out += i === 0 ? `${name}: ${value}` : `\n${name}: ${value}`;
+  }
+  return out;
+}
+
+/** The headers SPEC 5.5 makes eligible: each that the request carries must be signed. */
+export const ELIGIBLE_HEADERS: readonly string[] = [
+  "date",
+  "digest",
+  "x-request-id",
+  "psu-id",
+  "psu-corporate-id",
+  "tpp-redirect-uri",
+];
+
+/**
+ * Every eligible header present in the request must be listed in `headers`; otherwise an
+ * unsigned PSU-ID (say) could be swapped in transit.
+ */
+export function checkCoverage(
+  signed: readonly string[],
+  headers: HeaderMap,
+  eligible: readonly string[] = ELIGIBLE_HEADERS,
+): true | Rejection {
+  for (const name of eligible) {
+    if (headers[name] !== undefined && !signed.includes(name)) {
+      return reject(
+        "SIGNATURE_INVALID",
+        `the request carries a ${name} header that the signature does not cover; add '${name}' to the Signature 'headers' parameter and sign it (SPEC 5.5)`,
+      );
+    }
+  }
+  return true;
+}
