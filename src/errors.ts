@@ -80,11 +80,13 @@ export class Rejection {
   constructor(
     readonly code: ErrorCode,
     readonly text: string,
+    /** For ACCESS_EXCEEDED: when the next call is allowed, sent as Retry-After. */
+    readonly retryAfterSeconds?: number,
   ) {}
 }
 
-export function reject(code: ErrorCode, text: string): Rejection {
-  return new Rejection(code, text);
+export function reject(code: ErrorCode, text: string, retryAfterSeconds?: number): Rejection {
+  return new Rejection(code, text, retryAfterSeconds);
 }
 
 export function isRejection(value: unknown): value is Rejection {

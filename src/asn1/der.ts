@@ -170,3 +170,137 @@ export function isStringTag(tag: number): boolean {
 function hex2(n: number): string {
   return n.toString(16).padStart(2, "0");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Typed reads added for certificate extraction (src/eidas). Same contract: bounds-checked, throw DerError.
+
+const STRING_TYPE_NAMES: Readonly<Record<number, string>> = {
+  [TAG.UTF8_STRING]: "UTF8String",
+  [TAG.PRINTABLE_STRING]: "PrintableString",
+  [TAG.IA5_STRING]: "IA5String",
+  [TAG.T61_STRING]: "T61String",
+  [TAG.VISIBLE_STRING]: "VisibleString",
+  [TAG.BMP_STRING]: "BMPString",
+  [TAG.UNIVERSAL_STRING]: "UniversalString",
+  [TAG.NUMERIC_STRING]: "NumericString",
+};
+
+/** The ASN.1 name of a string tag (`UTF8String`, `PrintableString`, …), or undefined for other tags. */
+export function stringTypeName(tag: number): string | undefined {
+  return STRING_TYPE_NAMES[tag];
+}
+
+/** A BOOLEAN; any non-zero octet is TRUE, as BER (and OpenSSL) read it, although DER wants 0xFF. */
+export function readBoolean(node: DerNode): boolean {
+  expectTag(node, TAG.BOOLEAN, "BOOLEAN");
+  if (node.end - node.start !== 1)
+    throw new DerError(`BOOLEAN at byte ${node.headerStart} is not one byte long`);
+  return node.buf[node.start] !== 0;
+}
+
+export interface BitString {
+  /** Unused bits in the last byte (0–7). */
+  readonly unusedBits: number;
+  readonly bytes: Uint8Array;
+}
+
+export function readBitString(node: DerNode): BitString {
+  expectTag(node, TAG.BIT_STRING, "BIT STRING");
+  if (node.end === node.start)
+    throw new DerError(`BIT STRING at byte ${node.headerStart} has no unused-bits octet`);
+  const unusedBits = node.buf[node.start]!;
+  if (unusedBits > 7)
+    throw new DerError(`BIT STRING at byte ${node.headerStart} claims ${unusedBits} unused bits`);
+  const bytes = node.buf.subarray(node.start + 1, node.end);
+  if (bytes.length === 0 && unusedBits !== 0) throw new DerError("empty BIT STRING with unused bits");
+  return { unusedBits, bytes };
+}
+
+/** A non-negative INTEGER that fits a JavaScript number exactly (lengths, counters, pathLen). */
+export function readSmallInteger(node: DerNode, what: string): number {
+  const bytes = content(expectTag(node, TAG.INTEGER, what));
+  if (bytes.length === 0) throw new DerError(`${what}: empty INTEGER`);
+  if (bytes[0]! & 0x80) throw new DerError(`${what}: negative INTEGER`);
+  let value = 0;
+  for (const b of bytes) {
+    value = value * 256 + b;
+    if (value > Number.MAX_SAFE_INTEGER) throw new DerError(`${what}: INTEGER too large`);
+  }
+  return value;
+}
+
+const UTC_TIME = /^(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})?(Z|[+-]\d{4})$/;
+const GENERALIZED_TIME = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})?(?:[.,](\d{1,9}))?(Z|[+-]\d{4})$/;
+
+/**
+ * A UTCTime or GeneralizedTime as a Date. DER wants seconds and `Z`; like OpenSSL, this also
+ * accepts the BER forms seen in old certificates (no seconds, an offset, fractional seconds),
+ * but refuses a time without a zone and any field out of range.
+ */
+export function readTime(node: DerNode): Date {
+  const text = Buffer.from(content(node)).toString("latin1");
+  let year: number;
+  let rest: (string | undefined)[];
+  let fraction: string | undefined;
+  let zone: string;
+  if (node.tag === TAG.UTC_TIME) {
+    const m = UTC_TIME.exec(text);
+    if (!m) throw new DerError(`UTCTime '${printable(text)}' is not YYMMDDHHMM[SS]Z`);
+    const yy = Number(m[1]);
+    year = yy >= 50 ? 1900 + yy : 2000 + yy; // RFC 5280 4.1.2.5.1
+    rest = m.slice(2, 7);
+    zone = m[7]!;
+  } else if (node.tag === TAG.GENERALIZED_TIME) {
+    const m = GENERALIZED_TIME.exec(text);
+    if (!m) throw new DerError(`GeneralizedTime '${printable(text)}' is not YYYYMMDDHHMM[SS[.f]]Z`);
+    year = Number(m[1]);
+    rest = m.slice(2, 7);
+    fraction = m[7];
+    zone = m[8]!;
+  } else {
+    throw new DerError(
+      `expected a UTCTime or GeneralizedTime at byte ${node.headerStart}, found tag 0x${hex2(node.tag)}`,
+    );
+  }
+  const [month, day, hour, minute, second] = rest.map((f) => Number(f ?? "0")) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  if (
+    month < 1 ||
+    month > 12 ||
+    day < 1 ||
+    day > daysInMonth(year, month) ||
+    hour > 23 ||
+    minute > 59 ||
+    second > 59
+  ) {
+    throw new DerError(`time '${printable(text)}' has a field out of range`);
+  }
+  let offsetMinutes = 0;
+  if (zone !== "Z") {
+    const hh = Number(zone.slice(1, 3));
+    const mm = Number(zone.slice(3, 5));
+    if (hh > 23 || mm > 59) throw new DerError(`time '${printable(text)}' has an offset out of range`);
+    offsetMinutes = (zone[0] === "-" ? -1 : 1) * (hh * 60 + mm);
+  }
+  const date = new Date(0);
+  // setUTCFullYear, unlike Date.UTC, does not map years 0–99 to the 1900s.
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute - offsetMinutes, second, Number(`${fraction ?? ""}000`.slice(0, 3)));
+  return date;
+}
+
+function daysInMonth(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
+}
+
+/** Shows attacker-controlled text in an error message: short, control characters escaped. */
+function printable(text: string): string {
+  const short = text.length > 40 ? `${text.slice(0, 40)}…` : text;
+  return short.replace(/[\u0000-\u001f\u007f-\u00ff]/g, (c) => `\\x${hex2(c.charCodeAt(0))}`);
+}

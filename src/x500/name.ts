@@ -286,3 +286,15 @@ export function dnStringMatches(dn: string, name: DistinguishedName): boolean {
   if (given === canonicalKeyOfName(name)) return true;
   return given === canonicalKey(name);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Looking up attributes
+
+/**
+ * The string value of the first attribute of type `oid`, in DER order, or undefined. This is the
+ * one OpenSSL's X509_NAME_get_index_by_NID finds first. undefined too when that one is not a string.
+ */
+export function firstAttributeValue(name: DistinguishedName, oid: string): string | undefined {
+  for (const rdn of name) for (const attr of rdn) if (attr.oid === oid) return attr.value;
+  return undefined;
+}

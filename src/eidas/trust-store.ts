@@ -1,0 +1,194 @@
+/**
+ * The trust store: CA certificates (roots and intermediates) from a folder, and chain building
+ * from a leaf to a trusted self-signed root with every signature, validity period,
+ * basicConstraints and keyUsage checked along the way.
+ */
+
+import { X509Certificate } from "node:crypto";
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { isRejection, type Rejection, reject } from "../errors.js";
+import { type ParsedCertificate, parseCertificate } from "./certificate.js";
+
+export interface TrustAnchorSet {
+  readonly certificates: readonly ParsedCertificate[];
+  /** Files that could not be read, with why: reported at load, not fatal. */
+  readonly problems: readonly string[];
+}
+
+const PEM_BLOCK = /-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/g;
+
+/** Every certificate in PEM files (and single DER .cer/.der/.crt files) of a folder. */
+export function readCertificateFolder(folder: string): TrustAnchorSet {
+  const certificates: ParsedCertificate[] = [];
+  const problems: string[] = [];
+  for (const name of readdirSync(folder).sort()) {
+    const file = join(folder, name);
+    if (!statSync(file).isFile() || !/\.(pem|crt|cer|der)$/i.test(name)) continue;
+    const bytes = readFileSync(file);
+    const text = bytes.toString("latin1");
+    const blocks: Uint8Array[] = [];
+    if (text.includes("-----BEGIN")) {
+      for (const m of text.matchAll(PEM_BLOCK)) blocks.push(Buffer.from(m[1]!.replace(/\s+/g, ""), "base64"));
+    } else if (bytes[0] === 0x30) {
+      blocks.push(bytes);
+    }
+    for (const der of blocks) {
+      const parsed = parseCertificate(der, { label: file });
+      if (isRejection(parsed)) problems.push(parsed.text);
+      else certificates.push(parsed);
+    }
+  }
+  return { certificates, problems };
+}
+
+interface StoredCa {
+  readonly parsed: ParsedCertificate;
+  readonly x509: X509Certificate;
+  readonly selfSigned: boolean;
+}
+
+export interface ChainResult {
+  /** Leaf first, the trusted root last. */
+  readonly chain: readonly ParsedCertificate[];
+}
+
+const MAX_CHAIN = 8;
+
+function bySubject(parsed: ParsedCertificate): string {
+  return Buffer.from(parsed.subjectDer).toString("hex");
+}
+
+function describe(c: ParsedCertificate): string {
+  return `SN=${c.serialHex} (${c.subjectRfc2253.slice(0, 160)})`;
+}
+
+function canSignCertificates(c: ParsedCertificate): string | undefined {
+  if (!c.basicConstraints?.ca) return "it is not a CA (basicConstraints cA is not true)";
+  if (c.keyUsage && !c.keyUsage.includes("keyCertSign")) return "its keyUsage lacks keyCertSign";
+  return undefined;
+}
+
+export class TrustStore {
+  private readonly bySubject = new Map<string, StoredCa[]>();
+  readonly size: number;
+
+  constructor(certificates: readonly ParsedCertificate[]) {
+    for (const parsed of certificates) {
+      const x509 = new X509Certificate(Buffer.from(parsed.der));
+      const selfSigned =
+        Buffer.compare(Buffer.from(parsed.subjectDer), Buffer.from(parsed.issuerDer)) === 0 &&
+        x509.verify(parsed.publicKey);
+      const key = bySubject(parsed);
+      const list = this.bySubject.get(key) ?? [];
+      list.push({ parsed, x509, selfSigned });
+      this.bySubject.set(key, list);
+    }
+    this.size = certificates.length;
+  }
+
+  static fromFolder(folder: string): { store: TrustStore; problems: readonly string[] } {
+    const { certificates, problems } = readCertificateFolder(folder);
+    return { store: new TrustStore(certificates), problems };
+  }
+
+  /** Every certificate in the store (for expiry metrics and startup lines). */
+  get all(): ParsedCertificate[] {
+    return [...this.bySubject.values()].flat().map((c) => c.parsed);
+  }
+
+  /**
+   * Builds and checks the chain from a leaf to a self-signed root in the store. `now` is injected
+   * so tests can use real, long-expired certificates.
+   */
+  verifyChain(leaf: ParsedCertificate, now: Date): ChainResult | Rejection {
+    const validity = checkValidity(leaf, now, "the certificate");
+    if (validity) return validity;
+    if (leaf.basicConstraints?.ca) {
+      return reject(
+        "CERTIFICATE_INVALID",
+        `certificate ${describe(leaf)} is a CA certificate; sign with your QSealC`,
+      );
+    }
+    if (
+      leaf.keyUsage &&
+      !leaf.keyUsage.includes("digitalSignature") &&
+      !leaf.keyUsage.includes("nonRepudiation")
+    ) {
+      return reject(
+        "CERTIFICATE_INVALID",
+        `certificate ${describe(leaf)} may not sign: its keyUsage (${leaf.keyUsage.join(", ")}) has neither digitalSignature nor nonRepudiation`,
+      );
+    }
+    const chain: ParsedCertificate[] = [leaf];
+    let current = leaf;
+    let currentX509: X509Certificate | undefined;
+    for (let depth = 0; depth < MAX_CHAIN; depth++) {
+      const candidates = this.bySubject.get(Buffer.from(current.issuerDer).toString("hex")) ?? [];
+      let issuer: StoredCa | undefined;
+      let lastProblem: string | undefined;
+      for (const candidate of candidates) {
+        if (
+          current.authorityKeyIdentifier &&
+          candidate.parsed.subjectKeyIdentifier &&
+          current.authorityKeyIdentifier !== candidate.parsed.subjectKeyIdentifier
+        ) {
+          continue;
+        }
+        currentX509 ??= new X509Certificate(Buffer.from(current.der));
+        if (!currentX509.verify(candidate.parsed.publicKey)) {
+          lastProblem = `its signature does not verify with the key of ${describe(candidate.parsed)}`;
+          continue;
+        }
+        issuer = candidate;
+        break;
+      }
+      if (!issuer) {
+        return reject(
+          "CERTIFICATE_INVALID",
+          `certificate ${describe(current)} ${lastProblem ?? `was issued by ${current.issuerRfc2253}, which is not in the gateway's trust store`}; use a certificate from a qualified trust service provider the bank trusts`,
+        );
+      }
+      const notCa = canSignCertificates(issuer.parsed);
+      if (notCa)
+        return reject(
+          "CERTIFICATE_INVALID",
+          `issuer ${describe(issuer.parsed)} may not issue certificates: ${notCa}`,
+        );
+      const issuerValidity = checkValidity(issuer.parsed, now, "its issuing CA certificate");
+      if (issuerValidity) return issuerValidity;
+      const pathLen = issuer.parsed.basicConstraints?.pathLen;
+      const casBelow = chain.length - 1;
+      if (pathLen !== undefined && casBelow > pathLen) {
+        return reject(
+          "CERTIFICATE_INVALID",
+          `issuer ${describe(issuer.parsed)} allows ${pathLen} CAs below it, the chain has ${casBelow}`,
+        );
+      }
+      chain.push(issuer.parsed);
+      if (issuer.selfSigned) return { chain };
+      current = issuer.parsed;
+      currentX509 = issuer.x509;
+    }
+    return reject(
+      "CERTIFICATE_INVALID",
+      `certificate chain is longer than ${MAX_CHAIN}; no trusted root was reached`,
+    );
+  }
+}
+
+function checkValidity(c: ParsedCertificate, now: Date, which: string): Rejection | undefined {
+  if (now < c.notBefore) {
+    return reject(
+      "CERTIFICATE_EXPIRED",
+      `${which} ${describe(c)} is not valid before ${c.notBefore.toISOString()}`,
+    );
+  }
+  if (now > c.notAfter) {
+    return reject(
+      "CERTIFICATE_EXPIRED",
+      `${which} ${describe(c)} expired on ${c.notAfter.toISOString()}; renew it with your QTSP`,
+    );
+  }
+  return undefined;
+}
