@@ -1,0 +1,329 @@
+/**
+ * `npm run bench`: gateway throughput against its baselines, all in one run (BENCH-ANCHORS.md
+ * method): the servers (backend and proxy, separate processes) pinned to core 0, autocannon on
+ * core 1, 50 connections, realistic signed requests with about 2.9 KB of headers and unique
+ * X-Request-IDs (so replay protection stays on), GET and a 1 KiB POST, plus a run where every
+ * request carries a certificate the gateway has never seen. Results go to bench/RESULTS.md.
+ *
+ * Environment: BENCH_SECONDS (default 5), BENCH_ROUNDS (default 1; the anchors used 3),
+ * BENCH_POOL (presigned requests per method, default 50000), BENCH_NEW_CERTS (default 2000).
+ */
+
+import "reflect-metadata";
+import { type ChildProcess, execFileSync, fork } from "node:child_process";
+import { createPrivateKey, createPublicKey, randomUUID, webcrypto } from "node:crypto";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { Worker } from "node:worker_threads";
+import * as x509 from "@peculiar/x509";
+import autocannon from "autocannon";
+import { generateDevPki } from "../src/tools/dev-pki.js";
+import type { PresignedRequest, PresignJob } from "./presign.js";
+import { machineLine, replaceSection } from "./results-file.js";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+const POOL = Number(process.env.BENCH_POOL ?? 50_000);
+const NEW_CERTS = Number(process.env.BENCH_NEW_CERTS ?? 2000);
+const CONNECTIONS = 50;
+const here = new URL(".", import.meta.url).pathname;
+
+function hasTaskset(): boolean {
+  try {
+    execFileSync("taskset", ["-V"], { stdio: "ignore" });
+    return cpus().length >= 2;
+  } catch {
+    return false;
+  }
+}
+const PIN = hasTaskset();
+function pin(pid: number, core: number) {
+  if (PIN) execFileSync("taskset", ["-cp", String(core), String(pid)], { stdio: "ignore" });
+}
+
+interface Child {
+  readonly process: ChildProcess;
+  readonly port: number;
+}
+
+async function startChild(file: string, args: string[]): Promise<Child> {
+  const child = fork(join(here, file), args, {
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  pin(child.pid!, 0);
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once("message", (m: { ready?: number }) =>
+      m.ready ? resolve(m.ready) : reject(new Error("bad ready")),
+    );
+    child.once("exit", (code) => reject(new Error(`${file} exited with ${code}`)));
+  });
+  return { process: child, port };
+}
+
+function cpuOf(child: Child): Promise<number> {
+  return new Promise((resolve) => {
+    child.process.once("message", (m: { cpu: NodeJS.CpuUsage }) => resolve(m.cpu.user + m.cpu.system));
+    child.process.send("cpu");
+  });
+}
+
+/** Disconnecting lets the child exit on its own (and write its CPU profile); kill it if it lingers. */
+async function stop(child: Child | undefined): Promise<void> {
+  if (!child) return;
+  const exited = new Promise<void>((resolve) => child.process.once("exit", () => resolve()));
+  child.process.disconnect();
+  const timer = setTimeout(() => child.process.kill(), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function presign(job: PresignJob, workers = Math.max(1, cpus().length)): Promise<PresignedRequest[]> {
+  const per = Math.ceil(job.count / workers);
+  const parts = await Promise.all(
+    Array.from({ length: workers }, (_, w) => {
+      const certificatePems =
+        job.certificatePems.length > 1
+          ? job.certificatePems.slice(w * per, (w + 1) * per)
+          : job.certificatePems;
+      return new Promise<PresignedRequest[]>((resolve, reject) => {
+        // Workers do not take --import from execArgv on Node 20: register tsx inside the worker.
+        const bootstrap = `import("tsx/esm/api").then((m) => { m.register(); return import(${JSON.stringify(join(here, "presign.ts"))}); })`;
+        const worker = new Worker(bootstrap, {
+          eval: true,
+          workerData: { ...job, certificatePems, count: Math.min(per, job.count - w * per) },
+        });
+        worker.once("message", resolve);
+        worker.once("error", reject);
+      });
+    }),
+  );
+  return parts.flat();
+}
+
+interface RunResult {
+  readonly rps: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly cpuUsPerRequest: number | undefined;
+  readonly non2xx: number;
+  readonly errors: number;
+  readonly total: number;
+}
+
+/** Where a pool has got to: shared by the warm-up and the run against one gateway process, so no signature is sent twice. */
+interface Cursor {
+  next: number;
+}
+
+async function load(
+  port: number,
+  pool: PresignedRequest[],
+  cursor: Cursor,
+  seconds: number,
+  measured?: Child,
+  amount?: number,
+): Promise<RunResult> {
+  const options = {
+    url: `http://127.0.0.1:${port}`,
+    connections: CONNECTIONS,
+    ...(amount ? { amount } : { duration: seconds }),
+    requests: [
+      {
+        setupRequest: (req: Record<string, unknown>) => {
+          const r = pool[cursor.next++ % pool.length]!;
+          return { ...req, method: r.method, path: r.path, headers: r.headers, body: r.body };
+        },
+      },
+    ],
+  };
+  const before = measured ? await cpuOf(measured) : 0;
+  const result = await autocannon(options as unknown as autocannon.Options);
+  const after = measured ? await cpuOf(measured) : 0;
+  const total = result.requests.total;
+  return {
+    rps: amount ? total / result.duration : result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    cpuUsPerRequest: measured ? (after - before) / total : undefined,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    total,
+  };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function newCertificates(
+  pkiDir: string,
+  issuing: { pem: string; keyPem: string },
+  subjectKeyPem: string,
+  count: number,
+): Promise<string[]> {
+  x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+  const alg = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
+  const issuerCert = new x509.X509Certificate(issuing.pem);
+  const issuerKey = await webcrypto.subtle.importKey(
+    "pkcs8",
+    createPrivateKey(issuing.keyPem).export({ format: "der", type: "pkcs8" }),
+    alg,
+    false,
+    ["sign"],
+  );
+  const subjectPublic = await webcrypto.subtle.importKey(
+    "spki",
+    createPublicKey(subjectKeyPem).export({ format: "der", type: "spki" }),
+    alg,
+    true,
+    ["verify"],
+  );
+  // The QCStatements of TPP A's QSealC, reused: each new certificate differs in serial only.
+  const template = new x509.X509Certificate(readFileSync(join(pkiDir, "tpp", "tpp-a-qseal.pem"), "utf8"));
+  const out: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const cert = await x509.X509CertificateGenerator.create({
+      serialNumber: `5a${randomUUID().replace(/-/g, "").slice(0, 16)}`,
+      subject: template.subjectName,
+      issuer: issuerCert.subjectName,
+      notBefore: template.notBefore,
+      notAfter: template.notAfter,
+      signingAlgorithm: alg,
+      publicKey: subjectPublic as never,
+      signingKey: issuerKey as never,
+      extensions: template.extensions.filter((e) => e.type !== "2.5.29.35" && e.type !== "2.5.29.14"),
+    });
+    out.push(cert.toString("pem"));
+  }
+  return out;
+}
+
+async function main() {
+  if (PIN) pin(process.pid, 1);
+  const pkiDir = mkdtempSync(join(tmpdir(), "psd2-bench-"));
+  console.error(`bench: PKI in ${pkiDir}; ${SECONDS}s per run, ${ROUNDS} round(s), pinned: ${PIN}`);
+  const pki = await generateDevPki(pkiDir);
+  const extraHeaders: Record<string, string> = {
+    Accept: "application/json",
+    "TPP-Redirect-URI": "https://tpp.example.com/psd2/callback?session=7f3c2a",
+    "PSU-ID": "9f1c7c3e-5b8e-4d7e-9a53-3f8c0b1d2e4a",
+    "PSU-IP-Address": "192.0.2.10",
+    "PSU-User-Agent":
+      "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36",
+    "TPP-Session-ID": randomUUID(),
+    "x-accept-fix": "amount-as-string",
+  };
+  const body = JSON.stringify({
+    instructedAmount: { amount: "125.50", currency: "NOK" },
+    debtorAccount: { bban: "12345678903" },
+    creditorAccount: { bban: "98765432105" },
+    creditorName: "Kari Nordmann",
+    remittanceInformationUnstructured: "x".repeat(800),
+  }).slice(0, 1024);
+  const base = { keyPem: pki.tppA.qseal.keyPem, certificatePems: [pki.tppA.qseal.pem], extraHeaders };
+  console.error(`bench: presigning ${2 * POOL} requests …`);
+  const pools = {
+    GET: await presign({ ...base, count: POOL, method: "GET", target: "/v1/accounts/acc-0001/balances" }),
+    POST: await presign({
+      ...base,
+      count: POOL,
+      method: "POST",
+      target: "/v1/payments/norwegian-domestic-credit-transfers",
+      body,
+    }),
+  };
+  const headerBytes = Object.entries(pools.GET[0]!.headers).reduce(
+    (n, [k, v]) => n + k.length + v.length + 4,
+    0,
+  );
+  console.error(`bench: ${headerBytes} bytes of headers per GET`);
+
+  const configs = ["direct", "http-proxy", "undici", "gateway"] as const;
+  const results: Record<string, RunResult[]> = {};
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const method of ["GET", "POST"] as const) {
+      for (const config of configs) {
+        const backend = await startChild("servers/backend.ts", []);
+        const backendUrl = `http://127.0.0.1:${backend.port}`;
+        const proxy =
+          config === "direct"
+            ? undefined
+            : await startChild("servers/proxy.ts", [config, backendUrl, pkiDir]);
+        const port = proxy?.port ?? backend.port;
+        const cursor = { next: 0 };
+        await load(port, pools[method], cursor, 1); // warm up (JIT, pools, the gateway's verdict cache)
+        const r = await load(port, pools[method], cursor, SECONDS, proxy);
+        console.error(
+          `${config.padEnd(10)} ${method.padEnd(4)} ${Math.round(r.rps)} req/s p50 ${r.p50} ms p99 ${r.p99} ms cpu ${r.cpuUsPerRequest?.toFixed(0) ?? "-"} µs/req non2xx ${r.non2xx} errors ${r.errors}`,
+        );
+        const key = `${config} ${method}`;
+        results[key] = [...(results[key] ?? []), r];
+        await stop(proxy);
+        await stop(backend);
+      }
+    }
+  }
+
+  console.error(`bench: issuing ${NEW_CERTS} never-seen certificates …`);
+  const fresh = await newCertificates(
+    pkiDir,
+    { pem: pki.issuingCa.pem, keyPem: pki.issuingCa.keyPem },
+    pki.tppA.qseal.keyPem,
+    NEW_CERTS,
+  );
+  const freshPool = await presign({
+    ...base,
+    certificatePems: fresh,
+    count: NEW_CERTS,
+    method: "GET",
+    target: "/v1/accounts/acc-0001/balances",
+  });
+  const backend = await startChild("servers/backend.ts", []);
+  const proxy = await startChild("servers/proxy.ts", ["gateway", `http://127.0.0.1:${backend.port}`, pkiDir]);
+  await load(proxy.port, pools.GET, { next: 0 }, 1);
+  const unseen = await load(proxy.port, freshPool, { next: 0 }, 0, proxy, NEW_CERTS);
+  console.error(
+    `gateway GET never-seen certificate: ${Math.round(unseen.rps)} req/s cpu ${unseen.cpuUsPerRequest?.toFixed(0)} µs/req non2xx ${unseen.non2xx}`,
+  );
+  await stop(proxy);
+  await stop(backend);
+
+  const m = (key: string, f: (r: RunResult) => number) => median((results[key] ?? []).map(f));
+  const rows = configs.flatMap((c) =>
+    (["GET", "POST"] as const).map((method) => {
+      const key = `${c} ${method}`;
+      const cpu = c === "direct" ? "–" : m(key, (r) => r.cpuUsPerRequest ?? 0).toFixed(0);
+      return `| ${c} | ${method} | ${Math.round(m(key, (r) => r.rps))} | ${m(key, (r) => r.p50)} | ${m(key, (r) => r.p99)} | ${cpu} | ${m(key, (r) => r.non2xx + r.errors)} |`;
+    }),
+  );
+  const ratio = (a: string, b: string) => (m(a, (r) => r.rps) / m(b, (r) => r.rps)).toFixed(2);
+  const cpuDelta = (method: string) =>
+    (
+      m(`gateway ${method}`, (r) => r.cpuUsPerRequest ?? 0) -
+      m(`undici ${method}`, (r) => r.cpuUsPerRequest ?? 0)
+    ).toFixed(0);
+  const unseenExtra = (
+    (unseen.cpuUsPerRequest ?? 0) - m("gateway GET", (r) => r.cpuUsPerRequest ?? 0)
+  ).toFixed(0);
+  const report = `
+${machineLine()}. ${PIN ? "Servers (backend and proxy, separate processes) pinned to core 0, autocannon to core 1" : "taskset unavailable: nothing pinned"}; ${CONNECTIONS} connections, ${SECONDS} s per configuration after 1 s of warm-up, ${ROUNDS} round(s), medians. Each request carries ${headerBytes} bytes of headers (TPP-Signature-Certificate, Signature, Digest, X-Request-ID, PSU headers); POST bodies are ${Buffer.byteLength(body)} bytes; the backend answers 313 bytes of JSON. Every request is signed once, with its own X-Request-ID, so replay protection refuses nothing and stays on. Run with \`npm run bench\`.
+
+| configuration | method | req/s | p50 ms | p99 ms | proxy CPU µs/request | non-2xx + errors |
+|---|---|---:|---:|---:|---:|---:|
+${rows.join("\n")}
+
+| target | GET | POST | goal |
+|---|---:|---:|---|
+| gateway ÷ bare undici pass-through | ${ratio("gateway GET", "undici GET")} | ${ratio("gateway POST", "undici POST")} | ≥ 0.75 |
+| gateway ÷ bare http-proxy pass-through | ${ratio("gateway GET", "http-proxy GET")} | ${ratio("gateway POST", "http-proxy POST")} | ≥ 1.5 |
+| verification CPU over bare undici (µs/request) | ${cpuDelta("GET")} | ${cpuDelta("POST")} | ≤ 40 |
+
+Never-seen certificate on every request (GET, ${NEW_CERTS} certificates each used once, ${CONNECTIONS} connections): ${Math.round(unseen.rps)} req/s, ${unseen.cpuUsPerRequest?.toFixed(0)} µs CPU per request, that is ${unseenExtra} µs on top of a cached certificate (goal ≤ 1000 µs); non-2xx ${unseen.non2xx}.
+`;
+  replaceSection("Gateway throughput (bench/run.ts)", report);
+  writeFileSync(join(pkiDir, "results.json"), JSON.stringify({ results, unseen }, null, 2));
+  console.log(report);
+  process.exit(0);
+}
+
+void main();

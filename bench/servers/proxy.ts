@@ -1,0 +1,98 @@
+/**
+ * The proxies under test, one per process so that their CPU can be measured apart from the
+ * backend's: a bare http-proxy pass-through (the baseline to beat), a bare undici pass-through
+ * (the ceiling), and the gateway with full verification.
+ */
+
+import { writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { Session } from "node:inspector";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import httpProxy from "http-proxy";
+import { Agent, Pool } from "undici";
+import { validateConfig } from "../../src/config/load.js";
+import { startIngress } from "../../src/ingress/gateway.js";
+import { createLogger } from "../../src/observability/logger.js";
+
+const [mode, backendUrl, pkiDir] = process.argv.slice(2) as [string, string, string];
+
+function ready(port: number) {
+  process.send?.({ ready: port });
+}
+
+async function main() {
+  if (mode === "http-proxy") {
+    const agent = new (await import("node:http")).Agent({ keepAlive: true, maxSockets: 128 });
+    const proxy = httpProxy.createProxyServer({ target: backendUrl, agent });
+    const server = createServer((req, res) => proxy.web(req, res));
+    server.keepAliveTimeout = 60_000;
+    server.listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
+  } else if (mode === "undici") {
+    const pool = new Pool(backendUrl, { connections: 128 });
+    const server = createServer((req, res) => {
+      pool.dispatch(
+        {
+          path: req.url ?? "/",
+          method: req.method ?? "GET",
+          headers: req.headers as Record<string, string>,
+          body: req.method === "GET" ? null : req,
+        },
+        {
+          onRequestStart() {},
+          onResponseStart(_c, status, headers) {
+            res.writeHead(status, headers as Record<string, string>);
+          },
+          onResponseData(c, chunk) {
+            if (!res.write(chunk)) c.pause();
+          },
+          onResponseEnd() {
+            res.end();
+          },
+          onResponseError() {
+            res.destroy();
+          },
+        },
+      );
+    });
+    server.keepAliveTimeout = 60_000;
+    server.listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
+    void Agent;
+  } else {
+    const config = validateConfig({
+      listen: { host: "127.0.0.1", port: 0 },
+      backend: { url: backendUrl },
+      trust: { caDir: `${pkiDir}/trust` },
+      register: { file: `${pkiDir}/register.json` },
+      // Requests are signed before the run; a wide Date window lets one pool serve a whole round.
+      // It changes nothing per request: the Date is still parsed and checked.
+      verification: { dateToleranceSeconds: 3600 },
+      replay: { windowSeconds: 7200 },
+      log: { level: "silent" },
+    });
+    const gateway = await startIngress(config, { logger: createLogger("silent") });
+    ready(Number(new URL(gateway.url).port));
+  }
+}
+
+process.on("message", (m) => {
+  if (m === "cpu") process.send?.({ cpu: process.cpuUsage() });
+});
+
+// BENCH_CPU_PROF=<dir>: a V8 CPU profile of the gateway process, written when the run ends.
+const profileDir = process.env.BENCH_CPU_PROF;
+let profiler: Session | undefined;
+if (profileDir && mode === "gateway") {
+  profiler = new Session();
+  profiler.connect();
+  profiler.post("Profiler.enable", () => profiler!.post("Profiler.start"));
+}
+process.on("disconnect", () => {
+  if (!profiler) process.exit(0);
+  profiler.post("Profiler.stop", (error, result) => {
+    if (!error)
+      writeFileSync(join(profileDir!, `gateway-${process.pid}.cpuprofile`), JSON.stringify(result.profile));
+    process.exit(0);
+  });
+});
+void main();

@@ -1,0 +1,188 @@
+/**
+ * The one typed configuration, validated once at start. Every key has a default that makes the
+ * embedded demo work; a bad key is refused with its path and the form expected.
+ */
+
+import { z } from "zod";
+
+const seconds = (def: number) => z.number().positive().default(def);
+const path = z.string().min(1);
+const headerName = z
+  .string()
+  .regex(/^[A-Za-z0-9-]+$/, "an HTTP header name (letters, digits and '-')")
+  .transform((s) => s.toLowerCase());
+
+export const PSD2_ROLES = ["PSP_AS", "PSP_PI", "PSP_AI", "PSP_IC"] as const;
+export type Psd2Role = (typeof PSD2_ROLES)[number];
+
+const tlsServer = z
+  .object({
+    cert: path.describe("PEM file with the gateway's TLS certificate (and chain)"),
+    key: path.describe("PEM file with its private key"),
+    minVersion: z.enum(["TLSv1.2", "TLSv1.3"]).default("TLSv1.2"),
+    /** mTLS: `none`, `request` (ask for a QWAC, check it when given) or `require`. */
+    clientCertificate: z.enum(["none", "request", "require"]).default("none"),
+    /** When set, the QWAC's organizationIdentifier must equal the QSealC's. */
+    requireSameOrganization: z.boolean().default(true),
+  })
+  .strict();
+
+const listen = z
+  .object({
+    host: z.string().default("127.0.0.1"),
+    port: z.number().int().min(0).max(65535).default(8443),
+    tls: tlsServer.optional(),
+    /** Peers (exact IPs) allowed to pass the client certificate in `clientCertificateHeader`. */
+    trustedProxies: z.array(z.string()).default([]),
+    /** Header a TLS-terminating proxy puts the URL-encoded client PEM in (nginx, RFC 9440 style). */
+    clientCertificateHeader: headerName.default("x-ssl-client-cert"),
+    requestTimeoutSeconds: seconds(30),
+    keepAliveTimeoutSeconds: seconds(65),
+  })
+  .strict();
+
+const backend = z
+  .object({
+    /** `http://host:port` or `https://host:port`; `sandbox` starts the built-in demo bank. */
+    url: z.union([z.literal("sandbox"), z.url({ protocol: /^https?$/ })]).default("sandbox"),
+    ca: path.optional(),
+    cert: path.optional(),
+    key: path.optional(),
+    timeoutSeconds: seconds(30),
+    connections: z.number().int().positive().default(128),
+  })
+  .strict();
+
+const characterPolicy = z
+  .object({
+    /** Refuse code points above this (0xFFFF refuses emoji and everything outside the BMP). */
+    maxCodePoint: z.number().int().min(0x7f).max(0x10ffff).default(0x10ffff),
+    /** Extra refused ranges, inclusive: [[0x1F300, 0x1FAFF]]. */
+    blockedRanges: z.array(z.tuple([z.number().int(), z.number().int()])).default([]),
+  })
+  .strict();
+
+const routeRole = z
+  .object({
+    /** Path prefix, matched on whole segments: `/v1/accounts` matches `/v1/accounts/1`. */
+    prefix: z.string().startsWith("/"),
+    role: z.enum(PSD2_ROLES),
+  })
+  .strict();
+
+export const DEFAULT_ROLE_ROUTES: z.input<typeof routeRole>[] = [
+  { prefix: "/v1/accounts", role: "PSP_AI" },
+  { prefix: "/v1/card-accounts", role: "PSP_AI" },
+  { prefix: "/v1/consents", role: "PSP_AI" },
+  { prefix: "/v1/bank-offered-consents", role: "PSP_AI" },
+  { prefix: "/v1/payments", role: "PSP_PI" },
+  { prefix: "/v1/bulk-payments", role: "PSP_PI" },
+  { prefix: "/v1/periodic-payments", role: "PSP_PI" },
+  { prefix: "/v1/signing-baskets", role: "PSP_PI" },
+  { prefix: "/v1/funds-confirmations", role: "PSP_IC" },
+];
+
+const verification = z
+  .object({
+    dateToleranceSeconds: seconds(60),
+    algorithms: z
+      .array(z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256", "hs2019"]))
+      .min(1)
+      .default(["rsa-sha256"]),
+    /** Also read keyId serials written in decimal. */
+    allowDecimalSerial: z.boolean().default(false),
+    /** `strict`: keyId must be SN=…,CA=… naming the certificate. `relaxed`: any keyId; the certificate decides. */
+    keyIdPolicy: z.enum(["strict", "relaxed"]).default("strict"),
+    /** `spec`: every verification failure is 400 (SPEC 7). `berlin-group`: certificate/signature/role failures 401. */
+    statusProfile: z.enum(["spec", "berlin-group"]).default("spec"),
+    maxBodyBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(1024 * 1024),
+    /** TPP-Redirect-URI is required on every request (SPEC 4) except under these path prefixes. */
+    redirectUriOptionalPrefixes: z.array(z.string().startsWith("/")).default([]),
+    characterPolicy: characterPolicy.prefault({}),
+    roles: z.array(routeRole).default(DEFAULT_ROLE_ROUTES),
+    /** Path prefixes that need no signature (health checks of the backend, say). Empty by default. */
+    unsignedPrefixes: z.array(z.string().startsWith("/")).default([]),
+  })
+  .strict();
+
+const trust = z
+  .object({
+    /** Folder of CA certificates (PEM): roots and intermediates of the QTSPs you accept. */
+    caDir: path,
+    /** Folder of CRL files (PEM or DER); defaults to caDir. */
+    crlDir: path.optional(),
+  })
+  .strict();
+
+const register = z
+  .object({
+    file: path.optional(),
+    url: z.url({ protocol: /^https?$/ }).optional(),
+    pollSeconds: seconds(300),
+    /** Older than this, the copy is stale and requests fail closed. */
+    maxAgeSeconds: seconds(24 * 3600),
+  })
+  .strict()
+  .refine((r) => r.file !== undefined || r.url !== undefined, "give register.file or register.url");
+
+const cache = z
+  .object({
+    maxEntries: z.number().int().positive().default(10_000),
+    ttlSeconds: seconds(300),
+    failureTtlSeconds: seconds(10),
+  })
+  .strict();
+
+const identityHeaders = z
+  .object({
+    organizationId: headerName.default("x-tpp-organization-id"),
+    name: headerName.default("x-tpp-name"),
+    roles: headerName.default("x-tpp-roles"),
+    certificateFingerprint: headerName.default("x-tpp-certificate-fingerprint"),
+    psuPresent: headerName.default("x-psu-present"),
+  })
+  .strict();
+
+const replay = z
+  .object({
+    /** A signature seen again within this window is refused; defaults to twice the Date tolerance. */
+    windowSeconds: z.number().positive().optional(),
+    maxEntries: z.number().int().positive().default(1_000_000),
+  })
+  .strict();
+
+const responseSigning = z
+  .object({
+    enabled: z.boolean().default(false),
+    cert: path.optional(),
+    key: path.optional(),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    mode: z.literal("ingress").default("ingress"),
+    listen: listen.prefault({}),
+    backend: backend.prefault({}),
+    verification: verification.prefault({}),
+    trust,
+    register,
+    cache: cache.prefault({}),
+    identityHeaders: identityHeaders.prefault({}),
+    replay: replay.prefault({}),
+    responseSigning: responseSigning.prefault({}),
+    log: z
+      .object({
+        level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+      })
+      .strict()
+      .prefault({}),
+  })
+  .strict();
+
+export type GatewayConfig = z.output<typeof configSchema>;
+export type GatewayConfigInput = z.input<typeof configSchema>;

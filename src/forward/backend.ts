@@ -1,0 +1,61 @@
+/**
+ * One backend: an undici keep-alive pool to a single origin, over HTTP or HTTPS with its own CA
+ * and, when the backend wants mTLS, a client certificate. Shared by ingress and egress modes.
+ */
+
+import { readFileSync } from "node:fs";
+import { Pool } from "undici";
+
+export interface BackendOptions {
+  readonly url: string;
+  /** PEM text or file paths are resolved by the caller; these are PEM contents. */
+  readonly ca?: string;
+  readonly cert?: string;
+  readonly key?: string;
+  readonly timeoutMs: number;
+  readonly connections: number;
+}
+
+export class Backend {
+  readonly origin: string;
+  /** Path prefix of the backend URL (`/core` in `https://core.bank:8443/core`), without trailing slash. */
+  readonly basePath: string;
+  readonly pool: Pool;
+  readonly timeoutMs: number;
+
+  constructor(options: BackendOptions) {
+    const url = new URL(options.url);
+    this.origin = url.origin;
+    this.basePath = url.pathname.replace(/\/+$/, "");
+    this.timeoutMs = options.timeoutMs;
+    this.pool = new Pool(this.origin, {
+      connections: options.connections,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      connect: {
+        ...(options.ca ? { ca: options.ca } : {}),
+        ...(options.cert ? { cert: options.cert } : {}),
+        ...(options.key ? { key: options.key } : {}),
+        rejectUnauthorized: true,
+      },
+    });
+  }
+
+  static fromFiles(
+    options: Omit<BackendOptions, "ca" | "cert" | "key"> & { ca?: string; cert?: string; key?: string },
+  ): Backend {
+    const read = (file?: string) => (file ? readFileSync(file, "utf8") : undefined);
+    return new Backend({
+      ...options,
+      ca: read(options.ca),
+      cert: read(options.cert),
+      key: read(options.key),
+    });
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}

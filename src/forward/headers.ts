@@ -1,0 +1,61 @@
+/** Header handling a proxy must do: hop-by-hop headers never cross it (RFC 9110 section 7.6.1). */
+
+import type { IncomingHttpHeaders } from "node:http";
+
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+  // undici sets these itself from the body and the origin.
+  "host",
+  "expect",
+]);
+
+/** Names listed in a Connection header are hop-by-hop too. */
+function connectionListed(value: string | string[] | undefined): string[] {
+  if (value === undefined) return [];
+  const text = Array.isArray(value) ? value.join(",") : value;
+  return text
+    .split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter((s) => s.length > 0);
+}
+
+/**
+ * The headers to send upstream: everything but hop-by-hop headers and the names in `strip`
+ * (identity headers a client must not be able to forge). Repeated headers stay arrays.
+ */
+export function upstreamRequestHeaders(
+  incoming: IncomingHttpHeaders,
+  strip: ReadonlySet<string>,
+): Record<string, string | string[]> {
+  const extra = connectionListed(incoming.connection);
+  const out: Record<string, string | string[]> = {};
+  for (const name in incoming) {
+    if (HOP_BY_HOP.has(name) || strip.has(name)) continue;
+    if (extra.length > 0 && extra.includes(name)) continue;
+    const value = incoming[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/** Response headers to pass back to the client, without hop-by-hop ones. */
+export function downstreamResponseHeaders(
+  upstream: Record<string, string | string[] | undefined>,
+): Record<string, string | string[]> {
+  const extra = connectionListed(upstream.connection);
+  const out: Record<string, string | string[]> = {};
+  for (const name in upstream) {
+    if ((HOP_BY_HOP.has(name) && name !== "host") || extra.includes(name)) continue;
+    const value = upstream[name];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}

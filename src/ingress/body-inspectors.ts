@@ -1,0 +1,43 @@
+/** The inspectors a request body passes through on its way to the backend. */
+
+import { type Rejection, reject } from "../errors.js";
+import type { BodyInspector } from "../forward/body.js";
+import { DigestVerifier } from "../signature/digest.js";
+import type { DigestValue } from "../signature/index.js";
+import { type CharacterPolicy, Utf8Scanner } from "./characters.js";
+
+export function digestInspector(values: readonly DigestValue[]): BodyInspector {
+  const verifier = new DigestVerifier(values);
+  return {
+    update(chunk) {
+      verifier.update(chunk);
+      return undefined;
+    },
+    finish() {
+      const result = verifier.finish();
+      return result === true ? undefined : result;
+    },
+  };
+}
+
+export function sizeInspector(maxBytes: number): BodyInspector {
+  let received = 0;
+  return {
+    update(chunk): Rejection | undefined {
+      received += chunk.length;
+      if (received > maxBytes) {
+        return reject(
+          "PAYLOAD_TOO_LARGE",
+          `the request body exceeds ${maxBytes} bytes, the most this bank accepts`,
+        );
+      }
+      return undefined;
+    },
+    finish: () => undefined,
+  };
+}
+
+export function characterInspector(policy: CharacterPolicy): BodyInspector {
+  const scanner = new Utf8Scanner(policy, "the JSON body");
+  return { update: (chunk) => scanner.update(chunk), finish: () => scanner.finish() };
+}

@@ -1,0 +1,135 @@
+/**
+ * SPEC 1.3: requests are UTF-8, and a character the downstream system cannot process (an emoji,
+ * say) is answered with 400. This scanner validates UTF-8 incrementally across chunk boundaries
+ * and applies a configurable code point policy, naming the character and its byte offset.
+ */
+
+import { type Rejection, reject } from "../errors.js";
+
+export interface CharacterPolicy {
+  /** Highest code point accepted (0x10FFFF accepts everything valid). */
+  readonly maxCodePoint: number;
+  /** Inclusive ranges refused in addition. */
+  readonly blockedRanges: readonly (readonly [number, number])[];
+}
+
+export const PERMISSIVE_POLICY: CharacterPolicy = { maxCodePoint: 0x10ffff, blockedRanges: [] };
+
+function describe(cp: number): string {
+  const hex = cp.toString(16).toUpperCase().padStart(4, "0");
+  const printable = cp >= 0x20 && cp !== 0x7f ? ` '${String.fromCodePoint(cp)}'` : "";
+  return `U+${hex}${printable}`;
+}
+
+export function codePointRefused(cp: number, policy: CharacterPolicy): boolean {
+  if (cp > policy.maxCodePoint) return true;
+  for (const [from, to] of policy.blockedRanges) if (cp >= from && cp <= to) return true;
+  return false;
+}
+
+/** Streaming UTF-8 validator and policy check for one body. */
+export class Utf8Scanner {
+  private offset = 0;
+  /** Bytes still expected for the current sequence, the code point so far, its start and minimum. */
+  private need = 0;
+  private cp = 0;
+  private seqStart = 0;
+  private min = 0;
+
+  constructor(
+    private readonly policy: CharacterPolicy,
+    private readonly where: string,
+  ) {}
+
+  update(chunk: Uint8Array): Rejection | undefined {
+    const checkPolicy = this.policy.maxCodePoint < 0x10ffff || this.policy.blockedRanges.length > 0;
+    for (let i = 0; i < chunk.length; i++) {
+      const b = chunk[i]!;
+      const at = this.offset + i;
+      if (this.need === 0) {
+        if (b < 0x80) {
+          if (checkPolicy && codePointRefused(b, this.policy)) return this.refuse(b, at);
+          continue;
+        }
+        this.seqStart = at;
+        if (b >= 0xc2 && b <= 0xdf) {
+          this.need = 1;
+          this.cp = b & 0x1f;
+          this.min = 0x80;
+        } else if (b >= 0xe0 && b <= 0xef) {
+          this.need = 2;
+          this.cp = b & 0x0f;
+          this.min = 0x800;
+        } else if (b >= 0xf0 && b <= 0xf4) {
+          this.need = 3;
+          this.cp = b & 0x07;
+          this.min = 0x10000;
+        } else {
+          return this.invalid(at, b);
+        }
+      } else {
+        if ((b & 0xc0) !== 0x80) return this.invalid(this.seqStart, b);
+        this.cp = (this.cp << 6) | (b & 0x3f);
+        if (--this.need === 0) {
+          const cp = this.cp;
+          if (cp < this.min || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+            return this.invalid(this.seqStart, b);
+          if (checkPolicy && codePointRefused(cp, this.policy)) return this.refuse(cp, this.seqStart);
+        }
+      }
+    }
+    this.offset += chunk.length;
+    return undefined;
+  }
+
+  finish(): Rejection | undefined {
+    if (this.need !== 0) {
+      return reject(
+        "FORMAT_ERROR",
+        `${this.where} ends inside a UTF-8 sequence that starts at byte ${this.seqStart}; send valid UTF-8 (SPEC 1.3)`,
+      );
+    }
+    return undefined;
+  }
+
+  private invalid(at: number, b: number): Rejection {
+    return reject(
+      "FORMAT_ERROR",
+      `${this.where} is not valid UTF-8 at byte ${at} (0x${b.toString(16).padStart(2, "0")}); requests must be UTF-8 (SPEC 1.3)`,
+    );
+  }
+
+  private refuse(cp: number, at: number): Rejection {
+    return reject(
+      "FORMAT_ERROR",
+      `${this.where} holds the character ${describe(cp)} at byte ${at}, which the bank's systems cannot process; remove or replace it (SPEC 1.3)`,
+    );
+  }
+}
+
+/**
+ * Checks header values. Node hands header bytes over as Latin-1 code units, so the original
+ * bytes are recovered with `latin1` before validating them as UTF-8.
+ */
+export function checkHeaderCharacters(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  policy: CharacterPolicy,
+): Rejection | undefined {
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined) continue;
+    const values = typeof value === "string" ? [value] : value;
+    for (const v of values) {
+      if (isPlainAscii(v)) continue;
+      const scanner = new Utf8Scanner(policy, `header ${name}`);
+      const refusal = scanner.update(Buffer.from(v, "latin1")) ?? scanner.finish();
+      if (refusal) return refusal;
+    }
+  }
+  return undefined;
+}
+
+function isPlainAscii(value: string): boolean {
+  for (let i = 0; i < value.length; i++) if (value.charCodeAt(i) > 0x7e) return false;
+  return true;
+}

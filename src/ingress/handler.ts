@@ -1,0 +1,187 @@
+/**
+ * The ingress request handler: run the checks, then stream the request to the backend with the
+ * verified TPP identity attached. I/O lives here; the decisions live in pipeline.ts.
+ */
+
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { TLSSocket } from "node:tls";
+import type { StatusProfile } from "../errors.js";
+import { isRejection, type Rejection, reject } from "../errors.js";
+import type { Backend } from "../forward/backend.js";
+import { type BodyInspector, inspectedBody } from "../forward/body.js";
+import { forward } from "../forward/forwarder.js";
+import { upstreamRequestHeaders } from "../forward/headers.js";
+import { headerValue } from "../signature/index.js";
+import { characterInspector, digestInspector, sizeInspector } from "./body-inspectors.js";
+import { type PipelineOptions, runChecks, type VerifiedRequest } from "./pipeline.js";
+import { hasBody } from "./required-headers.js";
+import { writeRejection } from "./respond.js";
+import { routeClass } from "./routes.js";
+
+export interface IdentityHeaderNames {
+  readonly organizationId: string;
+  readonly name: string;
+  readonly roles: string;
+  readonly certificateFingerprint: string;
+  readonly psuPresent: string;
+}
+
+export interface HandlerOptions {
+  readonly pipeline: PipelineOptions;
+  readonly backend: Backend;
+  readonly identityHeaders: IdentityHeaderNames;
+  readonly statusProfile: StatusProfile;
+  readonly maxBodyBytes: number;
+  /** Peers allowed to hand the client certificate over in `clientCertificateHeader`. */
+  readonly trustedProxies: ReadonlySet<string>;
+  readonly clientCertificateHeader: string;
+  /** Called once per request with what happened, for logs and metrics. */
+  readonly onDone?: (event: RequestEvent) => void;
+}
+
+export interface RequestEvent {
+  readonly requestId: string | undefined;
+  readonly method: string;
+  readonly routeClass: string;
+  readonly status: number;
+  readonly code?: string;
+  readonly organizationId?: string;
+  readonly totalMs: number;
+  readonly upstreamMs?: number;
+  readonly bytesOut: number;
+}
+
+/** The client certificate as base64 DER: from the TLS socket, or from a trusted proxy's header. */
+function clientCertificateOf(req: IncomingMessage, options: HandlerOptions): string | undefined {
+  const socket = req.socket as Partial<TLSSocket>;
+  if (typeof socket.getPeerCertificate === "function") {
+    const peer = socket.getPeerCertificate(false);
+    if (peer?.raw) return peer.raw.toString("base64");
+  }
+  const fromHeader = headerValue(req.headers, options.clientCertificateHeader);
+  if (fromHeader !== undefined && options.trustedProxies.has(req.socket.remoteAddress ?? "")) {
+    // URL-encoded PEM (nginx $ssl_client_escaped_cert, RFC 9440 uses base64 DER in colons).
+    return fromHeader;
+  }
+  return undefined;
+}
+
+export function createIngressHandler(options: HandlerOptions) {
+  const { identityHeaders: names } = options;
+  // Every identity header is removed from the incoming request before ours are added.
+  const strip = new Set<string>([
+    names.organizationId,
+    names.name,
+    names.roles,
+    names.certificateFingerprint,
+    names.psuPresent,
+    options.clientCertificateHeader,
+  ]);
+
+  return function handle(req: IncomingMessage, res: ServerResponse): void {
+    const started = performance.now();
+    const requestId = headerValue(req.headers, "x-request-id");
+    const method = req.method ?? "GET";
+    const target = req.url ?? "/";
+
+    const done = (status: number, extra: Partial<RequestEvent> = {}) =>
+      options.onDone?.({
+        requestId,
+        method,
+        routeClass: extra.routeClass ?? "other",
+        status,
+        totalMs: performance.now() - started,
+        bytesOut: 0,
+        ...extra,
+      });
+
+    const refuse = (rejection: Rejection, klass = "other") => {
+      writeRejection(res, rejection, options.statusProfile, requestId);
+      done(res.statusCode, { code: rejection.code, routeClass: klass });
+    };
+
+    const length = Number(req.headers["content-length"] ?? 0);
+    if (length > options.maxBodyBytes) {
+      res.shouldKeepAlive = false;
+      refuse(
+        reject(
+          "PAYLOAD_TOO_LARGE",
+          `the request body is ${length} bytes; this bank accepts at most ${options.maxBodyBytes}`,
+        ),
+      );
+      return;
+    }
+
+    runChecks(
+      { method, target, headers: req.headers, clientCertificate: clientCertificateOf(req, options) },
+      options.pipeline,
+    ).then(
+      (verified) => {
+        if (isRejection(verified)) return refuse(verified);
+        return send(req, res, verified, method, target, requestId, started, strip, options, done);
+      },
+      (error: unknown) => {
+        // A bug, not the TPP's fault; still answer in the Berlin Group shape and keep serving.
+        refuse(
+          reject(
+            "INTERNAL_SERVER_ERROR",
+            `the gateway failed to check this request (${(error as Error).message})`,
+          ),
+        );
+      },
+    );
+  };
+}
+
+async function send(
+  req: IncomingMessage,
+  res: ServerResponse,
+  verified: VerifiedRequest,
+  method: string,
+  target: string,
+  requestId: string | undefined,
+  started: number,
+  strip: ReadonlySet<string>,
+  options: HandlerOptions,
+  done: (status: number, extra?: Partial<RequestEvent>) => void,
+): Promise<void> {
+  const names = options.identityHeaders;
+  const identity = verified.certificate.identity;
+  const headers = upstreamRequestHeaders(req.headers, strip);
+  headers[names.organizationId] = identity.organizationId;
+  headers[names.name] = encodeURIComponent(identity.name);
+  headers[names.roles] = [...identity.roles].join(",");
+  headers[names.certificateFingerprint] = identity.fingerprint;
+  headers[names.psuPresent] = verified.psuPresent ? "true" : "false";
+  headers["x-forwarded-for"] = req.socket.remoteAddress ?? "";
+  headers["x-forwarded-proto"] = (req.socket as Partial<TLSSocket>).encrypted ? "https" : "http";
+
+  let body: AsyncIterable<Buffer> | null = null;
+  if (hasBody(req.headers)) {
+    const inspectors: BodyInspector[] = [
+      sizeInspector(options.maxBodyBytes),
+      characterInspector(options.pipeline.characterPolicy),
+    ];
+    if (verified.digest) inspectors.unshift(digestInspector(verified.digest));
+    body = inspectedBody(req, inspectors);
+  }
+
+  const klass = routeClass(verified.role);
+  const outcome = await forward(
+    options.backend,
+    req,
+    res,
+    { method, target, headers, body },
+    (r, rejection) => writeRejection(r, rejection, options.statusProfile, requestId),
+    requestId !== undefined ? { "x-request-id": requestId } : undefined,
+  );
+  void started;
+  const extra: Partial<RequestEvent> = {
+    routeClass: klass,
+    organizationId: identity.organizationId,
+    bytesOut: outcome.bytesOut,
+  };
+  if (outcome.upstreamMs !== undefined) (extra as { upstreamMs?: number }).upstreamMs = outcome.upstreamMs;
+  if (outcome.rejection) (extra as { code?: string }).code = outcome.rejection.code;
+  done(outcome.status, extra);
+}

@@ -1,0 +1,78 @@
+/** Step 1: the headers every TPP request must carry (SPEC 4 General, 5.2, 5.9) and JSON bodies only (SPEC 1.3). */
+
+import type { IncomingHttpHeaders } from "node:http";
+import { type Rejection, reject } from "../errors.js";
+
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+
+export interface RequiredHeaderOptions {
+  readonly requireRedirectUri: boolean;
+}
+
+/** Whether the request carries a body, judged from the framing headers as HTTP/1.1 does. */
+export function hasBody(headers: IncomingHttpHeaders): boolean {
+  if (headers["transfer-encoding"] !== undefined) return true;
+  const length = headers["content-length"];
+  return length !== undefined && length !== "0";
+}
+
+export function checkRequiredHeaders(
+  headers: IncomingHttpHeaders,
+  options: RequiredHeaderOptions,
+): Rejection | undefined {
+  const requestId = single(headers["x-request-id"]);
+  if (requestId === undefined)
+    return reject("FORMAT_ERROR", "X-Request-ID header is missing; send a fresh UUID with every request");
+  if (!UUID.test(requestId)) {
+    return reject(
+      "FORMAT_ERROR",
+      `X-Request-ID '${requestId.slice(0, 64)}' is not a UUID; send e.g. 99391c7e-ad88-49ec-a2ad-99ddcb1f7721`,
+    );
+  }
+  if (options.requireRedirectUri) {
+    const redirect = single(headers["tpp-redirect-uri"]);
+    if (redirect === undefined) {
+      return reject(
+        "FORMAT_ERROR",
+        "TPP-Redirect-URI header is missing; it is required on every request (SPEC 4, 5.11)",
+      );
+    }
+    if (!URL.canParse(redirect)) {
+      return reject("FORMAT_ERROR", `TPP-Redirect-URI '${redirect.slice(0, 100)}' is not an absolute URI`);
+    }
+  }
+  if (headers.signature === undefined) {
+    return reject(
+      "SIGNATURE_MISSING",
+      "Signature header is missing; every request must be signed with the eIDAS QSealC (SPEC 5.2)",
+    );
+  }
+  if (headers["tpp-signature-certificate"] === undefined) {
+    return reject(
+      "CERTIFICATE_MISSING",
+      "TPP-Signature-Certificate header is missing; send the signing certificate as base64 DER (SPEC 5.2)",
+    );
+  }
+  if (hasBody(headers)) {
+    if (headers.digest === undefined) {
+      return reject(
+        "FORMAT_ERROR",
+        "Digest header is missing; a request with a body must carry SHA-256=<base64 of the body's SHA-256> (SPEC 5.9)",
+      );
+    }
+    const type = headers["content-type"];
+    if (type === undefined || !JSON_TYPE.test(type)) {
+      return reject(
+        "FORMAT_ERROR",
+        `Content-Type '${type ?? "(none)"}' is not accepted; all payloads are JSON (SPEC 1.3): send Content-Type: application/json`,
+      );
+    }
+  }
+  return undefined;
+}
+
+/** Node joins repeated custom headers with ", "; a list only appears for set-cookie-like names. */
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(", ") : value;
+}

@@ -1,0 +1,38 @@
+/** What every route handler receives: the request, its parsed target and the bank's current state. */
+
+import type { IncomingMessage } from "node:http";
+import type { Catalogue } from "./catalogue.js";
+import type { Reply } from "./http.js";
+import type { IdentityHeaderNames } from "./identity.js";
+import type { PaymentStore } from "./payment-store.js";
+
+export interface BankSettings {
+  readonly identityHeaders: IdentityHeaderNames;
+  /** Where a PSU without consent is sent (SPEC 5.11); the sandbox has no real SCA page. */
+  readonly scaRedirectUrl: string;
+  /** Reproduce the SPEC 4.5 known issue: pending transactions ignore dateFrom, dateTo and limit. */
+  readonly pendingIgnoresDateFilter: boolean;
+  readonly maxBodyBytes: number;
+  /**
+   * How much of an oversized body the bank still drains after answering 413, so the client can read
+   * the answer instead of meeting a reset connection; beyond it the connection is closed.
+   */
+  readonly drainBytes: number;
+}
+
+/** Replaced as a whole on reset, so a request in flight keeps a consistent view. */
+export interface BankState {
+  readonly catalogue: Catalogue;
+  readonly payments: PaymentStore;
+}
+
+export interface RequestContext {
+  readonly req: IncomingMessage;
+  readonly query: URLSearchParams;
+  /** Path parameters in route order. */
+  readonly params: readonly string[];
+  readonly state: BankState;
+  readonly settings: BankSettings;
+}
+
+export type RouteHandler = (context: RequestContext) => Reply | Promise<Reply>;

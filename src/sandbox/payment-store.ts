@@ -1,0 +1,75 @@
+/**
+ * The payments received since start (or the last reset), per TPP. Bounded: the benchmarks create
+ * payments without end, so past `capacity` the oldest are forgotten, and with them their claim to
+ * be the original of a logical duplicate.
+ */
+
+import type { DomesticPaymentRequest } from "./payment-body.js";
+import { SeededRandom } from "./random.js";
+
+/** RCVD until the PSU authorises; ACCP after, even without funds (SPEC 3 rule 2). */
+export type TransactionStatus = "RCVD" | "ACCP";
+
+export interface StoredPayment {
+  readonly paymentId: string;
+  readonly product: string;
+  /** The TPP that created it ("" when the bank was called directly, without the gateway). */
+  readonly organizationId: string;
+  readonly request: DomesticPaymentRequest;
+  readonly logicalKey: string;
+  readonly fundsAvailable: boolean;
+  transactionStatus: TransactionStatus;
+}
+
+export const DEFAULT_PAYMENT_CAPACITY = 100_000;
+
+export class PaymentStore {
+  private readonly payments = new Map<string, StoredPayment>();
+  /** `${organizationId}\n${logicalKey}` → the latest payment with that key. */
+  private readonly byLogicalKey = new Map<string, StoredPayment>();
+  private readonly ids: SeededRandom;
+
+  constructor(
+    seed: number,
+    private readonly capacity: number = DEFAULT_PAYMENT_CAPACITY,
+  ) {
+    // A stream of its own, so payment ids do not depend on how much demo data was drawn.
+    this.ids = new SeededRandom(seed ^ 0x5eed_ba4c);
+  }
+
+  get size(): number {
+    return this.payments.size;
+  }
+
+  /** Deterministic per seed: the n-th id after a reset is always the same. */
+  nextId(): string {
+    return this.ids.uuid();
+  }
+
+  add(payment: StoredPayment): void {
+    this.payments.set(storeKey(payment.organizationId, payment.paymentId), payment);
+    this.byLogicalKey.set(storeKey(payment.organizationId, payment.logicalKey), payment);
+    while (this.payments.size > this.capacity) this.evictOldest();
+  }
+
+  find(organizationId: string, paymentId: string): StoredPayment | undefined {
+    return this.payments.get(storeKey(organizationId, paymentId));
+  }
+
+  duplicateOf(organizationId: string, logicalKey: string): StoredPayment | undefined {
+    return this.byLogicalKey.get(storeKey(organizationId, logicalKey));
+  }
+
+  private evictOldest(): void {
+    const oldest = this.payments.entries().next();
+    if (oldest.done === true) return;
+    const [key, payment] = oldest.value;
+    this.payments.delete(key);
+    const duplicateKey = storeKey(payment.organizationId, payment.logicalKey);
+    if (this.byLogicalKey.get(duplicateKey) === payment) this.byLogicalKey.delete(duplicateKey);
+  }
+}
+
+function storeKey(organizationId: string, id: string): string {
+  return `${organizationId}\n${id}`;
+}

@@ -1,0 +1,60 @@
+/** Every operation the sandbox bank answers. Paths and shapes: SPEC 4 and Berlin Group NextGenPSD2. */
+
+import {
+  getAccount,
+  getBalances,
+  getCardAccount,
+  getCardBalances,
+  getCardTransactions,
+  getTransactionDetails,
+  getTransactions,
+  listAccounts,
+  listCardAccounts,
+} from "./accounts.js";
+import type { RouteHandler } from "./context.js";
+import { getAgreement, getAgreementEngagements, getCustomer, listCustomers } from "./customers.js";
+import { DOMESTIC_PRODUCT } from "./payment-body.js";
+import {
+  createDomesticPayment,
+  getPayment,
+  getPaymentStatus,
+  startAuthorisation,
+  unknownProduct,
+} from "./payments.js";
+import { type RouteDefinition, Router } from "./router.js";
+
+export const ROUTES: readonly RouteDefinition<RouteHandler>[] = [
+  { method: "GET", path: "/v1/sandbox/customers", handler: listCustomers },
+  { method: "GET", path: "/v1/sandbox/customers/:customerId", handler: getCustomer },
+  { method: "GET", path: "/v1/sandbox/customers/:customerId/agreements/:agreementId", handler: getAgreement },
+  {
+    method: "GET",
+    path: "/v1/sandbox/customers/:customerId/agreements/:agreementId/engagements",
+    handler: getAgreementEngagements,
+  },
+
+  { method: "GET", path: "/v1/accounts", handler: listAccounts },
+  { method: "GET", path: "/v1/accounts/:accountId", handler: getAccount },
+  { method: "GET", path: "/v1/accounts/:accountId/balances", handler: getBalances },
+  { method: "GET", path: "/v1/accounts/:accountId/transactions", handler: getTransactions },
+  {
+    method: "GET",
+    path: "/v1/accounts/:accountId/transactions/:transactionId",
+    handler: getTransactionDetails,
+  },
+  { method: "GET", path: "/v1/card-accounts", handler: listCardAccounts },
+  { method: "GET", path: "/v1/card-accounts/:cardAccountId", handler: getCardAccount },
+  { method: "GET", path: "/v1/card-accounts/:cardAccountId/balances", handler: getCardBalances },
+  { method: "GET", path: "/v1/card-accounts/:cardAccountId/transactions", handler: getCardTransactions },
+
+  // The literal product comes before the catch-all, which answers PRODUCT_UNKNOWN.
+  { method: "POST", path: `/v1/payments/${DOMESTIC_PRODUCT}`, handler: createDomesticPayment },
+  { method: "POST", path: "/v1/payments/:product", handler: unknownProduct },
+  { method: "GET", path: "/v1/payments/:product/:paymentId", handler: getPayment },
+  { method: "GET", path: "/v1/payments/:product/:paymentId/status", handler: getPaymentStatus },
+  { method: "POST", path: "/v1/payments/:product/:paymentId/authorisations", handler: startAuthorisation },
+];
+
+export function createRouter(): Router<RouteHandler> {
+  return new Router(ROUTES);
+}

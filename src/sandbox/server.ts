@@ -1,0 +1,218 @@
+/**
+ * The sandbox bank ("the legacy core"): a plain node:http server on loopback that `npm start`, the
+ * tests and the benchmarks put behind the gateway. It verifies no signature and trusts the identity
+ * headers the gateway adds. Every answer is JSON with the caller's X-Request-ID echoed; bad input
+ * gets a 4xx with a tppMessages body, never a crash.
+ */
+
+import { randomUUID } from "node:crypto";
+import {
+  createServer,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type Server,
+  type ServerResponse,
+} from "node:http";
+import type { AddressInfo } from "node:net";
+import { buildCatalogue } from "./catalogue.js";
+import type { BankSettings, BankState, RouteHandler } from "./context.js";
+import { buildInitialData, DEFAULT_SEED } from "./data.js";
+import {
+  errorReply,
+  headerValue,
+  isReply,
+  JSON_CONTENT_TYPE,
+  parseTarget,
+  payloadTooLarge,
+  quote,
+  type Reply,
+} from "./http.js";
+import { type IdentityHeaderNames, normaliseIdentityHeaders } from "./identity.js";
+import type { BankData } from "./model.js";
+import { DEFAULT_PAYMENT_CAPACITY, PaymentStore } from "./payment-store.js";
+import { createRouter } from "./routes.js";
+
+export interface SandboxBankOptions {
+  /** Milliseconds since the epoch; transaction dates are relative to it at start and at reset. */
+  readonly clock?: () => number;
+  /** Same seed, same customers, ids, amounts and payment ids. */
+  readonly seed?: number;
+  readonly identityHeaders?: Partial<IdentityHeaderNames>;
+  /** Where the 401 for a missing PSU-ID sends the PSU. */
+  readonly scaRedirectUrl?: string;
+  /** Default true: reproduce the SPEC 4.5 known issue (pending transactions are not filtered). */
+  readonly pendingIgnoresDateFilter?: boolean;
+  /** Default 1 MiB; larger bodies get 413. */
+  readonly maxBodyBytes?: number;
+  /** Default 100 000; the oldest payments are forgotten beyond it. */
+  readonly maxStoredPayments?: number;
+}
+
+export interface SandboxListener {
+  /** For example http://127.0.0.1:40123, without a trailing slash. */
+  readonly url: string;
+  readonly port: number;
+  readonly server: Server;
+  /** Stops listening and closes open keep-alive connections. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+export interface SandboxBank {
+  /** A node:http request listener, for mounting the bank on a server of one's own. */
+  readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
+  listen(port?: number, host?: string): Promise<SandboxListener>;
+  /** Back to the initial state (SPEC 1.7): data rebuilt for the clock's today, payments forgotten. */
+  reset(): void;
+  /** The current customers and accounts, for tests and tools that need ids without an HTTP call. */
+  readonly data: BankData;
+}
+
+export const DEFAULT_SCA_REDIRECT_URL = "https://sca.sandbox.invalid/authorize";
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+const DRAIN_FACTOR = 8;
+
+export function createSandboxBank(options: SandboxBankOptions = {}): SandboxBank {
+  const clock = options.clock ?? Date.now;
+  const seed = options.seed ?? DEFAULT_SEED;
+  const capacity = positiveInteger(
+    "maxStoredPayments",
+    options.maxStoredPayments ?? DEFAULT_PAYMENT_CAPACITY,
+  );
+  const maxBodyBytes = positiveInteger("maxBodyBytes", options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+  const settings: BankSettings = {
+    identityHeaders: normaliseIdentityHeaders(options.identityHeaders),
+    scaRedirectUrl: options.scaRedirectUrl ?? DEFAULT_SCA_REDIRECT_URL,
+    pendingIgnoresDateFilter: options.pendingIgnoresDateFilter ?? true,
+    maxBodyBytes,
+    drainBytes: maxBodyBytes * DRAIN_FACTOR,
+  };
+  const router = createRouter();
+  const initialState = (): BankState => ({
+    catalogue: buildCatalogue(buildInitialData(seed, clock())),
+    payments: new PaymentStore(seed, capacity),
+  });
+  let state = initialState();
+
+  const route = (req: IncomingMessage): Reply | Promise<Reply> => {
+    const tooLarge = checkDeclaredLength(req, settings);
+    if (tooLarge !== undefined) return tooLarge;
+    const target = parseTarget(req.url);
+    if (isReply(target)) return target;
+    const method = req.method ?? "";
+    const match = router.match(method, target.segments);
+    if (match.kind === "not-found") {
+      return errorReply(
+        404,
+        "RESOURCE_UNKNOWN",
+        `No operation at ${method} ${quote(`/${target.segments.join("/")}`, 120)}`,
+      );
+    }
+    if (match.kind === "method-not-allowed") {
+      return errorReply(
+        405,
+        "SERVICE_INVALID",
+        `${quote(method)} is not allowed here; use ${match.allow.join(" or ")}`,
+        { headers: { allow: match.allow.join(", ") } },
+      );
+    }
+    const handle: RouteHandler = match.handler;
+    return handle({ req, query: target.query, params: match.params, state, settings });
+  };
+
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    const requestId = headerValue(req, "x-request-id") ?? randomUUID();
+    try {
+      const reply = route(req);
+      if (reply instanceof Promise) {
+        reply.then(
+          (settled) => send(res, requestId, settled),
+          (error: unknown) => send(res, requestId, internalError(error)),
+        );
+      } else {
+        send(res, requestId, reply);
+      }
+    } catch (error) {
+      send(res, requestId, internalError(error));
+    }
+  };
+
+  return {
+    handler,
+    listen: (port = 0, host = "127.0.0.1") => listen(handler, port, host),
+    reset: () => {
+      state = initialState();
+    },
+    get data() {
+      return state.catalogue.data;
+    },
+  };
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new RangeError(`sandbox bank option ${name} must be a positive integer; got ${value}`);
+  }
+  return value;
+}
+
+/** A Content-Length over the limit is refused before a byte of the body is read. */
+function checkDeclaredLength(req: IncomingMessage, settings: BankSettings): Reply | undefined {
+  const declared = req.headers["content-length"];
+  if (declared === undefined) return undefined;
+  const length = Number(declared);
+  if (!(length > settings.maxBodyBytes)) return undefined;
+  const reply = payloadTooLarge(settings.maxBodyBytes, `${declared} bytes`);
+  // Draining a vast body would only waste time: close instead, at the risk of the client missing the answer.
+  return length > settings.drainBytes ? { ...reply, headers: { connection: "close" } } : reply;
+}
+
+function internalError(error: unknown): Reply {
+  const message = error instanceof Error ? error.message : String(error);
+  return errorReply(500, "INTERNAL_SERVER_ERROR", `The sandbox bank failed: ${message.slice(0, 200)}`);
+}
+
+function send(res: ServerResponse, requestId: string, reply: Reply): void {
+  if (res.headersSent || res.destroyed) return;
+  const body = typeof reply.body === "string" ? Buffer.from(reply.body, "utf8") : reply.body;
+  const headers: OutgoingHttpHeaders = {
+    "content-type": JSON_CONTENT_TYPE,
+    "content-length": body.length,
+    "x-request-id": requestId,
+  };
+  if (reply.headers !== undefined) Object.assign(headers, reply.headers);
+  try {
+    res.writeHead(reply.status, headers);
+    res.end(body);
+  } catch {
+    res.destroy();
+  }
+}
+
+function listen(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  port: number,
+  host: string,
+): Promise<SandboxListener> {
+  const server = createServer(handler);
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      const bound = (server.address() as AddressInfo).port;
+      const shownHost = host.includes(":") ? `[${host}]` : host;
+      let closing: Promise<void> | undefined;
+      resolve({
+        url: `http://${shownHost}:${bound}`,
+        port: bound,
+        server,
+        close: () => {
+          closing ??= new Promise<void>((done, fail) => {
+            server.close((error) => (error === undefined ? done() : fail(error)));
+            server.closeAllConnections();
+          });
+          return closing;
+        },
+      });
+    });
+  });
+}

@@ -1,0 +1,184 @@
+/**
+ * `npm run demo`: a TPP talking to the running gateway with the development certificates: a few
+ * good requests and a few broken ones, each printed with what came back.
+ */
+
+import { createPrivateKey, randomUUID, X509Certificate } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { Agent, request } from "undici";
+import { DEV_CERTS_DIR } from "../paths.js";
+import { formatHttpDate, RequestSigner } from "../signature/index.js";
+
+interface Case {
+  readonly title: string;
+  readonly tpp: "tpp-a" | "tpp-b" | "expired" | "revoked" | "unregistered";
+  readonly method: string;
+  readonly target: string;
+  readonly body?: string;
+  readonly headers?: Record<string, string>;
+  /** Changes the request after signing, to show what the gateway refuses. */
+  readonly tamper?: (headers: Record<string, string>) => { headers: Record<string, string>; body?: string };
+}
+
+const PSU = { "PSU-ID": "9f1c7c3e-5b8e-4d7e-9a53-3f8c0b1d2e4a", "PSU-IP-Address": "192.0.2.10" };
+const REDIRECT = { "TPP-Redirect-URI": "https://tpp.example/callback" };
+const PAYMENT = JSON.stringify({
+  instructedAmount: { amount: "125.50", currency: "NOK" },
+  debtorAccount: { bban: "12345678903" },
+  creditorAccount: { bban: "98765432105" },
+  creditorName: "Kari Nordmann",
+  remittanceInformationUnstructured: `Demo ${randomUUID().slice(0, 8)}`,
+});
+
+const CASES: Case[] = [
+  {
+    title: "list accounts (PSU present)",
+    tpp: "tpp-a",
+    method: "GET",
+    target: "/v1/accounts",
+    headers: { ...PSU, ...REDIRECT },
+  },
+  {
+    title: "initiate a payment",
+    tpp: "tpp-a",
+    method: "POST",
+    target: "/v1/payments/norwegian-domestic-credit-transfers",
+    body: PAYMENT,
+    headers: { ...PSU, ...REDIRECT },
+  },
+  {
+    title: "body changed after signing (Digest mismatch)",
+    tpp: "tpp-a",
+    method: "POST",
+    target: "/v1/payments/norwegian-domestic-credit-transfers",
+    body: PAYMENT,
+    headers: { ...PSU, ...REDIRECT },
+    tamper: (h) => ({ headers: h, body: PAYMENT.replace("125.50", "999.50") }),
+  },
+  {
+    title: "PSU-ID swapped after signing",
+    tpp: "tpp-a",
+    method: "GET",
+    target: "/v1/accounts",
+    headers: { ...PSU, ...REDIRECT },
+    tamper: (h) => ({ headers: { ...h, "PSU-ID": "00000000-0000-4000-8000-000000000000" } }),
+  },
+  {
+    title: "AIS-only TPP tries to pay",
+    tpp: "tpp-b",
+    method: "POST",
+    target: "/v1/payments/norwegian-domestic-credit-transfers",
+    body: PAYMENT,
+    headers: { ...PSU, ...REDIRECT },
+  },
+  {
+    title: "expired certificate",
+    tpp: "expired",
+    method: "GET",
+    target: "/v1/accounts",
+    headers: { ...PSU, ...REDIRECT },
+  },
+  {
+    title: "revoked certificate",
+    tpp: "revoked",
+    method: "GET",
+    target: "/v1/accounts",
+    headers: { ...PSU, ...REDIRECT },
+  },
+  {
+    title: "TPP not in the register",
+    tpp: "unregistered",
+    method: "GET",
+    target: "/v1/accounts",
+    headers: { ...PSU, ...REDIRECT },
+  },
+  {
+    title: "no Signature header",
+    tpp: "tpp-a",
+    method: "GET",
+    target: "/v1/accounts",
+    headers: { ...PSU, ...REDIRECT },
+    tamper: (h) => {
+      const { Signature: _drop, ...rest } = h;
+      return { headers: rest };
+    },
+  },
+  {
+    title: "Date two minutes old",
+    tpp: "tpp-a",
+    method: "GET",
+    target: "/v1/accounts",
+    headers: { ...PSU, ...REDIRECT, Date: formatHttpDate(Date.now() - 120_000) },
+  },
+];
+
+export async function runDemo(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: { url: { type: "string", default: "https://localhost:8443" }, certs: { type: "string" } },
+  });
+  const dir = values.certs ?? DEV_CERTS_DIR;
+  const file = (...p: string[]) => readFileSync(join(dir, ...p));
+  const dispatcher = new Agent({
+    connect: {
+      ca: file("trust", "demo-root-ca.pem"),
+      // mTLS with TPP A's QWAC, as a real TPP connects.
+      cert: file("tpp", "tpp-a-qwac.pem"),
+      key: file("tpp", "tpp-a-qwac.key.pem"),
+    },
+  });
+  const signers = new Map<string, RequestSigner>();
+  const signerFor = (tpp: string) => {
+    let signer = signers.get(tpp);
+    if (!signer) {
+      signer = new RequestSigner({
+        privateKey: createPrivateKey(file("tpp", `${tpp}-qseal.key.pem`)),
+        certificate: new X509Certificate(file("tpp", `${tpp}-qseal.pem`)).raw,
+      });
+      signers.set(tpp, signer);
+    }
+    return signer;
+  };
+
+  let failures = 0;
+  for (const c of CASES) {
+    const signed = await signerFor(c.tpp).sign({
+      method: c.method,
+      target: c.target,
+      headers: c.headers ?? {},
+      ...(c.body ? { body: c.body } : {}),
+    });
+    let headers: Record<string, string> = { ...(c.headers ?? {}), ...signed };
+    if (c.body) headers["Content-Type"] = "application/json";
+    let body = c.body;
+    if (c.tamper) {
+      const changed = c.tamper(headers);
+      headers = changed.headers;
+      body = changed.body ?? body;
+    }
+    try {
+      const response = await request(values.url!.replace(/\/$/, "") + c.target, {
+        method: c.method,
+        headers,
+        body,
+        dispatcher,
+      });
+      const text = await response.body.text();
+      let summary = text.slice(0, 160);
+      try {
+        const json = JSON.parse(text) as { tppMessages?: { code: string; text: string }[] };
+        if (json.tppMessages?.[0]) summary = `${json.tppMessages[0].code}: ${json.tppMessages[0].text}`;
+      } catch {
+        // not JSON: show the start of it
+      }
+      console.log(`${String(response.statusCode).padEnd(4)} ${c.title}\n     ${summary}\n`);
+    } catch (error) {
+      failures++;
+      console.log(`ERR  ${c.title}: ${(error as Error).message}\n`);
+    }
+  }
+  await dispatcher.close();
+  return failures === 0 ? 0 : 1;
+}

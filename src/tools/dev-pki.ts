@@ -1,0 +1,357 @@
+/**
+ * A complete development PKI, generated (never committed): root CA, qualified issuing CA, the
+ * gateway's TLS certificate, demo TPPs with PSD2 QWACs and QSealCs, the awkward cases tests need
+ * (expired, revoked, not in the register), the matching register JSON and CRL.
+ */
+
+import "reflect-metadata";
+import { createPrivateKey, type KeyObject, webcrypto } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import * as x509 from "@peculiar/x509";
+import { encodeQcStatements, type Psd2Role, type QcTypeName } from "../eidas/qcstatements.js";
+
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+
+const RSA = {
+  name: "RSASSA-PKCS1-v1_5",
+  hash: "SHA-256",
+  publicExponent: new Uint8Array([1, 0, 1]),
+  modulusLength: 2048,
+};
+const DAY = 24 * 3600 * 1000;
+
+type Keys = Awaited<ReturnType<typeof webcrypto.subtle.generateKey>> & {
+  privateKey: webcrypto.CryptoKey;
+  publicKey: webcrypto.CryptoKey;
+};
+
+export interface IssuedCertificate {
+  readonly name: string;
+  readonly certificate: x509.X509Certificate;
+  readonly keys: Keys;
+  /** PEM of the certificate. */
+  readonly pem: string;
+  /** PKCS#8 PEM of the private key. */
+  readonly keyPem: string;
+  readonly der: Uint8Array;
+  readonly privateKey: KeyObject;
+  /** base64 DER, as it goes into TPP-Signature-Certificate. */
+  readonly headerValue: string;
+}
+
+export interface DemoTpp {
+  readonly organizationId: string;
+  readonly name: string;
+  readonly roles: readonly Psd2Role[];
+  readonly qseal: IssuedCertificate;
+  readonly qwac: IssuedCertificate;
+}
+
+export interface DevPki {
+  readonly dir: string;
+  readonly root: IssuedCertificate;
+  readonly issuingCa: IssuedCertificate;
+  readonly gatewayTls: IssuedCertificate;
+  readonly tppA: DemoTpp;
+  readonly tppB: DemoTpp;
+  readonly expired: IssuedCertificate;
+  readonly revoked: IssuedCertificate;
+  readonly unregistered: IssuedCertificate;
+  /** A PSD2-looking certificate from a CA nobody trusts. */
+  readonly untrusted: IssuedCertificate;
+  readonly paths: {
+    readonly trustDir: string;
+    readonly register: string;
+    readonly crl: string;
+    readonly gatewayCert: string;
+    readonly gatewayKey: string;
+  };
+}
+
+async function generateKeys(): Promise<Keys> {
+  return (await webcrypto.subtle.generateKey(RSA, true, ["sign", "verify"])) as Keys;
+}
+
+async function finish(
+  name: string,
+  certificate: x509.X509Certificate,
+  keys: Keys,
+): Promise<IssuedCertificate> {
+  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey("pkcs8", keys.privateKey));
+  const keyPem = `-----BEGIN PRIVATE KEY-----\n${pkcs8
+    .toString("base64")
+    .replace(/(.{64})/g, "$1\n")
+    .trim()}\n-----END PRIVATE KEY-----\n`;
+  const der = new Uint8Array(certificate.rawData);
+  return {
+    name,
+    certificate,
+    keys,
+    pem: `${certificate.toString("pem")}\n`,
+    keyPem,
+    der,
+    privateKey: createPrivateKey(keyPem),
+    headerValue: Buffer.from(der).toString("base64"),
+  };
+}
+
+let serialCounter = 0x1000;
+function nextSerial(): string {
+  serialCounter += 1;
+  return `7e${Date.now().toString(16)}${serialCounter.toString(16)}`;
+}
+
+async function selfSignedCa(subject: string, now: number): Promise<IssuedCertificate> {
+  const keys = await generateKeys();
+  const certificate = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: nextSerial(),
+    name: subject,
+    notBefore: new Date(now - DAY),
+    notAfter: new Date(now + 3650 * DAY),
+    signingAlgorithm: RSA,
+    keys: keys as unknown as x509.X509CertificateCreateSelfSignedParams["keys"],
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey as never),
+    ],
+  });
+  return finish(subject, certificate, keys);
+}
+
+interface IssueOptions {
+  readonly subject: x509.JsonName;
+  readonly issuer: IssuedCertificate;
+  readonly notBefore: Date;
+  readonly notAfter: Date;
+  readonly ca?: boolean;
+  readonly keyUsage: number;
+  readonly extendedKeyUsage?: string[];
+  readonly dnsNames?: string[];
+  readonly ipAddresses?: string[];
+  readonly qc?: { readonly qcType: QcTypeName; readonly roles: readonly Psd2Role[] };
+  readonly label: string;
+}
+
+async function issue(options: IssueOptions): Promise<IssuedCertificate> {
+  const keys = await generateKeys();
+  const extensions: x509.Extension[] = [
+    new x509.BasicConstraintsExtension(options.ca ?? false, options.ca ? 0 : undefined, true),
+    new x509.KeyUsagesExtension(options.keyUsage, true),
+    await x509.SubjectKeyIdentifierExtension.create(keys.publicKey as never),
+    await x509.AuthorityKeyIdentifierExtension.create(options.issuer.certificate),
+  ];
+  if (options.extendedKeyUsage) extensions.push(new x509.ExtendedKeyUsageExtension(options.extendedKeyUsage));
+  if (options.dnsNames || options.ipAddresses) {
+    extensions.push(
+      new x509.SubjectAlternativeNameExtension([
+        ...(options.dnsNames ?? []).map((value) => ({ type: "dns" as const, value })),
+        ...(options.ipAddresses ?? []).map((value) => ({ type: "ip" as const, value })),
+      ]),
+    );
+  }
+  if (options.qc) {
+    const value = encodeQcStatements({
+      qcCompliance: true,
+      qcType: [options.qc.qcType],
+      psd2: { roles: options.qc.roles, ncaName: "Finanstilsynet", ncaId: "NO-FSA" },
+    });
+    extensions.push(new x509.Extension("1.3.6.1.5.5.7.1.3", false, value));
+  }
+  const certificate = await x509.X509CertificateGenerator.create({
+    serialNumber: nextSerial(),
+    subject: options.subject,
+    issuer: options.issuer.certificate.subjectName,
+    notBefore: options.notBefore,
+    notAfter: options.notAfter,
+    signingAlgorithm: RSA,
+    publicKey: keys.publicKey as never,
+    signingKey: options.issuer.keys.privateKey as never,
+    extensions,
+  });
+  return finish(options.label, certificate, keys);
+}
+
+function tppSubject(organizationId: string, name: string, commonName: string): x509.JsonName {
+  return [{ C: ["NO"] }, { O: [name] }, { "2.5.4.97": [organizationId] }, { CN: [commonName] }];
+}
+
+const SEAL_USAGE = x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.nonRepudiation;
+
+async function demoTpp(
+  issuer: IssuedCertificate,
+  organizationId: string,
+  name: string,
+  roles: Psd2Role[],
+  now: number,
+): Promise<DemoTpp> {
+  const validity = { notBefore: new Date(now - DAY), notAfter: new Date(now + 730 * DAY) };
+  const qseal = await issue({
+    ...validity,
+    label: `${name} QSealC`,
+    subject: tppSubject(organizationId, name, `${name} QSealC`),
+    issuer,
+    keyUsage: SEAL_USAGE,
+    qc: { qcType: "eseal", roles },
+  });
+  const qwac = await issue({
+    ...validity,
+    label: `${name} QWAC`,
+    subject: tppSubject(organizationId, name, `${name.toLowerCase().replace(/[^a-z0-9]+/g, "-")}.example`),
+    issuer,
+    keyUsage: x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
+    extendedKeyUsage: ["1.3.6.1.5.5.7.3.2"],
+    qc: { qcType: "web", roles },
+  });
+  return { organizationId, name, roles, qseal, qwac };
+}
+
+/** Generates the whole PKI into `dir` (created when missing). `now` lets tests shift time. */
+export async function generateDevPki(dir: string, now: number = Date.now()): Promise<DevPki> {
+  const root = await selfSignedCa("C=NO, O=psd2-gateway Demo QTSP, CN=Demo Root CA", now);
+  const issuingCa = await issue({
+    label: "Demo Qualified Issuing CA",
+    subject: [
+      { C: ["NO"] },
+      { O: ["psd2-gateway Demo QTSP"] },
+      { "2.5.4.97": ["NTRNO-999999999"] },
+      { CN: ["Demo Qualified Issuing CA"] },
+    ],
+    issuer: root,
+    notBefore: new Date(now - DAY),
+    notAfter: new Date(now + 3650 * DAY),
+    ca: true,
+    keyUsage: x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign,
+  });
+  const gatewayTls = await issue({
+    label: "gateway TLS",
+    subject: [{ C: ["NO"] }, { O: ["psd2-gateway Demo Bank"] }, { CN: ["localhost"] }],
+    issuer: issuingCa,
+    notBefore: new Date(now - DAY),
+    notAfter: new Date(now + 365 * DAY),
+    keyUsage: x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
+    extendedKeyUsage: ["1.3.6.1.5.5.7.3.1"],
+    dnsNames: ["localhost"],
+    ipAddresses: ["127.0.0.1", "::1"],
+  });
+  const tppA = await demoTpp(issuingCa, "PSDNO-FSA-DEMO0001", "Demo Payments AS", ["PSP_AI", "PSP_PI"], now);
+  const tppB = await demoTpp(issuingCa, "PSDNO-FSA-DEMO0002", "Demo Insight AS", ["PSP_AI"], now);
+  const expired = await issue({
+    label: "expired QSealC",
+    subject: tppSubject("PSDNO-FSA-DEMO0001", "Demo Payments AS", "Demo Payments AS expired QSealC"),
+    issuer: issuingCa,
+    notBefore: new Date(now - 400 * DAY),
+    notAfter: new Date(now - 30 * DAY),
+    keyUsage: SEAL_USAGE,
+    qc: { qcType: "eseal", roles: ["PSP_AI", "PSP_PI"] },
+  });
+  const revoked = await issue({
+    label: "revoked QSealC",
+    subject: tppSubject("PSDNO-FSA-DEMO0001", "Demo Payments AS", "Demo Payments AS revoked QSealC"),
+    issuer: issuingCa,
+    notBefore: new Date(now - DAY),
+    notAfter: new Date(now + 365 * DAY),
+    keyUsage: SEAL_USAGE,
+    qc: { qcType: "eseal", roles: ["PSP_AI", "PSP_PI"] },
+  });
+  const unregistered = await issue({
+    label: "unregistered QSealC",
+    subject: tppSubject("PSDNO-FSA-NOTREG01", "Unregistered AS", "Unregistered AS QSealC"),
+    issuer: issuingCa,
+    notBefore: new Date(now - DAY),
+    notAfter: new Date(now + 365 * DAY),
+    keyUsage: SEAL_USAGE,
+    qc: { qcType: "eseal", roles: ["PSP_AI", "PSP_PI"] },
+  });
+  const rogueRoot = await selfSignedCa("C=XX, O=Rogue CA, CN=Rogue Root", now);
+  const untrusted = await issue({
+    label: "untrusted QSealC",
+    subject: tppSubject("PSDNO-FSA-DEMO0001", "Demo Payments AS", "Rogue QSealC"),
+    issuer: rogueRoot,
+    notBefore: new Date(now - DAY),
+    notAfter: new Date(now + 365 * DAY),
+    keyUsage: SEAL_USAGE,
+    qc: { qcType: "eseal", roles: ["PSP_AI", "PSP_PI"] },
+  });
+
+  const crl = await x509.X509CrlGenerator.create({
+    issuer: issuingCa.certificate.subjectName,
+    thisUpdate: new Date(now - 3600 * 1000),
+    nextUpdate: new Date(now + 7 * DAY),
+    entries: [
+      { serialNumber: revoked.certificate.serialNumber, revocationDate: new Date(now - 3600 * 1000) },
+    ],
+    signingKey: issuingCa.keys.privateKey as never,
+    signingAlgorithm: RSA,
+  });
+
+  const trustDir = join(dir, "trust");
+  const tppDir = join(dir, "tpp");
+  mkdirSync(trustDir, { recursive: true });
+  mkdirSync(tppDir, { recursive: true });
+  const write = (file: string, text: string, secret = false) =>
+    writeFileSync(file, text, { mode: secret ? 0o600 : 0o644 });
+
+  write(join(trustDir, "demo-root-ca.pem"), root.pem);
+  write(join(trustDir, "demo-issuing-ca.pem"), issuingCa.pem);
+  const crlPath = join(trustDir, "demo-issuing-ca.crl.pem");
+  write(crlPath, `${crl.toString("pem").replace(/(BEGIN|END) CRL/g, "$1 X509 CRL")}\n`);
+  const gatewayCert = join(dir, "gateway.pem");
+  const gatewayKey = join(dir, "gateway.key.pem");
+  write(gatewayCert, gatewayTls.pem + issuingCa.pem);
+  write(gatewayKey, gatewayTls.keyPem, true);
+  write(join(dir, "root-ca.key.pem"), root.keyPem, true);
+  write(join(dir, "issuing-ca.key.pem"), issuingCa.keyPem, true);
+  for (const [slug, tpp] of [
+    ["tpp-a", tppA],
+    ["tpp-b", tppB],
+  ] as const) {
+    write(join(tppDir, `${slug}-qseal.pem`), tpp.qseal.pem);
+    write(join(tppDir, `${slug}-qseal.key.pem`), tpp.qseal.keyPem, true);
+    write(join(tppDir, `${slug}-qwac.pem`), tpp.qwac.pem + issuingCa.pem);
+    write(join(tppDir, `${slug}-qwac.key.pem`), tpp.qwac.keyPem, true);
+  }
+  for (const [slug, c] of [
+    ["expired", expired],
+    ["revoked", revoked],
+    ["unregistered", unregistered],
+    ["untrusted", untrusted],
+  ] as const) {
+    write(join(tppDir, `${slug}-qseal.pem`), c.pem);
+    write(join(tppDir, `${slug}-qseal.key.pem`), c.keyPem, true);
+  }
+  const register = {
+    updated: new Date(now).toISOString(),
+    tpps: [
+      {
+        organizationIdentifier: tppA.organizationId,
+        name: tppA.name,
+        roles: tppA.roles,
+        status: "authorised",
+      },
+      {
+        organizationIdentifier: tppB.organizationId,
+        name: tppB.name,
+        roles: tppB.roles,
+        status: "authorised",
+      },
+    ],
+  };
+  const registerPath = join(dir, "register.json");
+  write(registerPath, `${JSON.stringify(register, null, 2)}\n`);
+
+  return {
+    dir,
+    root,
+    issuingCa,
+    gatewayTls,
+    tppA,
+    tppB,
+    expired,
+    revoked,
+    unregistered,
+    untrusted,
+    paths: { trustDir, register: registerPath, crl: crlPath, gatewayCert, gatewayKey },
+  };
+}

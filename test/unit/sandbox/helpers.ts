@@ -1,0 +1,86 @@
+/** Starting a real sandbox bank on loopback and talking to it the way a client would. */
+
+import { connect } from "node:net";
+import {
+  createSandboxBank,
+  type SandboxBank,
+  type SandboxBankOptions,
+  type SandboxListener,
+} from "../../../src/sandbox/index.js";
+
+/** Thursday 13 August 2026, 10:00 UTC: every relative date in the tests is computed from it. */
+export const NOW = Date.parse("2026-08-13T10:00:00Z");
+export const TODAY = "2026-08-13";
+
+export function daysBefore(days: number): string {
+  return new Date(NOW - days * 86_400_000).toISOString().slice(0, 10);
+}
+
+export interface RunningBank {
+  readonly bank: SandboxBank;
+  readonly listener: SandboxListener;
+  /** Fetches a path of the bank and reads the JSON answer. */
+  call(path: string, init?: RequestInit): Promise<Answer>;
+}
+
+export interface Answer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+  /** The parsed body; the test fails if the bank answered something that is not JSON. */
+  readonly json: unknown;
+}
+
+export async function startBank(options: SandboxBankOptions = {}): Promise<RunningBank> {
+  const bank = createSandboxBank({ clock: () => NOW, ...options });
+  const listener = await bank.listen(0, "127.0.0.1");
+  return {
+    bank,
+    listener,
+    call: async (path, init) => {
+      const response = await fetch(listener.url + path, init);
+      const text = await response.text();
+      return { status: response.status, headers: response.headers, text, json: JSON.parse(text) as unknown };
+    },
+  };
+}
+
+/** Sends bytes as they are, for request targets that fetch would normalise or refuse. */
+export function sendRaw(port: number, request: string): Promise<{ status: number; raw: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1");
+    const chunks: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", reject);
+    socket.on("end", () => {
+      const raw = Buffer.concat(chunks).toString("utf8");
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1] ?? "0");
+      resolve({ status, raw });
+    });
+    socket.write(request);
+  });
+}
+
+/** The JSON body of a raw HTTP/1.1 answer. */
+export function rawBody(raw: string): unknown {
+  return JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4));
+}
+
+export function tppCode(json: unknown): string | undefined {
+  const messages = (json as { tppMessages?: { category?: string; code?: string }[] }).tppMessages;
+  return messages?.[0]?.category === "ERROR" ? messages[0].code : undefined;
+}
+
+export function tppText(json: unknown): string {
+  return (json as { tppMessages?: { text?: string }[] }).tppMessages?.[0]?.text ?? "";
+}
+
+/** Every `amount` member anywhere in a JSON value, with the path that leads to it. */
+export function amountsIn(value: unknown, path = "$"): { path: string; value: unknown }[] {
+  if (Array.isArray(value)) return value.flatMap((item, index) => amountsIn(item, `${path}[${index}]`));
+  if (typeof value !== "object" || value === null) return [];
+  return Object.entries(value).flatMap(([key, member]) => [
+    ...(key === "amount" ? [{ path: `${path}.${key}`, value: member }] : []),
+    ...amountsIn(member, `${path}.${key}`),
+  ]);
+}

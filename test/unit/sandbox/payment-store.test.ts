@@ -1,0 +1,73 @@
+import { describe, expect, it } from "vitest";
+import type { DomesticPaymentRequest } from "../../../src/sandbox/payment-body.js";
+import { PaymentStore, type StoredPayment } from "../../../src/sandbox/payment-store.js";
+import { createSandboxBank } from "../../../src/sandbox/server.js";
+
+const request: DomesticPaymentRequest = {
+  amount: "1.00",
+  amountMinor: 100,
+  currency: "NOK",
+  debtorBban: "97100000000",
+  creditorBban: "12345678903",
+  creditorName: "Per",
+  remittance: undefined,
+};
+
+function stored(store: PaymentStore, logicalKey: string, organizationId = "tpp"): StoredPayment {
+  const payment: StoredPayment = {
+    paymentId: store.nextId(),
+    product: "norwegian-domestic-credit-transfers",
+    organizationId,
+    request,
+    logicalKey,
+    fundsAvailable: true,
+    transactionStatus: "RCVD",
+  };
+  store.add(payment);
+  return payment;
+}
+
+describe("the payment store", () => {
+  it("stays within its capacity, forgetting the oldest payment and its claim to be an original", () => {
+    const store = new PaymentStore(1, 2);
+    const first = stored(store, "a");
+    const second = stored(store, "b");
+    const third = stored(store, "c");
+    expect(store.size).toBe(2);
+    expect(store.find("tpp", first.paymentId)).toBeUndefined();
+    expect(store.duplicateOf("tpp", "a")).toBeUndefined();
+    expect(store.find("tpp", second.paymentId)).toBe(second);
+    expect(store.duplicateOf("tpp", "c")).toBe(third);
+  });
+
+  it("keeps the newest payment as the original when an older one with the same key is evicted", () => {
+    const store = new PaymentStore(1, 2);
+    stored(store, "same");
+    const newer = stored(store, "same");
+    stored(store, "other");
+    expect(store.duplicateOf("tpp", "same")).toBe(newer);
+  });
+
+  it("keeps TPPs apart", () => {
+    const store = new PaymentStore(1, 10);
+    const payment = stored(store, "k", "tpp-a");
+    expect(store.find("tpp-b", payment.paymentId)).toBeUndefined();
+    expect(store.duplicateOf("tpp-b", "k")).toBeUndefined();
+  });
+
+  it("draws the same ids for the same seed", () => {
+    const ids = (seed: number) => {
+      const store = new PaymentStore(seed, 10);
+      return [store.nextId(), store.nextId()];
+    };
+    expect(ids(5)).toEqual(ids(5));
+    expect(ids(5)).not.toEqual(ids(6));
+  });
+});
+
+describe("sandbox bank options", () => {
+  it("refuses limits that are not positive integers, naming the option", () => {
+    expect(() => createSandboxBank({ maxBodyBytes: 0 })).toThrow(/maxBodyBytes/);
+    expect(() => createSandboxBank({ maxStoredPayments: 1.5 })).toThrow(/maxStoredPayments/);
+  });
+});
