@@ -4,7 +4,6 @@
  * verifies with a CA from the trust store.
  */
 
-import { verify } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import {
@@ -21,6 +20,7 @@ import {
 } from "../asn1/der.js";
 import { type Rejection, reject } from "../errors.js";
 import type { ParsedCertificate } from "./certificate.js";
+import { verifyTbs } from "./signature-algorithms.js";
 
 export interface RevocationChecker {
   /** A rejection when the certificate (issued by `issuer`) is revoked. */
@@ -40,17 +40,6 @@ export interface RevocationList {
   readonly source: string;
 }
 
-/** Signature algorithm OIDs → Node digest names (RSA PKCS#1 v1.5 and ECDSA). */
-const SIGNATURE_HASH: Readonly<Record<string, string>> = {
-  "1.2.840.113549.1.1.11": "sha256",
-  "1.2.840.113549.1.1.12": "sha384",
-  "1.2.840.113549.1.1.13": "sha512",
-  "1.2.840.113549.1.1.5": "sha1",
-  "1.2.840.10045.4.3.2": "sha256",
-  "1.2.840.10045.4.3.3": "sha384",
-  "1.2.840.10045.4.3.4": "sha512",
-};
-
 export function serialKey(serial: Uint8Array): string {
   let i = 0;
   while (i < serial.length - 1 && serial[i] === 0) i++;
@@ -61,7 +50,7 @@ export function serialKey(serial: Uint8Array): string {
 export function readCrl(
   der: Uint8Array,
   source: string,
-): { list: RevocationList; tbs: Uint8Array; hash: string | undefined; signature: Uint8Array } {
+): { list: RevocationList; tbs: Uint8Array; algorithm: string; signature: Uint8Array } {
   const [tbsNode, algNode, sigNode] = children(expectTag(readNode(der), TAG.SEQUENCE, "CertificateList"));
   if (!tbsNode || !algNode || !sigNode)
     throw new Error("a CRL is tbsCertList, signatureAlgorithm and signatureValue");
@@ -91,11 +80,11 @@ export function readCrl(
     }
   }
   const [algOid] = children(expectTag(algNode, TAG.SEQUENCE, "signatureAlgorithm"));
-  const hash = algOid ? SIGNATURE_HASH[readOid(algOid)] : undefined;
+  const algorithm = algOid ? readOid(algOid) : "";
   return {
     list: { issuerDer: whole(issuer), thisUpdate: readTime(thisUpdateNode), nextUpdate, revoked, source },
     tbs: whole(tbsNode),
-    hash,
+    algorithm,
     signature: readBitString(sigNode).bytes,
   };
 }
@@ -147,7 +136,7 @@ export class CrlRevocationChecker implements RevocationChecker {
       }
       for (const der of blocks) {
         try {
-          const { list, tbs, hash, signature } = readCrl(der, file);
+          const { list, tbs, algorithm, signature } = readCrl(der, file);
           const issuer = cas.find(
             (ca) => Buffer.compare(Buffer.from(ca.subjectDer), Buffer.from(list.issuerDer)) === 0,
           );
@@ -155,7 +144,7 @@ export class CrlRevocationChecker implements RevocationChecker {
             problems.push(`${file}: CRL issuer is not in the trust store; ignored`);
             continue;
           }
-          if (!hash || !verify(hash, tbs, issuer.publicKey, signature)) {
+          if (!verifyTbs(algorithm, tbs, signature, issuer.publicKey)) {
             problems.push(`${file}: CRL signature does not verify with ${issuer.subjectRfc2253}; ignored`);
             continue;
           }

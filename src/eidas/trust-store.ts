@@ -7,8 +7,10 @@
 import { X509Certificate } from "node:crypto";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { children, readBitString, readNode, whole } from "../asn1/der.js";
 import { isRejection, type Rejection, reject } from "../errors.js";
 import { type ParsedCertificate, parseCertificate } from "./certificate.js";
+import { isSupportedSignatureAlgorithm, verifyTbs } from "./signature-algorithms.js";
 
 export interface TrustAnchorSet {
   readonly certificates: readonly ParsedCertificate[];
@@ -44,8 +46,22 @@ export function readCertificateFolder(folder: string): TrustAnchorSet {
 
 interface StoredCa {
   readonly parsed: ParsedCertificate;
-  readonly x509: X509Certificate;
   readonly selfSigned: boolean;
+}
+
+/** The signed parts of a certificate, to verify its issuer's signature without a full X509Certificate parse. */
+function signedParts(der: Uint8Array): { tbs: Uint8Array; signature: Uint8Array } {
+  const [tbs, , signature] = children(readNode(der));
+  return { tbs: whole(tbs!), signature: readBitString(signature!).bytes };
+}
+
+/** True when `issuerKey` signed `subject`: native crypto over the TBS bytes, X509Certificate for rarer algorithms. */
+function issuedBy(subject: ParsedCertificate, issuer: ParsedCertificate): boolean {
+  if (isSupportedSignatureAlgorithm(subject.signatureAlgorithmOid)) {
+    const { tbs, signature } = signedParts(subject.der);
+    return verifyTbs(subject.signatureAlgorithmOid, tbs, signature, issuer.publicKey);
+  }
+  return new X509Certificate(Buffer.from(subject.der)).verify(issuer.publicKey);
 }
 
 export interface ChainResult {
@@ -71,17 +87,18 @@ function canSignCertificates(c: ParsedCertificate): string | undefined {
 
 export class TrustStore {
   private readonly bySubject = new Map<string, StoredCa[]>();
+  /** CA-to-CA signatures verified once: they do not change while the store lives. */
+  private readonly verifiedLinks = new WeakMap<ParsedCertificate, Set<StoredCa>>();
   readonly size: number;
 
   constructor(certificates: readonly ParsedCertificate[]) {
     for (const parsed of certificates) {
-      const x509 = new X509Certificate(Buffer.from(parsed.der));
       const selfSigned =
         Buffer.compare(Buffer.from(parsed.subjectDer), Buffer.from(parsed.issuerDer)) === 0 &&
-        x509.verify(parsed.publicKey);
+        issuedBy(parsed, parsed);
       const key = bySubject(parsed);
       const list = this.bySubject.get(key) ?? [];
-      list.push({ parsed, x509, selfSigned });
+      list.push({ parsed, selfSigned });
       this.bySubject.set(key, list);
     }
     this.size = certificates.length;
@@ -122,7 +139,6 @@ export class TrustStore {
     }
     const chain: ParsedCertificate[] = [leaf];
     let current = leaf;
-    let currentX509: X509Certificate | undefined;
     for (let depth = 0; depth < MAX_CHAIN; depth++) {
       const candidates = this.bySubject.get(Buffer.from(current.issuerDer).toString("hex")) ?? [];
       let issuer: StoredCa | undefined;
@@ -135,8 +151,7 @@ export class TrustStore {
         ) {
           continue;
         }
-        currentX509 ??= new X509Certificate(Buffer.from(current.der));
-        if (!currentX509.verify(candidate.parsed.publicKey)) {
+        if (!this.linkVerified(current, candidate)) {
           lastProblem = `its signature does not verify with the key of ${describe(candidate.parsed)}`;
           continue;
         }
@@ -168,12 +183,28 @@ export class TrustStore {
       chain.push(issuer.parsed);
       if (issuer.selfSigned) return { chain };
       current = issuer.parsed;
-      currentX509 = issuer.x509;
     }
     return reject(
       "CERTIFICATE_INVALID",
       `certificate chain is longer than ${MAX_CHAIN}; no trusted root was reached`,
     );
+  }
+
+  /** Leaf signatures are checked every time (leaves are cached by the verdict cache); CA links once. */
+  private linkVerified(subject: ParsedCertificate, issuer: StoredCa): boolean {
+    const known = this.verifiedLinks.get(subject);
+    if (known?.has(issuer)) return true;
+    if (!issuedBy(subject, issuer.parsed)) return false;
+    if (this.isStored(subject)) {
+      const set = known ?? new Set<StoredCa>();
+      set.add(issuer);
+      this.verifiedLinks.set(subject, set);
+    }
+    return true;
+  }
+
+  private isStored(c: ParsedCertificate): boolean {
+    return (this.bySubject.get(bySubject(c)) ?? []).some((s) => s.parsed === c);
   }
 }
 

@@ -129,7 +129,9 @@ export function checkHeaderCharacters(
   return undefined;
 }
 
+// One native scan per header value; the byte-wise UTF-8 check runs only when this finds something.
+const BEYOND_ASCII = /[^\x00-\x7e]/;
+
 function isPlainAscii(value: string): boolean {
-  for (let i = 0; i < value.length; i++) if (value.charCodeAt(i) > 0x7e) return false;
-  return true;
+  return !BEYOND_ASCII.test(value);
 }

@@ -112,24 +112,28 @@ export function createIngressHandler(options: HandlerOptions) {
       return;
     }
 
-    runChecks(
-      { method, target, headers: req.headers, clientCertificate: clientCertificateOf(req, options) },
-      options.pipeline,
-    ).then(
-      (verified) => {
-        if (isRejection(verified)) return refuse(verified);
-        return send(req, res, verified, method, target, requestId, started, strip, options, done);
-      },
-      (error: unknown) => {
-        // A bug, not the TPP's fault; still answer in the Berlin Group shape and keep serving.
-        refuse(
-          reject(
-            "INTERNAL_SERVER_ERROR",
-            `the gateway failed to check this request (${(error as Error).message})`,
-          ),
-        );
-      },
-    );
+    const proceed = (verified: VerifiedRequest | Rejection) => {
+      if (isRejection(verified)) return refuse(verified);
+      void send(req, res, verified, method, target, requestId, started, strip, options, done);
+    };
+    // A bug, not the TPP's fault: still answer in the Berlin Group shape and keep serving.
+    const failed = (error: unknown) =>
+      refuse(
+        reject(
+          "INTERNAL_SERVER_ERROR",
+          `the gateway failed to check this request (${(error as Error).message})`,
+        ),
+      );
+    try {
+      const result = runChecks(
+        { method, target, headers: req.headers, clientCertificate: clientCertificateOf(req, options) },
+        options.pipeline,
+      );
+      if (result instanceof Promise) result.then(proceed, failed);
+      else proceed(result);
+    } catch (error) {
+      failed(error);
+    }
   };
 }
 

@@ -106,10 +106,21 @@ function checkEmptyBodyDigest(values: readonly DigestValue[]): Rejection | undef
   return undefined;
 }
 
-export async function runChecks(
-  request: RequestToCheck,
-  options: PipelineOptions,
-): Promise<VerifiedRequest | Rejection> {
+type MaybePromise<T> = T | Promise<T>;
+
+/** Continues with `next` at once for a plain value; only a real promise costs a microtask. */
+function andThen<T, U>(value: MaybePromise<T>, next: (value: T) => MaybePromise<U>): MaybePromise<U> {
+  return value instanceof Promise ? value.then(next) : next(value);
+}
+
+interface HeaderFacts {
+  readonly path: string;
+  readonly signature: SignatureParams;
+  readonly digest: DigestValue[] | undefined;
+}
+
+/** Steps 1–3: everything that needs only the headers. */
+function checkHeaders(request: RequestToCheck, options: PipelineOptions): HeaderFacts | Rejection {
   const { headers } = request;
   const path = pathOf(request.target);
 
@@ -121,8 +132,7 @@ export async function runChecks(
   if (badCharacters) return badCharacters;
 
   // 2. Date within the skew.
-  const now = options.now();
-  const date = checkDate(headers.date, now, { toleranceMs: options.dateToleranceMs });
+  const date = checkDate(headers.date, options.now(), { toleranceMs: options.dateToleranceMs });
   if (isRejection(date)) return date;
 
   // Digest: parsed now (cheap); the body is checked as it streams.
@@ -142,14 +152,17 @@ export async function runChecks(
   // 3. The Signature header.
   const signature = parseSignatureHeader(headerValue(headers, "signature"));
   if (isRejection(signature)) return signature;
+  return { path, signature, digest };
+}
 
-  // 4. The certificate verdict (cached per certificate).
-  const certificate = await options.certificates.verify(headerValue(headers, "tpp-signature-certificate")!);
-  if (isRejection(certificate)) return certificate;
-
-  // 4b. The QWAC of an mTLS connection: trusted, and the same organisation as the QSealC.
-  const qwacRefusal = await checkClientCertificate(request.clientCertificate, certificate, options);
-  if (qwacRefusal) return qwacRefusal;
+/** Steps 5–8: what needs the trusted certificate. */
+function checkSigned(
+  request: RequestToCheck,
+  facts: HeaderFacts,
+  certificate: TrustedCertificate,
+  options: PipelineOptions,
+): Psd2Role | undefined | Rejection {
+  const { signature } = facts;
 
   // 5. keyId names this certificate.
   if (options.keyIdPolicy === "strict") {
@@ -160,7 +173,7 @@ export async function runChecks(
   }
 
   // 6. Every eligible header present is signed.
-  const coverage = checkCoverage(signature.headers, headers);
+  const coverage = checkCoverage(signature.headers, request.headers);
   if (isRejection(coverage)) return coverage;
 
   // 7. The signature itself.
@@ -177,27 +190,60 @@ export async function runChecks(
   if (isRejection(verified)) return verified;
 
   // 8. The role this service needs.
-  const role = options.roles.roleFor(path);
+  const role = options.roles.roleFor(facts.path);
   if (role !== undefined && !certificate.identity.roles.has(role)) {
     const held = [...certificate.identity.roles].join(", ") || "none";
     return reject(
       "ROLE_INVALID",
-      `${path} needs the PSD2 role ${role}; the certificate and register grant ${certificate.identity.organizationId} only: ${held}`,
+      `${facts.path} needs the PSD2 role ${role}; the certificate and register grant ${certificate.identity.organizationId} only: ${held}`,
     );
   }
-
-  // 9. Replay: the same signature again inside the window.
-  const fresh = await checkReplay(options.replay, signature.signature, options.replayWindowMs);
-  if (isRejection(fresh)) return fresh;
-
-  return { certificate, signature, digest, role, psuPresent: headers["psu-ip-address"] !== undefined };
+  return role;
 }
 
-async function checkClientCertificate(
+/**
+ * Runs steps 1–9. Synchronous whenever the certificate verdict is cached and the replay store
+ * answers at once (the common case); a promise only when a step really waits.
+ */
+export function runChecks(
+  request: RequestToCheck,
+  options: PipelineOptions,
+): MaybePromise<VerifiedRequest | Rejection> {
+  const facts = checkHeaders(request, options);
+  if (isRejection(facts)) return facts;
+
+  // 4. The certificate verdict (cached per certificate).
+  const verdict = options.certificates.verify(headerValue(request.headers, "tpp-signature-certificate")!);
+  return andThen(verdict, (certificate) => {
+    if (isRejection(certificate)) return certificate;
+    // 4b. The QWAC of an mTLS connection: trusted, and the same organisation as the QSealC.
+    return andThen(checkClientCertificate(request.clientCertificate, certificate, options), (qwacRefusal) => {
+      if (qwacRefusal) return qwacRefusal;
+      const role = checkSigned(request, facts, certificate, options);
+      if (isRejection(role)) return role;
+      // 9. Replay: the same signature again inside the window.
+      return andThen(
+        checkReplay(options.replay, facts.signature.signature, options.replayWindowMs),
+        (fresh) => {
+          if (isRejection(fresh)) return fresh;
+          return {
+            certificate,
+            signature: facts.signature,
+            digest: facts.digest,
+            role,
+            psuPresent: request.headers["psu-ip-address"] !== undefined,
+          };
+        },
+      );
+    });
+  });
+}
+
+function checkClientCertificate(
   clientCertificate: string | undefined,
   sealCertificate: TrustedCertificate,
   options: PipelineOptions,
-): Promise<Rejection | undefined> {
+): MaybePromise<Rejection | undefined> {
   const policy = options.clientCertificate;
   if (policy.mode === "none") return undefined;
   if (clientCertificate === undefined) {
@@ -209,16 +255,17 @@ async function checkClientCertificate(
     }
     return undefined;
   }
-  const qwac = await options.certificates.verify(clientCertificate);
-  if (isRejection(qwac)) return reject(qwac.code, `TLS client certificate (QWAC): ${qwac.text}`);
-  if (
-    policy.requireSameOrganization &&
-    qwac.identity.organizationId !== sealCertificate.identity.organizationId
-  ) {
-    return reject(
-      "CERTIFICATE_INVALID",
-      `the TLS client certificate belongs to ${qwac.identity.organizationId} but the signing certificate to ${sealCertificate.identity.organizationId}; both must name the same TPP`,
-    );
-  }
-  return undefined;
+  return andThen(options.certificates.verify(clientCertificate), (qwac) => {
+    if (isRejection(qwac)) return reject(qwac.code, `TLS client certificate (QWAC): ${qwac.text}`);
+    if (
+      policy.requireSameOrganization &&
+      qwac.identity.organizationId !== sealCertificate.identity.organizationId
+    ) {
+      return reject(
+        "CERTIFICATE_INVALID",
+        `the TLS client certificate belongs to ${qwac.identity.organizationId} but the signing certificate to ${sealCertificate.identity.organizationId}; both must name the same TPP`,
+      );
+    }
+    return undefined;
+  });
 }

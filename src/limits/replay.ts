@@ -55,12 +55,7 @@ export function replayKey(signatureBase64: string): string {
   return signatureBase64.length > 44 ? signatureBase64.slice(0, 44) : signatureBase64;
 }
 
-export async function checkReplay(
-  store: ReplayStore,
-  signatureBase64: string,
-  windowMs: number,
-): Promise<true | Rejection> {
-  const seen = await store.checkAndRecord(replayKey(signatureBase64), windowMs);
+function replayVerdict(seen: boolean, windowMs: number): true | Rejection {
   if (seen) {
     return reject(
       "SIGNATURE_INVALID",
@@ -68,4 +63,16 @@ export async function checkReplay(
     );
   }
   return true;
+}
+
+/** Synchronous for a store that answers at once (memory), a promise for one that must ask (Redis). */
+export function checkReplay(
+  store: ReplayStore,
+  signatureBase64: string,
+  windowMs: number,
+): true | Rejection | Promise<true | Rejection> {
+  const seen = store.checkAndRecord(replayKey(signatureBase64), windowMs);
+  return seen instanceof Promise
+    ? seen.then((s) => replayVerdict(s, windowMs))
+    : replayVerdict(seen, windowMs);
 }

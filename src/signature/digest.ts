@@ -5,13 +5,13 @@
 
 import { createHash, type Hash, timingSafeEqual } from "node:crypto";
 import { type Rejection, reject } from "../errors.js";
+import { isBase64 } from "./base64.js";
 
 export type DigestAlgorithm = "sha-256" | "sha-512";
 
 const NODE_HASH: Record<DigestAlgorithm, string> = { "sha-256": "sha256", "sha-512": "sha512" };
 const LABEL: Record<DigestAlgorithm, string> = { "sha-256": "SHA-256", "sha-512": "SHA-512" };
 const LENGTH: Record<DigestAlgorithm, number> = { "sha-256": 32, "sha-512": 64 };
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 export interface DigestValue {
   readonly algorithm: DigestAlgorithm;
@@ -53,7 +53,7 @@ export function parseDigestHeader(raw: string | undefined): DigestValue[] | Reje
     if (seen.has(token)) return reject("FORMAT_ERROR", `Digest header carries ${token.toUpperCase()} twice`);
     seen.add(token);
     if (token !== "sha-256" && token !== "sha-512") continue;
-    if (!BASE64.test(value))
+    if (!isBase64(value))
       return reject("FORMAT_ERROR", `Digest header ${LABEL[token]} value is not valid base64`);
     const bytes = Buffer.from(value, "base64");
     if (bytes.length !== LENGTH[token]) {

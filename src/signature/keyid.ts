@@ -75,9 +75,33 @@ export function serialMatches(sn: string, serial: Uint8Array, options: KeyIdOpti
   );
 }
 
+/**
+ * What is derived once per certificate: its own keyId, and the keyId spellings already seen to
+ * match it. A TPP sends the same keyId on every request, so after the first request the check
+ * is one string comparison instead of a DN parse.
+ */
+interface KeyIdMemo {
+  readonly expected: string;
+  readonly matched: Set<string>;
+}
+
+const MAX_REMEMBERED_SPELLINGS = 8;
+const memos = new WeakMap<KeyIdTarget, KeyIdMemo>();
+
+function memoOf(target: KeyIdTarget): KeyIdMemo {
+  let memo = memos.get(target);
+  if (!memo) {
+    memo = { expected: buildKeyId(target), matched: new Set() };
+    memos.set(target, memo);
+  }
+  return memo;
+}
+
 /** Checks that keyId names the certificate; the rejection names both values. */
 export function matchKeyId(keyId: string, target: KeyIdTarget, options: KeyIdOptions = {}): true | Rejection {
-  const expected = buildKeyId(target);
+  const memo = memoOf(target);
+  if (keyId === memo.expected || memo.matched.has(keyId)) return true;
+  const expected = memo.expected;
   const parsed = parseKeyId(keyId);
   if (!parsed) {
     return reject(
@@ -97,5 +121,7 @@ export function matchKeyId(keyId: string, target: KeyIdTarget, options: KeyIdOpt
       `Signature keyId issuer CA=${parsed.ca.slice(0, 200)} does not match the certificate issuer ${formatRfc2253(target.issuer)}; expected keyId '${expected}'`,
     );
   }
+  // Decimal serials depend on the option, so only option-free matches are remembered.
+  if (!options.allowDecimalSerial && memo.matched.size < MAX_REMEMBERED_SPELLINGS) memo.matched.add(keyId);
   return true;
 }

@@ -5,6 +5,7 @@
 
 import { isUtf8 } from "node:buffer";
 import { type Rejection, reject } from "../errors.js";
+import { isBase64 } from "./base64.js";
 
 const ENCODED_WORD = /^=\?([^?\s]+)\?([BbQq])\?([^?\s]*)\?=$/;
 
@@ -41,8 +42,6 @@ function decodeQ(text: string): Buffer | undefined {
   return Buffer.from(bytes);
 }
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-
 /**
  * Decodes a header that consists of one or more encoded words separated by white space
  * (the white space between adjacent encoded words is dropped, RFC 2047 section 6.2).
@@ -69,7 +68,7 @@ export function decodeEncodedWords(value: string, headerName = "Signature"): str
     }
     let bytes: Buffer | undefined;
     if (m[2]!.toUpperCase() === "B") {
-      bytes = BASE64.test(m[3]!) ? Buffer.from(m[3]!, "base64") : undefined;
+      bytes = isBase64(m[3]!) ? Buffer.from(m[3]!, "base64") : undefined;
     } else {
       bytes = decodeQ(m[3]!);
     }

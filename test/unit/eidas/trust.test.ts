@@ -1,0 +1,125 @@
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { parseCertificate } from "../../../src/eidas/certificate.js";
+import { CrlRevocationChecker } from "../../../src/eidas/revocation.js";
+import { loadTrustMaterial } from "../../../src/eidas/trust-material.js";
+import { TrustStore } from "../../../src/eidas/trust-store.js";
+import { isRejection } from "../../../src/errors.js";
+import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/tools/dev-pki.js";
+
+let pki: DevPki;
+let store: TrustStore;
+const NOW = new Date();
+
+beforeAll(async () => {
+  pki = await generateDevPki(mkdtempSync(join(tmpdir(), "psd2-trust-")));
+  store = TrustStore.fromFolder(pki.paths.trustDir).store;
+});
+
+function parsed(c: IssuedCertificate) {
+  const p = parseCertificate(c.der);
+  if (isRejection(p)) throw new Error(p.text);
+  return p;
+}
+
+function chainCode(c: IssuedCertificate, now = NOW) {
+  const r = store.verifyChain(parsed(c), now);
+  return isRejection(r) ? r : undefined;
+}
+
+describe("trust store and chain building", () => {
+  it("reads the roots and intermediates of a folder", () => {
+    expect(store.size).toBe(2);
+    expect(store.all.map((c) => c.subjectRfc2253).sort()).toEqual([
+      "CN=Demo Qualified Issuing CA,organizationIdentifier=NTRNO-999999999,O=psd2-gateway Demo QTSP,C=NO",
+      "CN=Demo Root CA,O=psd2-gateway Demo QTSP,C=NO",
+    ]);
+  });
+
+  it("builds leaf → issuing CA → root for a QSealC and a QWAC", () => {
+    for (const c of [pki.tppA.qseal, pki.tppA.qwac, pki.tppB.qseal]) {
+      const r = store.verifyChain(parsed(c), NOW);
+      expect(isRejection(r) ? r.text : r.chain.map((x) => x.subjectRfc2253.split(",")[0])).toEqual([
+        expect.stringContaining("CN="),
+        "CN=Demo Qualified Issuing CA",
+        "CN=Demo Root CA",
+      ]);
+    }
+  });
+
+  it("refuses a certificate from a CA outside the store, naming the issuer", () => {
+    const r = chainCode(pki.untrusted);
+    expect(r?.code).toBe("CERTIFICATE_INVALID");
+    expect(r?.text).toContain("CN=Rogue Root,O=Rogue CA,C=XX, which is not in the gateway's trust store");
+  });
+
+  it("refuses a certificate whose signature was not made by its named issuer", () => {
+    // Same issuer name and key identifier, but one byte of the signature changed.
+    const der = Buffer.from(pki.tppA.qseal.der);
+    der[der.length - 5]! ^= 0x01;
+    const p = parseCertificate(der);
+    if (isRejection(p)) throw new Error(p.text);
+    const r = store.verifyChain(p, NOW);
+    expect(isRejection(r) && r.text).toContain("signature does not verify");
+  });
+
+  it("answers CERTIFICATE_EXPIRED on both sides of the validity period, by the injected clock", () => {
+    expect(chainCode(pki.expired)?.code).toBe("CERTIFICATE_EXPIRED");
+    expect(chainCode(pki.expired)?.text).toContain("expired on");
+    const early = new Date(pki.tppA.qseal.certificate.notBefore.getTime() - 1000);
+    expect(chainCode(pki.tppA.qseal, early)?.text).toContain("is not valid before");
+    // Inside the leaf's own validity the CAs above it are checked too: the issuing CA was made later.
+    const inside = chainCode(pki.expired, new Date(pki.expired.certificate.notBefore.getTime() + 1000));
+    expect(inside?.code).toBe("CERTIFICATE_EXPIRED");
+    expect(inside?.text).toContain("its issuing CA certificate");
+  });
+
+  it("refuses a CA certificate as a leaf", () => {
+    expect(chainCode(pki.issuingCa)?.text).toContain("is a CA certificate");
+  });
+
+  it("refuses a chain through a CA that may not issue certificates", async () => {
+    // A folder whose 'CA' is TPP A's QSealC: not a CA, so nothing it signed may chain through it.
+    const dir = mkdtempSync(join(tmpdir(), "psd2-badca-"));
+    writeFileSync(join(dir, "a.pem"), pki.tppA.qseal.pem);
+    writeFileSync(join(dir, "b.pem"), pki.gatewayTls.pem);
+    const odd = TrustStore.fromFolder(dir).store;
+    const r = odd.verifyChain(parsed(pki.tppB.qseal), NOW);
+    expect(isRejection(r) && r.code).toBe("CERTIFICATE_INVALID");
+  });
+});
+
+describe("revocation from CRL files", () => {
+  it("refuses a revoked certificate with CERTIFICATE_REVOKED and the date", () => {
+    const { checker, problems } = CrlRevocationChecker.fromFolder(pki.paths.trustDir, store.all);
+    expect(problems).toEqual([]);
+    const issuer = store.all.find((c) => c.subjectRfc2253.startsWith("CN=Demo Qualified Issuing CA"))!;
+    const r = checker.check(parsed(pki.revoked), issuer);
+    expect(r?.code).toBe("CERTIFICATE_REVOKED");
+    expect(r?.text).toContain(`SN=${parsed(pki.revoked).serialHex} was revoked`);
+    expect(checker.check(parsed(pki.tppA.qseal), issuer)).toBeUndefined();
+  });
+
+  it("ignores a CRL whose signature does not verify, and says so", () => {
+    const dir = mkdtempSync(join(tmpdir(), "psd2-crl-"));
+    const pem = (text: string) =>
+      Buffer.from(text.replace(/-----[^-]+-----/g, "").replace(/\s+/g, ""), "base64");
+    const der = pem(readFileSync(pki.paths.crl, "utf8"));
+    der[der.length - 3]! ^= 0xff;
+    writeFileSync(join(dir, "bad.crl"), der);
+    const { checker, problems } = CrlRevocationChecker.fromFolder(dir, store.all);
+    expect(checker.lists).toHaveLength(0);
+    expect(problems[0]).toContain("CRL signature does not verify");
+  });
+
+  it("loads trust material as one unit, and refuses an empty folder", () => {
+    const material = loadTrustMaterial(pki.paths.trustDir);
+    expect(material.store.size).toBe(2);
+    expect(material.revocation.lists).toHaveLength(1);
+    expect(() => loadTrustMaterial(mkdtempSync(join(tmpdir(), "psd2-empty-")))).toThrow(
+      "no CA certificates found",
+    );
+  });
+});

@@ -1,0 +1,201 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { parseRegisterDocument, TppRegister } from "../../../src/eidas/register.js";
+import { TppVerifier } from "../../../src/eidas/tpp-verifier.js";
+import { loadTrustMaterial } from "../../../src/eidas/trust-material.js";
+import { VerdictCache } from "../../../src/eidas/verdict-cache.js";
+import { isRejection, reject } from "../../../src/errors.js";
+import { type DevPki, generateDevPki } from "../../../src/tools/dev-pki.js";
+
+let pki: DevPki;
+beforeAll(async () => {
+  pki = await generateDevPki(mkdtempSync(join(tmpdir(), "psd2-verifier-")));
+});
+
+function setup(options: { ttlMs?: number; failureTtlMs?: number } = {}) {
+  let t = Date.now();
+  const now = () => t;
+  const trust = loadTrustMaterial(pki.paths.trustDir);
+  const register = new TppRegister(3_600_000, now);
+  const entries = (statusA: string) => [
+    {
+      organizationIdentifier: pki.tppA.organizationId,
+      name: pki.tppA.name,
+      roles: ["PSP_AI", "PSP_PI"] as const,
+      status: statusA,
+    },
+    // The register grants TPP B more than its certificate: effective roles are the intersection.
+    {
+      organizationIdentifier: pki.tppB.organizationId,
+      name: pki.tppB.name,
+      roles: ["PSP_AI", "PSP_PI"] as const,
+      status: "authorised",
+    },
+  ];
+  register.replace(entries("authorised"), "test");
+  const verifier = new TppVerifier({
+    trustStore: () => trust.store,
+    revocation: () => trust.revocation,
+    register,
+    now,
+    cacheTtlMs: options.ttlMs ?? 60_000,
+    failureTtlMs: options.failureTtlMs ?? 5_000,
+    maxEntries: 100,
+  });
+  return {
+    verifier,
+    register,
+    advance: (ms: number) => (t += ms),
+    withdrawA: () => register.replace(entries("withdrawn"), "test"),
+  };
+}
+
+async function verdict(verifier: TppVerifier, header: string) {
+  return await verifier.verify(header);
+}
+
+describe("TPP verifier: certificate → trusted TPP", () => {
+  it("trusts an authorised TPP and gives its identity, with effective roles = certificate ∩ register", async () => {
+    const { verifier } = setup();
+    const a = await verdict(verifier, pki.tppA.qseal.headerValue);
+    if (isRejection(a)) throw new Error(a.text);
+    expect(a.identity.organizationId).toBe("PSDNO-FSA-DEMO0001");
+    expect(a.identity.name).toBe("Demo Payments AS");
+    expect([...a.identity.roles].sort()).toEqual(["PSP_AI", "PSP_PI"]);
+    const b = await verdict(verifier, pki.tppB.qseal.headerValue);
+    expect(isRejection(b) ? b.text : [...b.identity.roles]).toEqual(["PSP_AI"]);
+  });
+
+  it.each([
+    ["expired", "CERTIFICATE_EXPIRED"],
+    ["revoked", "CERTIFICATE_REVOKED"],
+    ["unregistered", "CERTIFICATE_BLOCKED"],
+    ["untrusted", "CERTIFICATE_INVALID"],
+  ] as const)("refuses the %s certificate with %s", async (which, code) => {
+    const { verifier } = setup();
+    const r = await verdict(verifier, pki[which].headerValue);
+    expect(isRejection(r) && r.code).toBe(code);
+  });
+
+  it("refuses garbage and a certificate that is not a PSD2 certificate", async () => {
+    const { verifier } = setup();
+    const garbage = await verdict(verifier, "bm90IGEgY2VydGlmaWNhdGU=");
+    expect(isRejection(garbage) && garbage.code).toBe("CERTIFICATE_INVALID");
+    const tls = await verdict(verifier, pki.gatewayTls.headerValue);
+    expect(isRejection(tls) && tls.text).toContain("is not a PSD2 certificate");
+  });
+
+  it("accepts the header in PEM and URL-encoded PEM form as well as base64 DER", async () => {
+    const { verifier } = setup();
+    for (const form of [pki.tppA.qseal.pem, encodeURIComponent(pki.tppA.qseal.pem)]) {
+      const r = await verdict(verifier, form);
+      expect(isRejection(r) ? r.text : r.identity.organizationId).toBe("PSDNO-FSA-DEMO0001");
+    }
+  });
+});
+
+describe("verdict cache", () => {
+  it("pays for a certificate once: the second request is a hit answered synchronously", () => {
+    const { verifier } = setup();
+    const first = verifier.verify(pki.tppA.qseal.headerValue);
+    const second = verifier.verify(pki.tppA.qseal.headerValue);
+    expect(second).toBe(first);
+    expect(second instanceof Promise).toBe(false);
+    expect(verifier.stats).toMatchObject({ hits: 1, misses: 1, size: 1 });
+  });
+
+  it("returns a withdrawn TPP's refusal once the TTL has passed, not before", async () => {
+    const { verifier, advance, withdrawA } = setup({ ttlMs: 60_000 });
+    expect(isRejection(await verdict(verifier, pki.tppA.qseal.headerValue))).toBe(false);
+    withdrawA();
+    advance(59_000);
+    expect(isRejection(await verdict(verifier, pki.tppA.qseal.headerValue))).toBe(false);
+    advance(2_000);
+    const r = await verdict(verifier, pki.tppA.qseal.headerValue);
+    expect(isRejection(r) && r.code).toBe("CERTIFICATE_BLOCKED");
+  });
+
+  it("caches a refusal briefly, so a flood of one bad certificate costs one parse", async () => {
+    const { verifier, advance } = setup({ failureTtlMs: 5_000 });
+    for (let i = 0; i < 100; i++) await verdict(verifier, pki.untrusted.headerValue);
+    expect(verifier.stats.misses).toBe(1);
+    advance(5_001);
+    await verdict(verifier, pki.untrusted.headerValue);
+    expect(verifier.stats.misses).toBe(2);
+  });
+
+  it("never keeps a verdict past the certificate's notAfter", async () => {
+    const { verifier, advance } = setup({ ttlMs: 10 * 365 * 24 * 3600 * 1000 });
+    expect(isRejection(await verdict(verifier, pki.tppA.qseal.headerValue))).toBe(false);
+    advance(pki.tppA.qseal.certificate.notAfter.getTime() - Date.now() + 1000);
+    const r = await verdict(verifier, pki.tppA.qseal.headerValue);
+    expect(isRejection(r) && r.code).toBe("CERTIFICATE_EXPIRED");
+  });
+
+  it("lets concurrent misses for one key share one computation, and bounds its size", async () => {
+    const cache = new VerdictCache<{ n: number }>({ maxEntries: 2 });
+    let computed = 0;
+    const compute = async () => {
+      computed++;
+      await new Promise((r) => setTimeout(r, 10));
+      return { value: { n: computed }, expiresAt: Date.now() + 60_000, cacheable: true };
+    };
+    const results = await Promise.all(Array.from({ length: 20 }, () => cache.get("same", compute)));
+    expect(computed).toBe(1);
+    expect(new Set(results).size).toBe(1);
+    await cache.get("b", compute);
+    await cache.get("c", compute);
+    expect(cache.stats.size).toBe(2);
+    expect(cache.stats.evictions).toBe(1);
+  });
+
+  it("does not cache refusals marked as passing (a stale register)", () => {
+    const cache = new VerdictCache<{ n: number }>({ maxEntries: 10 });
+    let computed = 0;
+    const compute = () => {
+      computed++;
+      return {
+        value: reject("SERVICE_UNAVAILABLE", "stale"),
+        expiresAt: Date.now() + 60_000,
+        cacheable: false,
+      };
+    };
+    cache.get("k", compute);
+    cache.get("k", compute);
+    expect(computed).toBe(2);
+  });
+});
+
+describe("register reloads reach the verifier", () => {
+  it("a TPP added to the register file is accepted after reload and TTL", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "psd2-reg2-"));
+    writeFileSync(join(dir, "r.json"), JSON.stringify({ tpps: [] }));
+    const register = new TppRegister(60_000);
+    register.replace(parseRegisterDocument(JSON.stringify({ tpps: [] })), "x");
+    const trust = loadTrustMaterial(pki.paths.trustDir);
+    const verifier = new TppVerifier({
+      trustStore: () => trust.store,
+      revocation: () => trust.revocation,
+      register,
+      cacheTtlMs: 60_000,
+      failureTtlMs: 0,
+      maxEntries: 10,
+    });
+    expect(isRejection(await verdict(verifier, pki.unregistered.headerValue))).toBe(true);
+    register.replace(
+      [
+        {
+          organizationIdentifier: "PSDNO-FSA-NOTREG01",
+          name: "Now registered",
+          roles: ["PSP_AI"],
+          status: "authorised",
+        },
+      ],
+      "x",
+    );
+    const r = await verdict(verifier, pki.unregistered.headerValue);
+    expect(isRejection(r) ? r.text : r.identity.name).toBe("Now registered");
+  });
+});
