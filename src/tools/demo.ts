@@ -16,21 +16,27 @@ interface Case {
   readonly tpp: "tpp-a" | "tpp-b" | "expired" | "revoked" | "unregistered";
   readonly method: string;
   readonly target: string;
-  readonly body?: string;
+  readonly body?: () => string;
   readonly headers?: Record<string, string>;
   /** Changes the request after signing, to show what the gateway refuses. */
-  readonly tamper?: (headers: Record<string, string>) => { headers: Record<string, string>; body?: string };
+  readonly tamper?: (
+    headers: Record<string, string>,
+    body: string | undefined,
+  ) => { headers: Record<string, string>; body?: string | undefined };
 }
 
 const PSU = { "PSU-ID": "9f1c7c3e-5b8e-4d7e-9a53-3f8c0b1d2e4a", "PSU-IP-Address": "192.0.2.10" };
 const REDIRECT = { "TPP-Redirect-URI": "https://tpp.example/callback" };
-const PAYMENT = JSON.stringify({
-  instructedAmount: { amount: "125.50", currency: "NOK" },
-  debtorAccount: { bban: "12345678903" },
-  creditorAccount: { bban: "98765432105" },
-  creditorName: "Kari Nordmann",
-  remittanceInformationUnstructured: `Demo ${randomUUID().slice(0, 8)}`,
-});
+/** The debtor account is the PSU's own, read from the first call's answer. */
+let debtorBban = "00000000000";
+const payment = () =>
+  JSON.stringify({
+    instructedAmount: { amount: "125.50", currency: "NOK" },
+    debtorAccount: { bban: debtorBban },
+    creditorAccount: { bban: "98765432105" },
+    creditorName: "Ola Nordmann",
+    remittanceInformationUnstructured: `Demo ${randomUUID().slice(0, 8)}`,
+  });
 
 const CASES: Case[] = [
   {
@@ -45,7 +51,7 @@ const CASES: Case[] = [
     tpp: "tpp-a",
     method: "POST",
     target: "/v1/payments/norwegian-domestic-credit-transfers",
-    body: PAYMENT,
+    body: payment,
     headers: { ...PSU, ...REDIRECT },
   },
   {
@@ -53,9 +59,9 @@ const CASES: Case[] = [
     tpp: "tpp-a",
     method: "POST",
     target: "/v1/payments/norwegian-domestic-credit-transfers",
-    body: PAYMENT,
+    body: payment,
     headers: { ...PSU, ...REDIRECT },
-    tamper: (h) => ({ headers: h, body: PAYMENT.replace("125.50", "999.50") }),
+    tamper: (h, body) => ({ headers: h, body: body?.replace("125.50", "999.50") }),
   },
   {
     title: "PSU-ID swapped after signing",
@@ -70,7 +76,7 @@ const CASES: Case[] = [
     tpp: "tpp-b",
     method: "POST",
     target: "/v1/payments/norwegian-domestic-credit-transfers",
-    body: PAYMENT,
+    body: payment,
     headers: { ...PSU, ...REDIRECT },
   },
   {
@@ -121,14 +127,23 @@ export async function runDemo(args: string[]): Promise<number> {
   });
   const dir = values.certs ?? DEV_CERTS_DIR;
   const file = (...p: string[]) => readFileSync(join(dir, ...p));
-  const dispatcher = new Agent({
-    connect: {
-      ca: file("trust", "demo-root-ca.pem"),
-      // mTLS with TPP A's QWAC, as a real TPP connects.
-      cert: file("tpp", "tpp-a-qwac.pem"),
-      key: file("tpp", "tpp-a-qwac.key.pem"),
-    },
-  });
+  // mTLS as a real TPP connects: each demo TPP with its own QWAC; the refused cases with TPP A's.
+  const agents = new Map<string, Agent>();
+  const agentFor = (tpp: string) => {
+    const qwac = tpp === "tpp-b" ? "tpp-b" : "tpp-a";
+    let agent = agents.get(qwac);
+    if (!agent) {
+      agent = new Agent({
+        connect: {
+          ca: file("trust", "demo-root-ca.pem"),
+          cert: file("tpp", `${qwac}-qwac.pem`),
+          key: file("tpp", `${qwac}-qwac.key.pem`),
+        },
+      });
+      agents.set(qwac, agent);
+    }
+    return agent;
+  };
   const signers = new Map<string, RequestSigner>();
   const signerFor = (tpp: string) => {
     let signer = signers.get(tpp);
@@ -144,17 +159,17 @@ export async function runDemo(args: string[]): Promise<number> {
 
   let failures = 0;
   for (const c of CASES) {
+    let body = c.body?.();
     const signed = await signerFor(c.tpp).sign({
       method: c.method,
       target: c.target,
       headers: c.headers ?? {},
-      ...(c.body ? { body: c.body } : {}),
+      ...(body ? { body } : {}),
     });
     let headers: Record<string, string> = { ...(c.headers ?? {}), ...signed };
-    if (c.body) headers["Content-Type"] = "application/json";
-    let body = c.body;
+    if (body) headers["Content-Type"] = "application/json";
     if (c.tamper) {
-      const changed = c.tamper(headers);
+      const changed = c.tamper(headers, body);
       headers = changed.headers;
       body = changed.body ?? body;
     }
@@ -163,13 +178,17 @@ export async function runDemo(args: string[]): Promise<number> {
         method: c.method,
         headers,
         body,
-        dispatcher,
+        dispatcher: agentFor(c.tpp),
       });
       const text = await response.body.text();
       let summary = text.slice(0, 160);
       try {
-        const json = JSON.parse(text) as { tppMessages?: { code: string; text: string }[] };
+        const json = JSON.parse(text) as {
+          tppMessages?: { code: string; text: string }[];
+          accounts?: { bban: string }[];
+        };
         if (json.tppMessages?.[0]) summary = `${json.tppMessages[0].code}: ${json.tppMessages[0].text}`;
+        if (json.accounts?.[0]) debtorBban = json.accounts[0].bban;
       } catch {
         // not JSON: show the start of it
       }
@@ -179,6 +198,6 @@ export async function runDemo(args: string[]): Promise<number> {
       console.log(`ERR  ${c.title}: ${(error as Error).message}\n`);
     }
   }
-  await dispatcher.close();
+  await Promise.all([...agents.values()].map((a) => a.close()));
   return failures === 0 ? 0 : 1;
 }
