@@ -20,10 +20,6 @@ const tlsServer = z
     cert: path.describe("PEM file with the gateway's TLS certificate (and chain)"),
     key: path.describe("PEM file with its private key"),
     minVersion: z.enum(["TLSv1.2", "TLSv1.3"]).default("TLSv1.2"),
-    /** mTLS: `none`, `request` (ask for a QWAC, check it when given) or `require`. */
-    clientCertificate: z.enum(["none", "request", "require"]).default("none"),
-    /** When set, the QWAC's organizationIdentifier must equal the QSealC's. */
-    requireSameOrganization: z.boolean().default(true),
   })
   .strict();
 
@@ -32,6 +28,13 @@ const listen = z
     host: z.string().default("127.0.0.1"),
     port: z.number().int().min(0).max(65535).default(8443),
     tls: tlsServer.optional(),
+    /**
+     * The TPP's QWAC (mutual TLS): `none`, `request` (checked when given) or `require`. It comes
+     * from the TLS handshake, or from `clientCertificateHeader` when a trusted proxy terminates TLS.
+     */
+    clientCertificate: z.enum(["none", "request", "require"]).default("none"),
+    /** The QWAC's organizationIdentifier must equal the QSealC's. */
+    requireSameOrganization: z.boolean().default(true),
     /** Peers (exact IPs) allowed to pass the client certificate in `clientCertificateHeader`. */
     trustedProxies: z.array(z.string()).default([]),
     /** Header a TLS-terminating proxy puts the URL-encoded client PEM in (nginx, RFC 9440 style). */

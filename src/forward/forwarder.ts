@@ -71,6 +71,8 @@ export function forward(
     };
 
     const fail = (rejection: Rejection) => {
+      // The client may still be sending a body nobody reads: answer, then close the connection.
+      res.shouldKeepAlive = false;
       if (!res.headersSent) {
         writeRejection(res, rejection);
         finish({ status: res.statusCode, rejection, upstreamMs, bytesOut });

@@ -39,6 +39,8 @@ export function upstreamRequestHeaders(
   const out: Record<string, string | string[]> = {};
   for (const name in incoming) {
     if (HOP_BY_HOP.has(name) || strip.has(name)) continue;
+    // CGI-style backends read x_tpp_roles as x-tpp-roles: look-alikes are stripped too.
+    if (name.includes("_") && strip.has(name.replaceAll("_", "-"))) continue;
     if (extra.length > 0 && extra.includes(name)) continue;
     const value = incoming[name];
     if (value !== undefined) out[name] = value;

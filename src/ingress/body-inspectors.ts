@@ -38,6 +38,6 @@ export function sizeInspector(maxBytes: number): BodyInspector {
 }
 
 export function characterInspector(policy: CharacterPolicy): BodyInspector {
-  const scanner = new Utf8Scanner(policy, "the JSON body");
+  const scanner = new Utf8Scanner(policy, "the JSON body", true);
   return { update: (chunk) => scanner.update(chunk), finish: () => scanner.finish() };
 }

@@ -21,6 +21,13 @@ function describe(cp: number): string {
   return `U+${hex}${printable}`;
 }
 
+function hexValue(b: number): number {
+  if (b >= 0x30 && b <= 0x39) return b - 0x30;
+  if (b >= 0x41 && b <= 0x46) return b - 0x37;
+  if (b >= 0x61 && b <= 0x66) return b - 0x57;
+  return -1;
+}
+
 export function codePointRefused(cp: number, policy: CharacterPolicy): boolean {
   if (cp > policy.maxCodePoint) return true;
   for (const [from, to] of policy.blockedRanges) if (cp >= from && cp <= to) return true;
@@ -35,10 +42,19 @@ export class Utf8Scanner {
   private cp = 0;
   private seqStart = 0;
   private min = 0;
+  /** JSON escapes: 0 none, 1 after a backslash, 2..5 reading the four hex digits of \uXXXX. */
+  private escape = 0;
+  private escapeValue = 0;
+  private escapeStart = 0;
+  /** A high surrogate written as \uD8xx, waiting for its low half. */
+  private highSurrogate = -1;
+  private highStart = 0;
 
   constructor(
     private readonly policy: CharacterPolicy,
     private readonly where: string,
+    /** Also read `\uXXXX` escapes, for JSON text (never for header values). */
+    private readonly jsonEscapes = false,
   ) {}
 
   update(chunk: Uint8Array): Rejection | undefined {
@@ -48,9 +64,15 @@ export class Utf8Scanner {
       const at = this.offset + i;
       if (this.need === 0) {
         if (b < 0x80) {
-          if (checkPolicy && codePointRefused(b, this.policy)) return this.refuse(b, at);
+          if (checkPolicy) {
+            if (codePointRefused(b, this.policy)) return this.refuse(b, at);
+            if (this.jsonEscapes && (b === 0x5c || this.escape !== 0) && this.jsonEscape(b, at)) {
+              return this.refuseEscaped(at);
+            }
+          }
           continue;
         }
+        this.escape = 0;
         this.seqStart = at;
         if (b >= 0xc2 && b <= 0xdf) {
           this.need = 1;
@@ -80,6 +102,59 @@ export class Utf8Scanner {
     }
     this.offset += chunk.length;
     return undefined;
+  }
+
+  private refusedEscape = 0;
+
+  /**
+   * Follows `\uXXXX` escapes in the JSON text: after parsing, `\ud83d\ude00` is U+1F600 just
+   * as the raw bytes would be. Returns true when the escaped character is refused.
+   */
+  private jsonEscape(b: number, at: number): boolean {
+    if (this.escape === 0) {
+      this.escape = 1;
+      this.escapeStart = at;
+      return false;
+    }
+    if (this.escape === 1) {
+      this.escape = b === 0x75 /* u */ ? 2 : 0; // any other escape (\\, \", \n …) is one character
+      this.escapeValue = 0;
+      return false;
+    }
+    const digit = hexValue(b);
+    if (digit < 0) {
+      this.escape = b === 0x5c ? 1 : 0;
+      if (this.escape === 1) this.escapeStart = at;
+      return false;
+    }
+    this.escapeValue = (this.escapeValue << 4) | digit;
+    if (++this.escape < 6) return false;
+    this.escape = 0;
+    const unit = this.escapeValue;
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      this.highSurrogate = unit;
+      this.highStart = this.escapeStart;
+      return false;
+    }
+    let cp = unit;
+    let start = this.escapeStart;
+    if (unit >= 0xdc00 && unit <= 0xdfff && this.highSurrogate >= 0) {
+      cp = 0x10000 + ((this.highSurrogate - 0xd800) << 10) + (unit - 0xdc00);
+      start = this.highStart;
+    }
+    this.highSurrogate = -1;
+    if (!codePointRefused(cp, this.policy)) return false;
+    this.refusedEscape = cp;
+    this.escapeStart = start;
+    return true;
+  }
+
+  private refuseEscaped(at: number): Rejection {
+    const cp = this.refusedEscape;
+    return reject(
+      "FORMAT_ERROR",
+      `${this.where} holds the character ${describe(cp)}, written as a JSON escape at byte ${this.escapeStart} (up to byte ${at}), which the bank's systems cannot process; remove or replace it (SPEC 1.3)`,
+    );
   }
 
   finish(): Rejection | undefined {

@@ -27,7 +27,8 @@ export interface IngressGateway {
   readonly backendUrl: string;
   /** Reloads trust store and CRLs; on failure keeps the old ones and throws the reason. */
   reloadTrust(): void;
-  close(): Promise<void>;
+  /** Stops accepting; connections still open after `graceMs` are closed. */
+  close(graceMs?: number): Promise<void>;
 }
 
 export interface IngressDependencies {
@@ -96,15 +97,17 @@ export async function startIngress(
       algorithms: config.verification.algorithms,
       allowDecimalSerial: config.verification.allowDecimalSerial,
       keyIdPolicy: config.verification.keyIdPolicy,
-      redirectUriOptionalPrefixes: config.verification.redirectUriOptionalPrefixes,
+      redirectUriOptionalPrefixes: config.verification.redirectUriOptionalPrefixes.map((p) =>
+        p.toLowerCase(),
+      ),
       characterPolicy: config.verification.characterPolicy,
       roles: new RoleTable(config.verification.roles),
       replay: deps.replayStore ?? new MemoryReplayStore(config.replay.maxEntries, now),
       replayWindowMs: (config.replay.windowSeconds ?? 2 * config.verification.dateToleranceSeconds) * 1000,
       certificates: verifier,
       clientCertificate: {
-        mode: config.listen.tls?.clientCertificate ?? "none",
-        requireSameOrganization: config.listen.tls?.requireSameOrganization ?? true,
+        mode: config.listen.clientCertificate,
+        requireSameOrganization: config.listen.requireSameOrganization,
       },
     },
     backend,
@@ -125,7 +128,7 @@ export async function startIngress(
           minVersion: tls.minVersion,
           // The QWAC is checked by the gateway against its own trust store and register, with a
           // Berlin Group error instead of a failed handshake.
-          requestCert: tls.clientCertificate !== "none",
+          requestCert: config.listen.clientCertificate !== "none",
           rejectUnauthorized: false,
         },
         handler,
@@ -158,7 +161,7 @@ export async function startIngress(
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `${tls ? "https" : "http"}://${host === "127.0.0.1" && tls ? "localhost" : host}:${address.port}`;
   logger.info(
-    { url, backend: backendUrl, tls: Boolean(tls), mtls: tls?.clientCertificate ?? "none" },
+    { url, backend: backendUrl, tls: Boolean(tls), mtls: config.listen.clientCertificate },
     "ingress gateway listening",
   );
 
@@ -174,10 +177,14 @@ export async function startIngress(
       verifier.invalidate();
       logTrust(logger, next);
     },
-    async close() {
+    async close(graceMs = 5_000) {
       for (const source of sources) source.stop();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
+      // Stop accepting, let requests in flight finish, then cut whatever still holds on.
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const force = setTimeout(() => server.closeAllConnections(), graceMs);
+      await closed;
+      clearTimeout(force);
       await backend.close();
       await sandboxClose?.();
     },

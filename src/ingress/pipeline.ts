@@ -26,7 +26,7 @@ import {
 } from "../signature/index.js";
 import { type CharacterPolicy, checkHeaderCharacters } from "./characters.js";
 import { checkRequiredHeaders, hasBody } from "./required-headers.js";
-import { pathOf, type RoleTable, underPrefix } from "./routes.js";
+import { type RoleTable, routingPath, underPrefix } from "./routes.js";
 
 /** Who the TPP is, once its certificate has been checked against the trust store and the register. */
 export interface TppIdentity {
@@ -122,7 +122,14 @@ interface HeaderFacts {
 /** Steps 1–3: everything that needs only the headers. */
 function checkHeaders(request: RequestToCheck, options: PipelineOptions): HeaderFacts | Rejection {
   const { headers } = request;
-  const path = pathOf(request.target);
+  // Only origin-form targets (a path): an absolute URL would route past the role table.
+  if (request.target.charCodeAt(0) !== 0x2f /* / */) {
+    return reject(
+      "FORMAT_ERROR",
+      `request target '${request.target.slice(0, 100)}' is not a path; send the path and query only, e.g. /v1/accounts`,
+    );
+  }
+  const path = routingPath(request.target);
 
   // 1. Required headers and content type.
   const requireRedirectUri = !options.redirectUriOptionalPrefixes.some((p) => underPrefix(path, p));

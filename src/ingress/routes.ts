@@ -18,11 +18,14 @@ export class RoleTable {
   private readonly routes: RoleRoute[];
 
   constructor(routes: readonly RoleRoute[]) {
-    // Longest prefix first, so a bank's specific route wins over a general one.
-    this.routes = [...routes].sort((a, b) => b.prefix.length - a.prefix.length);
+    // Longest prefix first, so a bank's specific route wins over a general one. Matched against
+    // routingPath(), which is lower-case.
+    this.routes = routes
+      .map((r) => ({ ...r, prefix: r.prefix.toLowerCase() }))
+      .sort((a, b) => b.prefix.length - a.prefix.length);
   }
 
-  /** The role the path needs, or `undefined` when no route claims it. */
+  /** The role a routingPath() needs, or `undefined` when no route claims it. */
   roleFor(path: string): Psd2Role | undefined {
     for (const route of this.routes) if (underPrefix(path, route.prefix)) return route.role;
     return undefined;
@@ -33,6 +36,45 @@ export class RoleTable {
 export function pathOf(target: string): string {
   const q = target.indexOf("?");
   return q < 0 ? target : target.slice(0, q);
+}
+
+const NEEDS_NORMALISING = /[%A-Z;]|\/\/|\/\.|\/$/;
+
+function isUnreserved(c: number): boolean {
+  return (
+    (c >= 0x30 && c <= 0x39) ||
+    (c >= 0x41 && c <= 0x5a) ||
+    (c >= 0x61 && c <= 0x7a) ||
+    c === 0x2d ||
+    c === 0x2e ||
+    c === 0x5f ||
+    c === 0x7e
+  );
+}
+
+/**
+ * The path as the backend will most likely route it, for deciding which role it needs: unreserved
+ * characters percent-decoded (RFC 3986 6.2.2.2), lower-cased, empty and dot segments resolved,
+ * `;parameters` dropped (Java servlet containers ignore them). The target forwarded and signed is
+ * never changed; only the decision uses this form, so `/v1/%70ayments` and `//V1/payments;x` need
+ * PSP_PI like `/v1/payments`.
+ */
+export function routingPath(target: string): string {
+  const path = pathOf(target);
+  if (!NEEDS_NORMALISING.test(path)) return path;
+  const decoded = path.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
+    const c = Number.parseInt(hex, 16);
+    return isUnreserved(c) ? String.fromCharCode(c) : escape.toUpperCase();
+  });
+  const segments: string[] = [];
+  for (const raw of decoded.toLowerCase().split("/")) {
+    const semicolon = raw.indexOf(";");
+    const segment = semicolon < 0 ? raw : raw.slice(0, semicolon);
+    if (segment === "" || segment === ".") continue;
+    if (segment === "..") segments.pop();
+    else segments.push(segment);
+  }
+  return `/${segments.join("/")}`;
 }
 
 /** Route class for metrics and logs: a bounded label, never the path itself. */

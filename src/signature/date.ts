@@ -42,8 +42,10 @@ function build(
   s: number,
 ): number | undefined {
   if (h > 23 || m > 59 || s > 60) return undefined;
-  const ms = Date.UTC(year, month, day, h, m, Math.min(s, 59));
-  const check = new Date(ms);
+  const check = new Date(Date.UTC(2000, month, day, h, m, Math.min(s, 59)));
+  // Date.UTC maps years 0–99 to 1900–1999; setUTCFullYear takes them as written.
+  check.setUTCFullYear(year, month, day);
+  const ms = check.getTime();
   // Refuse 31 Feb and the like instead of letting Date roll them over.
   if (check.getUTCDate() !== day || check.getUTCMonth() !== month) return undefined;
   return ms;

@@ -34,13 +34,36 @@ interface ParsedKeyId {
   readonly ca: string;
 }
 
-/** Splits `SN=…,CA=…` (or `CA=…,SN=…`); names are case-insensitive. */
+const SN_NAME = /^sn\s*=/i;
+const CA_NAME = /^ca\s*=/i;
+const MAX_KEY_ID = 4096;
+
+/**
+ * Splits `SN=…,CA=…` (or `CA=…,SN=…`); names are case-insensitive. A hand-written scan rather
+ * than one pattern: keyIds are attacker input, and patterns with overlapping `\s*` backtrack.
+ */
 export function parseKeyId(keyId: string): ParsedKeyId | undefined {
+  if (keyId.length > MAX_KEY_ID) return undefined;
   const text = keyId.trim();
-  const snFirst = /^sn\s*=\s*([^,]*?)\s*,\s*ca\s*=\s*(.+)$/is.exec(text);
-  if (snFirst) return { sn: snFirst[1]!, ca: snFirst[2]! };
-  const caFirst = /^ca\s*=\s*(.+?)\s*,\s*sn\s*=\s*([^,]*?)\s*$/is.exec(text);
-  if (caFirst) return { sn: caFirst[2]!, ca: caFirst[1]! };
+  const sn = SN_NAME.exec(text);
+  if (sn) {
+    const comma = text.indexOf(",", sn[0].length);
+    if (comma < 0) return undefined;
+    const rest = text.slice(comma + 1).trimStart();
+    const ca = CA_NAME.exec(rest);
+    if (!ca) return undefined;
+    const caValue = rest.slice(ca[0].length).trim();
+    return caValue.length > 0 ? { sn: text.slice(sn[0].length, comma).trim(), ca: caValue } : undefined;
+  }
+  const ca = CA_NAME.exec(text);
+  if (ca) {
+    const comma = text.lastIndexOf(",");
+    if (comma < ca[0].length) return undefined;
+    const tail = text.slice(comma + 1).trimStart();
+    const snTail = SN_NAME.exec(tail);
+    if (!snTail) return undefined;
+    return { sn: tail.slice(snTail[0].length).trim(), ca: text.slice(ca[0].length, comma).trim() };
+  }
   return undefined;
 }
 

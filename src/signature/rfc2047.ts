@@ -91,7 +91,8 @@ export function decodeEncodedWords(value: string, headerName = "Signature"): str
 
 /** Encodes a header value as one UTF-8 B encoded word when it holds anything beyond printable ASCII. */
 export function encodeIfNeeded(value: string): string {
-  if (/^[\x20-\x7e]*$/.test(value)) return value;
+  // Plain text that starts like an encoded word is encoded too, or it would be decoded on arrival.
+  if (/^[\x20-\x7e]*$/.test(value) && !looksEncoded(value)) return value;
   return `=?utf-8?B?${Buffer.from(value, "utf8").toString("base64")}?=`;
 }
 

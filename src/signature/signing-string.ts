@@ -21,6 +21,8 @@ export interface SignatureTimes {
 
 /** A header's value, repeated headers joined with `, ` (RFC 7230 section 3.2.2). */
 export function headerValue(headers: HeaderMap, name: string): string | undefined {
+  // Own properties only: a signed header named "constructor" must not find Object's.
+  if (!Object.hasOwn(headers, name)) return undefined;
   const value = headers[name];
   if (value === undefined) return undefined;
   return typeof value === "string" ? value : value.join(", ");

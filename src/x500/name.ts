@@ -16,6 +16,7 @@ import {
   TAG,
   whole,
 } from "../asn1/der.js";
+import { encodeUtf8String } from "../asn1/writer.js";
 import { NAME_TO_OID, OID_TO_NAME } from "./attributes.js";
 
 export interface Attribute {
@@ -42,8 +43,10 @@ export function readName(node: DerNode): DistinguishedName {
       if (!typeNode || !valueNode || extra)
         throw new DerError("AttributeTypeAndValue must hold a type and a value");
       const oid = readOid(typeNode);
-      if (isStringTag(valueNode.tag)) return { oid, value: readString(valueNode) };
-      return { oid, value: undefined, der: whole(valueNode) };
+      if (!isStringTag(valueNode.tag)) return { oid, value: undefined, der: whole(valueNode) };
+      // Types without a name are written as #<BER> (RFC 2253 2.4): keep the encoding for that.
+      if (OID_TO_NAME[oid] === undefined) return { oid, value: readString(valueNode), der: whole(valueNode) };
+      return { oid, value: readString(valueNode) };
     });
   });
 }
@@ -87,8 +90,9 @@ function escapeValue(value: string): string {
 function formatAttribute(attr: Attribute): string {
   const name = OID_TO_NAME[attr.oid];
   if (name && attr.value !== undefined) return `${name}=${escapeValue(attr.value)}`;
-  // Unknown types and non-string values: dotted OID and the hex of the value's DER, per RFC 2253.
-  const der = attr.der ?? Buffer.from(attr.value ?? "", "utf8");
+  // Unknown types and non-string values: dotted OID and the hex of the value's BER, per RFC 2253
+  // (a string without its original encoding is written as a UTF8String).
+  const der = attr.der ?? encodeUtf8String(attr.value ?? "");
   return `${name ?? attr.oid}=#${Buffer.from(der).toString("hex")}`;
 }
 
@@ -160,8 +164,8 @@ function decodeHexValue(hex: string): Attribute["value"] | Uint8Array {
  * `x.y=#hex`, `%20` for spaces, spaces around separators, `;` as separator, quoted values.
  * Returns RDNs in the order written (RFC 2253 order, the reverse of DER).
  */
-export function parseDnString(input: string): Attribute[][] {
-  const text = percentDecode(input);
+export function parseDnString(input: string, options: { percentDecode?: boolean } = {}): Attribute[][] {
+  const text = options.percentDecode ? percentDecode(input) : input;
   const rdns: Attribute[][] = [];
   let current: Attribute[] = [];
   let i = 0;
@@ -276,15 +280,18 @@ export function canonicalKeyOfName(name: DistinguishedName): string {
  * lists RDNs in RFC 2253 order or in DER order (some Java and .NET signers do the latter).
  */
 export function dnStringMatches(dn: string, name: DistinguishedName): boolean {
-  let parsed: Attribute[][];
-  try {
-    parsed = parseDnString(dn);
-  } catch {
-    return false;
-  }
-  const given = canonicalKey(parsed);
-  if (given === canonicalKeyOfName(name)) return true;
-  return given === canonicalKey(name);
+  const inRfc2253Order = canonicalKeyOfName(name);
+  const inDerOrder = canonicalKey(name);
+  const matches = (percentDecode: boolean) => {
+    try {
+      const given = canonicalKey(parseDnString(dn, { percentDecode }));
+      return given === inRfc2253Order || given === inDerOrder;
+    } catch {
+      return false;
+    }
+  };
+  // As written first; then with %XX decoded, for signers that URL-encode the CA part (%20).
+  return matches(false) || (dn.includes("%") && matches(true));
 }
 
 // ---------------------------------------------------------------------------------------------

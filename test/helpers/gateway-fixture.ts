@@ -28,7 +28,13 @@ export function testPki(): Promise<DevPki> {
   return pkiPromise;
 }
 
-type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? DeepPartial<T[K]> : T[K] };
+type DeepPartial<T> = {
+  [K in keyof T]?: NonNullable<T[K]> extends readonly unknown[]
+    ? T[K]
+    : NonNullable<T[K]> extends object
+      ? DeepPartial<NonNullable<T[K]>>
+      : T[K];
+};
 
 export interface TestGateway {
   readonly gateway: IngressGateway;
