@@ -62,9 +62,9 @@ function isUnreserved(c: number): boolean {
 export function routingPath(target: string): string {
   const path = pathOf(target);
   if (!NEEDS_NORMALISING.test(path)) return path;
-  const decoded = path.replace(/%([0-9A-Fa-f]{2})/g, (escape, hex: string) => {
+  const decoded = path.replace(/%([0-9A-Fa-f]{2})/g, (percentEscape, hex: string) => {
     const c = Number.parseInt(hex, 16);
-    return isUnreserved(c) ? String.fromCharCode(c) : escape.toUpperCase();
+    return isUnreserved(c) ? String.fromCharCode(c) : percentEscape.toUpperCase();
   });
   const segments: string[] = [];
   for (const raw of decoded.toLowerCase().split("/")) {
