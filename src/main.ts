@@ -6,6 +6,7 @@
 
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { isPrimary, runPrimary } from "./cluster.js";
 import { ConfigError, loadConfigFile } from "./config/load.js";
 import { startIngress } from "./ingress/gateway.js";
 import { createLogger } from "./observability/logger.js";
@@ -43,6 +44,10 @@ async function start(args: string[]): Promise<void> {
   if (usingDefault) await ensureDevCertificates((m) => bootLogger.info(m));
   const config = loadConfigFile(file);
   const logger = createLogger(config.log.level, { pretty: process.stdout.isTTY });
+  if (config.workers > 1 && isPrimary()) {
+    runPrimary(config.workers, logger);
+    return;
+  }
   const gateway = await startIngress(config, { logger });
   if (usingDefault) {
     logger.info(
@@ -61,9 +66,13 @@ async function start(args: string[]): Promise<void> {
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGHUP", () => {
     try {
-      gateway.reloadTrust();
+      gateway.reload();
+      logger.info("reloaded on SIGHUP");
     } catch (error) {
-      logger.error({ err: error }, "reload failed; keeping the previous trust store");
+      logger.error(
+        { err: (error as Error).message },
+        "reload failed; keeping the previous certificates and trust store",
+      );
     }
   });
 }

@@ -69,6 +69,7 @@ async function main() {
       verification: { dateToleranceSeconds: 3600 },
       replay: { windowSeconds: 7200 },
       log: { level: "silent" },
+      admin: { enabled: false },
     });
     const gateway = await startIngress(config, { logger: createLogger("silent") });
     ready(Number(new URL(gateway.url).port));

@@ -4,6 +4,7 @@
  */
 
 import { z } from "zod";
+import { DEFAULT_UNATTENDED_ROUTES } from "../limits/unattended.js";
 
 const seconds = (def: number) => z.number().positive().default(def);
 const path = z.string().min(1);
@@ -154,9 +155,58 @@ const replay = z
   .object({
     /** A signature seen again within this window is refused; defaults to twice the Date tolerance. */
     windowSeconds: z.number().positive().optional(),
+    /** Replay keys the memory store keeps. */
     maxEntries: z.number().int().positive().default(1_000_000),
   })
   .strict();
+
+const unattendedRoute = z
+  .object({
+    /** A path with `{account}` for the account id and `{*}` for any other segment. */
+    pattern: z.string().startsWith("/"),
+    class: z.enum(["balances", "transactions"]),
+  })
+  .strict();
+
+const unattended = z
+  .object({
+    enabled: z.boolean().default(true),
+    /** Calls per window per TPP, account and class without the PSU present (SPEC 8: 4 per 24 h). */
+    limit: z.number().int().positive().default(4),
+    windowSeconds: z
+      .number()
+      .int()
+      .positive()
+      .default(24 * 3600),
+    /** Count per Consent-ID as well as per account. */
+    includeConsentId: z.boolean().default(false),
+    /** Unattended transaction reads may reach back this far (SPEC 8: 90 days); 0 turns the rule off. */
+    maxTransactionAgeDays: z.number().int().min(0).default(90),
+    routes: z.array(unattendedRoute).default([...DEFAULT_UNATTENDED_ROUTES]),
+  })
+  .strict();
+
+const store = z
+  .object({
+    /** `memory` (one process) or `redis` (several gateways share one limit). */
+    type: z.enum(["memory", "redis"]).default("memory"),
+    /** For `redis`: redis://host:port/db or rediss://… */
+    url: z
+      .string()
+      .regex(/^rediss?:\/\//, "a redis:// or rediss:// URL")
+      .optional(),
+    /** Memory store: limit windows kept; evictions are counted and logged. */
+    maxWindows: z.number().int().positive().default(500_000),
+    /** Memory store: written on shutdown and read at start, so a restart keeps every TPP's quota. */
+    snapshotFile: path.optional(),
+    /** When the store cannot be reached: refuse with 503 (default) or let limited calls through. */
+    failOpen: z.boolean().default(false),
+  })
+  .strict()
+  .refine((s) => s.type !== "redis" || s.url !== undefined, {
+    message: "store.type redis needs store.url",
+    path: ["url"],
+  });
 
 const responseSigning = z
   .object({
@@ -177,6 +227,13 @@ export const configSchema = z
     cache: cache.prefault({}),
     identityHeaders: identityHeaders.prefault({}),
     replay: replay.prefault({}),
+    limits: z
+      .object({ unattended: unattended.prefault({}) })
+      .strict()
+      .prefault({}),
+    store: store.prefault({}),
+    /** Processes to run (node:cluster); more than 1 needs the redis store, or limits would split between them. */
+    workers: z.number().int().min(1).max(64).default(1),
     responseSigning: responseSigning.prefault({}),
     log: z
       .object({
@@ -184,8 +241,32 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** The operations listener: /metrics, /healthz, /readyz. Keep it off the TPP-facing network. */
+    admin: z
+      .object({
+        enabled: z.boolean().default(true),
+        host: z.string().default("127.0.0.1"),
+        port: z.number().int().min(0).max(65535).default(9090),
+      })
+      .strict()
+      .prefault({}),
+    /** Trust store, CRLs and TLS certificates are reloaded when their files change (and on SIGHUP). */
+    reload: z
+      .object({ pollSeconds: z.number().positive().default(10) })
+      .strict()
+      .prefault({}),
+    /** On SIGTERM/SIGINT: stop accepting, let requests in flight finish for at most this long. */
+    shutdown: z
+      .object({ graceSeconds: z.number().min(0).default(25) })
+      .strict()
+      .prefault({}),
   })
-  .strict();
+  .strict()
+  .refine((c) => c.workers === 1 || c.store.type === "redis", {
+    message:
+      "workers > 1 needs store.type: redis; with the memory store every process would count limits on its own",
+    path: ["workers"],
+  });
 
 export type GatewayConfig = z.output<typeof configSchema>;
 export type GatewayConfigInput = z.input<typeof configSchema>;

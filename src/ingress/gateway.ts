@@ -1,22 +1,29 @@
 /**
- * Ingress mode assembled from the config: trust material, register, verdict cache, replay store,
- * backend (or the built-in demo bank), and the HTTP(S) listener.
+ * Ingress mode assembled from the config: trust material, register, verdict cache, limit store,
+ * backend (or the built-in demo bank), the TPP-facing listener and the admin listener; reloads
+ * on file changes and SIGHUP; drains on close.
  */
 
+import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { createServer as createHttpServer, type Server } from "node:http";
-import { createServer as createHttpsServer } from "node:https";
-import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
 import type { GatewayConfig } from "../config/schema.js";
 import { TppRegister } from "../eidas/register.js";
 import { FileRegisterSource, HttpRegisterSource, type RegisterSource } from "../eidas/register-sources.js";
 import { TppVerifier } from "../eidas/tpp-verifier.js";
 import { loadTrustMaterial, type TrustMaterial } from "../eidas/trust-material.js";
+import { type FileWatch, watchFiles } from "../file-watch.js";
 import { Backend } from "../forward/backend.js";
-import { MemoryReplayStore, type ReplayStore } from "../limits/replay.js";
+import { createLimitStore } from "../limits/create-store.js";
+import type { LimitStore } from "../limits/store.js";
+import { UnattendedAccessPolicy } from "../limits/unattended.js";
+import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
 import type { Logger } from "../observability/logger.js";
+import { GatewayMetrics } from "../observability/metrics.js";
+import { recordRequest } from "../observability/request-log.js";
 import { createSandboxBank } from "../sandbox/index.js";
 import { createIngressHandler, type RequestEvent } from "./handler.js";
+import { startListener } from "./listener.js";
 import { RoleTable } from "./routes.js";
 
 export interface IngressGateway {
@@ -25,16 +32,22 @@ export interface IngressGateway {
   readonly verifier: TppVerifier;
   readonly register: TppRegister;
   readonly backendUrl: string;
-  /** Reloads trust store and CRLs; on failure keeps the old ones and throws the reason. */
-  reloadTrust(): void;
-  /** Stops accepting; connections still open after `graceMs` are closed. */
+  readonly store: LimitStore;
+  readonly metrics: GatewayMetrics;
+  /** The admin listener's base URL (/metrics, /healthz, /readyz), when enabled. */
+  readonly adminUrl: string | undefined;
+  readiness(): Promise<ReadinessCheck>;
+  /** Reloads TLS certificates, trust store and CRLs; on failure keeps the old ones and throws the reason. */
+  reload(): void;
+  /** Stops accepting, lets requests in flight finish, closes what is still open after `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
 
 export interface IngressDependencies {
   readonly logger: Logger;
   readonly now?: () => number;
-  readonly replayStore?: ReplayStore;
+  /** A store made by the caller (tests); otherwise the configured one is created. */
+  readonly store?: LimitStore;
   readonly onRequest?: (event: RequestEvent) => void;
 }
 
@@ -49,18 +62,7 @@ export async function startIngress(
   logTrust(logger, trust);
 
   const register = new TppRegister(config.register.maxAgeSeconds * 1000, now);
-  const registerLog = (message: string, error?: boolean) =>
-    error ? logger.warn(message) : logger.info(message);
-  const sources: RegisterSource[] = [];
-  const pollMs = config.register.pollSeconds * 1000;
-  if (config.register.file)
-    sources.push(new FileRegisterSource(config.register.file, register, Math.min(pollMs, 5000), registerLog));
-  if (config.register.url)
-    sources.push(new HttpRegisterSource(config.register.url, register, pollMs, registerLog));
-  for (const source of sources) {
-    await source.refresh();
-    source.start();
-  }
+  const sources = await startRegisterSources(config, register, logger);
 
   const verifier = new TppVerifier({
     trustStore: () => trust.store,
@@ -72,28 +74,63 @@ export async function startIngress(
     maxEntries: config.cache.maxEntries,
   });
 
-  let sandboxClose: (() => Promise<void>) | undefined;
-  let backendUrl = config.backend.url;
-  if (backendUrl === "sandbox") {
-    const bank = await createSandboxBank({ clock: now }).listen(0, "127.0.0.1");
-    backendUrl = bank.url;
-    sandboxClose = bank.close;
-    logger.info({ url: bank.url }, "built-in demo bank started");
-  }
-  const backend = Backend.fromFiles({
-    url: backendUrl,
-    ca: config.backend.ca,
-    cert: config.backend.cert,
-    key: config.backend.key,
-    timeoutMs: config.backend.timeoutSeconds * 1000,
-    connections: config.backend.connections,
+  const store =
+    deps.store ??
+    (await createLimitStore(config, {
+      now,
+      onEvict: (what, key) =>
+        logger.warn(
+          { what, key: key.slice(0, 12) },
+          "limit store evicted an entry before its time; raise store.maxWindows or use redis",
+        ),
+      onSnapshotProblem: (message) => logger.error(message),
+      onConnectionError: throttled(30_000, (error: Error) =>
+        logger.warn({ err: error.message }, "limit store connection failed; retrying"),
+      ),
+    }));
+
+  let tlsCertificate = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
+  const metrics = new GatewayMetrics({
+    certificateCache: () => verifier.stats,
+    register: () => register.stats,
+    store: () => store.stats,
+    certificates: () => [
+      ...(tlsCertificate
+        ? [{ kind: "tls" as const, name: tlsCertificate.name, notAfter: tlsCertificate.notAfter }]
+        : []),
+      ...trust.store.all.map((c) => ({
+        kind: "ca" as const,
+        name: commonName(c.subjectRfc2253),
+        notAfter: c.notAfter,
+      })),
+    ],
+    now,
   });
 
-  const toleranceMs = config.verification.dateToleranceSeconds * 1000;
+  const onStoreError = (error: unknown) =>
+    logger.warn({ err: (error as Error).message }, "limit store unreachable");
+  const unattendedConfig = config.limits.unattended;
+  const unattended = unattendedConfig.enabled
+    ? new UnattendedAccessPolicy(
+        {
+          limit: unattendedConfig.limit,
+          windowMs: unattendedConfig.windowSeconds * 1000,
+          routes: unattendedConfig.routes,
+          includeConsentId: unattendedConfig.includeConsentId,
+          maxTransactionAgeDays: unattendedConfig.maxTransactionAgeDays,
+          failOpen: config.store.failOpen,
+        },
+        store,
+        { onStoreError, onExceeded: (limitClass) => metrics.unattendedRejections.inc({ class: limitClass }) },
+      )
+    : undefined;
+
+  const backend = await startBackend(config, now, logger);
+
   const handler = createIngressHandler({
     pipeline: {
       now,
-      dateToleranceMs: toleranceMs,
+      dateToleranceMs: config.verification.dateToleranceSeconds * 1000,
       algorithms: config.verification.algorithms,
       allowDecimalSerial: config.verification.allowDecimalSerial,
       keyIdPolicy: config.verification.keyIdPolicy,
@@ -102,93 +139,209 @@ export async function startIngress(
       ),
       characterPolicy: config.verification.characterPolicy,
       roles: new RoleTable(config.verification.roles),
-      replay: deps.replayStore ?? new MemoryReplayStore(config.replay.maxEntries, now),
+      replay: store,
       replayWindowMs: (config.replay.windowSeconds ?? 2 * config.verification.dateToleranceSeconds) * 1000,
+      storeFailOpen: config.store.failOpen,
+      onStoreError,
+      onReplayRefused: () => metrics.replayRefusals.inc(),
+      ...(unattended ? { unattended } : {}),
       certificates: verifier,
       clientCertificate: {
         mode: config.listen.clientCertificate,
         requireSameOrganization: config.listen.requireSameOrganization,
       },
     },
-    backend,
+    backend: backend.backend,
     identityHeaders: config.identityHeaders,
     statusProfile: config.verification.statusProfile,
     maxBodyBytes: config.verification.maxBodyBytes,
     trustedProxies: new Set(config.listen.trustedProxies),
     clientCertificateHeader: config.listen.clientCertificateHeader,
-    onDone: deps.onRequest,
+    onDone: (event) => {
+      recordRequest(event, logger, metrics);
+      deps.onRequest?.(event);
+    },
   });
 
-  const tls = config.listen.tls;
-  const server: Server = tls
-    ? createHttpsServer(
-        {
-          cert: readFileSync(tls.cert),
-          key: readFileSync(tls.key),
-          minVersion: tls.minVersion,
-          // The QWAC is checked by the gateway against its own trust store and register, with a
-          // Berlin Group error instead of a failed handshake.
-          requestCert: config.listen.clientCertificate !== "none",
-          rejectUnauthorized: false,
-        },
-        handler,
-      )
-    : createHttpServer(handler);
-  server.requestTimeout = config.listen.requestTimeoutSeconds * 1000;
-  server.keepAliveTimeout = config.listen.keepAliveTimeoutSeconds * 1000;
-  // Malformed HTTP never reaches the handler: answer it in the Berlin Group shape and move on.
-  server.on("clientError", (error, socket) => {
-    if (!socket.writable) return socket.destroy();
-    const body = JSON.stringify({
-      tppMessages: [
-        {
-          category: "ERROR",
-          code: "FORMAT_ERROR",
-          text: `malformed HTTP request: ${(error as Error).message}`,
-        },
-      ],
-    });
-    socket.end(
-      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    );
-  });
-
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.listen.port, config.listen.host, () => resolve());
-  });
-  const address = server.address() as AddressInfo;
-  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  const url = `${tls ? "https" : "http"}://${host === "127.0.0.1" && tls ? "localhost" : host}:${address.port}`;
+  const listener = await startListener(config, handler);
   logger.info(
-    { url, backend: backendUrl, tls: Boolean(tls), mtls: config.listen.clientCertificate },
+    {
+      url: listener.url,
+      backend: backend.url,
+      tls: Boolean(config.listen.tls),
+      mtls: config.listen.clientCertificate,
+      store: config.store.type,
+      tlsCertificate: tlsCertificate && {
+        name: tlsCertificate.name,
+        sha256: tlsCertificate.fingerprint,
+        notAfter: tlsCertificate.notAfter,
+      },
+    },
     "ingress gateway listening",
   );
 
+  let draining = false;
+  const readiness = async (): Promise<ReadinessCheck> => {
+    const storeReady = await Promise.resolve(store.ready()).catch(() => false);
+    const stats = register.stats;
+    const checks = {
+      listener: { ok: listener.server.listening && !draining, ...(draining ? { detail: "draining" } : {}) },
+      register: {
+        ok: register.isFresh(),
+        detail:
+          stats.lastSuccess === undefined
+            ? "not loaded"
+            : `${Math.round((now() - stats.lastSuccess) / 1000)} s old, ${stats.entries} TPPs`,
+      },
+      store: { ok: storeReady, detail: config.store.type },
+    };
+    return { ready: Object.values(checks).every((c) => c.ok), checks };
+  };
+
+  const admin: AdminServer | undefined = config.admin.enabled
+    ? await startAdminServer({ host: config.admin.host, port: config.admin.port, metrics, readiness })
+    : undefined;
+  if (admin) logger.info({ url: admin.url }, "admin listener: /metrics, /healthz, /readyz");
+
+  const reload = () => {
+    // Everything is read first; only when all of it loads does any of it replace the old state.
+    const nextTrust = loadTrustMaterial(config.trust.caDir, config.trust.crlDir);
+    const nextTls = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
+    listener.reloadTls();
+    trust = nextTrust;
+    tlsCertificate = nextTls;
+    verifier.invalidate();
+    logTrust(logger, nextTrust);
+    if (nextTls)
+      logger.info(
+        { name: nextTls.name, sha256: nextTls.fingerprint, notAfter: nextTls.notAfter },
+        "TLS certificate loaded",
+      );
+  };
+  const tryReload = (why: string) => {
+    try {
+      reload();
+      logger.info({ why }, "reloaded");
+    } catch (error) {
+      logger.error(
+        { why, err: (error as Error).message },
+        "reload failed; keeping the previous certificates and trust store",
+      );
+    }
+  };
+  const watched = [
+    config.trust.caDir,
+    ...(config.trust.crlDir ? [config.trust.crlDir] : []),
+    ...(config.listen.tls ? [config.listen.tls.cert, config.listen.tls.key] : []),
+  ];
+  const watch: FileWatch = watchFiles(watched, config.reload.pollSeconds * 1000, () =>
+    tryReload("files changed"),
+  );
+
   return {
-    url,
-    server,
+    url: listener.url,
+    server: listener.server,
     verifier,
     register,
-    backendUrl,
-    reloadTrust() {
-      const next = loadTrustMaterial(config.trust.caDir, config.trust.crlDir);
-      trust = next;
-      verifier.invalidate();
-      logTrust(logger, next);
-    },
-    async close(graceMs = 5_000) {
+    backendUrl: backend.url,
+    store,
+    metrics,
+    adminUrl: admin?.url,
+    readiness,
+    reload,
+    async close(graceMs = config.shutdown.graceSeconds * 1000) {
+      draining = true;
+      watch.stop();
       for (const source of sources) source.stop();
-      // Stop accepting, let requests in flight finish, then cut whatever still holds on.
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      const force = setTimeout(() => server.closeAllConnections(), graceMs);
-      await closed;
-      clearTimeout(force);
+      await drain(listener.server, graceMs);
+      await backend.close();
+      if (!deps.store) await store.close();
+      await admin?.close();
+      logger.info("gateway stopped");
+    },
+  };
+}
+
+/** Stop accepting, close idle keep-alive connections, let requests in flight finish, then cut the rest. */
+async function drain(server: Server, graceMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  // Connections that finish a request while draining are closed instead of kept alive.
+  const idle = setInterval(() => server.closeIdleConnections(), 100);
+  const force = setTimeout(() => server.closeAllConnections(), graceMs);
+  await closed;
+  clearInterval(idle);
+  clearTimeout(force);
+}
+
+async function startRegisterSources(
+  config: GatewayConfig,
+  register: TppRegister,
+  logger: Logger,
+): Promise<RegisterSource[]> {
+  const log = (message: string, error?: boolean) => (error ? logger.warn(message) : logger.info(message));
+  const sources: RegisterSource[] = [];
+  const pollMs = config.register.pollSeconds * 1000;
+  // A file is cheap to look at: checked every few seconds whatever the poll interval.
+  if (config.register.file)
+    sources.push(new FileRegisterSource(config.register.file, register, Math.min(pollMs, 5000), log));
+  if (config.register.url) sources.push(new HttpRegisterSource(config.register.url, register, pollMs, log));
+  for (const source of sources) {
+    await source.refresh();
+    source.start();
+  }
+  return sources;
+}
+
+async function startBackend(config: GatewayConfig, now: () => number, logger: Logger) {
+  let url = config.backend.url;
+  let sandboxClose: (() => Promise<void>) | undefined;
+  if (url === "sandbox") {
+    const bank = await createSandboxBank({ clock: now }).listen(0, "127.0.0.1");
+    url = bank.url;
+    sandboxClose = bank.close;
+    logger.info({ url: bank.url }, "built-in demo bank started");
+  }
+  const backend = Backend.fromFiles({
+    url,
+    ca: config.backend.ca,
+    cert: config.backend.cert,
+    key: config.backend.key,
+    timeoutMs: config.backend.timeoutSeconds * 1000,
+    connections: config.backend.connections,
+  });
+  return {
+    backend,
+    url,
+    async close() {
       await backend.close();
       await sandboxClose?.();
     },
   };
+}
+
+/** Calls `f` at most once per interval: a down Redis reports every reconnect attempt. */
+function throttled<T>(intervalMs: number, f: (value: T) => void): (value: T) => void {
+  let last = 0;
+  return (value) => {
+    const now = Date.now();
+    if (now - last < intervalMs) return;
+    last = now;
+    f(value);
+  };
+}
+
+function readCertificate(file: string) {
+  const cert = new X509Certificate(readFileSync(file));
+  return {
+    name: commonName(cert.subject.split("\n").reverse().join(",")),
+    notAfter: new Date(cert.validTo),
+    fingerprint: cert.fingerprint256,
+  };
+}
+
+function commonName(dn: string): string {
+  return /(?:^|,)CN=([^,]+)/.exec(dn)?.[1] ?? dn.slice(0, 60);
 }
 
 function logTrust(logger: Logger, trust: TrustMaterial): void {

@@ -11,6 +11,8 @@ import type { Backend } from "../forward/backend.js";
 import { type BodyInspector, inspectedBody } from "../forward/body.js";
 import { forward } from "../forward/forwarder.js";
 import { upstreamRequestHeaders } from "../forward/headers.js";
+import type { HeldSlot } from "../limits/unattended.js";
+import { hashPsuId } from "../observability/logger.js";
 import { headerValue } from "../signature/index.js";
 import { characterInspector, digestInspector, sizeInspector } from "./body-inspectors.js";
 import { type PipelineOptions, runChecks, type VerifiedRequest } from "./pipeline.js";
@@ -49,6 +51,8 @@ export interface RequestEvent {
   readonly totalMs: number;
   readonly upstreamMs?: number;
   readonly bytesOut: number;
+  /** PSU-ID as a salted hash (logs never see the identifier itself). */
+  readonly psuHash?: string;
 }
 
 /** The client certificate as base64 DER: from the TLS socket, or from a trusted proxy's header. */
@@ -84,6 +88,7 @@ export function createIngressHandler(options: HandlerOptions) {
     const method = req.method ?? "GET";
     const target = req.url ?? "/";
 
+    const psuId = headerValue(req.headers, "psu-id");
     const done = (status: number, extra: Partial<RequestEvent> = {}) =>
       options.onDone?.({
         requestId,
@@ -92,6 +97,7 @@ export function createIngressHandler(options: HandlerOptions) {
         status,
         totalMs: performance.now() - started,
         bytesOut: 0,
+        ...(psuId !== undefined ? { psuHash: hashPsuId(psuId) } : {}),
         ...extra,
       });
 
@@ -114,7 +120,7 @@ export function createIngressHandler(options: HandlerOptions) {
 
     const proceed = (verified: VerifiedRequest | Rejection) => {
       if (isRejection(verified)) return refuse(verified);
-      void send(req, res, verified, method, target, requestId, started, strip, options, done);
+      void send(req, res, verified, method, target, requestId, strip, options, done);
     };
     // A bug, not the TPP's fault: still answer in the Berlin Group shape and keep serving.
     const failed = (error: unknown) =>
@@ -137,6 +143,15 @@ export function createIngressHandler(options: HandlerOptions) {
   };
 }
 
+async function releaseSlot(slot: HeldSlot, options: HandlerOptions): Promise<void> {
+  try {
+    await slot.release();
+  } catch (error) {
+    // The slot then expires with its window: the TPP loses one call, the gateway keeps serving.
+    options.pipeline.onStoreError?.(error);
+  }
+}
+
 async function send(
   req: IncomingMessage,
   res: ServerResponse,
@@ -144,7 +159,6 @@ async function send(
   method: string,
   target: string,
   requestId: string | undefined,
-  started: number,
   strip: ReadonlySet<string>,
   options: HandlerOptions,
   done: (status: number, extra?: Partial<RequestEvent>) => void,
@@ -179,13 +193,14 @@ async function send(
     (r, rejection) => writeRejection(r, rejection, options.statusProfile, requestId),
     requestId !== undefined ? { "x-request-id": requestId } : undefined,
   );
-  void started;
-  const extra: Partial<RequestEvent> = {
+  // The unattended-access slot counts only when the backend served the call.
+  const served = outcome.rejection === undefined && outcome.status >= 200 && outcome.status < 300;
+  if (verified.slot && !served) await releaseSlot(verified.slot, options);
+  done(outcome.status, {
     routeClass: klass,
     organizationId: identity.organizationId,
     bytesOut: outcome.bytesOut,
-  };
-  if (outcome.upstreamMs !== undefined) (extra as { upstreamMs?: number }).upstreamMs = outcome.upstreamMs;
-  if (outcome.rejection) (extra as { code?: string }).code = outcome.rejection.code;
-  done(outcome.status, extra);
+    ...(outcome.upstreamMs !== undefined ? { upstreamMs: outcome.upstreamMs } : {}),
+    ...(outcome.rejection ? { code: outcome.rejection.code } : {}),
+  });
 }

@@ -7,8 +7,8 @@ import type { KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Psd2Role } from "../config/schema.js";
 import { isRejection, type Rejection, reject } from "../errors.js";
-import type { ReplayStore } from "../limits/replay.js";
-import { checkReplay } from "../limits/replay.js";
+import { checkReplay, type ReplayStore } from "../limits/replay.js";
+import type { HeldSlot, UnattendedAccessPolicy } from "../limits/unattended.js";
 import type { DigestValue } from "../signature/digest.js";
 import {
   type AlgorithmName,
@@ -60,6 +60,13 @@ export interface PipelineOptions {
   readonly roles: RoleTable;
   readonly replay: ReplayStore;
   readonly replayWindowMs: number;
+  /** Fail open instead of 503 when the shared store cannot be reached (replay and limits). */
+  readonly storeFailOpen: boolean;
+  readonly onStoreError?: (error: unknown) => void;
+  /** A request refused as a replay, for metrics. */
+  readonly onReplayRefused?: () => void;
+  /** Step 10: the unattended-access limit (SPEC 8); none when switched off. */
+  readonly unattended?: UnattendedAccessPolicy;
   readonly certificates: CertificateVerifier;
   readonly clientCertificate: ClientCertificatePolicy;
 }
@@ -85,6 +92,8 @@ export interface VerifiedRequest {
   readonly digest: readonly DigestValue[] | undefined;
   readonly role: Psd2Role | undefined;
   readonly psuPresent: boolean;
+  /** A reserved unattended-access slot: release it when the backend does not answer 2xx. */
+  readonly slot?: HeldSlot;
 }
 
 const EMPTY_SHA256 = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
@@ -229,19 +238,37 @@ export function runChecks(
       const role = checkSigned(request, facts, certificate, options);
       if (isRejection(role)) return role;
       // 9. Replay: the same signature again inside the window.
-      return andThen(
-        checkReplay(options.replay, facts.signature.signature, options.replayWindowMs),
-        (fresh) => {
-          if (isRejection(fresh)) return fresh;
+      const replay = checkReplay(options.replay, facts.signature.signature, {
+        windowMs: options.replayWindowMs,
+        failOpen: options.storeFailOpen,
+        onStoreError: options.onStoreError,
+      });
+      return andThen(replay, (fresh) => {
+        if (isRejection(fresh)) {
+          if (fresh.code === "SIGNATURE_INVALID") options.onReplayRefused?.();
+          return fresh;
+        }
+        // 10. Unattended balance and transaction reads: reserve one slot of the window.
+        const admitted = options.unattended?.admit({
+          method: request.method,
+          target: request.target,
+          routingPath: facts.path,
+          headers: request.headers,
+          organizationId: certificate.identity.organizationId,
+          now: options.now(),
+        });
+        return andThen(admitted, (slot) => {
+          if (isRejection(slot)) return slot;
           return {
             certificate,
             signature: facts.signature,
             digest: facts.digest,
             role,
             psuPresent: request.headers["psu-ip-address"] !== undefined,
+            ...(slot ? { slot } : {}),
           };
-        },
-      );
+        });
+      });
     });
   });
 }

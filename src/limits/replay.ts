@@ -1,50 +1,18 @@
 /**
- * Replay protection: a signature seen again inside the window is refused. The store is an
- * interface so that several gateways can share one (Redis, in the limits issue); the memory
- * store is the embedded default.
+ * Replay protection: a signature seen again inside the window is refused. The record lives in the
+ * shared LimitStore, so several gateways behind one Redis refuse a replay between them.
  */
 
-import { LRUCache } from "lru-cache";
 import { type Rejection, reject } from "../errors.js";
+import type { LimitStore, MaybePromise } from "./store.js";
 
-export interface ReplayStore {
-  /** Records the key; true when it was already recorded inside its time to live. */
-  checkAndRecord(key: string, ttlMs: number): boolean | Promise<boolean>;
-  readonly evictions: number;
-}
+export type ReplayStore = Pick<LimitStore, "checkAndRecord">;
 
-export class MemoryReplayStore implements ReplayStore {
-  private readonly seen: LRUCache<string, true>;
-  private evicted = 0;
-
-  constructor(
-    maxEntries: number,
-    private readonly now: () => number = Date.now,
-  ) {
-    this.seen = new LRUCache<string, true>({
-      max: maxEntries,
-      ttlAutopurge: false,
-      perf: { now: this.now },
-      // An entry pushed out before its window ends could be replayed: count it so operators see it.
-      dispose: (_v, _k, reason) => {
-        if (reason === "evict") this.evicted++;
-      },
-    });
-  }
-
-  checkAndRecord(key: string, ttlMs: number): boolean {
-    if (this.seen.has(key)) return true;
-    this.seen.set(key, true, { ttl: ttlMs });
-    return false;
-  }
-
-  get evictions(): number {
-    return this.evicted;
-  }
-
-  get size(): number {
-    return this.seen.size;
-  }
+export interface ReplayOptions {
+  readonly windowMs: number;
+  /** When the store cannot be reached: refuse (false, the default) or let the request through. */
+  readonly failOpen: boolean;
+  readonly onStoreError?: (error: unknown) => void;
 }
 
 /**
@@ -52,27 +20,43 @@ export class MemoryReplayStore implements ReplayStore {
  * base64 text identifies a signature as well as a hash of it would, without hashing.
  */
 export function replayKey(signatureBase64: string): string {
-  return signatureBase64.length > 44 ? signatureBase64.slice(0, 44) : signatureBase64;
+  return `rp|${signatureBase64.length > 44 ? signatureBase64.slice(0, 44) : signatureBase64}`;
 }
 
-function replayVerdict(seen: boolean, windowMs: number): true | Rejection {
-  if (seen) {
-    return reject(
-      "SIGNATURE_INVALID",
-      `this signature was already used within the last ${Math.round(windowMs / 1000)} s; sign every request anew with a fresh X-Request-ID and Date`,
-    );
-  }
-  return true;
+function verdict(seen: boolean, windowMs: number): true | Rejection {
+  if (!seen) return true;
+  return reject(
+    "SIGNATURE_INVALID",
+    `this signature was already used within the last ${Math.round(windowMs / 1000)} s; sign every request anew with a fresh X-Request-ID and Date`,
+  );
+}
+
+function unreachable(error: unknown, options: ReplayOptions): true | Rejection {
+  options.onStoreError?.(error);
+  if (options.failOpen) return true;
+  return reject(
+    "SERVICE_UNAVAILABLE",
+    "the replay store cannot be reached, so the gateway cannot tell a replayed request from a new one; try again shortly",
+  );
 }
 
 /** Synchronous for a store that answers at once (memory), a promise for one that must ask (Redis). */
 export function checkReplay(
   store: ReplayStore,
   signatureBase64: string,
-  windowMs: number,
-): true | Rejection | Promise<true | Rejection> {
-  const seen = store.checkAndRecord(replayKey(signatureBase64), windowMs);
-  return seen instanceof Promise
-    ? seen.then((s) => replayVerdict(s, windowMs))
-    : replayVerdict(seen, windowMs);
+  options: ReplayOptions,
+): MaybePromise<true | Rejection> {
+  let seen: MaybePromise<boolean>;
+  try {
+    seen = store.checkAndRecord(replayKey(signatureBase64), options.windowMs);
+  } catch (error) {
+    return unreachable(error, options);
+  }
+  if (seen instanceof Promise) {
+    return seen.then(
+      (s) => verdict(s, options.windowMs),
+      (e: unknown) => unreachable(e, options),
+    );
+  }
+  return verdict(seen, options.windowMs);
 }

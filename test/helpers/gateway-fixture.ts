@@ -15,7 +15,7 @@ import { expect } from "vitest";
 import { validateConfig } from "../../src/config/load.js";
 import type { GatewayConfigInput } from "../../src/config/schema.js";
 import { type IngressGateway, startIngress } from "../../src/ingress/gateway.js";
-import type { ReplayStore } from "../../src/limits/replay.js";
+import type { LimitStore } from "../../src/limits/store.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { buildKeyId, keyIdTargetFromDer, RequestSigner } from "../../src/signature/index.js";
 import { type DevPki, generateDevPki, type IssuedCertificate } from "../../src/tools/dev-pki.js";
@@ -50,7 +50,7 @@ export interface GatewayOptions {
   readonly backendUrl: string;
   readonly config?: DeepPartial<GatewayConfigInput>;
   readonly now?: () => number;
-  readonly replayStore?: ReplayStore;
+  readonly store?: LimitStore;
   readonly tls?: boolean;
 }
 
@@ -69,11 +69,13 @@ export async function startTestGateway(options: GatewayOptions): Promise<TestGat
     trust: { caDir: pki.paths.trustDir, ...(overrides.trust ?? {}) },
     register: { file: pki.paths.register, ...(overrides.register ?? {}) },
     log: { level: "silent" },
+    // Port 0: test files run in parallel, each gateway with its own admin listener.
+    admin: { port: 0, ...(overrides.admin ?? {}) },
   });
   const gateway = await startIngress(config, {
     logger: createLogger("silent"),
     ...(options.now ? { now: options.now } : {}),
-    ...(options.replayStore ? { replayStore: options.replayStore } : {}),
+    ...(options.store ? { store: options.store } : {}),
   });
   const agents: Agent[] = [];
   const makeAgent = (cert?: IssuedCertificate) => {
@@ -111,6 +113,8 @@ export interface SignedCall {
   readonly dispatcher?: Agent;
   readonly signRequestTarget?: boolean;
   readonly now?: number;
+  /** Default headers to leave out before signing (PSU-IP-Address for a call without the PSU). */
+  readonly omitHeaders?: readonly string[];
 }
 
 export interface CallResult {
@@ -156,6 +160,7 @@ export async function prepareSignedCall(call: SignedCall): Promise<PreparedCall>
     ...(call.body !== undefined ? { "Content-Type": "application/json" } : {}),
     ...(call.headers ?? {}),
   };
+  for (const name of call.omitHeaders ?? []) delete base[name];
   const signed = await signer.sign({
     method,
     target: call.target,

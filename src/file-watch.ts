@@ -1,0 +1,45 @@
+/**
+ * Polls files and folders for changes (mtime and size of every file), for reloads that must not
+ * depend on inotify working inside containers and on mounted volumes (Kubernetes secrets swap a
+ * symlink, which fs.watch misses).
+ */
+
+import { readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+
+function fingerprint(paths: readonly string[]): string {
+  const parts: string[] = [];
+  for (const path of paths) {
+    try {
+      const info = statSync(path);
+      if (info.isDirectory()) {
+        for (const name of readdirSync(path).sort()) {
+          const child = statSync(join(path, name), { throwIfNoEntry: false });
+          if (child?.isFile()) parts.push(`${path}/${name}:${child.mtimeMs}:${child.size}`);
+        }
+      } else {
+        parts.push(`${path}:${info.mtimeMs}:${info.size}`);
+      }
+    } catch {
+      parts.push(`${path}:missing`);
+    }
+  }
+  return parts.join("|");
+}
+
+export interface FileWatch {
+  stop(): void;
+}
+
+/** Calls `onChange` (at most once per poll) whenever anything under `paths` changed since the last look. */
+export function watchFiles(paths: readonly string[], pollMs: number, onChange: () => void): FileWatch {
+  let last = fingerprint(paths);
+  const timer = setInterval(() => {
+    const now = fingerprint(paths);
+    if (now === last) return;
+    last = now;
+    onChange();
+  }, pollMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

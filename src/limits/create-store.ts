@@ -1,0 +1,57 @@
+/** Builds the configured LimitStore: memory (the embedded default) or Redis (shared by several gateways). */
+
+import type { GatewayConfig } from "../config/schema.js";
+import { MemoryLimitStore } from "./memory-store.js";
+import type { LimitStore } from "./store.js";
+
+export interface StoreEvents {
+  /** The shared store's connection failed (logged by the caller, throttled). */
+  readonly onConnectionError?: (error: Error) => void;
+  readonly now?: () => number;
+  /** A memory window or replay key pushed out before its time: a TPP could exceed its limit. */
+  readonly onEvict?: (what: "window" | "replay", key: string) => void;
+  /** The snapshot could not be read: the store starts empty. */
+  readonly onSnapshotProblem?: (message: string) => void;
+}
+
+export async function createLimitStore(config: GatewayConfig, events: StoreEvents = {}): Promise<LimitStore> {
+  if (config.store.type === "redis") {
+    // Loaded only when configured, so the memory default needs no Redis client at all.
+    const { RedisLimitStore } = await import("./redis-store.js");
+    const store = new RedisLimitStore({
+      url: config.store.url!,
+      ...(events.onConnectionError ? { onConnectionError: events.onConnectionError } : {}),
+    });
+    // Give the first connection a moment; without it limited calls answer 503 until Redis is up.
+    await waitUntilReady(store, 2_000);
+    return store;
+  }
+  const options = {
+    maxWindows: config.store.maxWindows,
+    maxReplayKeys: config.replay.maxEntries,
+    ...(events.now ? { now: events.now } : {}),
+    ...(events.onEvict ? { onEvict: events.onEvict } : {}),
+  };
+  try {
+    return new MemoryLimitStore({
+      ...options,
+      ...(config.store.snapshotFile ? { snapshotFile: config.store.snapshotFile } : {}),
+    });
+  } catch (error) {
+    events.onSnapshotProblem?.(
+      `cannot read the limit snapshot ${config.store.snapshotFile}: ${(error as Error).message}; starting with empty counters`,
+    );
+    const store = new MemoryLimitStore(options);
+    // Still write the snapshot on shutdown, over the unreadable one.
+    return Object.assign(store, { close: async () => store.save(config.store.snapshotFile!) });
+  }
+}
+
+async function waitUntilReady(store: LimitStore, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await Promise.resolve(store.ready()).catch(() => false)) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
+}

@@ -1,0 +1,40 @@
+/**
+ * The one store interface behind the unattended-access limit (SPEC 8) and replay protection.
+ * The memory store is the embedded default; the Redis store lets several gateways share state.
+ * Every method may answer at once (memory) or with a promise (Redis); a promise that rejects
+ * means the store is unreachable, which the caller turns into 503 (or lets through when
+ * configured to fail open).
+ */
+
+export type MaybePromise<T> = T | Promise<T>;
+
+export type Reservation =
+  /** A slot is held; give it back with `release(key, slotId)` when the call did not count. */
+  | { readonly allowed: true; readonly slotId: string; readonly used: number }
+  /** The window is full; the oldest slot leaves it in `retryAfterMs`. */
+  | { readonly allowed: false; readonly retryAfterMs: number; readonly used: number };
+
+export interface StoreStats {
+  /** Entries pushed out by the size bound before their time (memory store): a TPP could exceed its limit. */
+  readonly evictions: number;
+  /** Operations that failed because the store could not be reached. */
+  readonly errors: number;
+}
+
+export interface LimitStore {
+  /**
+   * Rolling window: when fewer than `limit` slots of `key` lie in (now − windowMs, now], takes one
+   * stamped `now` and returns its id; otherwise says when the oldest leaves the window. Atomic:
+   * concurrent callers never get more than `limit` slots between them.
+   */
+  reserve(key: string, limit: number, windowMs: number, now: number): MaybePromise<Reservation>;
+  /** Gives a reserved slot back (the backend did not answer 2xx). Unknown ids are ignored. */
+  release(key: string, slotId: string): MaybePromise<void>;
+  /** Replay protection: records `key` for `ttlMs`; true when it was already recorded. */
+  checkAndRecord(key: string, ttlMs: number): MaybePromise<boolean>;
+  /** True when the store can be used now (for /readyz). */
+  ready(): MaybePromise<boolean>;
+  readonly stats: StoreStats;
+  /** Flushes what must survive (the memory store's snapshot) and releases connections. */
+  close(): Promise<void>;
+}

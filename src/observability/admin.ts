@@ -1,0 +1,68 @@
+/**
+ * The admin listener: /metrics for Prometheus, /healthz (the process is alive) and /readyz (it
+ * can serve: register loaded and fresh, store reachable, listener up, not draining).
+ */
+
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { GatewayMetrics } from "./metrics.js";
+
+export interface ReadinessCheck {
+  readonly ready: boolean;
+  readonly checks: Record<string, { ok: boolean; detail?: string }>;
+}
+
+export interface AdminServer {
+  readonly url: string;
+  readonly server: Server;
+  close(): Promise<void>;
+}
+
+export async function startAdminServer(options: {
+  host: string;
+  port: number;
+  metrics: GatewayMetrics;
+  readiness: () => Promise<ReadinessCheck>;
+}): Promise<AdminServer> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? "/").split("?")[0];
+    const json = (status: number, body: unknown) => {
+      res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
+      res.end(JSON.stringify(body));
+    };
+    if (req.method !== "GET" && req.method !== "HEAD") return json(405, { error: "GET only" });
+    if (path === "/healthz") return json(200, { status: "alive" });
+    if (path === "/readyz") {
+      options.readiness().then(
+        (r) => json(r.ready ? 200 : 503, { status: r.ready ? "ready" : "not ready", checks: r.checks }),
+        (error: unknown) => json(503, { status: "not ready", error: (error as Error).message }),
+      );
+      return;
+    }
+    if (path === "/metrics") {
+      options.metrics.metrics().then(
+        (text) => {
+          res.writeHead(200, { "content-type": options.metrics.contentType });
+          res.end(text);
+        },
+        (error: unknown) => json(500, { error: (error as Error).message }),
+      );
+      return;
+    }
+    json(404, { error: "not found: /metrics, /healthz, /readyz" });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => resolve());
+  });
+  const { address, port, family } = server.address() as AddressInfo;
+  return {
+    url: `http://${family === "IPv6" ? `[${address}]` : address}:${port}`,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

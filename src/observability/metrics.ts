@@ -1,0 +1,221 @@
+/**
+ * The gateway's Prometheus metrics (prom-client), in one registry handed to the parts that count.
+ * Names follow Prometheus conventions: `psd2_gateway_` prefix, `_total` counters, base units
+ * (`_seconds`), and bounded label values only (route classes and codes, never paths or ids).
+ */
+
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+
+/** Latency buckets in seconds: the gateway's own share is sub-millisecond, the backend's can be seconds. */
+const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export interface MetricSources {
+  /** Certificate verdict cache counters, read at scrape time. */
+  readonly certificateCache?: () => { hits: number; misses: number; size: number; evictions: number };
+  /** TPP register state, read at scrape time. */
+  readonly register?: () => { entries: number; lastSuccess: number | undefined; failures: number };
+  /** Limit store counters, read at scrape time. */
+  readonly store?: () => { evictions: number; errors: number };
+  /** Expiry of the gateway's own certificates and of trusted CAs, read at scrape time. */
+  readonly certificates?: () => readonly {
+    kind: "tls" | "qseal" | "qwac" | "ca";
+    name: string;
+    notAfter: Date;
+  }[];
+  readonly now?: () => number;
+}
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+
+  readonly requests = new Counter({
+    name: "psd2_gateway_requests_total",
+    help: "Requests handled, by mode, route class, outcome (forwarded, rejected, upstream_error) and HTTP status",
+    labelNames: ["mode", "route_class", "outcome", "status"] as const,
+    registers: [this.registry],
+  });
+
+  readonly rejections = new Counter({
+    name: "psd2_gateway_rejections_total",
+    help: "Requests the gateway answered itself, by Berlin Group code",
+    labelNames: ["code"] as const,
+    registers: [this.registry],
+  });
+
+  readonly requestDuration = new Histogram({
+    name: "psd2_gateway_request_duration_seconds",
+    help: "Time from request start to response end, by mode and route class",
+    labelNames: ["mode", "route_class"] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly gatewayDuration = new Histogram({
+    name: "psd2_gateway_own_duration_seconds",
+    help: "The gateway's own share of each request's time (total minus the upstream's)",
+    labelNames: ["mode", "route_class"] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly upstreamDuration = new Histogram({
+    name: "psd2_gateway_upstream_duration_seconds",
+    help: "Time from forwarding to the backend's response headers",
+    labelNames: ["mode", "route_class"] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly upstreamErrors = new Counter({
+    name: "psd2_gateway_upstream_errors_total",
+    help: "Backend failures: refused or reset (bad_gateway) and slower than the timeout (timeout)",
+    labelNames: ["kind"] as const,
+    registers: [this.registry],
+  });
+
+  readonly unattendedRejections = new Counter({
+    name: "psd2_gateway_unattended_limit_rejections_total",
+    help: "Calls without the PSU present refused by the 4-per-24-h limit (SPEC 8), by class",
+    labelNames: ["class"] as const,
+    registers: [this.registry],
+  });
+
+  readonly replayRefusals = new Counter({
+    name: "psd2_gateway_replay_refusals_total",
+    help: "Requests refused because their signature was already used inside the replay window",
+    registers: [this.registry],
+  });
+
+  constructor(sources: MetricSources = {}, options: { defaultMetrics?: boolean } = {}) {
+    const now = sources.now ?? Date.now;
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    const registers = [this.registry];
+
+    const cache = sources.certificateCache;
+    new Gauge({
+      name: "psd2_gateway_certificate_cache_entries",
+      help: "Certificate verdicts in the cache",
+      registers,
+      collect() {
+        if (cache) this.set(cache().size);
+      },
+    });
+    // Counters kept by the cache itself, exposed as counters read at scrape time.
+    for (const [name, help, pick] of [
+      [
+        "psd2_gateway_certificate_cache_hits_total",
+        "Certificate verdict cache hits",
+        (s: ReturnType<NonNullable<typeof cache>>) => s.hits,
+      ],
+      [
+        "psd2_gateway_certificate_cache_misses_total",
+        "Certificate verdict cache misses (a certificate checked anew)",
+        (s: ReturnType<NonNullable<typeof cache>>) => s.misses,
+      ],
+      [
+        "psd2_gateway_certificate_cache_evictions_total",
+        "Certificate verdicts pushed out by the size bound",
+        (s: ReturnType<NonNullable<typeof cache>>) => s.evictions,
+      ],
+    ] as const) {
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          if (cache) {
+            this.reset();
+            this.inc(pick(cache()));
+          }
+        },
+      });
+    }
+
+    const register = sources.register;
+    new Gauge({
+      name: "psd2_gateway_register_entries",
+      help: "TPPs in the loaded register copy",
+      registers,
+      collect() {
+        if (register) this.set(register().entries);
+      },
+    });
+    new Gauge({
+      name: "psd2_gateway_register_age_seconds",
+      help: "Seconds since the TPP register was last refreshed successfully (-1 before the first load)",
+      registers,
+      collect() {
+        if (!register) return;
+        const last = register().lastSuccess;
+        this.set(last === undefined ? -1 : (now() - last) / 1000);
+      },
+    });
+    new Counter({
+      name: "psd2_gateway_register_refresh_failures_total",
+      help: "Failed refreshes of the TPP register (the last good copy is kept)",
+      registers,
+      collect() {
+        if (register) {
+          this.reset();
+          this.inc(register().failures);
+        }
+      },
+    });
+    new Gauge({
+      name: "psd2_gateway_register_last_success_timestamp_seconds",
+      help: "Unix time of the last successful register refresh (0 before the first)",
+      registers,
+      collect() {
+        if (register) this.set((register().lastSuccess ?? 0) / 1000);
+      },
+    });
+
+    const store = sources.store;
+    for (const [name, help, pick] of [
+      [
+        "psd2_gateway_store_errors_total",
+        "Limit/replay store operations that failed (store unreachable)",
+        (s: { errors: number }) => s.errors,
+      ],
+      [
+        "psd2_gateway_store_evictions_total",
+        "Limit/replay entries evicted before their time (memory store): a TPP could exceed its limit",
+        (s: { evictions: number }) => s.evictions,
+      ],
+    ] as const) {
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          if (store) {
+            this.reset();
+            this.inc(pick(store() as { errors: number; evictions: number }));
+          }
+        },
+      });
+    }
+
+    const certificates = sources.certificates;
+    new Gauge({
+      name: "psd2_gateway_certificate_expiry_seconds",
+      help: "Seconds until the gateway's own certificates (tls, qseal, qwac) and trusted CAs (ca) expire",
+      labelNames: ["kind", "name"] as const,
+      registers,
+      collect() {
+        if (!certificates) return;
+        this.reset();
+        for (const c of certificates())
+          this.set({ kind: c.kind, name: c.name }, (c.notAfter.getTime() - now()) / 1000);
+      },
+    });
+  }
+
+  metrics(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * A real `redis-server` on a free loopback port, owned by one test file: nothing persisted, and
+ * never the machine's own Redis service. Tests that need it use `describeWithRedis`, which skips
+ * with a message on a developer machine without Redis and fails in CI, where a missing Redis
+ * must never pass as a skipped suite.
+ */
+
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createConnection, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe } from "vitest";
+
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  /** Graceful shutdown (SIGTERM); resolves when the process has exited. */
+  stop(): Promise<void>;
+  /** Abrupt death (SIGKILL), as in a crash. */
+  kill(): Promise<void>;
+  /** Starts again on the same port (an empty Redis, script cache included); resolves once PING answers. */
+  start(): Promise<void>;
+  /** SIGSTOP: the connection stays open but nothing answers, as behind a dropped network path. */
+  freeze(): void;
+  /** SIGCONT: it answers again, working through what arrived meanwhile. */
+  thaw(): void;
+}
+
+const BINARY = "redis-server";
+const INSTALL_HINT = "install it with `apt-get install redis-server` (.ci/run does so in CI)";
+const STARTUP_TIMEOUT_MS = 10_000;
+
+let available: boolean | undefined;
+
+/** True when `redis-server` runs; in CI (CI=true) its absence throws instead. */
+export function redisAvailable(): boolean {
+  available ??= spawnSync(BINARY, ["--version"], { stdio: "ignore" }).error === undefined;
+  if (!available && process.env["CI"] === "true") {
+    throw new Error(`${BINARY} is not on PATH and CI=true: Redis tests must run in CI; ${INSTALL_HINT}`);
+  }
+  return available;
+}
+
+/** `describe` when Redis is available, a skipped `describe` saying why otherwise. */
+export function describeWithRedis(name: string, body: () => void): void {
+  if (redisAvailable()) {
+    describe(name, body);
+    return;
+  }
+  const reason = `${BINARY} not on PATH; ${INSTALL_HINT}`;
+  console.warn(`skipping "${name}": ${reason}`);
+  describe.skip(`${name} (skipped: ${reason})`, body);
+}
+
+export async function startRedisServer(): Promise<RedisServer> {
+  const port = await freeLoopbackPort();
+  const dir = mkdtempSync(join(tmpdir(), "psd2gw-redis-"));
+  let child: ChildProcess | undefined;
+
+  const start = async (): Promise<void> => {
+    if (child) throw new Error(`redis-server on port ${port} is already running`);
+    const launched = launch(port, dir);
+    child = launched.process;
+    try {
+      await waitForPong(port, launched);
+    } catch (error) {
+      child = undefined;
+      throw error;
+    }
+  };
+  const end = async (signal: NodeJS.Signals): Promise<void> => {
+    const running = child;
+    child = undefined;
+    if (running) await terminate(running, signal);
+  };
+
+  // A test that fails before its afterAll must not leave a Redis behind.
+  const killOnExit = () => {
+    child?.kill("SIGCONT");
+    child?.kill("SIGKILL");
+  };
+  process.once("exit", killOnExit);
+
+  await start();
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    start,
+    kill: () => end("SIGKILL"),
+    freeze: () => child?.kill("SIGSTOP"),
+    thaw: () => child?.kill("SIGCONT"),
+    stop: async () => {
+      await end("SIGTERM");
+      process.removeListener("exit", killOnExit);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+interface Launched {
+  readonly process: ChildProcess;
+  /** The tail of its output, for the error message when it does not come up. */
+  recentOutput(): string;
+}
+
+function launch(port: number, dir: string): Launched {
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+  const child = spawn(BINARY, [...args, "--dir", dir, "--daemonize", "no"], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const output: string[] = [];
+  const keep = (chunk: Buffer) => {
+    output.push(chunk.toString());
+    if (output.length > 20) output.shift();
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  return { process: child, recentOutput: () => output.join("") };
+}
+
+async function waitForPong(port: number, launched: Launched): Promise<void> {
+  const child = launched.process;
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) break;
+    if (await answersPing(port)) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  child.kill("SIGKILL");
+  throw new Error(`redis-server on 127.0.0.1:${port} did not answer PING:\n${launched.recentOutput()}`);
+}
+
+function answersPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: "127.0.0.1", port });
+    let reply = "";
+    const finish = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => finish(false));
+    socket.on("error", () => finish(false));
+    socket.on("connect", () => socket.write("PING\r\n"));
+    socket.on("data", (chunk) => {
+      reply += chunk.toString();
+      // "-LOADING" or similar means not yet; only PONG means ready.
+      if (reply.includes("\r\n")) finish(reply.startsWith("+PONG"));
+    });
+  });
+}
+
+function terminate(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once("exit", () => resolve());
+    child.kill(signal);
+    // A frozen process only acts on SIGTERM once it runs again.
+    child.kill("SIGCONT");
+  });
+}
+
+/** A port the kernel just handed out and released; redis-server binds it right after. */
+function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
