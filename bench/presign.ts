@@ -13,7 +13,9 @@ export interface PresignJob {
   readonly certificatePems: readonly string[];
   readonly count: number;
   readonly method: "GET" | "POST";
+  /** `{i}` in the target becomes the request's index, for one account per request. */
   readonly target: string;
+  readonly indexOffset?: number;
   readonly body?: string;
   readonly extraHeaders: Record<string, string>;
 }
@@ -35,15 +37,16 @@ async function run(job: PresignJob): Promise<PresignedRequest[]> {
     const signer = signers[i % signers.length]!;
     const headers: Record<string, string> = { ...job.extraHeaders, "X-Request-ID": randomUUID() };
     if (job.body) headers["Content-Type"] = "application/json";
+    const target = job.target.replace("{i}", String((job.indexOffset ?? 0) + i));
     const signed = await signer.sign({
       method: job.method,
-      target: job.target,
+      target,
       headers,
       ...(job.body ? { body: job.body } : {}),
     });
     out.push({
       method: job.method,
-      path: job.target,
+      path: target,
       headers: { ...headers, ...signed },
       ...(job.body ? { body: job.body } : {}),
     });

@@ -92,7 +92,12 @@ async function presign(job: PresignJob, workers = Math.max(1, cpus().length)): P
         const bootstrap = `import("tsx/esm/api").then((m) => { m.register(); return import(${JSON.stringify(join(here, "presign.ts"))}); })`;
         const worker = new Worker(bootstrap, {
           eval: true,
-          workerData: { ...job, certificatePems, count: Math.min(per, job.count - w * per) },
+          workerData: {
+            ...job,
+            certificatePems,
+            count: Math.min(per, job.count - w * per),
+            indexOffset: w * per,
+          },
         });
         worker.once("message", resolve);
         worker.once("error", reject);
@@ -198,6 +203,95 @@ async function newCertificates(
   return out;
 }
 
+/**
+ * Issue 5: the unattended-limited route (no PSU-IP-Address, one account per request so each call
+ * reserves a slot) beside the unlimited route, with the memory store and with Redis (which also
+ * holds the replay keys then). Redis runs on the servers' core.
+ */
+async function benchLimits(
+  pkiDir: string,
+  base: Omit<PresignJob, "count" | "method" | "target">,
+): Promise<string> {
+  const { startRedisServer } = await import("../test/helpers/redis-server.js");
+  const { Redis } = await import("ioredis");
+  const redis = await startRedisServer();
+  if (PIN) {
+    const pid = execFileSync("pgrep", ["-f", `redis-server.*${redis.port}`])
+      .toString()
+      .trim()
+      .split("\n")[0];
+    if (pid) pin(Number(pid), 0);
+  }
+  const flush = async () => {
+    const client = new Redis(redis.url);
+    await client.flushall();
+    client.disconnect();
+  };
+  const { "PSU-IP-Address": _present, ...withoutPsu } = base.extraHeaders;
+  console.error(`bench: presigning ${POOL} unattended requests …`);
+  const pools = {
+    unlimited: await presign({
+      ...base,
+      count: POOL,
+      method: "GET",
+      target: "/v1/accounts/acc-0001/balances",
+    }),
+    limited: await presign({
+      ...base,
+      extraHeaders: withoutPsu,
+      count: POOL,
+      method: "GET",
+      target: "/v1/accounts/acc-{i}/balances",
+    }),
+  };
+  const runs: Record<string, RunResult[]> = {};
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const mode of ["gateway", "gateway-redis"] as const) {
+      for (const route of ["unlimited", "limited"] as const) {
+        await flush();
+        const backend = await startChild("servers/backend.ts", []);
+        const proxy = await startChild("servers/proxy.ts", [
+          mode,
+          `http://127.0.0.1:${backend.port}`,
+          pkiDir,
+          redis.url,
+        ]);
+        const cursor = { next: 0 };
+        await load(proxy.port, pools[route], cursor, 1);
+        const r = await load(proxy.port, pools[route], cursor, SECONDS, proxy);
+        console.error(
+          `${mode.padEnd(14)} ${route.padEnd(10)} ${Math.round(r.rps)} req/s cpu ${r.cpuUsPerRequest?.toFixed(0)} µs/req non2xx ${r.non2xx}`,
+        );
+        const key = `${mode} ${route}`;
+        runs[key] = [...(runs[key] ?? []), r];
+        await stop(proxy);
+        await stop(backend);
+      }
+    }
+  }
+  await redis.stop();
+  const m = (key: string, f: (r: RunResult) => number) => median((runs[key] ?? []).map(f));
+  const row = (mode: string, store: string, route: string) => {
+    const key = `${mode} ${route}`;
+    return `| ${store} | ${route === "limited" ? "limited (no PSU-IP-Address, one slot reserved per call)" : "unlimited (PSU present)"} | ${Math.round(m(key, (r) => r.rps))} | ${m(key, (r) => r.p50)} | ${m(key, (r) => r.p99)} | ${m(key, (r) => r.cpuUsPerRequest ?? 0).toFixed(0)} | ${m(key, (r) => r.non2xx + r.errors)} |`;
+  };
+  const ratio = (a: string, b: string) => (m(a, (r) => r.rps) / m(b, (r) => r.rps)).toFixed(2);
+  return `
+### Unattended-access limit (issue 5)
+
+GET balances, every request for another account so that every limited call reserves a slot (and no call is refused); replay keys live in the same store.
+
+| store | route | req/s | p50 ms | p99 ms | gateway CPU µs/request | non-2xx + errors |
+|---|---|---:|---:|---:|---:|---:|
+${row("gateway", "memory", "unlimited")}
+${row("gateway", "memory", "limited")}
+${row("gateway-redis", "redis", "unlimited")}
+${row("gateway-redis", "redis", "limited")}
+
+Limited ÷ unlimited: memory ${ratio("gateway limited", "gateway unlimited")}, redis ${ratio("gateway-redis limited", "gateway-redis unlimited")}; redis ÷ memory on the limited route: ${ratio("gateway-redis limited", "gateway limited")}.
+`;
+}
+
 async function main() {
   if (PIN) pin(process.pid, 1);
   const pkiDir = mkdtempSync(join(tmpdir(), "psd2-bench-"));
@@ -238,7 +332,7 @@ async function main() {
   );
   console.error(`bench: ${headerBytes} bytes of headers per GET`);
 
-  const configs = ["direct", "http-proxy", "undici", "gateway"] as const;
+  const configs = ["direct", "http-proxy", "http-proxy-keepalive", "undici", "gateway"] as const;
   const results: Record<string, RunResult[]> = {};
   for (let round = 0; round < ROUNDS; round++) {
     for (const method of ["GET", "POST"] as const) {
@@ -254,7 +348,7 @@ async function main() {
         await load(port, pools[method], cursor, 1); // warm up (JIT, pools, the gateway's verdict cache)
         const r = await load(port, pools[method], cursor, SECONDS, proxy);
         console.error(
-          `${config.padEnd(10)} ${method.padEnd(4)} ${Math.round(r.rps)} req/s p50 ${r.p50} ms p99 ${r.p99} ms cpu ${r.cpuUsPerRequest?.toFixed(0) ?? "-"} µs/req non2xx ${r.non2xx} errors ${r.errors}`,
+          `${config.padEnd(20)} ${method.padEnd(4)} ${Math.round(r.rps)} req/s p50 ${r.p50} ms p99 ${r.p99} ms cpu ${r.cpuUsPerRequest?.toFixed(0) ?? "-"} µs/req non2xx ${r.non2xx} errors ${r.errors}`,
         );
         const key = `${config} ${method}`;
         results[key] = [...(results[key] ?? []), r];
@@ -263,6 +357,8 @@ async function main() {
       }
     }
   }
+
+  const limits = await benchLimits(pkiDir, base);
 
   console.error(`bench: issuing ${NEW_CERTS} never-seen certificates …`);
   const fresh = await newCertificates(
@@ -320,7 +416,7 @@ ${rows.join("\n")}
 
 Never-seen certificate on every request (GET, ${NEW_CERTS} certificates each used once, ${CONNECTIONS} connections): ${Math.round(unseen.rps)} req/s, ${unseen.cpuUsPerRequest?.toFixed(0)} µs CPU per request, that is ${unseenExtra} µs on top of a cached certificate (goal ≤ 1000 µs); non-2xx ${unseen.non2xx}.
 `;
-  replaceSection("Gateway throughput (bench/run.ts)", report);
+  replaceSection("Gateway throughput (bench/run.ts)", report + limits);
   writeFileSync(join(pkiDir, "results.json"), JSON.stringify({ results, unseen }, null, 2));
   console.log(report);
   process.exit(0);

@@ -15,16 +15,25 @@ import { validateConfig } from "../../src/config/load.js";
 import { startIngress } from "../../src/ingress/gateway.js";
 import { createLogger } from "../../src/observability/logger.js";
 
-const [mode, backendUrl, pkiDir] = process.argv.slice(2) as [string, string, string];
+const [mode, backendUrl, pkiDir, redisUrl] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string | undefined,
+];
 
 function ready(port: number) {
   process.send?.({ ready: port });
 }
 
 async function main() {
-  if (mode === "http-proxy") {
-    const agent = new (await import("node:http")).Agent({ keepAlive: true, maxSockets: 128 });
-    const proxy = httpProxy.createProxyServer({ target: backendUrl, agent });
+  if (mode === "http-proxy" || mode === "http-proxy-keepalive") {
+    // Bare http-proxy as usually deployed opens a connection per request; with a keep-alive agent it is faster.
+    const agent =
+      mode === "http-proxy-keepalive"
+        ? new (await import("node:http")).Agent({ keepAlive: true, maxSockets: 128 })
+        : undefined;
+    const proxy = httpProxy.createProxyServer({ target: backendUrl, ...(agent ? { agent } : {}) });
     const server = createServer((req, res) => proxy.web(req, res));
     server.keepAliveTimeout = 60_000;
     server.listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
@@ -70,6 +79,7 @@ async function main() {
       replay: { windowSeconds: 7200 },
       log: { level: "silent" },
       admin: { enabled: false },
+      ...(mode === "gateway-redis" ? { store: { type: "redis", url: redisUrl } } : {}),
     });
     const gateway = await startIngress(config, { logger: createLogger("silent") });
     ready(Number(new URL(gateway.url).port));
@@ -83,7 +93,7 @@ process.on("message", (m) => {
 // BENCH_CPU_PROF=<dir>: a V8 CPU profile of the gateway process, written when the run ends.
 const profileDir = process.env.BENCH_CPU_PROF;
 let profiler: Session | undefined;
-if (profileDir && mode === "gateway") {
+if (profileDir && mode.startsWith("gateway")) {
   profiler = new Session();
   profiler.connect();
   profiler.post("Profiler.enable", () => profiler!.post("Profiler.start"));

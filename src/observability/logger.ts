@@ -32,7 +32,7 @@ export function createLogger(
 ): Logger {
   const base: pino.LoggerOptions = {
     level,
-    base: { service: "psd2-gateway" },
+    base: { service: "psd2-gateway", pid: process.pid },
     redact: { paths: REDACT, censor: "[redacted]" },
     timestamp: pino.stdTimeFunctions.isoTime,
   };

@@ -1,0 +1,134 @@
+import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
+import {
+  prepareSignedCall,
+  send,
+  signedCall,
+  startTestGateway,
+  type TestGateway,
+} from "../helpers/gateway-fixture.js";
+import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+import { describeWithRedis, type RedisServer, startRedisServer } from "../helpers/redis-server.js";
+
+const UNATTENDED = { omitHeaders: ["PSU-IP-Address"] } as const;
+
+describeWithRedis("two gateways sharing one Redis", () => {
+  let redis: RedisServer;
+  let backend: RecordingBackend;
+  let a: TestGateway;
+  let b: TestGateway;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    backend = await startRecordingBackend();
+    const config = { store: { type: "redis" as const, url: redis.url } };
+    a = await startTestGateway({ backendUrl: backend.url, config });
+    b = await startTestGateway({ backendUrl: backend.url, config });
+  });
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await backend?.close();
+    await redis?.stop();
+  });
+  beforeEach(() => backend.reset());
+
+  it("enforce 4 in total: 50 concurrent unattended calls split between them let exactly 4 through", async () => {
+    const prepared = await Promise.all(
+      Array.from({ length: 50 }, () =>
+        prepareSignedCall({
+          signer: a.pki.tppA.qseal,
+          target: "/v1/accounts/shared/balances",
+          ...UNATTENDED,
+        }),
+      ),
+    );
+    const results = await Promise.all(
+      prepared.map((p, i) => send(i % 2 === 0 ? a : b, p.method, p.target, p.headers)),
+    );
+    expect(results.filter((r) => r.status === 200)).toHaveLength(4);
+    expect(results.filter((r) => r.status === 429)).toHaveLength(46);
+    expect(backend.requests).toHaveLength(4);
+  });
+
+  it("refuse a replay across gateways", async () => {
+    const p = await prepareSignedCall({ signer: a.pki.tppA.qseal, target: "/v1/accounts" });
+    expect((await send(a, p.method, p.target, p.headers)).status).toBe(200);
+    const again = await send(b, p.method, p.target, p.headers);
+    expect(again.status).toBe(400);
+    expect(again.json.tppMessages?.[0]?.text).toContain("already used");
+  });
+
+  it("give the slot back after a backend 500, across gateways", async () => {
+    backend.behave((_req, res) => res.writeHead(500).end());
+    expect(
+      (await signedCall(a, { signer: a.pki.tppA.qseal, target: "/v1/accounts/s500/balances", ...UNATTENDED }))
+        .status,
+    ).toBe(500);
+    backend.reset();
+    const statuses = [];
+    for (let i = 0; i < 5; i++) {
+      const gw = i % 2 === 0 ? b : a;
+      statuses.push(
+        (
+          await signedCall(gw, {
+            signer: gw.pki.tppA.qseal,
+            target: "/v1/accounts/s500/balances",
+            ...UNATTENDED,
+          })
+        ).status,
+      );
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 429]);
+  });
+
+  it("answer 503 while Redis is down (fail closed) and recover on their own when it returns", async () => {
+    await redis.kill();
+    const down = await signedCall(a, {
+      signer: a.pki.tppA.qseal,
+      target: "/v1/accounts/down/balances",
+      ...UNATTENDED,
+    });
+    expect(down.status).toBe(503);
+    expect(down.json.tppMessages?.[0]?.code).toBe("SERVICE_UNAVAILABLE");
+    expect(backend.requests).toHaveLength(0);
+    await redis.start();
+    let status = 0;
+    for (let i = 0; i < 50 && status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      status = (
+        await signedCall(a, { signer: a.pki.tppA.qseal, target: "/v1/accounts/down/balances", ...UNATTENDED })
+      ).status;
+    }
+    expect(status).toBe(200);
+  });
+});
+
+describeWithRedis("failing open when configured", () => {
+  let redis: RedisServer;
+  let backend: RecordingBackend;
+  let gw: TestGateway;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    backend = await startRecordingBackend();
+    gw = await startTestGateway({
+      backendUrl: backend.url,
+      config: { store: { type: "redis", url: redis.url, failOpen: true } },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await backend?.close();
+    await redis?.stop();
+  });
+
+  it("lets limited calls through while Redis is down", async () => {
+    await redis.kill();
+    const r = await signedCall(gw, {
+      signer: gw.pki.tppA.qseal,
+      target: "/v1/accounts/open/balances",
+      ...UNATTENDED,
+    });
+    expect(r.status).toBe(200);
+    await redis.start();
+  });
+});

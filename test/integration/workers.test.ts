@@ -1,0 +1,105 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { prepareSignedCall, send, type TestGateway, testPki } from "../helpers/gateway-fixture.js";
+import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+import { describeWithRedis, type RedisServer, startRedisServer } from "../helpers/redis-server.js";
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+describeWithRedis("workers: 2 with the redis store (a real process)", () => {
+  let redis: RedisServer;
+  let backend: RecordingBackend;
+  let child: ChildProcess;
+  const lines: string[] = [];
+  let port = 0;
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    backend = await startRecordingBackend();
+    const pki = await testPki();
+    port = await freePort();
+    const file = join(pki.dir, "workers.yaml");
+    writeFileSync(
+      file,
+      [
+        "workers: 2",
+        `listen: { host: 127.0.0.1, port: ${port}, tls: { cert: ${pki.paths.gatewayCert}, key: ${pki.paths.gatewayKey} } }`,
+        `backend: { url: "${backend.url}" }`,
+        `trust: { caDir: ${pki.paths.trustDir} }`,
+        `register: { file: ${pki.paths.register} }`,
+        `store: { type: redis, url: "${redis.url}" }`,
+        "admin: { enabled: false }",
+      ].join("\n"),
+    );
+    child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "start", "--config", file], {
+      cwd: new URL("../../", import.meta.url).pathname,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, LOG_LEVEL: "info" },
+    });
+    child.stdout!.on("data", (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean)));
+    child.stderr!.on("data", (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean)));
+    const deadline = Date.now() + 30_000;
+    while (lines.filter((l) => l.includes("ingress gateway listening")).length < 2 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      await exited;
+    }
+    await backend?.close();
+    await redis?.stop();
+  });
+
+  it("runs two worker processes on one port that enforce one limit between them", async () => {
+    const listening = lines
+      .filter((l) => l.includes("ingress gateway listening"))
+      .map((l) => JSON.parse(l) as { pid: number });
+    expect(listening).toHaveLength(2);
+    expect(new Set(listening.map((l) => l.pid)).size).toBe(2);
+
+    const pki = await testPki();
+    const gw = { url: `https://localhost:${port}`, client: undefined } as unknown as TestGateway;
+    const { Agent } = await import("undici");
+    // Two pools, so the requests spread over several connections and both workers.
+    const clients = [
+      new Agent({ connect: { ca: pki.root.pem } }),
+      new Agent({ connect: { ca: pki.root.pem } }),
+    ];
+    const prepared = await Promise.all(
+      Array.from({ length: 30 }, () =>
+        prepareSignedCall({
+          signer: pki.tppA.qseal,
+          target: "/v1/accounts/w/balances",
+          omitHeaders: ["PSU-IP-Address"],
+        }),
+      ),
+    );
+    const results = await Promise.all(
+      prepared.map((p, i) => send(gw, p.method, p.target, p.headers, undefined, clients[i % 2])),
+    );
+    expect(results.filter((r) => r.status === 200)).toHaveLength(4);
+    expect(results.filter((r) => r.status === 429)).toHaveLength(26);
+    await Promise.all(clients.map((c) => c.close()));
+  });
+
+  it("stops every worker and exits 0 on SIGTERM", async () => {
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(lines.filter((l) => l.includes("gateway stopped"))).toHaveLength(2);
+  });
+});
