@@ -19,6 +19,14 @@ import {
   sign as cryptoSign,
   verify as cryptoVerify,
 } from "node:crypto";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseCertificate } from "../src/eidas/certificate.js";
+import { parseRegisterDocument, TppRegister } from "../src/eidas/register.js";
+import { TppVerifier } from "../src/eidas/tpp-verifier.js";
+import { loadTrustMaterial } from "../src/eidas/trust-material.js";
+import { isRejection } from "../src/errors.js";
 import {
   buildSigningString,
   checkDate,
@@ -32,6 +40,7 @@ import {
   verifyRequestSignature,
   verifySigningString,
 } from "../src/signature/index.js";
+import { generateDevPki } from "../src/tools/dev-pki.js";
 import { readInteropText } from "../test/helpers/interop-corpus.js";
 import { loadCertificate } from "../test/helpers/tpp-certificate.js";
 import { machineLine, replaceSection } from "./results-file.js";
@@ -217,6 +226,26 @@ const BARE_VERIFY = "bare `crypto.verify` RSA-2048/SHA-256, KeyObject cached (ba
 const VERIFY_REQUEST = "`verifyRequestSignature` (parse, keyId, coverage, signing string, verify)";
 const WHOLE_PATH = "whole path: Digest of 1 KiB + Date + `verifyRequestSignature`";
 
+// Certificate verdicts (issue 3): the development PKI, a verifier as the gateway builds it.
+const pki = await generateDevPki(mkdtempSync(join(tmpdir(), "psd2-bench-pki-")));
+const trust = loadTrustMaterial(pki.paths.trustDir);
+const register = new TppRegister(3_600_000);
+register.replace(parseRegisterDocument(readFileSync(pki.paths.register, "utf8")), "bench");
+const verifierWith = (cacheTtlMs: number) =>
+  new TppVerifier({
+    trustStore: () => trust.store,
+    revocation: () => trust.revocation,
+    register,
+    cacheTtlMs,
+    failureTtlMs: 0,
+    maxEntries: 1000,
+  });
+const cachedVerifier = verifierWith(60_000);
+// A TTL of 0 stores nothing: every call decodes, parses, builds the chain, checks the CRL and the register.
+const uncachedVerifier = verifierWith(0);
+const qsealHeader = pki.tppA.qseal.headerValue;
+if (isRejection(cachedVerifier.verify(qsealHeader))) fail("the demo QSealC is not trusted");
+
 const cases: Case[] = [
   {
     name: "Signature header parse (`parseSignatureHeader`)",
@@ -252,6 +281,15 @@ const cases: Case[] = [
     name: "keyId match, adorsys spelling, first sight (DN parse)",
     run: () => matchKeyId(variantKeyId, freshTarget()),
   },
+  {
+    name: "certificate verdict, cache hit (`TppVerifier.verify`)",
+    run: () => cachedVerifier.verify(qsealHeader),
+  },
+  {
+    name: "certificate verdict, cache miss (decode, parse, chain, CRL, register)",
+    run: () => uncachedVerifier.verify(qsealHeader),
+  },
+  { name: "certificate parse only (`parseCertificate`)", run: () => parseCertificate(pki.tppA.qseal.der) },
   { name: VERIFY_REQUEST, run: verifyRequest },
   { name: WHOLE_PATH, run: wholePath },
 ];
