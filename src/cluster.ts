@@ -6,11 +6,65 @@
  */
 
 import cluster, { type Worker } from "node:cluster";
+import { AggregatorRegistry } from "prom-client";
+import type { GatewayConfig } from "./config/schema.js";
+import { type ReadinessCheck, startAdminServer } from "./observability/admin.js";
 import type { Logger } from "./observability/logger.js";
+
+const READYZ_REQUEST = "psd2-gateway:readyz";
+const READYZ_TIMEOUT_MS = 2_000;
+
+/** In a worker: answer the primary's readiness questions (metrics go through prom-client's own IPC). */
+export function answerReadiness(readiness: () => Promise<ReadinessCheck>): void {
+  process.on("message", (message: { type?: string; id?: number }) => {
+    if (message?.type !== READYZ_REQUEST) return;
+    readiness().then(
+      (r) => process.send?.({ type: READYZ_REQUEST, id: message.id, ready: r.ready, checks: r.checks }),
+      (error: unknown) =>
+        process.send?.({
+          type: READYZ_REQUEST,
+          id: message.id,
+          ready: false,
+          checks: { worker: { ok: false, detail: String(error) } },
+        }),
+    );
+  });
+}
+
+/** Ready when every worker is up and says it is ready. */
+async function clusterReadiness(expected: number): Promise<ReadinessCheck> {
+  const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w?.isConnected() === true);
+  const answers = await Promise.all(
+    workers.map(
+      (worker, i) =>
+        new Promise<{ pid: number | undefined; ready: boolean; checks: unknown }>((resolve) => {
+          const id = Date.now() * 100 + i;
+          const timer = setTimeout(() => {
+            worker.off("message", onMessage);
+            resolve({ pid: worker.process.pid, ready: false, checks: "no answer" });
+          }, READYZ_TIMEOUT_MS);
+          const onMessage = (m: { type?: string; id?: number; ready?: boolean; checks?: unknown }) => {
+            if (m?.type !== READYZ_REQUEST || m.id !== id) return;
+            clearTimeout(timer);
+            worker.off("message", onMessage);
+            resolve({ pid: worker.process.pid, ready: m.ready === true, checks: m.checks });
+          };
+          worker.on("message", onMessage);
+          worker.send({ type: READYZ_REQUEST, id });
+        }),
+    ),
+  );
+  const checks: ReadinessCheck["checks"] = {
+    workers: { ok: answers.length === expected, detail: `${answers.length} of ${expected} running` },
+  };
+  for (const a of answers) checks[`worker ${a.pid}`] = { ok: a.ready, detail: JSON.stringify(a.checks) };
+  return { ready: Object.values(checks).every((c) => c.ok), checks };
+}
 
 const RESTART_DELAY_MS = 1_000;
 
-export function runPrimary(workers: number, logger: Logger): void {
+export async function runPrimary(config: GatewayConfig, logger: Logger): Promise<void> {
+  const workers = config.workers;
   let stopping = false;
   const fork = () => {
     const worker = cluster.fork();
@@ -23,6 +77,18 @@ export function runPrimary(workers: number, logger: Logger): void {
   for (let i = 0; i < workers; i++) fork();
   logger.info({ workers }, "primary started its gateway workers");
 
+  // One admin listener for the whole cluster: the workers' metrics summed, readiness of all of them.
+  const aggregator = new AggregatorRegistry();
+  const admin = config.admin.enabled
+    ? await startAdminServer({
+        host: config.admin.host,
+        port: config.admin.port,
+        metrics: { metrics: () => aggregator.clusterMetrics(), contentType: aggregator.contentType },
+        readiness: () => clusterReadiness(workers),
+      })
+    : undefined;
+  if (admin) logger.info({ url: admin.url }, "admin listener (all workers): /metrics, /healthz, /readyz");
+
   const each = (f: (w: Worker) => void) => {
     for (const w of Object.values(cluster.workers ?? {})) if (w) f(w);
   };
@@ -34,7 +100,7 @@ export function runPrimary(workers: number, logger: Logger): void {
     const check = setInterval(() => {
       if (Object.keys(cluster.workers ?? {}).length === 0) {
         clearInterval(check);
-        process.exit(0);
+        void (admin?.close() ?? Promise.resolve()).then(() => process.exit(0));
       }
     }, 100);
   };
@@ -44,3 +110,4 @@ export function runPrimary(workers: number, logger: Logger): void {
 }
 
 export const isPrimary = (): boolean => cluster.isPrimary;
+export const isWorker = (): boolean => cluster.isWorker;

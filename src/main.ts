@@ -6,7 +6,7 @@
 
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { isPrimary, runPrimary } from "./cluster.js";
+import { answerReadiness, isPrimary, isWorker, runPrimary } from "./cluster.js";
 import { ConfigError, loadConfigFile } from "./config/load.js";
 import { startIngress } from "./ingress/gateway.js";
 import { createLogger } from "./observability/logger.js";
@@ -45,10 +45,12 @@ async function start(args: string[]): Promise<void> {
   const config = loadConfigFile(file);
   const logger = createLogger(config.log.level, { pretty: process.stdout.isTTY });
   if (config.workers > 1 && isPrimary()) {
-    runPrimary(config.workers, logger);
+    await runPrimary(config, logger);
     return;
   }
-  const gateway = await startIngress(config, { logger });
+  // A worker leaves the admin listener to the primary, which asks every worker.
+  const gateway = await startIngress(config, { logger, clusterWorker: isWorker() });
+  if (isWorker()) answerReadiness(() => gateway.readiness());
   if (usingDefault) {
     logger.info(
       `try it: npm run demo   (or: node dist/main.js sign --key certs/dev/tpp/tpp-a-qseal.key.pem --cert certs/dev/tpp/tpp-a-qseal.pem --method GET --target /v1/accounts --header "TPP-Redirect-URI: https://tpp.example/cb" --curl ${gateway.url})`,

@@ -7,6 +7,7 @@
 import { X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
+import { AggregatorRegistry } from "prom-client";
 import type { GatewayConfig } from "../config/schema.js";
 import { TppRegister } from "../eidas/register.js";
 import { FileRegisterSource, HttpRegisterSource, type RegisterSource } from "../eidas/register-sources.js";
@@ -49,6 +50,8 @@ export interface IngressDependencies {
   /** A store made by the caller (tests); otherwise the configured one is created. */
   readonly store?: LimitStore;
   readonly onRequest?: (event: RequestEvent) => void;
+  /** Running as a cluster worker: metrics are reported to the primary, which owns the admin listener. */
+  readonly clusterWorker?: boolean;
 }
 
 export async function startIngress(
@@ -198,9 +201,15 @@ export async function startIngress(
     return { ready: Object.values(checks).every((c) => c.ok), checks };
   };
 
-  const admin: AdminServer | undefined = config.admin.enabled
-    ? await startAdminServer({ host: config.admin.host, port: config.admin.port, metrics, readiness })
-    : undefined;
+  if (deps.clusterWorker) {
+    // Constructing one installs prom-client's listener that answers the primary's metric requests.
+    new AggregatorRegistry();
+    AggregatorRegistry.setRegistries([metrics.registry]);
+  }
+  const admin: AdminServer | undefined =
+    config.admin.enabled && !deps.clusterWorker
+      ? await startAdminServer({ host: config.admin.host, port: config.admin.port, metrics, readiness })
+      : undefined;
   if (admin) logger.info({ url: admin.url }, "admin listener: /metrics, /healthz, /readyz");
 
   const reload = () => {

@@ -5,7 +5,12 @@
 
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { GatewayMetrics } from "./metrics.js";
+
+/** Where /metrics comes from: one registry, or the cluster primary's aggregate of its workers. */
+export interface MetricsSource {
+  metrics(): Promise<string>;
+  readonly contentType: string;
+}
 
 export interface ReadinessCheck {
   readonly ready: boolean;
@@ -21,7 +26,7 @@ export interface AdminServer {
 export async function startAdminServer(options: {
   host: string;
   port: number;
-  metrics: GatewayMetrics;
+  metrics: MetricsSource;
   readiness: () => Promise<ReadinessCheck>;
 }): Promise<AdminServer> {
   const server = createServer((req, res) => {

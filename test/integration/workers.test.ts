@@ -22,12 +22,14 @@ describeWithRedis("workers: 2 with the redis store (a real process)", () => {
   let child: ChildProcess;
   const lines: string[] = [];
   let port = 0;
+  let adminPort = 0;
 
   beforeAll(async () => {
     redis = await startRedisServer();
     backend = await startRecordingBackend();
     const pki = await testPki();
     port = await freePort();
+    adminPort = await freePort();
     const file = join(pki.dir, "workers.yaml");
     writeFileSync(
       file,
@@ -38,7 +40,7 @@ describeWithRedis("workers: 2 with the redis store (a real process)", () => {
         `trust: { caDir: ${pki.paths.trustDir} }`,
         `register: { file: ${pki.paths.register} }`,
         `store: { type: redis, url: "${redis.url}" }`,
-        "admin: { enabled: false }",
+        `admin: { host: 127.0.0.1, port: ${adminPort} }`,
       ].join("\n"),
     );
     child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "start", "--config", file], {
@@ -94,6 +96,18 @@ describeWithRedis("workers: 2 with the redis store (a real process)", () => {
     expect(results.filter((r) => r.status === 200)).toHaveLength(4);
     expect(results.filter((r) => r.status === 429)).toHaveLength(26);
     await Promise.all(clients.map((c) => c.close()));
+
+    // The primary's admin listener sums both workers' counters and asks both for readiness.
+    const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+    const requests = metrics
+      .split("\n")
+      .filter((l) => l.startsWith("psd2_gateway_requests_total{"))
+      .reduce((sum, l) => sum + Number(l.split(" ").at(-1)), 0);
+    expect(requests).toBe(30);
+    const ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`);
+    const body = (await ready.json()) as { checks: Record<string, { ok: boolean; detail?: string }> };
+    expect(ready.status, JSON.stringify(body)).toBe(200);
+    expect(body.checks.workers).toEqual({ ok: true, detail: "2 of 2 running" });
   });
 
   it("stops every worker and exits 0 on SIGTERM", async () => {
