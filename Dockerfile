@@ -19,8 +19,9 @@ COPY config ./config
 USER node
 EXPOSE 8443
 VOLUME ["/etc/psd2-gateway"]
-# Until the admin listener with /healthz lands: healthy when the gateway accepts connections.
+EXPOSE 9090
+# /healthz on the admin listener (admin.port, 9090 by default).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "require('node:net').connect(Number(process.env.PORT||8443),'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ADMIN_PORT||9090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 ENTRYPOINT ["node", "dist/main.js"]
 CMD ["start", "--config", "/etc/psd2-gateway/config.yaml"]

@@ -49,11 +49,6 @@ function resolvePaths(config: GatewayConfig, baseDir: string): GatewayConfig {
     },
     trust: { caDir: abs(config.trust.caDir)!, crlDir: abs(config.trust.crlDir) },
     register: { ...config.register, file: abs(config.register.file) },
-    responseSigning: {
-      ...config.responseSigning,
-      cert: abs(config.responseSigning.cert),
-      key: abs(config.responseSigning.key),
-    },
   };
 }
 

@@ -208,14 +208,6 @@ const store = z
     path: ["url"],
   });
 
-const responseSigning = z
-  .object({
-    enabled: z.boolean().default(false),
-    cert: path.optional(),
-    key: path.optional(),
-  })
-  .strict();
-
 export const configSchema = z
   .object({
     mode: z.literal("ingress").default("ingress"),
@@ -234,7 +226,6 @@ export const configSchema = z
     store: store.prefault({}),
     /** Processes to run (node:cluster); more than 1 needs the redis store, or limits would split between them. */
     workers: z.number().int().min(1).max(64).default(1),
-    responseSigning: responseSigning.prefault({}),
     log: z
       .object({
         level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),

@@ -6,7 +6,8 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { LRUCache } from "lru-cache";
 import type { LimitStore, Reservation, StoreStats } from "./store.js";
 
@@ -129,6 +130,7 @@ export class MemoryLimitStore implements LimitStore {
         ]),
       replay: [...this.replay.keys()].map((key) => [key, now + this.replay.getRemainingTTL(key)]),
     };
+    mkdirSync(dirname(file), { recursive: true });
     const tmp = `${file}.${process.pid}.tmp`;
     writeFileSync(tmp, JSON.stringify(snapshot), { mode: 0o600 });
     renameSync(tmp, file);

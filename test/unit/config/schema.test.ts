@@ -51,3 +51,11 @@ describe("configuration validation", () => {
     );
   });
 });
+
+describe("the shipped configuration files", () => {
+  it.each(["default.yaml", "ingress.example.yaml"])("config/%s is valid", async (name) => {
+    const { loadConfigFile } = await import("../../../src/config/load.js");
+    const config = loadConfigFile(new URL(`../../../config/${name}`, import.meta.url).pathname);
+    expect(config.mode).toBe("ingress");
+  });
+});
