@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { answerReadiness, isPrimary, isWorker, runPrimary } from "./cluster.js";
 import { ConfigError, loadConfigFile } from "./config/load.js";
-import { startIngress } from "./ingress/gateway.js";
+import { type IngressGateway, startIngress } from "./ingress/gateway.js";
 import { createLogger } from "./observability/logger.js";
 import { DEFAULT_CONFIG, DEV_CERTS_DIR } from "./paths.js";
 import { signCommand } from "./tools/sign-command.js";
@@ -48,25 +48,22 @@ async function start(args: string[]): Promise<void> {
     await runPrimary(config, logger);
     return;
   }
-  // A worker leaves the admin listener to the primary, which asks every worker.
-  const gateway = await startIngress(config, { logger, clusterWorker: isWorker() });
-  if (isWorker()) answerReadiness(() => gateway.readiness());
-  if (usingDefault) {
-    logger.info(
-      `try it: npm run demo   (or: node dist/main.js sign --key certs/dev/tpp/tpp-a-qseal.key.pem --cert certs/dev/tpp/tpp-a-qseal.pem --method GET --target /v1/accounts --header "TPP-Redirect-URI: https://tpp.example/cb" --curl ${gateway.url})`,
-    );
-  }
+  // Signals are handled from before the listener opens: a SIGTERM while starting still drains
+  // (once started), and an early SIGHUP does not kill the process (its default action).
+  let gateway: IngressGateway | undefined;
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "shutting down");
+    if (!gateway) return; // still starting: closed as soon as it has started
     await gateway.close();
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGHUP", () => {
+    if (!gateway) return logger.warn("SIGHUP while starting: nothing to reload yet");
     try {
       gateway.reload();
       logger.info("reloaded on SIGHUP");
@@ -77,6 +74,20 @@ async function start(args: string[]): Promise<void> {
       );
     }
   });
+
+  // A worker leaves the admin listener to the primary, which asks every worker.
+  gateway = await startIngress(config, { logger, clusterWorker: isWorker() });
+  if (stopping) {
+    await gateway.close();
+    process.exit(0);
+  }
+  const started = gateway;
+  if (isWorker()) answerReadiness(() => started.readiness());
+  if (usingDefault) {
+    logger.info(
+      `try it: npm run demo   (or: node dist/main.js sign --key certs/dev/tpp/tpp-a-qseal.key.pem --cert certs/dev/tpp/tpp-a-qseal.pem --method GET --target /v1/accounts --header "TPP-Redirect-URI: https://tpp.example/cb" --curl ${started.url})`,
+    );
+  }
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -103,8 +103,8 @@ export class TppRegister {
     return this.lastSuccess !== undefined && this.now() - this.lastSuccess <= this.maxAgeMs;
   }
 
-  /** The entry of an authorised TPP, or a refusal that says why not. */
-  lookup(organizationIdentifier: string, fingerprint: string): RegisterEntry | Rejection {
+  /** The refusal every request gets while the copy is missing or stale; undefined when it is fresh. */
+  freshnessRefusal(): Rejection | undefined {
     if (this.lastSuccess === undefined) {
       return reject(
         "SERVICE_UNAVAILABLE",
@@ -118,6 +118,13 @@ export class TppRegister {
         `the bank's copy of the TPP register is ${Math.round(age / 1000)} s old, more than the ${Math.round(this.maxAgeMs / 1000)} s allowed; requests are refused until it is refreshed`,
       );
     }
+    return undefined;
+  }
+
+  /** The entry of an authorised TPP, or a refusal that says why not. */
+  lookup(organizationIdentifier: string, fingerprint: string): RegisterEntry | Rejection {
+    const stale = this.freshnessRefusal();
+    if (stale) return stale;
     const entry = this.entries.get(organizationIdentifier);
     if (!entry) {
       return reject(

@@ -60,6 +60,9 @@ export class TppVerifier {
   }
 
   verify(headerValue: string): TrustedTpp | Rejection | Promise<TrustedTpp | Rejection> {
+    // A stale register fails every request closed, cached verdicts included.
+    const stale = this.options.register.freshnessRefusal();
+    if (stale) return stale;
     return this.cache.get(headerValue, () => this.compute(headerValue));
   }
 

@@ -56,6 +56,8 @@ export function forward(
   request: ForwardRequest,
   writeRejection: RejectionWriter,
   extraResponseHeaders?: Record<string, string>,
+  /** Called just before the response head is written (the caller may still change keep-alive). */
+  beforeHead?: () => void,
 ): Promise<ForwardOutcome> {
   return new Promise((resolve) => {
     const started = performance.now();
@@ -73,6 +75,7 @@ export function forward(
     const fail = (rejection: Rejection) => {
       // The client may still be sending a body nobody reads: answer, then close the connection.
       res.shouldKeepAlive = false;
+      beforeHead?.();
       if (!res.headersSent) {
         writeRejection(res, rejection);
         finish({ status: res.statusCode, rejection, upstreamMs, bytesOut });
@@ -100,6 +103,7 @@ export function forward(
         upstreamMs = performance.now() - started;
         const out = downstreamResponseHeaders(headers);
         if (extraResponseHeaders) Object.assign(out, extraResponseHeaders);
+        beforeHead?.();
         try {
           res.writeHead(statusCode, out);
         } catch {

@@ -38,7 +38,10 @@ export interface IngressGateway {
   /** The admin listener's base URL (/metrics, /healthz, /readyz), when enabled. */
   readonly adminUrl: string | undefined;
   readiness(): Promise<ReadinessCheck>;
-  /** Reloads TLS certificates, trust store and CRLs; on failure keeps the old ones and throws the reason. */
+  /**
+   * Reloads TLS certificates, trust store and CRLs (on failure keeps the old ones and throws the
+   * reason) and refreshes the TPP register from its sources.
+   */
   reload(): void;
   /** Stops accepting, lets requests in flight finish, closes what is still open after `graceMs`. */
   close(graceMs?: number): Promise<void>;
@@ -130,7 +133,9 @@ export async function startIngress(
 
   const backend = await startBackend(config, now, logger);
 
+  let draining = false;
   const handler = createIngressHandler({
+    draining: () => draining,
     pipeline: {
       now,
       dateToleranceMs: config.verification.dateToleranceSeconds * 1000,
@@ -183,7 +188,6 @@ export async function startIngress(
     "ingress gateway listening",
   );
 
-  let draining = false;
   const readiness = async (): Promise<ReadinessCheck> => {
     const storeReady = await Promise.resolve(store.ready()).catch(() => false);
     const stats = register.stats;
@@ -227,6 +231,11 @@ export async function startIngress(
         "TLS certificate loaded",
       );
   };
+  // SIGHUP: certificates and trust at once, and the register from its sources (file or URL).
+  const reloadAll = () => {
+    reload();
+    for (const source of sources) void source.refresh();
+  };
   const tryReload = (why: string) => {
     try {
       reload();
@@ -257,7 +266,7 @@ export async function startIngress(
     metrics,
     adminUrl: admin?.url,
     readiness,
-    reload,
+    reload: reloadAll,
     async close(graceMs = config.shutdown.graceSeconds * 1000) {
       draining = true;
       watch.stop();

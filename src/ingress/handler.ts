@@ -18,7 +18,7 @@ import { characterInspector, digestInspector, sizeInspector } from "./body-inspe
 import { type PipelineOptions, runChecks, type VerifiedRequest } from "./pipeline.js";
 import { hasBody } from "./required-headers.js";
 import { writeRejection } from "./respond.js";
-import { routeClass } from "./routes.js";
+import { routeClass, routingPath } from "./routes.js";
 
 export interface IdentityHeaderNames {
   readonly organizationId: string;
@@ -37,6 +37,8 @@ export interface HandlerOptions {
   /** Peers allowed to hand the client certificate over in `clientCertificateHeader`. */
   readonly trustedProxies: ReadonlySet<string>;
   readonly clientCertificateHeader: string;
+  /** True once the gateway is shutting down: answers then close their connection. */
+  readonly draining?: () => boolean;
   /** Called once per request with what happened, for logs and metrics. */
   readonly onDone?: (event: RequestEvent) => void;
 }
@@ -87,23 +89,33 @@ export function createIngressHandler(options: HandlerOptions) {
     const requestId = headerValue(req.headers, "x-request-id");
     const method = req.method ?? "GET";
     const target = req.url ?? "/";
+    // The route class of the path, for metrics and logs of refusals too (a bounded label).
+    const klass = routeClass(options.pipeline.roles.roleFor(routingPath(target)));
+    // Filled in by the checks once the certificate is trusted, so refusals after that name the TPP.
+    const observed: { organizationId?: string } = {};
+    // While draining every answer closes its connection, so no new request arrives on it.
+    const closeIfDraining = () => {
+      if (options.draining?.()) res.shouldKeepAlive = false;
+    };
 
     const psuId = headerValue(req.headers, "psu-id");
     const done = (status: number, extra: Partial<RequestEvent> = {}) =>
       options.onDone?.({
         requestId,
         method,
-        routeClass: extra.routeClass ?? "other",
+        routeClass: klass,
         status,
         totalMs: performance.now() - started,
         bytesOut: 0,
         ...(psuId !== undefined ? { psuHash: hashPsuId(psuId) } : {}),
+        ...(observed.organizationId !== undefined ? { organizationId: observed.organizationId } : {}),
         ...extra,
       });
 
-    const refuse = (rejection: Rejection, klass = "other") => {
-      writeRejection(res, rejection, options.statusProfile, requestId);
-      done(res.statusCode, { code: rejection.code, routeClass: klass });
+    const refuse = (rejection: Rejection) => {
+      closeIfDraining();
+      const bytesOut = writeRejection(res, rejection, options.statusProfile, requestId);
+      done(res.statusCode, { code: rejection.code, bytesOut });
     };
 
     const length = Number(req.headers["content-length"] ?? 0);
@@ -120,7 +132,7 @@ export function createIngressHandler(options: HandlerOptions) {
 
     const proceed = (verified: VerifiedRequest | Rejection) => {
       if (isRejection(verified)) return refuse(verified);
-      void send(req, res, verified, method, target, requestId, strip, options, done);
+      void send(req, res, verified, method, target, requestId, strip, options, done, closeIfDraining);
     };
     // A bug, not the TPP's fault: still answer in the Berlin Group shape and keep serving.
     const failed = (error: unknown) =>
@@ -132,7 +144,13 @@ export function createIngressHandler(options: HandlerOptions) {
       );
     try {
       const result = runChecks(
-        { method, target, headers: req.headers, clientCertificate: clientCertificateOf(req, options) },
+        {
+          method,
+          target,
+          headers: req.headers,
+          clientCertificate: clientCertificateOf(req, options),
+          observed,
+        },
         options.pipeline,
       );
       if (result instanceof Promise) result.then(proceed, failed);
@@ -162,6 +180,7 @@ async function send(
   strip: ReadonlySet<string>,
   options: HandlerOptions,
   done: (status: number, extra?: Partial<RequestEvent>) => void,
+  beforeHead: () => void,
 ): Promise<void> {
   const names = options.identityHeaders;
   const identity = verified.certificate.identity;
@@ -184,7 +203,6 @@ async function send(
     body = inspectedBody(req, inspectors);
   }
 
-  const klass = routeClass(verified.role);
   const outcome = await forward(
     options.backend,
     req,
@@ -192,12 +210,12 @@ async function send(
     { method, target, headers, body },
     (r, rejection) => writeRejection(r, rejection, options.statusProfile, requestId),
     requestId !== undefined ? { "x-request-id": requestId } : undefined,
+    beforeHead,
   );
   // The unattended-access slot counts only when the backend served the call.
   const served = outcome.rejection === undefined && outcome.status >= 200 && outcome.status < 300;
   if (verified.slot && !served) await releaseSlot(verified.slot, options);
   done(outcome.status, {
-    routeClass: klass,
     organizationId: identity.organizationId,
     bytesOut: outcome.bytesOut,
     ...(outcome.upstreamMs !== undefined ? { upstreamMs: outcome.upstreamMs } : {}),

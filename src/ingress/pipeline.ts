@@ -77,6 +77,8 @@ export interface RequestToCheck {
   readonly headers: IncomingHttpHeaders;
   /** The TLS client certificate (QWAC) as base64 DER, from the socket or a trusted proxy's header. */
   readonly clientCertificate?: string;
+  /** Told the TPP's organizationIdentifier as soon as its certificate is trusted (for logs of later refusals). */
+  readonly observed?: { organizationId?: string };
 }
 
 export interface ClientCertificatePolicy {
@@ -232,6 +234,7 @@ export function runChecks(
   const verdict = options.certificates.verify(headerValue(request.headers, "tpp-signature-certificate")!);
   return andThen(verdict, (certificate) => {
     if (isRejection(certificate)) return certificate;
+    if (request.observed) request.observed.organizationId = certificate.identity.organizationId;
     // 4b. The QWAC of an mTLS connection: trusted, and the same organisation as the QSealC.
     return andThen(checkClientCertificate(request.clientCertificate, certificate, options), (qwacRefusal) => {
       if (qwacRefusal) return qwacRefusal;

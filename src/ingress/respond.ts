@@ -1,4 +1,4 @@
-/** Writing the gateway's own answers: a Berlin Group tppMessages body, status from the one table. */
+/** Writing the gateway's own answers: a Berlin Group tppMessages body, status from the one table. Returns the body's size. */
 
 import type { ServerResponse } from "node:http";
 import { type Rejection, type StatusProfile, statusFor, tppMessagesBody } from "../errors.js";
@@ -8,7 +8,7 @@ export function writeRejection(
   rejection: Rejection,
   profile: StatusProfile,
   requestId?: string,
-): void {
+): number {
   const body = JSON.stringify(tppMessagesBody(rejection));
   const headers: Record<string, string | number> = {
     "content-type": "application/json; charset=utf-8",
@@ -19,4 +19,5 @@ export function writeRejection(
   if (rejection.retryAfterSeconds !== undefined) headers["retry-after"] = rejection.retryAfterSeconds;
   res.writeHead(statusFor(rejection.code, profile), headers);
   res.end(body);
+  return Buffer.byteLength(body);
 }
