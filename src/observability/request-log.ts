@@ -9,19 +9,52 @@ function outcomeOf(event: RequestEvent): "forwarded" | "rejected" | "upstream_er
   return event.code === undefined ? "forwarded" : "rejected";
 }
 
+/**
+ * prom-client validates label values on every inc/observe; the label combinations are few and
+ * bounded, so each combination's child is looked up once and kept.
+ */
+const children = new WeakMap<GatewayMetrics, Map<string, ChildSet>>();
+
+interface ChildSet {
+  readonly requests: { inc(): void };
+  readonly duration: { observe(v: number): void };
+  readonly own: { observe(v: number): void };
+  readonly upstream: { observe(v: number): void };
+}
+
+function childrenFor(metrics: GatewayMetrics, routeClass: string, outcome: string, status: string): ChildSet {
+  let byKey = children.get(metrics);
+  if (!byKey) {
+    byKey = new Map();
+    children.set(metrics, byKey);
+  }
+  const key = `${routeClass}|${outcome}|${status}`;
+  let set = byKey.get(key);
+  if (!set) {
+    set = {
+      requests: metrics.requests.labels("ingress", routeClass, outcome, status),
+      duration: metrics.requestDuration.labels("ingress", routeClass),
+      own: metrics.gatewayDuration.labels("ingress", routeClass),
+      upstream: metrics.upstreamDuration.labels("ingress", routeClass),
+    };
+    byKey.set(key, set);
+  }
+  return set;
+}
+
 export function recordRequest(event: RequestEvent, logger: Logger, metrics: GatewayMetrics): void {
-  const labels = { mode: "ingress", route_class: event.routeClass };
   const outcome = outcomeOf(event);
-  metrics.requests.inc({ ...labels, outcome, status: String(event.status) });
+  const m = childrenFor(metrics, event.routeClass, outcome, String(event.status));
+  m.requests.inc();
   if (event.code !== undefined) metrics.rejections.inc({ code: event.code });
   if (event.code === "BAD_GATEWAY") metrics.upstreamErrors.inc({ kind: "bad_gateway" });
   if (event.code === "GATEWAY_TIMEOUT") metrics.upstreamErrors.inc({ kind: "timeout" });
-  metrics.requestDuration.observe(labels, event.totalMs / 1000);
+  m.duration.observe(event.totalMs / 1000);
   if (event.upstreamMs !== undefined) {
-    metrics.upstreamDuration.observe(labels, event.upstreamMs / 1000);
-    metrics.gatewayDuration.observe(labels, Math.max(0, event.totalMs - event.upstreamMs) / 1000);
+    m.upstream.observe(event.upstreamMs / 1000);
+    m.own.observe(Math.max(0, event.totalMs - event.upstreamMs) / 1000);
   } else {
-    metrics.gatewayDuration.observe(labels, event.totalMs / 1000);
+    m.own.observe(event.totalMs / 1000);
   }
   // One line per request; no headers, no bodies: identifiers only, PSU-ID salted and hashed.
   logger.info(
