@@ -91,110 +91,85 @@ export class GatewayMetrics {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     const registers = [this.registry];
 
-    const cache = sources.certificateCache;
-    new Gauge({
-      name: "psd2_gateway_certificate_cache_entries",
-      help: "Certificate verdicts in the cache",
-      registers,
-      collect() {
-        if (cache) this.set(cache().size);
-      },
-    });
-    // Counters kept by the cache itself, exposed as counters read at scrape time.
-    for (const [name, help, pick] of [
-      [
-        "psd2_gateway_certificate_cache_hits_total",
-        "Certificate verdict cache hits",
-        (s: ReturnType<NonNullable<typeof cache>>) => s.hits,
-      ],
-      [
-        "psd2_gateway_certificate_cache_misses_total",
-        "Certificate verdict cache misses (a certificate checked anew)",
-        (s: ReturnType<NonNullable<typeof cache>>) => s.misses,
-      ],
-      [
-        "psd2_gateway_certificate_cache_evictions_total",
-        "Certificate verdicts pushed out by the size bound",
-        (s: ReturnType<NonNullable<typeof cache>>) => s.evictions,
-      ],
-    ] as const) {
+    /** A counter kept elsewhere (cache, register, store), read when Prometheus scrapes. */
+    const scrapedCounter = (name: string, help: string, read: (() => number) | undefined) =>
       new Counter({
         name,
         help,
         registers,
         collect() {
-          if (cache) {
-            this.reset();
-            this.inc(pick(cache()));
-          }
+          if (!read) return;
+          this.reset();
+          this.inc(read());
         },
       });
-    }
+    const scrapedGauge = (name: string, help: string, read: (() => number) | undefined) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          if (read) this.set(read());
+        },
+      });
+    const from = <S, T>(source: (() => S) | undefined, pick: (s: S) => T) =>
+      source ? () => pick(source()) : undefined;
+
+    const cache = sources.certificateCache;
+    scrapedGauge(
+      "psd2_gateway_certificate_cache_entries",
+      "Certificate verdicts in the cache",
+      from(cache, (s) => s.size),
+    );
+    scrapedCounter(
+      "psd2_gateway_certificate_cache_hits_total",
+      "Certificate verdict cache hits",
+      from(cache, (s) => s.hits),
+    );
+    scrapedCounter(
+      "psd2_gateway_certificate_cache_misses_total",
+      "Certificate verdict cache misses (a certificate checked anew)",
+      from(cache, (s) => s.misses),
+    );
+    scrapedCounter(
+      "psd2_gateway_certificate_cache_evictions_total",
+      "Certificate verdicts pushed out by the size bound",
+      from(cache, (s) => s.evictions),
+    );
 
     const register = sources.register;
-    new Gauge({
-      name: "psd2_gateway_register_entries",
-      help: "TPPs in the loaded register copy",
-      registers,
-      collect() {
-        if (register) this.set(register().entries);
-      },
-    });
-    new Gauge({
-      name: "psd2_gateway_register_age_seconds",
-      help: "Seconds since the TPP register was last refreshed successfully (-1 before the first load)",
-      registers,
-      collect() {
-        if (!register) return;
-        const last = register().lastSuccess;
-        this.set(last === undefined ? -1 : (now() - last) / 1000);
-      },
-    });
-    new Counter({
-      name: "psd2_gateway_register_refresh_failures_total",
-      help: "Failed refreshes of the TPP register (the last good copy is kept)",
-      registers,
-      collect() {
-        if (register) {
-          this.reset();
-          this.inc(register().failures);
-        }
-      },
-    });
-    new Gauge({
-      name: "psd2_gateway_register_last_success_timestamp_seconds",
-      help: "Unix time of the last successful register refresh (0 before the first)",
-      registers,
-      collect() {
-        if (register) this.set((register().lastSuccess ?? 0) / 1000);
-      },
-    });
+    scrapedGauge(
+      "psd2_gateway_register_entries",
+      "TPPs in the loaded register copy",
+      from(register, (s) => s.entries),
+    );
+    scrapedGauge(
+      "psd2_gateway_register_age_seconds",
+      "Seconds since the TPP register was last refreshed successfully (-1 before the first load)",
+      from(register, (s) => (s.lastSuccess === undefined ? -1 : (now() - s.lastSuccess) / 1000)),
+    );
+    scrapedCounter(
+      "psd2_gateway_register_refresh_failures_total",
+      "Failed refreshes of the TPP register (the last good copy is kept)",
+      from(register, (s) => s.failures),
+    );
+    scrapedGauge(
+      "psd2_gateway_register_last_success_timestamp_seconds",
+      "Unix time of the last successful register refresh (0 before the first)",
+      from(register, (s) => (s.lastSuccess ?? 0) / 1000),
+    );
 
     const store = sources.store;
-    for (const [name, help, pick] of [
-      [
-        "psd2_gateway_store_errors_total",
-        "Limit/replay store operations that failed (store unreachable)",
-        (s: { errors: number }) => s.errors,
-      ],
-      [
-        "psd2_gateway_store_evictions_total",
-        "Limit/replay entries evicted before their time (memory store): a TPP could exceed its limit",
-        (s: { evictions: number }) => s.evictions,
-      ],
-    ] as const) {
-      new Counter({
-        name,
-        help,
-        registers,
-        collect() {
-          if (store) {
-            this.reset();
-            this.inc(pick(store() as { errors: number; evictions: number }));
-          }
-        },
-      });
-    }
+    scrapedCounter(
+      "psd2_gateway_store_errors_total",
+      "Limit/replay store operations that failed (store unreachable)",
+      from(store, (s) => s.errors),
+    );
+    scrapedCounter(
+      "psd2_gateway_store_evictions_total",
+      "Limit/replay entries evicted before their time (memory store): a TPP could exceed its limit",
+      from(store, (s) => s.evictions),
+    );
 
     const certificates = sources.certificates;
     new Gauge({
