@@ -31,13 +31,12 @@ describe("forwarding to an HTTPS backend that wants mutual TLS", () => {
     await new Promise<void>((r) => backend.listen(0, "127.0.0.1", r));
     backendUrl = `https://localhost:${(backend.address() as AddressInfo).port}`;
   });
+  let gw: TestGateway | undefined;
   afterAll(async () => {
+    await gw?.close();
     backend.closeAllConnections();
     await new Promise<void>((r) => backend.close(() => r()));
   });
-
-  let gw: TestGateway | undefined;
-  afterAll(async () => gw?.close());
 
   it("presents the configured client certificate and trusts the backend through the configured CA", async () => {
     const pki = await testPki();
