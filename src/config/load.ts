@@ -49,6 +49,7 @@ function resolvePaths(config: GatewayConfig, baseDir: string): GatewayConfig {
     },
     trust: { caDir: abs(config.trust.caDir)!, crlDir: abs(config.trust.crlDir) },
     register: { ...config.register, file: abs(config.register.file) },
+    store: { ...config.store, snapshotFile: abs(config.store.snapshotFile) },
   };
 }
 

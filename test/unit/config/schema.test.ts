@@ -58,4 +58,14 @@ describe("the shipped configuration files", () => {
     const config = loadConfigFile(new URL(`../../../config/${name}`, import.meta.url).pathname);
     expect(config.mode).toBe("ingress");
   });
+
+  it("resolves every file path relative to the configuration file", async () => {
+    const { loadConfigFile } = await import("../../../src/config/load.js");
+    const root = new URL("../../../", import.meta.url).pathname;
+    const config = loadConfigFile(`${root}config/default.yaml`);
+    expect(config.store.snapshotFile).toBe(`${root}var/limits-snapshot.json`);
+    expect(config.trust.caDir).toBe(`${root}certs/dev/trust`);
+    expect(config.register.file).toBe(`${root}certs/dev/register.json`);
+    expect(config.listen.tls?.cert).toBe(`${root}certs/dev/gateway.pem`);
+  });
 });
