@@ -4,6 +4,7 @@
  */
 
 import { z } from "zod";
+import { PSD2_ROLES, type Psd2Role } from "../eidas/qcstatements.js";
 import { DEFAULT_UNATTENDED_ROUTES } from "../limits/unattended.js";
 
 const seconds = (def: number) => z.number().positive().default(def);
@@ -13,8 +14,7 @@ const headerName = z
   .regex(/^[A-Za-z0-9-]+$/, "an HTTP header name (letters, digits and '-')")
   .transform((s) => s.toLowerCase());
 
-export const PSD2_ROLES = ["PSP_AS", "PSP_PI", "PSP_AI", "PSP_IC"] as const;
-export type Psd2Role = (typeof PSD2_ROLES)[number];
+export { PSD2_ROLES, type Psd2Role };
 
 const tlsServer = z
   .object({

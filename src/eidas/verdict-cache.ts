@@ -7,7 +7,7 @@
 
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
-import { isRejection, type Rejection } from "../errors.js";
+import type { Rejection } from "../errors.js";
 
 export interface Verdict<T> {
   readonly value: T | Rejection;
@@ -97,8 +97,4 @@ export class VerdictCache<T extends object> {
   get stats(): VerdictCacheStats {
     return { hits: this.hits, misses: this.misses, size: this.cache.size, evictions: this.evictions };
   }
-}
-
-export function isOk<T>(value: T | Rejection): value is T {
-  return !isRejection(value);
 }

@@ -48,12 +48,3 @@ export async function* inspectedBody(
   }
   if (held) yield held;
 }
-
-/** Runs the inspectors over a body that is already complete (used before answering without a backend). */
-export function inspectWhole(body: Buffer, inspectors: readonly BodyInspector[]): Rejection | undefined {
-  for (const inspector of inspectors) {
-    const refusal = inspector.update(body) ?? inspector.finish();
-    if (refusal) return refusal;
-  }
-  return undefined;
-}

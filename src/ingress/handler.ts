@@ -90,7 +90,10 @@ export function createIngressHandler(options: HandlerOptions) {
     const method = req.method ?? "GET";
     const target = req.url ?? "/";
     // The route class of the path, for metrics and logs of refusals too (a bounded label).
-    const klass = routeClass(options.pipeline.roles.roleFor(routingPath(target)));
+    // The route is worked out once: the checks reuse it, refusals are labelled with it.
+    const path = routingPath(target);
+    const route = { path, role: options.pipeline.roles.roleFor(path) };
+    const klass = routeClass(route.role);
     // Filled in by the checks once the certificate is trusted, so refusals after that name the TPP.
     const observed: { organizationId?: string } = {};
     // While draining every answer closes its connection, so no new request arrives on it.
@@ -150,6 +153,7 @@ export function createIngressHandler(options: HandlerOptions) {
           headers: req.headers,
           clientCertificate: clientCertificateOf(req, options),
           observed,
+          route,
         },
         options.pipeline,
       );

@@ -77,6 +77,8 @@ export interface RequestToCheck {
   readonly headers: IncomingHttpHeaders;
   /** The TLS client certificate (QWAC) as base64 DER, from the socket or a trusted proxy's header. */
   readonly clientCertificate?: string;
+  /** The normalised path and the role it needs, when the caller has already worked them out. */
+  readonly route?: { readonly path: string; readonly role: Psd2Role | undefined };
   /** Told the TPP's organizationIdentifier as soon as its certificate is trusted (for logs of later refusals). */
   readonly observed?: { organizationId?: string };
 }
@@ -140,7 +142,7 @@ function checkHeaders(request: RequestToCheck, options: PipelineOptions): Header
       `request target '${request.target.slice(0, 100)}' is not a path; send the path and query only, e.g. /v1/accounts`,
     );
   }
-  const path = routingPath(request.target);
+  const path = request.route?.path ?? routingPath(request.target);
 
   // 1. Required headers and content type.
   const requireRedirectUri = !options.redirectUriOptionalPrefixes.some((p) => underPrefix(path, p));
@@ -208,7 +210,7 @@ function checkSigned(
   if (isRejection(verified)) return verified;
 
   // 8. The role this service needs.
-  const role = options.roles.roleFor(facts.path);
+  const role = request.route ? request.route.role : options.roles.roleFor(facts.path);
   if (role !== undefined && !certificate.identity.roles.has(role)) {
     const held = [...certificate.identity.roles].join(", ") || "none";
     return reject(

@@ -11,12 +11,6 @@ import { constants, type KeyObject } from "node:crypto";
 import { type Rejection, reject } from "../errors.js";
 
 export type AlgorithmName = "rsa-sha256" | "rsa-sha512" | "ecdsa-sha256" | "hs2019";
-export const ALGORITHM_NAMES: readonly AlgorithmName[] = [
-  "rsa-sha256",
-  "rsa-sha512",
-  "ecdsa-sha256",
-  "hs2019",
-];
 
 /** What Node's `crypto.sign`/`crypto.verify` needs for one algorithm and key. */
 export interface ResolvedAlgorithm {

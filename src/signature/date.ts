@@ -6,7 +6,6 @@
 import { type Rejection, reject } from "../errors.js";
 
 export type Clock = () => number;
-export const systemClock: Clock = Date.now;
 
 const MONTHS: Record<string, number> = {
   Jan: 0,

@@ -3,14 +3,13 @@
  * Every failure is returned as a `Rejection` carrying a Berlin Group code and a text for the TPP.
  */
 
-export { ALGORITHM_NAMES, type AlgorithmName, DEFAULT_ALGORITHMS, resolveAlgorithm } from "./algorithms.js";
+export { type AlgorithmName, DEFAULT_ALGORITHMS, resolveAlgorithm } from "./algorithms.js";
 export {
   type Clock,
   checkDate,
   DEFAULT_DATE_TOLERANCE_MS,
   formatHttpDate,
   parseHttpDate,
-  systemClock,
 } from "./date.js";
 export {
   computeDigestHeader,
