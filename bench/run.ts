@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { Worker } from "node:worker_threads";
 import * as x509 from "@peculiar/x509";
 import autocannon from "autocannon";
-import { generateDevPki } from "../src/tools/dev-pki.js";
+import { generateDevPki } from "../src/cli/dev-pki.js";
 import type { PresignedRequest, PresignJob } from "./presign.js";
 import { machineLine, replaceSection } from "./results-file.js";
 

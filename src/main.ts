@@ -6,12 +6,12 @@
 
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { answerReadiness, isPrimary, isWorker, runPrimary } from "./cluster.js";
+import { answerReadiness, isPrimary, isWorker, runPrimary } from "./app/cluster.js";
+import { DEFAULT_CONFIG, DEV_CERTS_DIR } from "./cli/paths.js";
+import { signCommand } from "./cli/sign.js";
 import { ConfigError, loadConfigFile } from "./config/load.js";
 import { type IngressGateway, startIngress } from "./ingress/gateway.js";
 import { createLogger } from "./observability/logger.js";
-import { DEFAULT_CONFIG, DEV_CERTS_DIR } from "./paths.js";
-import { signCommand } from "./tools/sign-command.js";
 
 const USAGE = `psd2-gateway <command> [options]
 
@@ -31,7 +31,7 @@ async function ensureDevCertificates(
 ): Promise<void> {
   if (!force && existsSync(`${out}/register.json`)) return;
   log(`generating development certificates in ${out} …`);
-  const { generateDevPki } = await import("./tools/dev-pki.js");
+  const { generateDevPki } = await import("./cli/dev-pki.js");
   await generateDevPki(out);
   log(`development certificates written to ${out} (private keys stay there; never commit them)`);
 }
@@ -111,7 +111,7 @@ async function main(argv: string[]): Promise<number> {
     case "sign":
       return signCommand(rest, (file) => readFileSync(file));
     case "demo": {
-      const { runDemo } = await import("./tools/demo.js");
+      const { runDemo } = await import("./cli/demo.js");
       return runDemo(rest);
     }
     case undefined:

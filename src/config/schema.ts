@@ -4,8 +4,8 @@
  */
 
 import { z } from "zod";
-import { PSD2_ROLES, type Psd2Role } from "../eidas/qcstatements.js";
-import { DEFAULT_UNATTENDED_ROUTES } from "../limits/unattended.js";
+import { PSD2_ROLES, type Psd2Role } from "../eidas/index.js";
+import { DEFAULT_UNATTENDED_ROUTES } from "../limits/index.js";
 
 const seconds = (def: number) => z.number().positive().default(def);
 const path = z.string().min(1);

@@ -4,8 +4,6 @@
  * verifies with a CA from the trust store.
  */
 
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
 import {
   children,
   content,
@@ -89,11 +87,6 @@ export function readCrl(
   };
 }
 
-export interface CrlLoadResult {
-  readonly checker: CrlRevocationChecker;
-  readonly problems: readonly string[];
-}
-
 // OpenSSL writes "X509 CRL"; some tools write plain "CRL".
 const PEM_CRL = /-----BEGIN (?:X509 )?CRL-----([\s\S]*?)-----END (?:X509 )?CRL-----/g;
 
@@ -113,50 +106,6 @@ export class CrlRevocationChecker implements RevocationChecker {
     return [...this.byIssuer.values()];
   }
 
-  /** Loads every .crl/.pem CRL in a folder, keeping only lists whose signature a trusted CA verifies. */
-  static fromFolder(folder: string, cas: readonly ParsedCertificate[]): CrlLoadResult {
-    const lists: RevocationList[] = [];
-    const problems: string[] = [];
-    let names: string[] = [];
-    try {
-      names = readdirSync(folder).sort();
-    } catch (error) {
-      problems.push(`cannot read CRL folder ${folder}: ${(error as Error).message}`);
-    }
-    for (const name of names) {
-      const file = join(folder, name);
-      if (!statSync(file).isFile() || !/\.(crl|pem)$/i.test(name)) continue;
-      const bytes = readFileSync(file);
-      const text = bytes.toString("latin1");
-      const blocks: Uint8Array[] = [];
-      if (/-----BEGIN (?:X509 )?CRL-----/.test(text)) {
-        for (const m of text.matchAll(PEM_CRL)) blocks.push(Buffer.from(m[1]!.replace(/\s+/g, ""), "base64"));
-      } else if (/\.crl$/i.test(name) && bytes[0] === 0x30) {
-        blocks.push(bytes);
-      }
-      for (const der of blocks) {
-        try {
-          const { list, tbs, algorithm, signature } = readCrl(der, file);
-          const issuer = cas.find(
-            (ca) => Buffer.compare(Buffer.from(ca.subjectDer), Buffer.from(list.issuerDer)) === 0,
-          );
-          if (!issuer) {
-            problems.push(`${file}: CRL issuer is not in the trust store; ignored`);
-            continue;
-          }
-          if (!verifyTbs(algorithm, tbs, signature, issuer.publicKey)) {
-            problems.push(`${file}: CRL signature does not verify with ${issuer.subjectRfc2253}; ignored`);
-            continue;
-          }
-          lists.push(list);
-        } catch (error) {
-          problems.push(`${file}: not a readable CRL (${(error as Error).message}); ignored`);
-        }
-      }
-    }
-    return { checker: new CrlRevocationChecker(lists), problems };
-  }
-
   check(certificate: ParsedCertificate, issuer: ParsedCertificate): Rejection | undefined {
     const list = this.byIssuer.get(Buffer.from(issuer.subjectDer).toString("hex"));
     if (!list) return undefined;
@@ -167,4 +116,44 @@ export class CrlRevocationChecker implements RevocationChecker {
       `certificate SN=${certificate.serialHex} was revoked by ${issuer.subjectRfc2253} on ${revokedAt.toISOString()}; obtain a new certificate from your QTSP`,
     );
   }
+}
+
+/**
+ * The CRLs in one file's bytes (PEM blocks, or DER when `name` ends in .crl), keeping only lists
+ * whose signature a trusted CA verifies. Pure: files are read at the edge (src/trust/).
+ */
+export function crlsFromFile(
+  name: string,
+  bytes: Uint8Array,
+  cas: readonly ParsedCertificate[],
+): { lists: RevocationList[]; problems: string[] } {
+  const lists: RevocationList[] = [];
+  const problems: string[] = [];
+  const text = Buffer.from(bytes).toString("latin1");
+  const blocks: Uint8Array[] = [];
+  if (/-----BEGIN (?:X509 )?CRL-----/.test(text)) {
+    for (const m of text.matchAll(PEM_CRL)) blocks.push(Buffer.from(m[1]!.replace(/\s+/g, ""), "base64"));
+  } else if (/\.crl$/i.test(name) && bytes[0] === 0x30) {
+    blocks.push(bytes);
+  }
+  for (const der of blocks) {
+    try {
+      const { list, tbs, algorithm, signature } = readCrl(der, name);
+      const issuer = cas.find(
+        (ca) => Buffer.compare(Buffer.from(ca.subjectDer), Buffer.from(list.issuerDer)) === 0,
+      );
+      if (!issuer) {
+        problems.push(`${name}: CRL issuer is not in the trust store; ignored`);
+        continue;
+      }
+      if (!verifyTbs(algorithm, tbs, signature, issuer.publicKey)) {
+        problems.push(`${name}: CRL signature does not verify with ${issuer.subjectRfc2253}; ignored`);
+        continue;
+      }
+      lists.push(list);
+    } catch (error) {
+      problems.push(`${name}: not a readable CRL (${(error as Error).message}); ignored`);
+    }
+  }
+  return { lists, problems };
 }

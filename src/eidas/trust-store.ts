@@ -5,8 +5,6 @@
  */
 
 import { X509Certificate } from "node:crypto";
-import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
 import { children, readBitString, readNode, whole } from "../asn1/der.js";
 import { isRejection, type Rejection, reject } from "../errors.js";
 import { type ParsedCertificate, parseCertificate } from "./certificate.js";
@@ -20,26 +18,24 @@ export interface TrustAnchorSet {
 
 const PEM_BLOCK = /-----BEGIN CERTIFICATE-----([\s\S]*?)-----END CERTIFICATE-----/g;
 
-/** Every certificate in PEM files (and single DER .cer/.der/.crt files) of a folder. */
-export function readCertificateFolder(folder: string): TrustAnchorSet {
+/**
+ * Every certificate in one file's bytes: PEM blocks, or a single DER certificate when `name` ends
+ * in .cer/.der/.crt. Pure: the folder is read at the edge (src/trust/).
+ */
+export function certificatesFromFile(name: string, bytes: Uint8Array): TrustAnchorSet {
   const certificates: ParsedCertificate[] = [];
   const problems: string[] = [];
-  for (const name of readdirSync(folder).sort()) {
-    const file = join(folder, name);
-    if (!statSync(file).isFile() || !/\.(pem|crt|cer|der)$/i.test(name)) continue;
-    const bytes = readFileSync(file);
-    const text = bytes.toString("latin1");
-    const blocks: Uint8Array[] = [];
-    if (text.includes("-----BEGIN")) {
-      for (const m of text.matchAll(PEM_BLOCK)) blocks.push(Buffer.from(m[1]!.replace(/\s+/g, ""), "base64"));
-    } else if (bytes[0] === 0x30) {
-      blocks.push(bytes);
-    }
-    for (const der of blocks) {
-      const parsed = parseCertificate(der, { label: file });
-      if (isRejection(parsed)) problems.push(parsed.text);
-      else certificates.push(parsed);
-    }
+  const text = Buffer.from(bytes).toString("latin1");
+  const blocks: Uint8Array[] = [];
+  if (text.includes("-----BEGIN")) {
+    for (const m of text.matchAll(PEM_BLOCK)) blocks.push(Buffer.from(m[1]!.replace(/\s+/g, ""), "base64"));
+  } else if (bytes[0] === 0x30) {
+    blocks.push(bytes);
+  }
+  for (const der of blocks) {
+    const parsed = parseCertificate(der, { label: name });
+    if (isRejection(parsed)) problems.push(parsed.text);
+    else certificates.push(parsed);
   }
   return { certificates, problems };
 }
@@ -102,11 +98,6 @@ export class TrustStore {
       this.bySubject.set(key, list);
     }
     this.size = certificates.length;
-  }
-
-  static fromFolder(folder: string): { store: TrustStore; problems: readonly string[] } {
-    const { certificates, problems } = readCertificateFolder(folder);
-    return { store: new TrustStore(certificates), problems };
   }
 
   /** Every certificate in the store (for expiry metrics and startup lines). */

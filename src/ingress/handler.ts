@@ -5,20 +5,20 @@
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TLSSocket } from "node:tls";
+import { characterInspector, digestInspector, sizeInspector } from "../checks/body-inspectors.js";
+import { type PipelineOptions, runChecks, type VerifiedRequest } from "../checks/pipeline.js";
+import { hasBody } from "../checks/required-headers.js";
+import { routeClass, routingPath } from "../checks/routes.js";
 import type { StatusProfile } from "../errors.js";
 import { isRejection, type Rejection, reject } from "../errors.js";
 import type { Backend } from "../forward/backend.js";
 import { type BodyInspector, inspectedBody } from "../forward/body.js";
 import { forward } from "../forward/forwarder.js";
 import { upstreamRequestHeaders } from "../forward/headers.js";
-import type { HeldSlot } from "../limits/unattended.js";
+import type { HeldSlot } from "../limits/index.js";
 import { hashPsuId } from "../observability/logger.js";
 import { headerValue } from "../signature/index.js";
-import { characterInspector, digestInspector, sizeInspector } from "./body-inspectors.js";
-import { type PipelineOptions, runChecks, type VerifiedRequest } from "./pipeline.js";
-import { hasBody } from "./required-headers.js";
 import { writeRejection } from "./respond.js";
-import { routeClass, routingPath } from "./routes.js";
 
 export interface IdentityHeaderNames {
   readonly organizationId: string;

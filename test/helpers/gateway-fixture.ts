@@ -12,13 +12,13 @@ import type { Readable } from "node:stream";
 import { connect as tlsConnect } from "node:tls";
 import { Agent, request } from "undici";
 import { expect } from "vitest";
+import { type DevPki, generateDevPki, type IssuedCertificate } from "../../src/cli/dev-pki.js";
 import { validateConfig } from "../../src/config/load.js";
 import type { GatewayConfigInput } from "../../src/config/schema.js";
 import { type IngressGateway, startIngress } from "../../src/ingress/gateway.js";
 import type { LimitStore } from "../../src/limits/store.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { buildKeyId, keyIdTargetFromDer, RequestSigner } from "../../src/signature/index.js";
-import { type DevPki, generateDevPki, type IssuedCertificate } from "../../src/tools/dev-pki.js";
 
 let pkiPromise: Promise<DevPki> | undefined;
 

@@ -4,8 +4,8 @@
  */
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { IssuedCertificate } from "../../src/cli/dev-pki.js";
 import { validateConfig } from "../../src/config/load.js";
-import type { IssuedCertificate } from "../../src/tools/dev-pki.js";
 import {
   expectRejected,
   prepareSignedCall,

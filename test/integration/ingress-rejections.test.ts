@@ -7,13 +7,13 @@
 
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { IssuedCertificate } from "../../src/cli/dev-pki.js";
 import {
   buildKeyId,
   computeDigestHeader,
   formatHttpDate,
   keyIdTargetFromDer,
 } from "../../src/signature/index.js";
-import type { IssuedCertificate } from "../../src/tools/dev-pki.js";
 import {
   type CallResult,
   expectRejected,

@@ -5,8 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseRegisterDocument, TppRegister } from "../../../src/eidas/register.js";
-import { FileRegisterSource, HttpRegisterSource } from "../../../src/eidas/register-sources.js";
 import { isRejection } from "../../../src/errors.js";
+import { FileRegisterSource, HttpRegisterSource } from "../../../src/trust/register-sources.js";
 
 const ENTRY = {
   organizationIdentifier: "PSDNO-FSA-1",

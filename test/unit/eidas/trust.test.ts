@@ -2,12 +2,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/cli/dev-pki.js";
 import { parseCertificate } from "../../../src/eidas/certificate.js";
-import { CrlRevocationChecker } from "../../../src/eidas/revocation.js";
-import { loadTrustMaterial } from "../../../src/eidas/trust-material.js";
-import { TrustStore } from "../../../src/eidas/trust-store.js";
+import type { TrustStore } from "../../../src/eidas/trust-store.js";
 import { isRejection } from "../../../src/errors.js";
-import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/tools/dev-pki.js";
+import { crlCheckerFromFolder, trustStoreFromFolder } from "../../../src/trust/folders.js";
+import { loadTrustMaterial } from "../../../src/trust/trust-material.js";
 
 let pki: DevPki;
 let store: TrustStore;
@@ -15,7 +15,7 @@ const NOW = new Date();
 
 beforeAll(async () => {
   pki = await generateDevPki(mkdtempSync(join(tmpdir(), "psd2-trust-")));
-  store = TrustStore.fromFolder(pki.paths.trustDir).store;
+  store = trustStoreFromFolder(pki.paths.trustDir).store;
 });
 
 function parsed(c: IssuedCertificate) {
@@ -85,7 +85,7 @@ describe("trust store and chain building", () => {
     const dir = mkdtempSync(join(tmpdir(), "psd2-badca-"));
     writeFileSync(join(dir, "a.pem"), pki.tppA.qseal.pem);
     writeFileSync(join(dir, "b.pem"), pki.gatewayTls.pem);
-    const odd = TrustStore.fromFolder(dir).store;
+    const odd = trustStoreFromFolder(dir).store;
     const r = odd.verifyChain(parsed(pki.tppB.qseal), NOW);
     expect(isRejection(r) && r.code).toBe("CERTIFICATE_INVALID");
   });
@@ -93,7 +93,7 @@ describe("trust store and chain building", () => {
 
 describe("revocation from CRL files", () => {
   it("refuses a revoked certificate with CERTIFICATE_REVOKED and the date", () => {
-    const { checker, problems } = CrlRevocationChecker.fromFolder(pki.paths.trustDir, store.all);
+    const { checker, problems } = crlCheckerFromFolder(pki.paths.trustDir, store.all);
     expect(problems).toEqual([]);
     const issuer = store.all.find((c) => c.subjectRfc2253.startsWith("CN=Demo Qualified Issuing CA"))!;
     const r = checker.check(parsed(pki.revoked), issuer);
@@ -109,7 +109,7 @@ describe("revocation from CRL files", () => {
     const der = pem(readFileSync(pki.paths.crl, "utf8"));
     der[der.length - 3]! ^= 0xff;
     writeFileSync(join(dir, "bad.crl"), der);
-    const { checker, problems } = CrlRevocationChecker.fromFolder(dir, store.all);
+    const { checker, problems } = crlCheckerFromFolder(dir, store.all);
     expect(checker.lists).toHaveLength(0);
     expect(problems[0]).toContain("CRL signature does not verify");
   });

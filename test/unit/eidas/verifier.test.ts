@@ -2,12 +2,12 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
+import { type DevPki, generateDevPki } from "../../../src/cli/dev-pki.js";
 import { parseRegisterDocument, TppRegister } from "../../../src/eidas/register.js";
 import { TppVerifier } from "../../../src/eidas/tpp-verifier.js";
-import { loadTrustMaterial } from "../../../src/eidas/trust-material.js";
 import { VerdictCache } from "../../../src/eidas/verdict-cache.js";
 import { isRejection, reject } from "../../../src/errors.js";
-import { type DevPki, generateDevPki } from "../../../src/tools/dev-pki.js";
+import { loadTrustMaterial } from "../../../src/trust/trust-material.js";
 
 let pki: DevPki;
 beforeAll(async () => {

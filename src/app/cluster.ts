@@ -7,9 +7,9 @@
 
 import cluster, { type Worker } from "node:cluster";
 import { AggregatorRegistry } from "prom-client";
-import type { GatewayConfig } from "./config/schema.js";
-import { type ReadinessCheck, startAdminServer } from "./observability/admin.js";
-import type { Logger } from "./observability/logger.js";
+import type { GatewayConfig } from "../config/schema.js";
+import { type ReadinessCheck, startAdminServer } from "../observability/admin.js";
+import type { Logger } from "../observability/logger.js";
 
 const READYZ_REQUEST = "psd2-gateway:readyz";
 const READYZ_TIMEOUT_MS = 2_000;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RoleTable, routingPath } from "../../../src/ingress/routes.js";
+import { RoleTable, routingPath } from "../../../src/checks/routes.js";
 
 describe("routing path for role decisions", () => {
   it.each([

@@ -3,6 +3,6 @@
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const DEFAULT_CONFIG = join(PACKAGE_ROOT, "config", "default.yaml");
 export const DEV_CERTS_DIR = join(PACKAGE_ROOT, "certs", "dev");

@@ -9,7 +9,7 @@ import { createPrivateKey, type KeyObject, webcrypto } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
-import { encodeQcStatements, type Psd2Role, type QcTypeName } from "../eidas/qcstatements.js";
+import { encodeQcStatements, type Psd2Role, type QcTypeName } from "../eidas/index.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 

@@ -3,8 +3,8 @@
  * on reload: a reload that fails keeps the previous material.
  */
 
-import { CrlRevocationChecker } from "./revocation.js";
-import { TrustStore } from "./trust-store.js";
+import type { CrlRevocationChecker, TrustStore } from "../eidas/index.js";
+import { crlCheckerFromFolder, trustStoreFromFolder } from "./folders.js";
 
 export interface TrustMaterial {
   readonly store: TrustStore;
@@ -13,11 +13,11 @@ export interface TrustMaterial {
 }
 
 export function loadTrustMaterial(caDir: string, crlDir: string = caDir): TrustMaterial {
-  const { store, problems } = TrustStore.fromFolder(caDir);
+  const { store, problems } = trustStoreFromFolder(caDir);
   if (store.size === 0)
     throw new Error(
       `no CA certificates found in ${caDir}; put the PEM files of the QTSP CAs you accept there`,
     );
-  const crl = CrlRevocationChecker.fromFolder(crlDir, store.all);
+  const crl = crlCheckerFromFolder(crlDir, store.all);
   return { store, revocation: crl.checker, problems: [...problems, ...crl.problems] };
 }

@@ -8,8 +8,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { Agent, request } from "undici";
-import { DEV_CERTS_DIR } from "../paths.js";
 import { formatHttpDate, RequestSigner } from "../signature/index.js";
+import { DEV_CERTS_DIR } from "./paths.js";
 
 interface Case {
   readonly title: string;

@@ -5,7 +5,7 @@
 
 import { readFile, stat } from "node:fs/promises";
 import { request } from "undici";
-import { parseRegisterDocument, type TppRegister } from "./register.js";
+import { parseRegisterDocument, type TppRegister } from "../eidas/index.js";
 
 export interface RegisterSource {
   /** Fetches once; resolves whether or not it succeeded (failures are recorded on the register). */

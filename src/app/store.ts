@@ -1,8 +1,8 @@
 /** Builds the configured LimitStore: memory (the embedded default) or Redis (shared by several gateways). */
 
 import type { GatewayConfig } from "../config/schema.js";
-import { MemoryLimitStore } from "./memory-store.js";
-import type { LimitStore } from "./store.js";
+import type { LimitStore } from "../limits/index.js";
+import { loadRedisStore, MemoryLimitStore } from "../limits/index.js";
 
 export interface StoreEvents {
   /** The shared store's connection failed (logged by the caller, throttled). */
@@ -17,7 +17,7 @@ export interface StoreEvents {
 export async function createLimitStore(config: GatewayConfig, events: StoreEvents = {}): Promise<LimitStore> {
   if (config.store.type === "redis") {
     // Loaded only when configured, so the memory default needs no Redis client at all.
-    const { RedisLimitStore } = await import("./redis-store.js");
+    const RedisLimitStore = await loadRedisStore();
     const store = new RedisLimitStore({
       url: config.store.url!,
       ...(events.onConnectionError ? { onConnectionError: events.onConnectionError } : {}),

@@ -7,8 +7,8 @@ import type { KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Psd2Role } from "../config/schema.js";
 import { isRejection, type Rejection, reject } from "../errors.js";
-import { checkReplay, type ReplayStore } from "../limits/replay.js";
-import type { HeldSlot, UnattendedAccessPolicy } from "../limits/unattended.js";
+import type { HeldSlot, UnattendedAccessPolicy } from "../limits/index.js";
+import { checkReplay, type ReplayStore } from "../limits/index.js";
 import type { DigestValue } from "../signature/digest.js";
 import {
   type AlgorithmName,

@@ -1,0 +1,42 @@
+/**
+ * The eIDAS layer's public surface: certificate parsing (QCStatements, PSD2 roles,
+ * organizationIdentifier), the trust store and chain building, CRL revocation, the TPP register
+ * and the cached TPP verifier. Pure and cached: no file or network I/O (that is src/trust/).
+ */
+
+export {
+  type BasicConstraints,
+  isPsd2Certificate,
+  type KeyUsage,
+  type ParseCertificateOptions,
+  type ParsedCertificate,
+  parseCertificate,
+  requirePsd2,
+} from "./certificate.js";
+export {
+  CERTIFICATE_HEADER,
+  DEFAULT_MAX_CERTIFICATE_HEADER_BYTES,
+  decodeCertificateHeader,
+} from "./certificate-header.js";
+export {
+  encodeQcStatements,
+  PSD2_ROLES,
+  type Psd2Role,
+  type QcStatementsSpec,
+  type QcTypeName,
+} from "./qcstatements.js";
+export {
+  parseRegisterDocument,
+  type RegisterEntry,
+  type RegisterStats,
+  TppRegister,
+} from "./register.js";
+export {
+  CrlRevocationChecker,
+  crlsFromFile,
+  type RevocationChecker,
+  type RevocationList,
+} from "./revocation.js";
+export { TppVerifier, type TppVerifierOptions, type TrustedTpp } from "./tpp-verifier.js";
+export { type ChainResult, certificatesFromFile, TrustStore } from "./trust-store.js";
+export type { VerdictCacheStats } from "./verdict-cache.js";

@@ -1,0 +1,22 @@
+/**
+ * Limits and replay state: the store interface, the memory store, the unattended-access policy
+ * (SPEC 8) and replay protection. The Redis store is loaded only when configured
+ * (`loadRedisStore`), so the memory default never loads a Redis client.
+ */
+
+export { MemoryLimitStore, type MemoryStoreOptions } from "./memory-store.js";
+export type { RedisLimitStoreOptions } from "./redis-store.js";
+export { checkReplay, type ReplayOptions, type ReplayStore, replayKey } from "./replay.js";
+export type { LimitStore, MaybePromise, Reservation, StoreStats } from "./store.js";
+export {
+  DEFAULT_UNATTENDED_ROUTES,
+  type HeldSlot,
+  type LimitClass,
+  UnattendedAccessPolicy,
+  type UnattendedOptions,
+  type UnattendedRoute,
+} from "./unattended.js";
+
+export async function loadRedisStore() {
+  return (await import("./redis-store.js")).RedisLimitStore;
+}
