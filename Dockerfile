@@ -20,8 +20,8 @@ USER node
 EXPOSE 8443
 VOLUME ["/etc/psd2-gateway"]
 EXPOSE 9090
-# /healthz on the admin listener (admin.port, 9090 by default).
+# /healthz on the admin listener, wherever the config puts it (admin.host/admin.port).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ADMIN_PORT||9090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "dist/main.js", "health", "--config", "/etc/psd2-gateway/config.yaml"]
 ENTRYPOINT ["node", "dist/main.js"]
 CMD ["start", "--config", "/etc/psd2-gateway/config.yaml"]

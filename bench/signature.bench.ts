@@ -22,10 +22,10 @@ import {
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { generateDevPki } from "../src/cli/dev-pki.js";
 import { parseCertificate } from "../src/eidas/certificate.js";
 import { parseRegisterDocument, TppRegister } from "../src/eidas/register.js";
 import { TppVerifier } from "../src/eidas/tpp-verifier.js";
-import { loadTrustMaterial } from "../src/trust/trust-material.js";
 import { isRejection } from "../src/errors.js";
 import {
   buildSigningString,
@@ -40,7 +40,7 @@ import {
   verifyRequestSignature,
   verifySigningString,
 } from "../src/signature/index.js";
-import { generateDevPki } from "../src/cli/dev-pki.js";
+import { loadTrustMaterial } from "../src/trust/trust-material.js";
 import { readInteropText } from "../test/helpers/interop-corpus.js";
 import { loadCertificate } from "../test/helpers/tpp-certificate.js";
 import { machineLine, replaceSection } from "./results-file.js";

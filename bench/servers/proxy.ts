@@ -11,8 +11,8 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import httpProxy from "http-proxy";
 import { Agent, Pool } from "undici";
+import { startGateway } from "../../src/app.js";
 import { validateConfig } from "../../src/config/load.js";
-import { startIngress } from "../../src/ingress/gateway.js";
 import { createLogger } from "../../src/observability/logger.js";
 
 const [mode, backendUrl, pkiDir, redisUrl] = process.argv.slice(2) as [
@@ -81,7 +81,7 @@ async function main() {
       admin: { enabled: false },
       ...(mode === "gateway-redis" ? { store: { type: "redis", url: redisUrl } } : {}),
     });
-    const gateway = await startIngress(config, { logger: createLogger("silent") });
+    const gateway = await startGateway(config, { logger: createLogger("silent") });
     ready(Number(new URL(gateway.url).port));
   }
 }

@@ -14,12 +14,16 @@ export interface StoreEvents {
   readonly onSnapshotProblem?: (message: string) => void;
 }
 
-export async function createLimitStore(config: GatewayConfig, events: StoreEvents = {}): Promise<LimitStore> {
-  if (config.store.type === "redis") {
+export async function createLimitStore(
+  config: GatewayConfig["store"],
+  maxReplayKeys: number,
+  events: StoreEvents = {},
+): Promise<LimitStore> {
+  if (config.type === "redis") {
     // Loaded only when configured, so the memory default needs no Redis client at all.
     const RedisLimitStore = await loadRedisStore();
     const store = new RedisLimitStore({
-      url: config.store.url!,
+      url: config.url!,
       ...(events.onConnectionError ? { onConnectionError: events.onConnectionError } : {}),
     });
     // Give the first connection a moment; without it limited calls answer 503 until Redis is up.
@@ -27,23 +31,23 @@ export async function createLimitStore(config: GatewayConfig, events: StoreEvent
     return store;
   }
   const options = {
-    maxWindows: config.store.maxWindows,
-    maxReplayKeys: config.replay.maxEntries,
+    maxWindows: config.maxWindows,
+    maxReplayKeys: maxReplayKeys,
     ...(events.now ? { now: events.now } : {}),
     ...(events.onEvict ? { onEvict: events.onEvict } : {}),
   };
   try {
     return new MemoryLimitStore({
       ...options,
-      ...(config.store.snapshotFile ? { snapshotFile: config.store.snapshotFile } : {}),
+      ...(config.snapshotFile ? { snapshotFile: config.snapshotFile } : {}),
     });
   } catch (error) {
     events.onSnapshotProblem?.(
-      `cannot read the limit snapshot ${config.store.snapshotFile}: ${(error as Error).message}; starting with empty counters`,
+      `cannot read the limit snapshot ${config.snapshotFile}: ${(error as Error).message}; starting with empty counters`,
     );
     const store = new MemoryLimitStore(options);
     // Still write the snapshot on shutdown, over the unreadable one.
-    return Object.assign(store, { close: async () => store.save(config.store.snapshotFile!) });
+    return Object.assign(store, { close: async () => store.save(config.snapshotFile!) });
   }
 }
 

@@ -1,6 +1,6 @@
 /** Which PSD2 role a path needs, from the configured prefix table (SPEC 1.5; issue: AIS/PIS/PIIS). */
 
-import type { Psd2Role } from "../config/schema.js";
+import type { Psd2Role } from "../eidas/index.js";
 
 export interface RoleRoute {
   readonly prefix: string;

@@ -6,9 +6,9 @@
 import { createPrivateKey, randomUUID, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
 import { Agent, request } from "undici";
 import { formatHttpDate, RequestSigner } from "../signature/index.js";
+import { defineCommand } from "./command.js";
 import { DEV_CERTS_DIR } from "./paths.js";
 
 interface Case {
@@ -120,11 +120,20 @@ const CASES: Case[] = [
   },
 ];
 
-export async function runDemo(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: { url: { type: "string", default: "https://localhost:8443" }, certs: { type: "string" } },
-  });
+export const demoCommand = defineCommand({
+  name: "demo",
+  summary: "send good and broken signed requests to a running gateway",
+  usage: `psd2-gateway demo [--url <gateway url>] [--certs <dir>]
+
+  --url <url>     default https://localhost:8443 (what npm start runs)
+  --certs <dir>   the development PKI (default certs/dev)
+
+Exits 1 when a request could not be sent at all.`,
+  options: { url: { type: "string", default: "https://localhost:8443" }, certs: { type: "string" } },
+  run: runDemo,
+});
+
+async function runDemo(values: { url?: string | undefined; certs?: string | undefined }): Promise<number> {
   const dir = values.certs ?? DEV_CERTS_DIR;
   const file = (...p: string[]) => readFileSync(join(dir, ...p));
   // mTLS as a real TPP connects: each demo TPP with its own QWAC; the refused cases with TPP A's.

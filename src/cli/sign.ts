@@ -1,33 +1,60 @@
 /** `psd2-gateway sign`: the headers a TPP sends for one request, or a ready curl command line. */
 
 import { createPrivateKey, X509Certificate } from "node:crypto";
-import { parseArgs } from "node:util";
+import { readFileSync } from "node:fs";
 import { RequestSigner } from "../signature/index.js";
+import { defineCommand, USAGE_ERROR } from "./command.js";
 
-export async function signCommand(args: string[], read: (file: string) => Buffer): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      key: { type: "string" },
-      cert: { type: "string" },
-      method: { type: "string", default: "GET" },
-      target: { type: "string" },
-      body: { type: "string" },
-      header: { type: "string", multiple: true, default: [] },
-      curl: { type: "string" },
-      "no-request-target": { type: "boolean", default: false },
-    },
-  });
+export const signCommand = defineCommand({
+  name: "sign",
+  summary: "sign one request as a TPP would (headers, or a curl command line)",
+  usage: `psd2-gateway sign --key <pem> --cert <pem> --target </path?query> [options]
+
+  --key <pem>            the QSealC's private key (PEM)
+  --cert <pem>           the QSealC (PEM or DER)
+  --method <M>           default GET
+  --target <path?query>  the request target exactly as it will be sent
+  --body <file>          the body, signed byte for byte (Digest over exactly these bytes)
+  --header "Name: value" a header to send and sign (repeatable): PSU-ID, TPP-Redirect-URI, …
+  --curl <base url>      print a curl command instead of the headers
+  --no-request-target    leave (request-target) out of the signed headers`,
+  options: {
+    key: { type: "string" },
+    cert: { type: "string" },
+    method: { type: "string", default: "GET" },
+    target: { type: "string" },
+    body: { type: "string" },
+    header: { type: "string", multiple: true, default: [] },
+    curl: { type: "string" },
+    "no-request-target": { type: "boolean", default: false },
+  },
+  run: (values) => sign(values, (file) => readFileSync(file)),
+});
+
+interface SignValues {
+  key?: string | undefined;
+  cert?: string | undefined;
+  method?: string | undefined;
+  target?: string | undefined;
+  body?: string | undefined;
+  header?: string[] | undefined;
+  curl?: string | undefined;
+  "no-request-target"?: boolean | undefined;
+}
+
+async function sign(values: SignValues, read: (file: string) => Buffer): Promise<number> {
   if (!values.key || !values.cert || !values.target) {
-    console.error("sign needs --key <private key PEM> --cert <certificate PEM> --target </path?query>");
-    return 1;
+    console.error(
+      "psd2-gateway sign: needs --key <private key PEM> --cert <certificate PEM> --target </path?query>; see psd2-gateway sign --help",
+    );
+    return USAGE_ERROR;
   }
   const headers: Record<string, string> = {};
   for (const line of values.header ?? []) {
     const colon = line.indexOf(":");
     if (colon <= 0) {
-      console.error(`--header '${line}' is not "Name: value"`);
-      return 1;
+      console.error(`psd2-gateway sign: --header '${line}' is not "Name: value"`);
+      return USAGE_ERROR;
     }
     headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
   }

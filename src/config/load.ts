@@ -1,10 +1,10 @@
 /** Loading the configuration: YAML (or JSON) file → environment overrides → schema validation. */
 
 import { readFileSync } from "node:fs";
-import { dirname, isAbsolute, resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
-import { configSchema, type GatewayConfig } from "./schema.js";
+import { type GatewayConfig, parseConfig } from "./schema.js";
 
 export class ConfigError extends Error {}
 
@@ -17,8 +17,9 @@ function explain(error: z.ZodError, source: string): string {
   return `invalid configuration in ${source}:\n${lines.join("\n")}`;
 }
 
-export function validateConfig(raw: unknown, source = "configuration"): GatewayConfig {
-  const parsed = configSchema.safeParse(raw);
+/** Validates a config; relative file paths are resolved against `baseDir` (default: left as they are). */
+export function validateConfig(raw: unknown, source = "configuration", baseDir?: string): GatewayConfig {
+  const parsed = parseConfig(raw, baseDir);
   if (!parsed.success) throw new ConfigError(explain(parsed.error, source));
   return parsed.data;
 }
@@ -31,26 +32,6 @@ function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv): Gatewa
     return { ...config, log: checked.log };
   }
   return config;
-}
-
-/** Makes every file path in the config absolute, relative to the config file's folder. */
-function resolvePaths(config: GatewayConfig, baseDir: string): GatewayConfig {
-  const abs = (p: string | undefined) =>
-    p === undefined ? undefined : isAbsolute(p) ? p : resolve(baseDir, p);
-  const tls = config.listen.tls;
-  return {
-    ...config,
-    listen: { ...config.listen, tls: tls ? { ...tls, cert: abs(tls.cert)!, key: abs(tls.key)! } : undefined },
-    backend: {
-      ...config.backend,
-      ca: abs(config.backend.ca),
-      cert: abs(config.backend.cert),
-      key: abs(config.backend.key),
-    },
-    trust: { caDir: abs(config.trust.caDir)!, crlDir: abs(config.trust.crlDir) },
-    register: { ...config.register, file: abs(config.register.file) },
-    store: { ...config.store, snapshotFile: abs(config.store.snapshotFile) },
-  };
 }
 
 export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
@@ -66,6 +47,6 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
   } catch (error) {
     throw new ConfigError(`configuration file ${file} is not valid YAML: ${(error as Error).message}`);
   }
-  const config = validateConfig(raw ?? {}, file);
-  return applyEnvironment(resolvePaths(config, dirname(resolve(file))), env);
+  const config = validateConfig(raw ?? {}, file, dirname(resolve(file)));
+  return applyEnvironment(config, env);
 }

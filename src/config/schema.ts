@@ -3,12 +3,20 @@
  * embedded demo work; a bad key is refused with its path and the form expected.
  */
 
+import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { PSD2_ROLES, type Psd2Role } from "../eidas/index.js";
 import { DEFAULT_UNATTENDED_ROUTES } from "../limits/index.js";
 
 const seconds = (def: number) => z.number().positive().default(def);
-const path = z.string().min(1);
+/** The folder relative file paths are resolved against while a config is parsed (see parseConfig). */
+let baseDir: string | undefined;
+
+/** A file or folder path: marked here, resolved against the config file's folder when parsed. */
+const path = z
+  .string()
+  .min(1)
+  .transform((p) => (baseDir !== undefined && !isAbsolute(p) ? resolve(baseDir, p) : p));
 const headerName = z
   .string()
   .regex(/^[A-Za-z0-9-]+$/, "an HTTP header name (letters, digits and '-')")
@@ -108,8 +116,6 @@ const verification = z
     redirectUriOptionalPrefixes: z.array(z.string().startsWith("/")).default([]),
     characterPolicy: characterPolicy.prefault({}),
     roles: z.array(routeRole).default(DEFAULT_ROLE_ROUTES),
-    /** Path prefixes that need no signature (health checks of the backend, say). Empty by default. */
-    unsignedPrefixes: z.array(z.string().startsWith("/")).default([]),
   })
   .strict();
 
@@ -261,3 +267,13 @@ export const configSchema = z
 
 export type GatewayConfig = z.output<typeof configSchema>;
 export type GatewayConfigInput = z.input<typeof configSchema>;
+
+/** Validates `raw`; relative file paths become absolute, relative to `dir` (the config file's folder). */
+export function parseConfig(raw: unknown, dir?: string) {
+  baseDir = dir;
+  try {
+    return configSchema.safeParse(raw);
+  } finally {
+    baseDir = undefined;
+  }
+}

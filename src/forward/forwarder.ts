@@ -1,6 +1,7 @@
 /**
  * Streams a request to a backend and its response back, with undici's low-level dispatch so the
  * hot path allocates little: response bytes go straight from the backend socket to the client.
+ * One `Forwarding` object per request is both the undici handler and the outcome's promise.
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -11,13 +12,22 @@ import type { Backend } from "./backend.js";
 import { BodyRejected, ClientAborted } from "./body.js";
 import { downstreamResponseHeaders } from "./headers.js";
 
-export interface ForwardRequest {
+/** What the forwarder needs from the mode that calls it (ingress or egress). */
+export interface ForwardCall {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
   readonly method: string;
-  /** Path and query as received. */
+  /** Path and query as the backend gets them (below the backend URL's path). */
   readonly target: string;
-  readonly headers: Record<string, string | string[]>;
+  readonly upstreamHeaders: Record<string, string | string[]>;
   /** `null` for a request without a body. */
-  readonly body: AsyncIterable<Buffer> | null;
+  readonly upstreamBody: AsyncIterable<Buffer> | Buffer | null;
+  /** Headers added to the backend's response (X-Request-ID echoed). */
+  addResponseHeaders(headers: Record<string, string | string[]>): void;
+  /** Writes the gateway's own answer (a refusal or an upstream failure). */
+  writeRejection(rejection: Rejection): number;
+  /** Called just before the response head is written (the caller may still change keep-alive). */
+  beforeHead(): void;
 }
 
 export interface ForwardOutcome {
@@ -29,9 +39,6 @@ export interface ForwardOutcome {
   readonly upstreamMs?: number;
   readonly bytesOut: number;
 }
-
-/** Writes a gateway answer (refusal or upstream failure); the caller supplies the writer. */
-export type RejectionWriter = (res: ServerResponse, rejection: Rejection) => void;
 
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT"]);
 
@@ -49,95 +56,112 @@ function upstreamFailure(error: Error, backend: Backend): Rejection {
   );
 }
 
-export function forward(
-  backend: Backend,
-  req: IncomingMessage,
-  res: ServerResponse,
-  request: ForwardRequest,
-  writeRejection: RejectionWriter,
-  extraResponseHeaders?: Record<string, string>,
-  /** Called just before the response head is written (the caller may still change keep-alive). */
-  beforeHead?: () => void,
-): Promise<ForwardOutcome> {
-  return new Promise((resolve) => {
-    const started = performance.now();
-    let upstreamMs: number | undefined;
-    let bytesOut = 0;
-    let settled = false;
-    let controller: Dispatcher.DispatchController | undefined;
+class Forwarding implements Dispatcher.DispatchHandler {
+  private readonly started = performance.now();
+  private upstreamMs: number | undefined = undefined;
+  private bytesOut = 0;
+  private settled = false;
+  private controller: Dispatcher.DispatchController | undefined = undefined;
+  private resolve!: (outcome: ForwardOutcome) => void;
+  readonly outcome: Promise<ForwardOutcome>;
 
-    const finish = (outcome: ForwardOutcome) => {
-      if (settled) return;
-      settled = true;
-      resolve(outcome);
-    };
-
-    const fail = (rejection: Rejection) => {
-      // The client may still be sending a body nobody reads: answer, then close the connection.
-      res.shouldKeepAlive = false;
-      beforeHead?.();
-      if (!res.headersSent) {
-        writeRejection(res, rejection);
-        finish({ status: res.statusCode, rejection, upstreamMs, bytesOut });
-      } else {
-        // The backend already answered in part: the only honest thing left is to cut the response.
-        res.destroy();
-        finish({ status: res.statusCode, rejection, upstreamMs, bytesOut });
-      }
-    };
-
+  constructor(
+    private readonly backend: Backend,
+    private readonly call: ForwardCall,
+  ) {
+    this.outcome = new Promise((resolve) => {
+      this.resolve = resolve;
+    });
+    const { res } = call;
     // A client that goes away aborts the upstream request too.
     res.on("close", () => {
-      if (!res.writableFinished && controller && !controller.aborted)
-        controller.abort(new ClientAborted("client closed"));
-      if (!settled) finish({ status: 499, upstreamMs, bytesOut });
+      const c = this.controller;
+      if (!res.writableFinished && c && !c.aborted) c.abort(new ClientAborted("client closed"));
+      this.finish(499);
     });
-    res.on("drain", () => controller?.resume());
+    res.on("drain", () => this.controller?.resume());
+  }
 
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart(c) {
-        controller = c;
-      },
-      onResponseStart(c, statusCode, headers) {
-        if (statusCode < 200) return; // 1xx informational: wait for the final response
-        upstreamMs = performance.now() - started;
-        const out = downstreamResponseHeaders(headers);
-        if (extraResponseHeaders) Object.assign(out, extraResponseHeaders);
-        beforeHead?.();
-        try {
-          res.writeHead(statusCode, out);
-        } catch {
-          c.abort(new Error("invalid response headers from backend"));
-        }
-      },
-      onResponseData(c, chunk) {
-        bytesOut += chunk.length;
-        if (!res.write(chunk)) c.pause();
-      },
-      onResponseEnd() {
-        res.end();
-        finish({ status: res.statusCode, upstreamMs, bytesOut });
-      },
-      onResponseError(_c, error) {
-        if (error instanceof BodyRejected) return fail(error.rejection);
-        if (error instanceof ClientAborted || req.destroyed) {
-          res.destroy();
-          return finish({ status: 499, upstreamMs, bytesOut });
-        }
-        fail(upstreamFailure(error, backend));
-      },
-    };
+  private finish(status: number, rejection?: Rejection): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.resolve({
+      status,
+      bytesOut: this.bytesOut,
+      ...(rejection ? { rejection } : {}),
+      ...(this.upstreamMs !== undefined ? { upstreamMs: this.upstreamMs } : {}),
+    });
+  }
 
-    backend.pool.dispatch(
-      {
-        origin: backend.origin,
-        path: backend.basePath + request.target,
-        method: request.method,
-        headers: request.headers,
-        // undici accepts any async iterable as a body; its typings only name Readable.
-        body: request.body as unknown as Readable | null,
-      },
-      handler,
-    );
-  });
+  private fail(rejection: Rejection): void {
+    const { res } = this.call;
+    // The client may still be sending a body nobody reads: answer, then close the connection.
+    res.shouldKeepAlive = false;
+    this.call.beforeHead();
+    if (!res.headersSent) {
+      this.call.writeRejection(rejection);
+    } else {
+      // The backend already answered in part: the only honest thing left is to cut the response.
+      res.destroy();
+    }
+    this.finish(res.statusCode, rejection);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    if (statusCode < 200) return; // 1xx informational: wait for the final response
+    this.upstreamMs = performance.now() - this.started;
+    const out = downstreamResponseHeaders(headers);
+    this.call.addResponseHeaders(out);
+    this.call.beforeHead();
+    try {
+      this.call.res.writeHead(statusCode, out);
+    } catch {
+      controller.abort(new Error("invalid response headers from backend"));
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.bytesOut += chunk.length;
+    if (!this.call.res.write(chunk)) controller.pause();
+  }
+
+  onResponseEnd(): void {
+    this.call.res.end();
+    this.finish(this.call.res.statusCode);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (error instanceof BodyRejected) {
+      this.fail(error.rejection);
+    } else if (error instanceof ClientAborted || this.call.req.destroyed) {
+      this.call.res.destroy();
+      this.finish(499);
+    } else {
+      this.fail(upstreamFailure(error, this.backend));
+    }
+  }
+}
+
+export function forward(backend: Backend, call: ForwardCall): Promise<ForwardOutcome> {
+  const forwarding = new Forwarding(backend, call);
+  backend.pool.dispatch(
+    {
+      origin: backend.origin,
+      path: backend.basePath + call.target,
+      method: call.method,
+      headers: call.upstreamHeaders,
+      // undici accepts any async iterable as a body; its typings only name Readable.
+      body: call.upstreamBody as unknown as Readable | Buffer | null,
+    },
+    forwarding,
+  );
+  return forwarding.outcome;
 }

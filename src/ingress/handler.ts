@@ -1,23 +1,32 @@
 /**
- * The ingress request handler: run the checks, then stream the request to the backend with the
- * verified TPP identity attached. I/O lives here; the decisions live in pipeline.ts.
+ * The ingress request handler: run the named checks, then stream the request to the backend with
+ * the verified TPP identity attached. One `IngressExchange` per request holds its state (it is the
+ * checks' context too); one `Connection` per socket serialises pipelined requests, so that every
+ * request the backend executes is answered, in order, on the connection it came from.
  */
 
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
-import { characterInspector, digestInspector, sizeInspector } from "../checks/body-inspectors.js";
-import { type PipelineOptions, runChecks, type VerifiedRequest } from "../checks/pipeline.js";
-import { hasBody } from "../checks/required-headers.js";
-import { routeClass, routingPath } from "../checks/routes.js";
-import type { StatusProfile } from "../errors.js";
-import { isRejection, type Rejection, reject } from "../errors.js";
+import type { CharacterPolicy } from "../checks/index.js";
+import {
+  CheckContext,
+  hasBody,
+  type RoleTable,
+  type Route,
+  routeClass,
+  routingPath,
+  runSteps,
+  type Step,
+} from "../checks/index.js";
+import { type Rejection, reject, type StatusProfile, statusFor, tppMessagesBody } from "../errors.js";
+import type { RequestEvent, RequestObserver } from "../events.js";
 import type { Backend } from "../forward/backend.js";
 import { type BodyInspector, inspectedBody } from "../forward/body.js";
-import { forward } from "../forward/forwarder.js";
+import { type ForwardCall, type ForwardOutcome, forward } from "../forward/forwarder.js";
 import { upstreamRequestHeaders } from "../forward/headers.js";
-import type { HeldSlot } from "../limits/index.js";
-import { hashPsuId } from "../observability/logger.js";
 import { headerValue } from "../signature/index.js";
+import { characterInspector, digestInspector, sizeInspector } from "./body-inspectors.js";
 import { writeRejection } from "./respond.js";
 
 export interface IdentityHeaderNames {
@@ -29,102 +38,159 @@ export interface IdentityHeaderNames {
 }
 
 export interface HandlerOptions {
-  readonly pipeline: PipelineOptions;
+  readonly checks: readonly Step<CheckContext>[];
+  readonly roles: RoleTable;
   readonly backend: Backend;
   readonly identityHeaders: IdentityHeaderNames;
   readonly statusProfile: StatusProfile;
   readonly maxBodyBytes: number;
+  readonly characterPolicy: CharacterPolicy;
   /** Peers allowed to hand the client certificate over in `clientCertificateHeader`. */
   readonly trustedProxies: ReadonlySet<string>;
   readonly clientCertificateHeader: string;
   /** True once the gateway is shutting down: answers then close their connection. */
   readonly draining?: () => boolean;
+  /** A reserved slot could not be given back (the store is down). */
+  readonly onStoreError?: (error: unknown) => void;
   /** Called once per request with what happened, for logs and metrics. */
-  readonly onDone?: (event: RequestEvent) => void;
+  readonly onRequest?: RequestObserver;
 }
 
-export interface RequestEvent {
+/** What the handler shares between requests: options and the set of headers a client may not send. */
+class Ingress {
+  /** Every identity header is removed from the incoming request before ours are added. */
+  readonly strip: ReadonlySet<string>;
+
+  constructor(readonly options: HandlerOptions) {
+    const names = options.identityHeaders;
+    this.strip = new Set([
+      names.organizationId,
+      names.name,
+      names.roles,
+      names.certificateFingerprint,
+      names.psuPresent,
+      options.clientCertificateHeader,
+    ]);
+  }
+
+  /** The client certificate as base64 DER: from the TLS socket, or from a trusted proxy's header. */
+  clientCertificateOf(req: IncomingMessage): string | undefined {
+    const socket = req.socket as Partial<TLSSocket>;
+    if (typeof socket.getPeerCertificate === "function") {
+      const peer = socket.getPeerCertificate(false);
+      if (peer?.raw) return peer.raw.toString("base64");
+    }
+    const fromHeader = headerValue(req.headers, this.options.clientCertificateHeader);
+    if (fromHeader !== undefined && this.options.trustedProxies.has(req.socket.remoteAddress ?? "")) {
+      // URL-encoded PEM (nginx $ssl_client_escaped_cert); RFC 9440 uses base64 DER in colons.
+      return fromHeader;
+    }
+    return undefined;
+  }
+}
+
+/**
+ * One socket's pipeline: Node parses pipelined requests ahead and emits them at once; they are
+ * dispatched one at a time, each after the previous answer was written. Once an answer closes
+ * the connection, nothing behind it is dispatched (its answer could never be delivered).
+ */
+class Connection {
+  private active: IngressExchange | undefined = undefined;
+  private readonly waiting: [IncomingMessage, ServerResponse][] = [];
+  /** No further request from this socket may reach the backend. */
+  condemned = false;
+  /** A parse error that arrived while an answer was in flight: written after it. */
+  private pendingRefusal: string | undefined = undefined;
+
+  constructor(
+    private readonly ingress: Ingress,
+    private readonly socket: Socket,
+  ) {}
+
+  accept(req: IncomingMessage, res: ServerResponse): void {
+    if (this.condemned || this.pendingRefusal !== undefined) return; // closes after the answer in flight
+    if (this.active) this.waiting.push([req, res]);
+    else this.start(req, res);
+  }
+
+  private start(req: IncomingMessage, res: ServerResponse): void {
+    const exchange = new IngressExchange(this.ingress, req, res);
+    this.active = exchange;
+    res.once("close", () => this.finished(res));
+    exchange.run();
+  }
+
+  private finished(res: ServerResponse): void {
+    this.active = undefined;
+    if (!res.writableFinished || !res.shouldKeepAlive || this.socket.destroyed) {
+      // This answer closes the connection: what waits behind it is never dispatched.
+      this.condemned = true;
+      this.waiting.length = 0;
+      return;
+    }
+    const next = this.waiting.shift();
+    if (next) this.start(next[0], next[1]);
+    else if (this.pendingRefusal !== undefined) this.writeRefusal(this.pendingRefusal);
+  }
+
+  /** Node could not parse what the client sent: answer in the Berlin Group shape, then close. */
+  clientError(message: string): void {
+    // Requests parsed before the bad one are still answered, in order; the refusal comes last.
+    if (this.active) this.pendingRefusal = message;
+    else this.writeRefusal(message);
+  }
+
+  private writeRefusal(message: string): void {
+    this.pendingRefusal = undefined;
+    if (!this.socket.writable) {
+      this.socket.destroy();
+      return;
+    }
+    this.socket.end(
+      rawRejection(
+        reject("FORMAT_ERROR", `malformed HTTP request: ${message}`),
+        this.ingress.options.statusProfile,
+      ),
+    );
+  }
+}
+
+/** A complete HTTP/1.1 refusal for a socket Node's parser gave up on (no ServerResponse exists). */
+function rawRejection(rejection: Rejection, profile: StatusProfile): string {
+  const body = JSON.stringify(tppMessagesBody(rejection));
+  const status = statusFor(rejection.code, profile);
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`;
+}
+
+const CONNECTION = Symbol("psd2-gateway connection");
+type WithConnection = Socket & { [CONNECTION]?: Connection };
+
+/** One request on its way through the checks to the backend; also the checks' context. */
+class IngressExchange extends CheckContext implements ForwardCall {
+  private readonly started = performance.now();
   readonly requestId: string | undefined;
-  readonly method: string;
-  readonly routeClass: string;
-  readonly status: number;
-  readonly code?: string;
-  readonly organizationId?: string;
-  readonly totalMs: number;
-  readonly upstreamMs?: number;
-  readonly bytesOut: number;
-  /** PSU-ID as a salted hash (logs never see the identifier itself). */
-  readonly psuHash?: string;
-}
+  upstreamHeaders: Record<string, string | string[]> = {};
+  upstreamBody: AsyncIterable<Buffer> | null = null;
 
-/** The client certificate as base64 DER: from the TLS socket, or from a trusted proxy's header. */
-function clientCertificateOf(req: IncomingMessage, options: HandlerOptions): string | undefined {
-  const socket = req.socket as Partial<TLSSocket>;
-  if (typeof socket.getPeerCertificate === "function") {
-    const peer = socket.getPeerCertificate(false);
-    if (peer?.raw) return peer.raw.toString("base64");
-  }
-  const fromHeader = headerValue(req.headers, options.clientCertificateHeader);
-  if (fromHeader !== undefined && options.trustedProxies.has(req.socket.remoteAddress ?? "")) {
-    // URL-encoded PEM (nginx $ssl_client_escaped_cert, RFC 9440 uses base64 DER in colons).
-    return fromHeader;
-  }
-  return undefined;
-}
-
-export function createIngressHandler(options: HandlerOptions) {
-  const { identityHeaders: names } = options;
-  // Every identity header is removed from the incoming request before ours are added.
-  const strip = new Set<string>([
-    names.organizationId,
-    names.name,
-    names.roles,
-    names.certificateFingerprint,
-    names.psuPresent,
-    options.clientCertificateHeader,
-  ]);
-
-  return function handle(req: IncomingMessage, res: ServerResponse): void {
-    const started = performance.now();
-    const requestId = headerValue(req.headers, "x-request-id");
-    const method = req.method ?? "GET";
+  constructor(
+    private readonly ingress: Ingress,
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+  ) {
     const target = req.url ?? "/";
-    // The route class of the path, for metrics and logs of refusals too (a bounded label).
-    // The route is worked out once: the checks reuse it, refusals are labelled with it.
+    // The route is worked out once: the checks use it, refusals and metrics are labelled with it.
     const path = routingPath(target);
-    const route = { path, role: options.pipeline.roles.roleFor(path) };
-    const klass = routeClass(route.role);
-    // Filled in by the checks once the certificate is trusted, so refusals after that name the TPP.
-    const observed: { organizationId?: string } = {};
-    // While draining every answer closes its connection, so no new request arrives on it.
-    const closeIfDraining = () => {
-      if (options.draining?.()) res.shouldKeepAlive = false;
-    };
+    const route: Route = { path, role: ingress.options.roles.roleFor(path) };
+    super(req.method ?? "GET", target, req.headers, route, ingress.clientCertificateOf(req));
+    this.requestId = headerValue(req.headers, "x-request-id");
+  }
 
-    const psuId = headerValue(req.headers, "psu-id");
-    const done = (status: number, extra: Partial<RequestEvent> = {}) =>
-      options.onDone?.({
-        requestId,
-        method,
-        routeClass: klass,
-        status,
-        totalMs: performance.now() - started,
-        bytesOut: 0,
-        ...(psuId !== undefined ? { psuHash: hashPsuId(psuId) } : {}),
-        ...(observed.organizationId !== undefined ? { organizationId: observed.organizationId } : {}),
-        ...extra,
-      });
-
-    const refuse = (rejection: Rejection) => {
-      closeIfDraining();
-      const bytesOut = writeRejection(res, rejection, options.statusProfile, requestId);
-      done(res.statusCode, { code: rejection.code, bytesOut });
-    };
-
-    const length = Number(req.headers["content-length"] ?? 0);
+  run(): void {
+    const { options } = this.ingress;
+    const length = Number(this.headers["content-length"] ?? 0);
     if (length > options.maxBodyBytes) {
-      res.shouldKeepAlive = false;
-      refuse(
+      this.res.shouldKeepAlive = false;
+      this.refuse(
         reject(
           "PAYLOAD_TOO_LARGE",
           `the request body is ${length} bytes; this bank accepts at most ${options.maxBodyBytes}`,
@@ -132,97 +198,149 @@ export function createIngressHandler(options: HandlerOptions) {
       );
       return;
     }
-
-    const proceed = (verified: VerifiedRequest | Rejection) => {
-      if (isRejection(verified)) return refuse(verified);
-      void send(req, res, verified, method, target, requestId, strip, options, done, closeIfDraining);
-    };
-    // A bug, not the TPP's fault: still answer in the Berlin Group shape and keep serving.
-    const failed = (error: unknown) =>
-      refuse(
-        reject(
-          "INTERNAL_SERVER_ERROR",
-          `the gateway failed to check this request (${(error as Error).message})`,
-        ),
-      );
     try {
-      const result = runChecks(
-        {
-          method,
-          target,
-          headers: req.headers,
-          clientCertificate: clientCertificateOf(req, options),
-          observed,
-          route,
-        },
-        options.pipeline,
-      );
-      if (result instanceof Promise) result.then(proceed, failed);
-      else proceed(result);
+      const result = runSteps(options.checks, this);
+      if (result instanceof Promise) {
+        result.then(
+          (r) => this.checked(r),
+          (e: unknown) => this.failed(e),
+        );
+      } else {
+        this.checked(result);
+      }
     } catch (error) {
-      failed(error);
+      this.failed(error);
     }
+  }
+
+  private checked(result: Rejection | undefined): void {
+    if (result) this.refuse(result);
+    else void this.send();
+  }
+
+  /** A bug, not the TPP's fault: still answer in the Berlin Group shape and keep serving. */
+  private failed(error: unknown): void {
+    this.refuse(
+      reject(
+        "INTERNAL_SERVER_ERROR",
+        `the gateway failed to check this request (${(error as Error).message})`,
+      ),
+    );
+  }
+
+  private refuse(rejection: Rejection): void {
+    this.beforeHead();
+    const bytesOut = this.writeRejection(rejection);
+    this.done(this.res.statusCode, bytesOut, rejection.code);
+  }
+
+  // ForwardCall: what the forwarder asks of this request (method, target and req/res are above).
+  addResponseHeaders(headers: Record<string, string | string[]>): void {
+    if (this.requestId !== undefined) headers["x-request-id"] = this.requestId;
+  }
+
+  writeRejection(rejection: Rejection): number {
+    return writeRejection(this.res, rejection, this.ingress.options.statusProfile, this.requestId);
+  }
+
+  /** While draining every answer closes its connection, so no new request arrives on it. */
+  beforeHead(): void {
+    if (this.ingress.options.draining?.()) this.res.shouldKeepAlive = false;
+  }
+
+  private async send(): Promise<void> {
+    const { options, strip } = this.ingress;
+    const names = options.identityHeaders;
+    const identity = this.certificate!.identity;
+    const headers = upstreamRequestHeaders(this.headers, strip);
+    headers[names.organizationId] = identity.organizationId;
+    headers[names.name] = encodeURIComponent(identity.name);
+    headers[names.roles] = [...identity.roles].join(",");
+    headers[names.certificateFingerprint] = identity.fingerprint;
+    headers[names.psuPresent] = this.psuPresent ? "true" : "false";
+    headers["x-forwarded-for"] = this.req.socket.remoteAddress ?? "";
+    headers["x-forwarded-proto"] = (this.req.socket as Partial<TLSSocket>).encrypted ? "https" : "http";
+    this.upstreamHeaders = headers;
+
+    if (hasBody(this.headers)) {
+      const inspectors: BodyInspector[] = [
+        sizeInspector(options.maxBodyBytes),
+        characterInspector(options.characterPolicy),
+      ];
+      if (this.digest) inspectors.unshift(digestInspector(this.digest));
+      this.upstreamBody = inspectedBody(this.req, inspectors);
+    }
+
+    const outcome = await forward(options.backend, this);
+    // The unattended-access slot counts only when the backend served the call.
+    const served = outcome.rejection === undefined && outcome.status >= 200 && outcome.status < 300;
+    if (this.slot && !served) await this.releaseSlot();
+    this.forwarded(outcome);
+  }
+
+  private async releaseSlot(): Promise<void> {
+    try {
+      await this.slot!.release();
+    } catch (error) {
+      // The slot then expires with its window: the TPP loses one call, the gateway keeps serving.
+      this.ingress.options.onStoreError?.(error);
+    }
+  }
+
+  private forwarded(outcome: ForwardOutcome): void {
+    this.done(outcome.status, outcome.bytesOut, outcome.rejection?.code, outcome.upstreamMs);
+  }
+
+  private done(status: number, bytesOut: number, code?: string, upstreamMs?: number): void {
+    const observer = this.ingress.options.onRequest;
+    if (!observer) return;
+    const psuId = headerValue(this.headers, "psu-id");
+    const organizationId = this.organizationId;
+    const event: RequestEvent = {
+      mode: "ingress",
+      requestId: this.requestId,
+      method: this.method,
+      routeClass: routeClass(this.route.role),
+      status,
+      totalMs: performance.now() - this.started,
+      bytesOut,
+      ...(code !== undefined ? { code } : {}),
+      ...(code !== undefined && this.failedStep !== undefined ? { step: this.failedStep } : {}),
+      ...(organizationId !== undefined ? { organizationId } : {}),
+      ...(upstreamMs !== undefined ? { upstreamMs } : {}),
+      ...(psuId !== undefined ? { psuId } : {}),
+    };
+    observer(event);
+  }
+}
+
+export interface IngressHandler {
+  /** The `request` listener of the HTTP(S) server. */
+  onRequest(req: IncomingMessage, res: ServerResponse): void;
+  /** The `clientError` listener: Node's own early refusals, in the same Berlin Group shape. */
+  onClientError(error: Error, socket: Socket): void;
+}
+
+export function createIngressHandler(options: HandlerOptions): IngressHandler {
+  const ingress = new Ingress(options);
+  const connectionOf = (socket: WithConnection): Connection => {
+    let connection = socket[CONNECTION];
+    if (!connection) {
+      connection = new Connection(ingress, socket);
+      socket[CONNECTION] = connection;
+    }
+    return connection;
   };
-}
-
-async function releaseSlot(slot: HeldSlot, options: HandlerOptions): Promise<void> {
-  try {
-    await slot.release();
-  } catch (error) {
-    // The slot then expires with its window: the TPP loses one call, the gateway keeps serving.
-    options.pipeline.onStoreError?.(error);
-  }
-}
-
-async function send(
-  req: IncomingMessage,
-  res: ServerResponse,
-  verified: VerifiedRequest,
-  method: string,
-  target: string,
-  requestId: string | undefined,
-  strip: ReadonlySet<string>,
-  options: HandlerOptions,
-  done: (status: number, extra?: Partial<RequestEvent>) => void,
-  beforeHead: () => void,
-): Promise<void> {
-  const names = options.identityHeaders;
-  const identity = verified.certificate.identity;
-  const headers = upstreamRequestHeaders(req.headers, strip);
-  headers[names.organizationId] = identity.organizationId;
-  headers[names.name] = encodeURIComponent(identity.name);
-  headers[names.roles] = [...identity.roles].join(",");
-  headers[names.certificateFingerprint] = identity.fingerprint;
-  headers[names.psuPresent] = verified.psuPresent ? "true" : "false";
-  headers["x-forwarded-for"] = req.socket.remoteAddress ?? "";
-  headers["x-forwarded-proto"] = (req.socket as Partial<TLSSocket>).encrypted ? "https" : "http";
-
-  let body: AsyncIterable<Buffer> | null = null;
-  if (hasBody(req.headers)) {
-    const inspectors: BodyInspector[] = [
-      sizeInspector(options.maxBodyBytes),
-      characterInspector(options.pipeline.characterPolicy),
-    ];
-    if (verified.digest) inspectors.unshift(digestInspector(verified.digest));
-    body = inspectedBody(req, inspectors);
-  }
-
-  const outcome = await forward(
-    options.backend,
-    req,
-    res,
-    { method, target, headers, body },
-    (r, rejection) => writeRejection(r, rejection, options.statusProfile, requestId),
-    requestId !== undefined ? { "x-request-id": requestId } : undefined,
-    beforeHead,
-  );
-  // The unattended-access slot counts only when the backend served the call.
-  const served = outcome.rejection === undefined && outcome.status >= 200 && outcome.status < 300;
-  if (verified.slot && !served) await releaseSlot(verified.slot, options);
-  done(outcome.status, {
-    organizationId: identity.organizationId,
-    bytesOut: outcome.bytesOut,
-    ...(outcome.upstreamMs !== undefined ? { upstreamMs: outcome.upstreamMs } : {}),
-    ...(outcome.rejection ? { code: outcome.rejection.code } : {}),
-  });
+  return {
+    onRequest(req, res) {
+      connectionOf(req.socket).accept(req, res);
+    },
+    onClientError(error, socket) {
+      if ((error as { code?: string }).code === "ECONNRESET" || !socket.writable) {
+        socket.destroy();
+        return;
+      }
+      connectionOf(socket).clientError(error.message);
+    },
+  };
 }

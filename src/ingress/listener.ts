@@ -1,61 +1,82 @@
 /** The TPP-facing listener: HTTP or HTTPS (TLS 1.2 minimum, SPEC 5.1), optionally asking for the QWAC. */
 
 import { readFileSync } from "node:fs";
-import { createServer as createHttpServer, type RequestListener, type Server } from "node:http";
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
-import type { AddressInfo } from "node:net";
-import type { GatewayConfig } from "../config/schema.js";
+import type { AddressInfo, Socket } from "node:net";
+import { reject } from "../errors.js";
+import type { IngressHandler } from "./handler.js";
+import { writeRejection } from "./respond.js";
+
+export interface ListenerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly tls?: { readonly cert: string; readonly key: string; readonly minVersion: "TLSv1.2" | "TLSv1.3" };
+  /** Ask for the TPP's QWAC in the handshake (checked by the gateway, not by the handshake). */
+  readonly requestClientCertificate: boolean;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+}
 
 export interface Listener {
   readonly server: Server;
   readonly url: string;
+  /** Hands requests to `handler` from now on (until then every request is answered 503). */
+  serve(handler: IngressHandler): void;
   /** Loads the TLS certificate and key again; new handshakes use them, open connections carry on. */
   reloadTls(): void;
 }
 
-function tlsMaterial(tls: NonNullable<GatewayConfig["listen"]["tls"]>) {
-  return { cert: readFileSync(tls.cert), key: readFileSync(tls.key) };
+function tlsMaterial(tls: NonNullable<ListenerOptions["tls"]>) {
+  return { cert: readFileSync(tls.cert), key: readFileSync(tls.key), minVersion: tls.minVersion };
 }
 
-export async function startListener(config: GatewayConfig, handler: RequestListener): Promise<Listener> {
-  const tls = config.listen.tls;
+/** Bound before the rest of the gateway has started: a clear "try again" instead of a hang. */
+const STARTING: IngressHandler = {
+  onRequest(_req, res) {
+    res.shouldKeepAlive = false;
+    writeRejection(
+      res,
+      reject("SERVICE_UNAVAILABLE", "the gateway is starting; try again in a moment"),
+      "spec",
+    );
+  },
+  onClientError(_error, socket) {
+    socket.destroy();
+  },
+};
+
+export async function startListener(options: ListenerOptions): Promise<Listener> {
+  const { tls } = options;
+  let handler = STARTING;
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => handler.onRequest(req, res);
   const server: Server = tls
     ? createHttpsServer(
         {
           ...tlsMaterial(tls),
-          minVersion: tls.minVersion,
           // The QWAC is checked by the gateway against its own trust store and register, with a
           // Berlin Group error instead of a failed handshake.
-          requestCert: config.listen.clientCertificate !== "none",
+          requestCert: options.requestClientCertificate,
           rejectUnauthorized: false,
         },
-        handler,
+        onRequest,
       )
-    : createHttpServer(handler);
-  server.requestTimeout = config.listen.requestTimeoutSeconds * 1000;
-  server.keepAliveTimeout = config.listen.keepAliveTimeoutSeconds * 1000;
-  // Malformed HTTP never reaches the handler: answer it in the Berlin Group shape and move on.
-  server.on("clientError", (error, socket) => {
-    if (!socket.writable) {
-      socket.destroy();
-      return;
-    }
-    const body = JSON.stringify({
-      tppMessages: [
-        {
-          category: "ERROR",
-          code: "FORMAT_ERROR",
-          text: `malformed HTTP request: ${(error as Error).message}`,
-        },
-      ],
-    });
-    socket.end(
-      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    );
-  });
+    : createHttpServer(onRequest);
+  server.requestTimeout = options.requestTimeoutMs;
+  server.keepAliveTimeout = options.keepAliveTimeoutMs;
+  // Malformed HTTP never reaches the request listener: answered in the Berlin Group shape.
+  server.on("clientError", (error: Error, socket: Socket) => handler.onClientError(error, socket));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(config.listen.port, config.listen.host, () => resolve());
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
   });
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
@@ -64,8 +85,11 @@ export async function startListener(config: GatewayConfig, handler: RequestListe
   return {
     server,
     url: `${tls ? "https" : "http"}://${shown}:${address.port}`,
+    serve(next) {
+      handler = next;
+    },
     reloadTls() {
-      if (tls) (server as HttpsServer).setSecureContext({ ...tlsMaterial(tls), minVersion: tls.minVersion });
+      if (tls) (server as HttpsServer).setSecureContext(tlsMaterial(tls));
     },
   };
 }

@@ -37,8 +37,8 @@ export class GatewayMetrics {
 
   readonly rejections = new Counter({
     name: "psd2_gateway_rejections_total",
-    help: "Requests the gateway answered itself, by Berlin Group code",
-    labelNames: ["code"] as const,
+    help: "Requests the gateway answered itself, by Berlin Group code and the check that refused them (empty for refusals outside the checks)",
+    labelNames: ["code", "step"] as const,
     registers: [this.registry],
   });
 

@@ -1,7 +1,7 @@
 /** What happens once per request: one access log line and the request metrics. */
 
-import type { RequestEvent } from "../ingress/handler.js";
-import type { Logger } from "./logger.js";
+import type { RequestEvent } from "../events.js";
+import { hashPsuId, type Logger } from "./logger.js";
 import type { GatewayMetrics } from "./metrics.js";
 
 function outcomeOf(event: RequestEvent): "forwarded" | "rejected" | "upstream_error" {
@@ -22,20 +22,26 @@ interface ChildSet {
   readonly upstream: { observe(v: number): void };
 }
 
-function childrenFor(metrics: GatewayMetrics, routeClass: string, outcome: string, status: string): ChildSet {
+function childrenFor(
+  metrics: GatewayMetrics,
+  mode: string,
+  routeClass: string,
+  outcome: string,
+  status: string,
+): ChildSet {
   let byKey = children.get(metrics);
   if (!byKey) {
     byKey = new Map();
     children.set(metrics, byKey);
   }
-  const key = `${routeClass}|${outcome}|${status}`;
+  const key = `${mode}|${routeClass}|${outcome}|${status}`;
   let set = byKey.get(key);
   if (!set) {
     set = {
-      requests: metrics.requests.labels("ingress", routeClass, outcome, status),
-      duration: metrics.requestDuration.labels("ingress", routeClass),
-      own: metrics.gatewayDuration.labels("ingress", routeClass),
-      upstream: metrics.upstreamDuration.labels("ingress", routeClass),
+      requests: metrics.requests.labels(mode, routeClass, outcome, status),
+      duration: metrics.requestDuration.labels(mode, routeClass),
+      own: metrics.gatewayDuration.labels(mode, routeClass),
+      upstream: metrics.upstreamDuration.labels(mode, routeClass),
     };
     byKey.set(key, set);
   }
@@ -44,9 +50,9 @@ function childrenFor(metrics: GatewayMetrics, routeClass: string, outcome: strin
 
 export function recordRequest(event: RequestEvent, logger: Logger, metrics: GatewayMetrics): void {
   const outcome = outcomeOf(event);
-  const m = childrenFor(metrics, event.routeClass, outcome, String(event.status));
+  const m = childrenFor(metrics, event.mode, event.routeClass, outcome, String(event.status));
   m.requests.inc();
-  if (event.code !== undefined) metrics.rejections.inc({ code: event.code });
+  if (event.code !== undefined) metrics.rejections.inc({ code: event.code, step: event.step ?? "" });
   if (event.code === "BAD_GATEWAY") metrics.upstreamErrors.inc({ kind: "bad_gateway" });
   if (event.code === "GATEWAY_TIMEOUT") metrics.upstreamErrors.inc({ kind: "timeout" });
   m.duration.observe(event.totalMs / 1000);
@@ -65,10 +71,11 @@ export function recordRequest(event: RequestEvent, logger: Logger, metrics: Gate
       method: event.method,
       status: event.status,
       code: event.code,
+      step: event.step,
       totalMs: Math.round(event.totalMs * 100) / 100,
       upstreamMs: event.upstreamMs === undefined ? undefined : Math.round(event.upstreamMs * 100) / 100,
       bytes: event.bytesOut,
-      psu: event.psuHash,
+      psu: event.psuId === undefined ? undefined : hashPsuId(event.psuId),
     },
     "request",
   );

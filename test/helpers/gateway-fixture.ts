@@ -12,10 +12,10 @@ import type { Readable } from "node:stream";
 import { connect as tlsConnect } from "node:tls";
 import { Agent, request } from "undici";
 import { expect } from "vitest";
+import { type IngressGateway, startGateway } from "../../src/app.js";
 import { type DevPki, generateDevPki, type IssuedCertificate } from "../../src/cli/dev-pki.js";
 import { validateConfig } from "../../src/config/load.js";
 import type { GatewayConfigInput } from "../../src/config/schema.js";
-import { type IngressGateway, startIngress } from "../../src/ingress/gateway.js";
 import type { LimitStore } from "../../src/limits/store.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { buildKeyId, keyIdTargetFromDer, RequestSigner } from "../../src/signature/index.js";
@@ -43,7 +43,8 @@ export interface TestGateway {
   /** A TLS client that trusts the demo root; `withClientCertificate` adds a QWAC. */
   readonly client: Agent;
   withClientCertificate(cert: IssuedCertificate): Agent;
-  close(): Promise<void>;
+  /** Closes the clients, then the gateway (connections still open after `graceMs` are cut). */
+  close(graceMs?: number): Promise<void>;
 }
 
 export interface GatewayOptions {
@@ -72,7 +73,7 @@ export async function startTestGateway(options: GatewayOptions): Promise<TestGat
     // Port 0: test files run in parallel, each gateway with its own admin listener.
     admin: { port: 0, ...(overrides.admin ?? {}) },
   });
-  const gateway = await startIngress(config, {
+  const gateway = await startGateway(config, {
     logger: createLogger("silent"),
     ...(options.now ? { now: options.now } : {}),
     ...(options.store ? { store: options.store } : {}),
@@ -92,9 +93,9 @@ export async function startTestGateway(options: GatewayOptions): Promise<TestGat
     pki,
     client,
     withClientCertificate: makeAgent,
-    async close() {
+    async close(graceMs?: number) {
       await Promise.all(agents.map((a) => a.close()));
-      await gateway.close();
+      await gateway.close(graceMs);
     },
   };
 }

@@ -1,0 +1,492 @@
+/**
+ * Ingress mode assembled from the config: the TPP-facing and admin listeners are bound first (a
+ * taken port fails before anything else starts), then trust material, register, verdict cache,
+ * limit store, backend, metrics, reloads and file watching. Whatever started is closed again
+ * when a later part fails. Until the handler is in place the listener answers 503.
+ */
+
+import { X509Certificate } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { Server } from "node:http";
+import { AggregatorRegistry } from "prom-client";
+import { type CheckOptions, RoleTable, requestChecks } from "../checks/index.js";
+import type { GatewayConfig } from "../config/schema.js";
+import { TppRegister, TppVerifier } from "../eidas/index.js";
+import type { RequestObserver } from "../events.js";
+import { Backend } from "../forward/backend.js";
+import { createIngressHandler } from "../ingress/handler.js";
+import { type Listener, startListener } from "../ingress/listener.js";
+import { type LimitStore, UnattendedAccessPolicy } from "../limits/index.js";
+import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
+import type { Logger } from "../observability/logger.js";
+import { GatewayMetrics } from "../observability/metrics.js";
+import { recordRequest } from "../observability/request-log.js";
+import { FileRegisterSource, HttpRegisterSource, type RegisterSource } from "../trust/register-sources.js";
+import { loadTrustMaterial, type TrustMaterial } from "../trust/trust-material.js";
+import { type FileWatch, watchFiles } from "./file-watch.js";
+import { createLimitStore } from "./store.js";
+
+export interface IngressGateway {
+  readonly url: string;
+  readonly server: Server;
+  readonly verifier: TppVerifier;
+  readonly register: TppRegister;
+  readonly backendUrl: string;
+  readonly store: LimitStore;
+  readonly metrics: GatewayMetrics;
+  /** The admin listener's base URL (/metrics, /healthz, /readyz), when enabled. */
+  readonly adminUrl: string | undefined;
+  readiness(): Promise<ReadinessCheck>;
+  /**
+   * Reloads TLS certificates, trust store and CRLs (on failure keeps the old ones and throws the
+   * reason) and refreshes the TPP register from its sources.
+   */
+  reload(): void;
+  /** Stops accepting, lets requests in flight finish, closes what is still open after `graceMs`. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/** A backend the command line started for this gateway (the demo bank), closed with it. */
+export interface StartedBackend {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export interface IngressDependencies {
+  readonly logger: Logger;
+  readonly now?: () => number;
+  /** A store made by the caller (tests); otherwise the configured one is created. */
+  readonly store?: LimitStore;
+  readonly onRequest?: RequestObserver;
+  /** Running as a cluster worker: metrics are reported to the primary, which owns the admin listener. */
+  readonly clusterWorker?: boolean;
+  /** Starts the demo bank when `backend.url` is `sandbox` (the command line supplies it). */
+  readonly startDemoBank?: () => Promise<StartedBackend>;
+}
+
+/** What has been started so far, closed in reverse order when a later step fails. */
+class Started {
+  private readonly closers: (() => unknown)[] = [];
+  add(close: () => unknown): void {
+    this.closers.push(close);
+  }
+  async closeAll(): Promise<void> {
+    for (const close of this.closers.reverse()) await Promise.resolve(close()).catch(() => {});
+  }
+}
+
+export async function startIngressGateway(
+  config: GatewayConfig,
+  deps: IngressDependencies,
+): Promise<IngressGateway> {
+  const { logger } = deps;
+  const now = deps.now ?? Date.now;
+  const started = new Started();
+  let draining = false;
+  let components: Components | undefined;
+
+  // 1. The listeners, before anything with timers or sockets of its own.
+  const listener = await startListener({
+    host: config.listen.host,
+    port: config.listen.port,
+    ...(config.listen.tls ? { tls: config.listen.tls } : {}),
+    requestClientCertificate: config.listen.clientCertificate !== "none",
+    requestTimeoutMs: config.listen.requestTimeoutSeconds * 1000,
+    keepAliveTimeoutMs: config.listen.keepAliveTimeoutSeconds * 1000,
+  });
+  started.add(() => drain(listener.server, 0));
+
+  const readiness = async (): Promise<ReadinessCheck> => {
+    if (!components) return { ready: false, checks: { gateway: { ok: false, detail: "starting" } } };
+    const { store, register } = components;
+    const storeReady = await Promise.resolve(store.ready()).catch(() => false);
+    const stats = register.stats;
+    const checks = {
+      listener: { ok: listener.server.listening && !draining, ...(draining ? { detail: "draining" } : {}) },
+      register: {
+        ok: register.isFresh(),
+        detail:
+          stats.lastSuccess === undefined
+            ? "not loaded"
+            : `${Math.round((now() - stats.lastSuccess) / 1000)} s old, ${stats.entries} TPPs`,
+      },
+      store: { ok: storeReady, detail: config.store.type },
+    };
+    return { ready: Object.values(checks).every((c) => c.ok), checks };
+  };
+
+  try {
+    let metrics: GatewayMetrics | undefined;
+    const admin: AdminServer | undefined =
+      config.admin.enabled && !deps.clusterWorker
+        ? await startAdminServer({
+            host: config.admin.host,
+            port: config.admin.port,
+            metrics: {
+              metrics: () => (metrics ? metrics.registry.metrics() : Promise.resolve("")),
+              get contentType() {
+                return metrics?.registry.contentType ?? "text/plain; version=0.0.4";
+              },
+            },
+            readiness,
+          })
+        : undefined;
+    if (admin) started.add(() => admin.close());
+
+    // 2. Everything else.
+    components = await startComponents(config, deps, started, () => draining);
+    metrics = components.metrics;
+    listener.serve(components.handler);
+    if (deps.clusterWorker) {
+      // Constructing one installs prom-client's listener that answers the primary's metric requests.
+      new AggregatorRegistry();
+      AggregatorRegistry.setRegistries([metrics.registry]);
+    }
+    logger.info(
+      {
+        url: listener.url,
+        backend: components.backendUrl,
+        tls: Boolean(config.listen.tls),
+        mtls: config.listen.clientCertificate,
+        store: config.store.type,
+        tlsCertificate: components.tlsCertificate() && {
+          name: components.tlsCertificate()!.name,
+          sha256: components.tlsCertificate()!.fingerprint,
+          notAfter: components.tlsCertificate()!.notAfter,
+        },
+      },
+      "ingress gateway listening",
+    );
+    if (admin) logger.info({ url: admin.url }, "admin listener: /metrics, /healthz, /readyz");
+    return gatewayOf(config, deps, listener, admin, components, readiness, started, () => {
+      draining = true;
+    });
+  } catch (error) {
+    await started.closeAll();
+    throw error;
+  }
+}
+
+interface Components {
+  readonly handler: ReturnType<typeof createIngressHandler>;
+  readonly verifier: TppVerifier;
+  readonly register: TppRegister;
+  readonly store: LimitStore;
+  readonly metrics: GatewayMetrics;
+  readonly backendUrl: string;
+  readonly sources: readonly RegisterSource[];
+  readonly tlsCertificate: () => CertificateSummary | undefined;
+  /**
+   * Reads trust material and the TLS certificate again and returns what puts them in place; throws
+   * (keeping the old state) when they do not load.
+   */
+  prepareReload(): () => void;
+}
+
+async function startComponents(
+  config: GatewayConfig,
+  deps: IngressDependencies,
+  started: Started,
+  draining: () => boolean,
+): Promise<Components> {
+  const { logger } = deps;
+  const now = deps.now ?? Date.now;
+
+  let trust: TrustMaterial = loadTrustMaterial(config.trust.caDir, config.trust.crlDir);
+  logTrust(logger, trust);
+
+  const register = new TppRegister(config.register.maxAgeSeconds * 1000, now);
+  const sources = await startRegisterSources(config, register, logger);
+  for (const source of sources) started.add(() => source.stop());
+
+  const verifier = new TppVerifier({
+    trustStore: () => trust.store,
+    revocation: () => trust.revocation,
+    register,
+    now,
+    cacheTtlMs: config.cache.ttlSeconds * 1000,
+    failureTtlMs: config.cache.failureTtlSeconds * 1000,
+    maxEntries: config.cache.maxEntries,
+  });
+
+  const store =
+    deps.store ??
+    (await createLimitStore(config.store, config.replay.maxEntries, {
+      now,
+      onEvict: (what, key) =>
+        logger.warn(
+          { what, key: key.slice(0, 12) },
+          "limit store evicted an entry before its time; raise store.maxWindows or use redis",
+        ),
+      onSnapshotProblem: (message) => logger.error(message),
+      onConnectionError: throttled(30_000, (error: Error) =>
+        logger.warn({ err: error.message }, "limit store connection failed; retrying"),
+      ),
+    }));
+  if (!deps.store) started.add(() => store.close());
+
+  let tlsCertificate = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
+  const metrics = new GatewayMetrics({
+    certificateCache: () => verifier.stats,
+    register: () => register.stats,
+    store: () => store.stats,
+    certificates: () => [
+      ...(tlsCertificate
+        ? [{ kind: "tls" as const, name: tlsCertificate.name, notAfter: tlsCertificate.notAfter }]
+        : []),
+      ...trust.store.all.map((c) => ({
+        kind: "ca" as const,
+        name: commonName(c.subjectRfc2253),
+        notAfter: c.notAfter,
+      })),
+    ],
+    now,
+  });
+
+  const onStoreError = (error: unknown) =>
+    logger.warn({ err: (error as Error).message }, "limit store unreachable");
+  const unattendedConfig = config.limits.unattended;
+  const unattended = unattendedConfig.enabled
+    ? new UnattendedAccessPolicy(
+        {
+          limit: unattendedConfig.limit,
+          windowMs: unattendedConfig.windowSeconds * 1000,
+          routes: unattendedConfig.routes,
+          includeConsentId: unattendedConfig.includeConsentId,
+          maxTransactionAgeDays: unattendedConfig.maxTransactionAgeDays,
+          failOpen: config.store.failOpen,
+        },
+        store,
+        { onStoreError, onExceeded: (limitClass) => metrics.unattendedRejections.inc({ class: limitClass }) },
+      )
+    : undefined;
+
+  // The demo bank is the command line's to start, and only when the config asks for it.
+  let backendUrl = config.backend.url;
+  if (backendUrl === "sandbox") {
+    if (!deps.startDemoBank) throw new Error("backend.url is 'sandbox' but no demo bank was supplied");
+    const bank = await deps.startDemoBank();
+    started.add(() => bank.close());
+    backendUrl = bank.url;
+    logger.info({ url: bank.url }, "built-in demo bank started");
+  }
+  const backend = Backend.fromFiles({
+    url: backendUrl,
+    ca: config.backend.ca,
+    cert: config.backend.cert,
+    key: config.backend.key,
+    timeoutMs: config.backend.timeoutSeconds * 1000,
+    connections: config.backend.connections,
+  });
+  started.add(() => backend.close());
+
+  const verification = config.verification;
+  const checkOptions: CheckOptions = {
+    now,
+    dateToleranceMs: verification.dateToleranceSeconds * 1000,
+    algorithms: verification.algorithms,
+    allowDecimalSerial: verification.allowDecimalSerial,
+    keyIdPolicy: verification.keyIdPolicy,
+    redirectUriOptionalPrefixes: verification.redirectUriOptionalPrefixes.map((p) => p.toLowerCase()),
+    characterPolicy: verification.characterPolicy,
+    certificates: verifier,
+    clientCertificate: {
+      mode: config.listen.clientCertificate,
+      requireSameOrganization: config.listen.requireSameOrganization,
+    },
+    replay: store,
+    replayWindowMs: (config.replay.windowSeconds ?? 2 * verification.dateToleranceSeconds) * 1000,
+    storeFailOpen: config.store.failOpen,
+    onStoreError,
+    onReplayRefused: () => metrics.replayRefusals.inc(),
+    ...(unattended ? { unattended } : {}),
+  };
+  const handler = createIngressHandler({
+    checks: requestChecks(checkOptions),
+    roles: new RoleTable(verification.roles),
+    backend,
+    identityHeaders: config.identityHeaders,
+    statusProfile: verification.statusProfile,
+    maxBodyBytes: verification.maxBodyBytes,
+    characterPolicy: verification.characterPolicy,
+    trustedProxies: new Set(config.listen.trustedProxies),
+    clientCertificateHeader: config.listen.clientCertificateHeader,
+    draining,
+    onStoreError,
+    onRequest: (event) => {
+      recordRequest(event, logger, metrics);
+      deps.onRequest?.(event);
+    },
+  });
+
+  return {
+    handler,
+    verifier,
+    register,
+    store,
+    metrics,
+    backendUrl,
+    sources,
+    tlsCertificate: () => tlsCertificate,
+    prepareReload() {
+      // Everything is read first; only when all of it loads does any of it replace the old state.
+      const nextTrust = loadTrustMaterial(config.trust.caDir, config.trust.crlDir);
+      const nextTls = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
+      return () => {
+        trust = nextTrust;
+        tlsCertificate = nextTls;
+        verifier.invalidate();
+        logTrust(logger, nextTrust);
+        if (nextTls)
+          logger.info(
+            { name: nextTls.name, sha256: nextTls.fingerprint, notAfter: nextTls.notAfter },
+            "TLS certificate loaded",
+          );
+      };
+    },
+  };
+}
+
+function gatewayOf(
+  config: GatewayConfig,
+  deps: IngressDependencies,
+  listener: Listener,
+  admin: AdminServer | undefined,
+  components: Components,
+  readiness: () => Promise<ReadinessCheck>,
+  started: Started,
+  startDraining: () => void,
+): IngressGateway {
+  const { logger } = deps;
+  const reload = () => {
+    const commit = components.prepareReload();
+    listener.reloadTls();
+    commit();
+  };
+  const tryReload = (why: string) => {
+    try {
+      reload();
+      logger.info({ why }, "reloaded");
+    } catch (error) {
+      logger.error(
+        { why, err: (error as Error).message },
+        "reload failed; keeping the previous certificates and trust store",
+      );
+    }
+  };
+  const watched = [
+    config.trust.caDir,
+    ...(config.trust.crlDir ? [config.trust.crlDir] : []),
+    ...(config.listen.tls ? [config.listen.tls.cert, config.listen.tls.key] : []),
+  ];
+  const watch: FileWatch = watchFiles(watched, config.reload.pollSeconds * 1000, () =>
+    tryReload("files changed"),
+  );
+  started.add(() => watch.stop());
+
+  return {
+    url: listener.url,
+    server: listener.server,
+    verifier: components.verifier,
+    register: components.register,
+    backendUrl: components.backendUrl,
+    store: components.store,
+    metrics: components.metrics,
+    adminUrl: admin?.url,
+    readiness,
+    // SIGHUP: certificates and trust at once, and the register from its sources (file or URL).
+    reload() {
+      reload();
+      for (const source of components.sources) void source.refresh();
+    },
+    async close(graceMs = config.shutdown.graceSeconds * 1000) {
+      startDraining();
+      watch.stop();
+      for (const source of components.sources) source.stop();
+      await drain(listener.server, graceMs);
+      await started.closeAll();
+      logger.info("gateway stopped");
+    },
+  };
+}
+
+/** Stop accepting, close idle keep-alive connections, let requests in flight finish, then cut the rest. */
+async function drain(server: Server, graceMs: number): Promise<void> {
+  if (!server.listening) return;
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  // Connections that finish a request while draining are closed instead of kept alive.
+  const idle = setInterval(() => server.closeIdleConnections(), 100);
+  const force = setTimeout(() => server.closeAllConnections(), graceMs);
+  await closed;
+  clearInterval(idle);
+  clearTimeout(force);
+}
+
+async function startRegisterSources(
+  config: GatewayConfig,
+  register: TppRegister,
+  logger: Logger,
+): Promise<RegisterSource[]> {
+  const log = (message: string, error?: boolean) => (error ? logger.warn(message) : logger.info(message));
+  const sources: RegisterSource[] = [];
+  const pollMs = config.register.pollSeconds * 1000;
+  // A file is cheap to look at: checked every few seconds whatever the poll interval.
+  if (config.register.file)
+    sources.push(new FileRegisterSource(config.register.file, register, Math.min(pollMs, 5000), log));
+  if (config.register.url) sources.push(new HttpRegisterSource(config.register.url, register, pollMs, log));
+  for (const source of sources) {
+    await source.refresh();
+    source.start();
+  }
+  return sources;
+}
+
+/** Calls `f` at most once per interval: a down Redis reports every reconnect attempt. */
+function throttled<T>(intervalMs: number, f: (value: T) => void): (value: T) => void {
+  let last = 0;
+  return (value) => {
+    const now = Date.now();
+    if (now - last < intervalMs) return;
+    last = now;
+    f(value);
+  };
+}
+
+interface CertificateSummary {
+  readonly name: string;
+  readonly notAfter: Date;
+  readonly fingerprint: string;
+}
+
+function readCertificate(file: string): CertificateSummary {
+  const cert = new X509Certificate(readFileSync(file));
+  return {
+    name: commonName(cert.subject.split("\n").reverse().join(",")),
+    notAfter: new Date(cert.validTo),
+    fingerprint: cert.fingerprint256,
+  };
+}
+
+function commonName(dn: string): string {
+  return /(?:^|,)CN=([^,]+)/.exec(dn)?.[1] ?? dn.slice(0, 60);
+}
+
+function logTrust(logger: Logger, trust: TrustMaterial): void {
+  logger.info(
+    {
+      cas: trust.store.all.map((c) => ({
+        subject: c.subjectRfc2253,
+        sha256: c.sha256Fingerprint,
+        notAfter: c.notAfter.toISOString(),
+      })),
+      crls: trust.revocation.lists.map((l) => ({
+        source: l.source,
+        revoked: l.revoked.size,
+        nextUpdate: l.nextUpdate?.toISOString(),
+      })),
+    },
+    "trust store loaded",
+  );
+  for (const problem of trust.problems) logger.warn(problem);
+}

@@ -1,0 +1,68 @@
+/**
+ * What the checks read and what they learn, for one request. One object per request: the steps
+ * fill it in as they go (the parsed Signature header, the trusted certificate, the role…), and
+ * the ingress handler extends it with its own per-request state, so a request costs one
+ * allocation here instead of a closure per step.
+ */
+
+import type { KeyObject } from "node:crypto";
+import type { IncomingHttpHeaders } from "node:http";
+import type { Psd2Role } from "../eidas/index.js";
+import type { HeldSlot } from "../limits/index.js";
+import type { DigestValue, KeyIdTarget, SignatureParams } from "../signature/index.js";
+import type { StepTrace } from "./runner.js";
+
+/** Who the TPP is, once its certificate has been checked against the trust store and the register. */
+export interface TppIdentity {
+  readonly organizationId: string;
+  readonly name: string;
+  /** The certificate's roles intersected with the register's. */
+  readonly roles: ReadonlySet<Psd2Role>;
+  readonly fingerprint: string;
+}
+
+/** A certificate that passed every check, with what the hot path needs from it. */
+export interface TrustedCertificate {
+  readonly publicKey: KeyObject;
+  readonly keyIdTarget: KeyIdTarget;
+  readonly identity: TppIdentity;
+}
+
+/** The normalised path (see routingPath) and the PSD2 role it needs. */
+export interface Route {
+  readonly path: string;
+  readonly role: Psd2Role | undefined;
+}
+
+export class CheckContext implements StepTrace {
+  // Filled in by the steps, in this order.
+  /** Parsed Digest values to check the body against while it streams; undefined without a body. */
+  digest: readonly DigestValue[] | undefined = undefined;
+  signature: SignatureParams | undefined = undefined;
+  certificate: TrustedCertificate | undefined = undefined;
+  /** The exact bytes the signature covers (keyed on for replay protection). */
+  signingString: Buffer | undefined = undefined;
+  /** A reserved unattended-access slot: release it when the backend does not answer 2xx. */
+  slot: HeldSlot | undefined = undefined;
+  /** The step that refused the request, for the access line and the rejection metric. */
+  failedStep: string | undefined = undefined;
+
+  constructor(
+    readonly method: string,
+    /** Path and query exactly as received. */
+    readonly target: string,
+    readonly headers: IncomingHttpHeaders,
+    readonly route: Route,
+    /** The TLS client certificate (QWAC) as base64 DER, from the socket or a trusted proxy's header. */
+    readonly clientCertificate: string | undefined,
+  ) {}
+
+  /** The TPP's organizationIdentifier once its certificate is trusted (logs of later refusals name it). */
+  get organizationId(): string | undefined {
+    return this.certificate?.identity.organizationId;
+  }
+
+  get psuPresent(): boolean {
+    return this.headers["psu-ip-address"] !== undefined;
+  }
+}

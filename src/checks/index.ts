@@ -1,0 +1,16 @@
+/**
+ * The named checks of a TPP request and their runner, shared by ingress mode (every request) and
+ * `psd2-gateway verify` (explain mode): one list, no second copy of the rules.
+ */
+
+export { type CharacterPolicy, checkHeaderCharacters, PERMISSIVE_POLICY, Utf8Scanner } from "./characters.js";
+export { CheckContext, type Route, type TppIdentity, type TrustedCertificate } from "./context.js";
+export { checkRequiredHeaders, hasBody } from "./required-headers.js";
+export { type RoleRoute, RoleTable, routeClass, routingPath, underPrefix } from "./routes.js";
+export { type MaybePromise, runSteps, type Step, type StepObserver, type StepResult } from "./runner.js";
+export {
+  type CertificateVerifier,
+  type CheckOptions,
+  type ClientCertificatePolicy,
+  requestChecks,
+} from "./steps.js";

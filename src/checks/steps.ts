@@ -1,0 +1,292 @@
+/**
+ * The named checks of a TPP request (DESIGN.md), in order: cheap first, cached work before fresh
+ * work, crypto last. Ingress runs this list on every request; `psd2-gateway verify` runs the same
+ * list in explain mode. Each step reads the context and either goes on or returns a Rejection.
+ */
+
+import { isRejection, type Rejection, reject } from "../errors.js";
+import { checkReplay, type ReplayStore, type UnattendedAccessPolicy } from "../limits/index.js";
+import {
+  type AlgorithmName,
+  buildSigningString,
+  checkCoverage,
+  checkDate,
+  type DigestValue,
+  headerValue,
+  matchKeyId,
+  parseDigestHeader,
+  parseSignatureHeader,
+  resolveAlgorithm,
+  verifySigningString,
+} from "../signature/index.js";
+import { type CharacterPolicy, checkHeaderCharacters } from "./characters.js";
+import type { CheckContext, TrustedCertificate } from "./context.js";
+import { checkRequiredHeaders, hasBody } from "./required-headers.js";
+import { underPrefix } from "./routes.js";
+import type { MaybePromise, Step, StepResult } from "./runner.js";
+
+/** Implemented by the eIDAS layer's verdict cache: a value at once on a hit, a promise on a miss. */
+export interface CertificateVerifier {
+  verify(headerValue: string): TrustedCertificate | Rejection | Promise<TrustedCertificate | Rejection>;
+}
+
+export interface ClientCertificatePolicy {
+  readonly mode: "none" | "request" | "require";
+  /** The QWAC's organizationIdentifier must equal the QSealC's. */
+  readonly requireSameOrganization: boolean;
+}
+
+export interface CheckOptions {
+  readonly now: () => number;
+  readonly dateToleranceMs: number;
+  readonly algorithms: readonly AlgorithmName[];
+  readonly allowDecimalSerial: boolean;
+  readonly keyIdPolicy: "strict" | "relaxed";
+  /** Lower-case path prefixes under which TPP-Redirect-URI is optional. */
+  readonly redirectUriOptionalPrefixes: readonly string[];
+  readonly characterPolicy: CharacterPolicy;
+  readonly certificates: CertificateVerifier;
+  readonly clientCertificate: ClientCertificatePolicy;
+  /** Replay protection; none in explain mode without a store. */
+  readonly replay?: ReplayStore;
+  readonly replayWindowMs: number;
+  /** Fail open instead of 503 when the shared store cannot be reached (replay and limits). */
+  readonly storeFailOpen: boolean;
+  readonly onStoreError?: (error: unknown) => void;
+  /** A request refused as a replay, for metrics. */
+  readonly onReplayRefused?: () => void;
+  /** The unattended-access limit (SPEC 8); none when switched off. */
+  readonly unattended?: UnattendedAccessPolicy;
+}
+
+const EMPTY_SHA256 = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
+const EMPTY_SHA512 =
+  "z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg==";
+
+/** A body-less request that carries a Digest must carry the digest of zero bytes. */
+function checkEmptyBodyDigest(values: readonly DigestValue[]): Rejection | undefined {
+  for (const v of values) {
+    const empty = v.algorithm === "sha-256" ? EMPTY_SHA256 : EMPTY_SHA512;
+    if (v.base64 !== empty) {
+      const label = v.algorithm.toUpperCase();
+      return reject(
+        "SIGNATURE_INVALID",
+        `Digest header is ${label}=${v.base64}, but the request has no body, whose digest is ${label}=${empty}`,
+      );
+    }
+  }
+  return undefined;
+}
+
+/** The steps that need a parsed header or a trusted certificate read them through these. */
+const signatureOf = (c: CheckContext) => c.signature!;
+const certificateOf = (c: CheckContext) => c.certificate!;
+
+/** The ordered list of named checks, built once from the options. */
+export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
+  const steps: Step<CheckContext>[] = [
+    {
+      // Only origin-form targets (a path): an absolute URL would route past the role table.
+      name: "request-target",
+      run: (c) =>
+        c.target.charCodeAt(0) === 0x2f /* / */
+          ? undefined
+          : reject(
+              "FORMAT_ERROR",
+              `request target '${c.target.slice(0, 100)}' is not a path; send the path and query only, e.g. /v1/accounts`,
+            ),
+    },
+    {
+      name: "required-headers",
+      run: (c) =>
+        checkRequiredHeaders(c.headers, {
+          requireRedirectUri: !options.redirectUriOptionalPrefixes.some((p) => underPrefix(c.route.path, p)),
+        }),
+    },
+    {
+      name: "header-characters",
+      run: (c) => checkHeaderCharacters(c.headers, options.characterPolicy),
+    },
+    {
+      name: "date",
+      run: (c) => {
+        const date = checkDate(c.headers.date, options.now(), { toleranceMs: options.dateToleranceMs });
+        return isRejection(date) ? date : undefined;
+      },
+    },
+    {
+      // Parsed here (cheap); the body itself is hashed as it streams to the backend.
+      name: "digest",
+      run: (c) => {
+        const header = headerValue(c.headers, "digest");
+        if (header === undefined) return undefined;
+        const parsed = parseDigestHeader(header);
+        if (isRejection(parsed)) return parsed;
+        if (!hasBody(c.headers)) return checkEmptyBodyDigest(parsed);
+        c.digest = parsed;
+        return undefined;
+      },
+    },
+    {
+      name: "signature-header",
+      run: (c) => {
+        const signature = parseSignatureHeader(headerValue(c.headers, "signature"));
+        if (isRejection(signature)) return signature;
+        c.signature = signature;
+        return undefined;
+      },
+    },
+    {
+      // Cached per certificate: parse, PSD2 QCStatement, chain, revocation, register, roles.
+      name: "certificate",
+      run: (c) => {
+        const verdict = options.certificates.verify(headerValue(c.headers, "tpp-signature-certificate")!);
+        return verdict instanceof Promise
+          ? verdict.then((v) => acceptCertificate(c, v))
+          : acceptCertificate(c, verdict);
+      },
+    },
+  ];
+  if (options.clientCertificate.mode !== "none") {
+    steps.push({
+      // The QWAC of an mTLS connection: trusted, and the same organisation as the QSealC.
+      name: "client-certificate",
+      run: (c) => checkClientCertificate(c, options),
+    });
+  }
+  if (options.keyIdPolicy === "strict") {
+    steps.push({
+      name: "key-id",
+      run: (c) => {
+        const keyId = matchKeyId(signatureOf(c).keyId, certificateOf(c).keyIdTarget, {
+          allowDecimalSerial: options.allowDecimalSerial,
+        });
+        return isRejection(keyId) ? keyId : undefined;
+      },
+    });
+  }
+  steps.push(
+    {
+      // Every eligible header present is signed (SPEC 5.5).
+      name: "coverage",
+      run: (c) => {
+        const coverage = checkCoverage(signatureOf(c).headers, c.headers);
+        return isRejection(coverage) ? coverage : undefined;
+      },
+    },
+    {
+      name: "signature",
+      run: (c) => {
+        const signature = signatureOf(c);
+        const { publicKey } = certificateOf(c);
+        const signingString = buildSigningString(signature.headers, c, signature);
+        if (isRejection(signingString)) return signingString;
+        const algorithm = resolveAlgorithm(signature.algorithm, publicKey, options.algorithms);
+        if (isRejection(algorithm)) return algorithm;
+        const verified = verifySigningString(algorithm, signingString, signature.signatureBytes, publicKey);
+        if (isRejection(verified)) return verified;
+        c.signingString = Buffer.from(signingString, "utf8");
+        return undefined;
+      },
+    },
+    {
+      name: "role",
+      run: (c) => {
+        const { role, path } = c.route;
+        const { identity } = certificateOf(c);
+        if (role === undefined || identity.roles.has(role)) return undefined;
+        const held = [...identity.roles].join(", ") || "none";
+        return reject(
+          "ROLE_INVALID",
+          `${path} needs the PSD2 role ${role}; the certificate and register grant ${identity.organizationId} only: ${held}`,
+        );
+      },
+    },
+  );
+  const replay = options.replay;
+  if (replay) {
+    const replayOptions = {
+      windowMs: options.replayWindowMs,
+      failOpen: options.storeFailOpen,
+      onStoreError: options.onStoreError,
+    };
+    const counted = (fresh: true | Rejection): StepResult => {
+      if (fresh === true) return undefined;
+      if (fresh.code === "SIGNATURE_INVALID") options.onReplayRefused?.();
+      return fresh;
+    };
+    steps.push({
+      // The same signed content again inside the window.
+      name: "replay",
+      run: (c) => {
+        const fresh = checkReplay(replay, signatureOf(c).signature, replayOptions);
+        return fresh instanceof Promise ? fresh.then(counted) : counted(fresh);
+      },
+    });
+  }
+  const unattended = options.unattended;
+  if (unattended) {
+    const held = (
+      c: CheckContext,
+      slot: Awaited<ReturnType<UnattendedAccessPolicy["admit"]>>,
+    ): StepResult => {
+      if (isRejection(slot)) return slot;
+      c.slot = slot;
+      return undefined;
+    };
+    steps.push({
+      // Unattended balance and transaction reads: reserve one slot of the window (SPEC 8).
+      name: "unattended",
+      run: (c) => {
+        const admitted = unattended.admit({
+          method: c.method,
+          target: c.target,
+          routingPath: c.route.path,
+          headers: c.headers,
+          organizationId: certificateOf(c).identity.organizationId,
+          now: options.now(),
+        });
+        return admitted instanceof Promise ? admitted.then((s) => held(c, s)) : held(c, admitted);
+      },
+    });
+  }
+  return steps;
+}
+
+function acceptCertificate(c: CheckContext, verdict: TrustedCertificate | Rejection): StepResult {
+  if (isRejection(verdict)) return verdict;
+  c.certificate = verdict;
+  return undefined;
+}
+
+function checkClientCertificate(c: CheckContext, options: CheckOptions): MaybePromise<StepResult> {
+  if (c.clientCertificate === undefined) {
+    if (options.clientCertificate.mode === "require") {
+      return reject(
+        "CERTIFICATE_MISSING",
+        "no TLS client certificate was presented; connect with your eIDAS QWAC (mutual TLS)",
+      );
+    }
+    return undefined;
+  }
+  const verdict = options.certificates.verify(c.clientCertificate);
+  return verdict instanceof Promise
+    ? verdict.then((v) => sameOrganization(c, v, options))
+    : sameOrganization(c, verdict, options);
+}
+
+function sameOrganization(
+  c: CheckContext,
+  qwac: TrustedCertificate | Rejection,
+  options: CheckOptions,
+): StepResult {
+  if (isRejection(qwac)) return reject(qwac.code, `TLS client certificate (QWAC): ${qwac.text}`);
+  const seal = certificateOf(c).identity.organizationId;
+  if (options.clientCertificate.requireSameOrganization && qwac.identity.organizationId !== seal) {
+    return reject(
+      "CERTIFICATE_INVALID",
+      `the TLS client certificate belongs to ${qwac.identity.organizationId} but the signing certificate to ${seal}; both must name the same TPP`,
+    );
+  }
+  return undefined;
+}

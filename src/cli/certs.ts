@@ -1,0 +1,23 @@
+/** `psd2-gateway certs`: the development PKI (never for production). */
+
+import { defineCommand } from "./command.js";
+import { DEV_CERTS_DIR } from "./paths.js";
+import { ensureDevCertificates } from "./start.js";
+
+export const certsCommand = defineCommand({
+  name: "certs",
+  summary: "generate the development PKI",
+  usage: `psd2-gateway certs [--out <dir>] [--force]
+
+  --out <dir>   where to write it (default certs/dev)
+  --force       generate anew even when it exists
+
+Writes a demo QTSP (root and issuing CA), the gateway's TLS certificate, two demo TPPs with PSD2
+QWACs and QSealCs, an expired, a revoked and an unregistered certificate, the TPP register and a
+CRL. Private keys stay in that folder; never commit them.`,
+  options: { out: { type: "string" }, force: { type: "boolean" } },
+  async run(values) {
+    await ensureDevCertificates((m) => console.error(m), values.force ?? false, values.out ?? DEV_CERTS_DIR);
+    return 0;
+  },
+});

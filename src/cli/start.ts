@@ -1,0 +1,122 @@
+/** `psd2-gateway start`: run the gateway of the config's mode until SIGTERM/SIGINT. */
+
+import { existsSync } from "node:fs";
+import { answerReadiness, isPrimary, isWorker, runPrimary } from "../app/cluster.js";
+import { type Gateway, type StartedBackend, startGateway } from "../app.js";
+import { loadConfigFile } from "../config/load.js";
+import { createLogger, type Logger } from "../observability/logger.js";
+import { defineCommand } from "./command.js";
+import { DEFAULT_CONFIG, DEV_CERTS_DIR } from "./paths.js";
+
+/** Generates the development PKI unless it is there already. */
+export async function ensureDevCertificates(
+  log: (msg: string) => void,
+  force = false,
+  out = DEV_CERTS_DIR,
+): Promise<void> {
+  if (!force && existsSync(`${out}/register.json`)) return;
+  log(`generating development certificates in ${out} …`);
+  const { generateDevPki } = await import("./dev-pki.js");
+  await generateDevPki(out);
+  log(`development certificates written to ${out} (private keys stay there; never commit them)`);
+}
+
+/** The demo bank on a free loopback port; loaded only when a config names `backend.url: sandbox`. */
+async function startDemoBank(): Promise<StartedBackend> {
+  const { createSandboxBank } = await import("../sandbox/index.js");
+  return createSandboxBank().listen(0, "127.0.0.1");
+}
+
+export const startCommand = defineCommand({
+  name: "start",
+  summary: "run the gateway",
+  usage: `psd2-gateway start [--config <file>]
+
+  --config <file>   the configuration (YAML); default config/default.yaml, the embedded demo:
+                    development certificates are generated on first run and the demo bank
+                    is started behind the gateway
+
+Runs until SIGTERM or SIGINT (then drains for shutdown.graceSeconds); SIGHUP reloads certificates,
+trust store, CRLs and the register. Exits 1 when the gateway cannot start (a taken port, a bad
+config key, unreadable certificates), with the reason on stderr.`,
+  options: { config: { type: "string" } },
+  async run(values) {
+    const file = values.config ?? DEFAULT_CONFIG;
+    const usingDefault = values.config === undefined;
+    const bootLogger = createLogger(process.env.LOG_LEVEL ?? "info", { pretty: process.stdout.isTTY });
+    if (usingDefault) await ensureDevCertificates((m) => bootLogger.info(m));
+    const config = loadConfigFile(file);
+    const logger = createLogger(config.log.level, { pretty: process.stdout.isTTY });
+    if (config.workers > 1 && isPrimary()) {
+      await runPrimary(config, logger);
+      return -1; // keeps running
+    }
+    const gateway = await runUntilSignalled(logger, () =>
+      startGateway(config, {
+        logger,
+        // A worker leaves the admin listener to the primary, which asks every worker.
+        clusterWorker: isWorker(),
+        startDemoBank,
+      }),
+    );
+    if (!gateway) return 1;
+    if (isWorker()) answerReadiness(() => gateway.readiness());
+    if (usingDefault) {
+      logger.info(
+        `try it: npm run demo   (or: node dist/main.js sign --key certs/dev/tpp/tpp-a-qseal.key.pem --cert certs/dev/tpp/tpp-a-qseal.pem --method GET --target /v1/accounts --header "TPP-Redirect-URI: https://tpp.example/cb" --curl ${gateway.url})`,
+      );
+    }
+    return -1; // keeps running
+  },
+});
+
+/**
+ * Starts the gateway with signals handled from before its listener opens: a SIGTERM while starting
+ * still drains once started, and an early SIGHUP does not kill the process (its default action).
+ * Returns undefined when it could not start (logged; everything it had started is closed).
+ */
+async function runUntilSignalled(
+  logger: Logger,
+  start: () => Promise<Gateway>,
+): Promise<Gateway | undefined> {
+  let gateway: Gateway | undefined;
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    if (!gateway) return; // still starting: closed as soon as it has started
+    await gateway.close();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGHUP", () => {
+    if (!gateway) return logger.warn("SIGHUP while starting: nothing to reload yet");
+    try {
+      gateway.reload();
+      logger.info("reloaded on SIGHUP");
+    } catch (error) {
+      logger.error(
+        { err: (error as Error).message },
+        "reload failed; keeping the previous certificates and trust store",
+      );
+    }
+  });
+  try {
+    gateway = await start();
+  } catch (error) {
+    logger.fatal(
+      { err: (error as Error).message },
+      `the gateway could not start: ${(error as Error).message}`,
+    );
+    // Everything started was closed; this only guards against a handle someone forgot.
+    setTimeout(() => process.exit(1), 1_000).unref();
+    return undefined;
+  }
+  if (stopping) {
+    await gateway.close();
+    process.exit(0);
+  }
+  return gateway;
+}

@@ -1,0 +1,26 @@
+/**
+ * What a mode tells the outside about each request it handled: a plain record handed to the
+ * `onRequest` callback the composition root wires to logs and metrics. Neutral ground, so that
+ * ingress/ and egress/ never import observability/ and observability/ never imports a mode.
+ */
+
+export interface RequestEvent {
+  readonly mode: "ingress" | "egress";
+  readonly requestId: string | undefined;
+  readonly method: string;
+  /** A bounded label: the route class (ingress) or the bank profile (egress). */
+  readonly routeClass: string;
+  readonly status: number;
+  /** The Berlin Group code when the gateway answered itself. */
+  readonly code?: string;
+  /** The check that refused the request (`date`, `signature`, …), when one did. */
+  readonly step?: string;
+  readonly organizationId?: string;
+  readonly totalMs: number;
+  readonly upstreamMs?: number;
+  readonly bytesOut: number;
+  /** The PSU-ID as received. Observers hash it before it goes anywhere (never logged as is). */
+  readonly psuId?: string;
+}
+
+export type RequestObserver = (event: RequestEvent) => void;
