@@ -92,3 +92,20 @@ export function routeClass(role: Psd2Role | undefined): string {
       return "other";
   }
 }
+
+/**
+ * Why a path cannot be forwarded as the role check reads it, or undefined. The role is decided on
+ * routingPath(); a backend that decodes an encoded slash, treats a backslash as a separator or
+ * resolves dot segments itself could route such a path elsewhere, so those forms are refused
+ * instead of guessed at.
+ */
+export function ambiguousPath(target: string): string | undefined {
+  const path = pathOf(target);
+  if (/%(?:2f|5c)/i.test(path)) return "an encoded slash or backslash (%2F, %5C)";
+  if (path.includes("\\")) return "a backslash";
+  if (path.includes("//")) return "an empty segment (//)";
+  // Dots may also arrive percent-encoded (%2E), which RFC 3986 says means the same.
+  const dots = path.replace(/%2e/gi, ".");
+  if (/\/\.\.?(?:\/|;|$)/.test(dots)) return "a dot segment (/./ or /../)";
+  return undefined;
+}

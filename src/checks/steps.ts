@@ -22,7 +22,7 @@ import {
 import { type CharacterPolicy, checkHeaderCharacters } from "./characters.js";
 import type { CheckContext, TrustedCertificate } from "./context.js";
 import { checkRequiredHeaders, hasBody } from "./required-headers.js";
-import { underPrefix } from "./routes.js";
+import { ambiguousPath, underPrefix } from "./routes.js";
 import type { MaybePromise, Step, StepResult } from "./runner.js";
 
 /** Implemented by the eIDAS layer's verdict cache: a value at once on a hit, a promise on a miss. */
@@ -78,6 +78,28 @@ function checkEmptyBodyDigest(values: readonly DigestValue[]): Rejection | undef
   return undefined;
 }
 
+/** Headers a TPP sends that the checks read or the bank acts on: never spelt with '_'. */
+const TPP_HEADER_PREFIXES = ["psu-", "tpp-", "x-psu-"];
+const TPP_HEADERS = new Set(["x-request-id", "digest", "signature", "date", "consent-id"]);
+
+function isTppHeader(name: string): boolean {
+  return TPP_HEADERS.has(name) || TPP_HEADER_PREFIXES.some((p) => name.startsWith(p));
+}
+
+/**
+ * Never hop-by-hop: the TPP's headers, the identity headers the gateway adds (their `_` look-alikes
+ * are stripped on the way out instead) and the framing the backend needs.
+ */
+function isProtectedHeader(name: string): boolean {
+  return (
+    isTppHeader(name) ||
+    name.startsWith("x-tpp-") ||
+    name === "content-type" ||
+    name === "content-length" ||
+    name === "host"
+  );
+}
+
 /** The steps that need a parsed header or a trusted certificate read them through these. */
 const signatureOf = (c: CheckContext) => c.signature!;
 const certificateOf = (c: CheckContext) => c.certificate!;
@@ -86,15 +108,40 @@ const certificateOf = (c: CheckContext) => c.certificate!;
 export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   const steps: Step<CheckContext>[] = [
     {
-      // Only origin-form targets (a path): an absolute URL would route past the role table.
+      // Only origin-form targets (a path): an absolute URL would route past the role table. And
+      // only paths the backend cannot route differently from the role check.
       name: "request-target",
-      run: (c) =>
-        c.target.charCodeAt(0) === 0x2f /* / */
+      run: (c) => {
+        if (c.target.charCodeAt(0) !== 0x2f /* / */) {
+          return reject(
+            "FORMAT_ERROR",
+            `request target '${c.target.slice(0, 100)}' is not a path; send the path and query only, e.g. /v1/accounts`,
+          );
+        }
+        const ambiguous = ambiguousPath(c.target);
+        return ambiguous === undefined
           ? undefined
           : reject(
               "FORMAT_ERROR",
-              `request target '${c.target.slice(0, 100)}' is not a path; send the path and query only, e.g. /v1/accounts`,
-            ),
+              `request path '${c.target.slice(0, 100)}' holds ${ambiguous}; send the plain path, e.g. /v1/payments/sepa-credit-transfers`,
+            );
+      },
+    },
+    {
+      // Names a CGI-style backend would merge with a PSD2 header (PSU_ID and PSU-ID both become
+      // HTTP_PSU_ID): the backend could read a value nobody signed or checked.
+      name: "header-names",
+      run: (c) => {
+        for (const name in c.headers) {
+          if (name.includes("_") && isTppHeader(name.replaceAll("_", "-"))) {
+            return reject(
+              "FORMAT_ERROR",
+              `header '${name}' would be read as ${name.replaceAll("_", "-")} by the bank's systems; send PSD2 headers with '-' only`,
+            );
+          }
+        }
+        return undefined;
+      },
     },
     {
       name: "required-headers",
@@ -133,6 +180,26 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
         const signature = parseSignatureHeader(headerValue(c.headers, "signature"));
         if (isRejection(signature)) return signature;
         c.signature = signature;
+        return undefined;
+      },
+    },
+    {
+      // A header named in Connection is removed before forwarding (RFC 9110 7.6.1): naming a
+      // signed or PSD2 header would make the backend act on less than was verified.
+      name: "connection-header",
+      run: (c) => {
+        const connection = c.headers.connection;
+        if (connection === undefined) return undefined;
+        const signed = signatureOf(c).headers;
+        for (const token of connection.split(",")) {
+          const name = token.trim().toLowerCase();
+          if (name !== "" && (signed.includes(name) || isProtectedHeader(name))) {
+            return reject(
+              "FORMAT_ERROR",
+              `Connection header names '${name}', which would remove it before the bank sees it; list only hop-by-hop options such as keep-alive or close`,
+            );
+          }
+        }
         return undefined;
       },
     },

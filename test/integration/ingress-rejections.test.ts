@@ -310,7 +310,6 @@ const REFUSALS: readonly Refusal[] = [
   ...[
     "/v1/%70ayments/norwegian-domestic-credit-transfers",
     "/V1/PAYMENTS/norwegian-domestic-credit-transfers",
-    "//v1//payments/norwegian-domestic-credit-transfers",
     "/v1/payments;jsessionid=1/norwegian-domestic-credit-transfers",
   ].map(
     (target): Refusal => ({
@@ -322,6 +321,15 @@ const REFUSALS: readonly Refusal[] = [
       text: ["PSP_PI"],
     }),
   ),
+  // A path a backend could route differently from the role check is refused before any role is read.
+  {
+    name: "the path variant //v1//payments/… (empty segments) → FORMAT_ERROR",
+    signer: "tppB",
+    ...PAYMENT,
+    target: "//v1//payments/norwegian-domestic-credit-transfers",
+    code: "FORMAT_ERROR",
+    text: ["an empty segment (//)"],
+  },
 ];
 
 /** Signs and sends a row's request; returns the response and the X-Request-ID that went out (if any). */
