@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RoleTable, routingPath } from "../../../src/checks/routes.js";
+import { ambiguousPath, RoleTable, routingPath } from "../../../src/checks/routes.js";
 
 describe("routing path for role decisions", () => {
   it.each([
@@ -28,5 +28,35 @@ describe("routing path for role decisions", () => {
     expect(table.roleFor(routingPath("/v1/payments/special/1"))).toBe("PSP_IC");
     expect(table.roleFor(routingPath("/v1/payments/x"))).toBe("PSP_PI");
     expect(table.roleFor(routingPath("/v1/paymentsx"))).toBeUndefined();
+  });
+});
+
+describe("paths a backend could route differently from the role check", () => {
+  it.each([
+    ["/v1/accounts/..%2Fpayments/x", "an encoded slash or backslash (%2F, %5C)"],
+    ["/v1%2fpayments/x", "an encoded slash or backslash (%2F, %5C)"],
+    ["/v1/payments%5Cx", "an encoded slash or backslash (%2F, %5C)"],
+    ["/v1\\payments", "a backslash"],
+    ["//v1/payments", "an empty segment (//)"],
+    ["/v1//payments", "an empty segment (//)"],
+    ["/v1/./payments", "a dot segment (/./ or /../)"],
+    ["/v1/accounts/../payments", "a dot segment (/./ or /../)"],
+    ["/v1/%2e%2e/payments", "a dot segment (/./ or /../)"],
+    ["/v1/%2E/payments", "a dot segment (/./ or /../)"],
+    ["/v1/accounts/..;x/payments", "a dot segment (/./ or /../)"],
+    ["/v1/accounts/..", "a dot segment (/./ or /../)"],
+  ])("%s is refused: it holds %s", (target, reason) => {
+    expect(ambiguousPath(target)).toBe(reason);
+  });
+
+  it.each([
+    "/v1/accounts",
+    "/v1/accounts/",
+    "/v1/accounts/a.b/transactions?dateFrom=2026-01-01&x=%2F..%2F",
+    "/v1/%70ayments/x",
+    "/v1/accounts/...",
+    "/v1/payments;jsessionid=1/x",
+  ])("%s is forwarded: the backend routes it as the role check reads it", (target) => {
+    expect(ambiguousPath(target)).toBeUndefined();
   });
 });

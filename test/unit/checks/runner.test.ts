@@ -1,0 +1,111 @@
+import { describe, expect, it } from "vitest";
+import { runSteps, type Step, type StepObserver } from "../../../src/checks/runner.js";
+import { type Rejection, reject } from "../../../src/errors.js";
+
+interface Context {
+  failedStep: string | undefined;
+  seen: string[];
+}
+
+const pass = (name: string): Step<Context> => ({
+  name,
+  run: (c) => {
+    c.seen.push(name);
+    return undefined;
+  },
+});
+const passLater = (name: string): Step<Context> => ({
+  name,
+  run: async (c) => {
+    c.seen.push(name);
+    return undefined;
+  },
+});
+const refuse = (name: string, code: Rejection["code"] = "FORMAT_ERROR"): Step<Context> => ({
+  name,
+  run: (c) => {
+    c.seen.push(name);
+    return reject(code, `${name} refused`);
+  },
+});
+const refuseLater = (name: string): Step<Context> => ({
+  name,
+  run: async (c) => {
+    c.seen.push(name);
+    return reject("SIGNATURE_INVALID", `${name} refused`);
+  },
+});
+
+const context = (): Context => ({ failedStep: undefined, seen: [] });
+
+describe("the checks runner", () => {
+  it.each([
+    {
+      case: "every step passes synchronously",
+      steps: [pass("a"), pass("b")],
+      sync: true,
+      failed: undefined,
+      seen: ["a", "b"],
+    },
+    {
+      case: "a synchronous refusal stops the list",
+      steps: [pass("a"), refuse("b"), pass("c")],
+      sync: true,
+      failed: "b",
+      seen: ["a", "b"],
+    },
+    {
+      case: "a promise makes the rest asynchronous",
+      steps: [pass("a"), passLater("b"), pass("c")],
+      sync: false,
+      failed: undefined,
+      seen: ["a", "b", "c"],
+    },
+    {
+      case: "a step after a promise can still refuse",
+      steps: [passLater("a"), refuse("b"), pass("c")],
+      sync: false,
+      failed: "b",
+      seen: ["a", "b"],
+    },
+    {
+      case: "an asynchronous refusal stops the list",
+      steps: [pass("a"), refuseLater("b"), pass("c")],
+      sync: false,
+      failed: "b",
+      seen: ["a", "b"],
+    },
+    { case: "an empty list passes", steps: [], sync: true, failed: undefined, seen: [] },
+  ])("$case", async ({ steps, sync, failed, seen }) => {
+    const c = context();
+    const result = runSteps(steps, c);
+    expect(result instanceof Promise).toBe(!sync);
+    const settled = await result;
+    expect(c.failedStep).toBe(failed);
+    expect(c.seen).toEqual(seen);
+    if (failed === undefined) expect(settled).toBeUndefined();
+    else expect(settled?.text).toBe(`${failed} refused`);
+  });
+
+  it("tells an observer every step that ran, in order, with its outcome (explain mode)", async () => {
+    const told: [string, string][] = [];
+    const observer: StepObserver = (name, outcome) =>
+      told.push([name, outcome === "passed" ? "passed" : outcome.code]);
+    await runSteps([pass("a"), passLater("b"), refuse("c", "ROLE_INVALID"), pass("d")], context(), observer);
+    expect(told).toEqual([
+      ["a", "passed"],
+      ["b", "passed"],
+      ["c", "ROLE_INVALID"],
+    ]);
+  });
+
+  it("passes a step's thrown error on to the caller (a bug, answered by the handler, never swallowed)", () => {
+    const boom: Step<Context> = {
+      name: "boom",
+      run: () => {
+        throw new Error("bug");
+      },
+    };
+    expect(() => runSteps([pass("a"), boom], context())).toThrow("bug");
+  });
+});

@@ -1,0 +1,52 @@
+import { describe, expect, it } from "vitest";
+import { downstreamResponseHeaders, upstreamRequestHeaders } from "../../../src/forward/headers.js";
+
+const STRIP = new Set(["x-tpp-organization-id", "x-tpp-roles"]);
+
+describe("headers on the way to the backend", () => {
+  it.each([
+    [
+      "hop-by-hop headers",
+      {
+        connection: "keep-alive",
+        "keep-alive": "timeout=5",
+        te: "trailers",
+        upgrade: "h2c",
+        "proxy-authorization": "Basic x",
+        "transfer-encoding": "chunked",
+      },
+    ],
+    ["headers undici sets itself", { host: "gateway.example", expect: "100-continue" }],
+    ["names listed in Connection", { connection: "x-hop, X-Other", "x-hop": "1", "x-other": "2" }],
+    [
+      "identity headers a client could forge",
+      { "x-tpp-organization-id": "PSDNO-FSA-FAKE", "x-tpp-roles": "PSP_PI" },
+    ],
+    [
+      "'_' look-alikes of identity headers",
+      { x_tpp_organization_id: "PSDNO-FSA-FAKE", x_tpp_roles: "PSP_PI" },
+    ],
+  ])("drops %s", (_what, headers) => {
+    expect(upstreamRequestHeaders({ ...headers, "psu-id": "p1" }, STRIP)).toEqual({ "psu-id": "p1" });
+  });
+
+  it("keeps end-to-end headers, repeated ones as arrays", () => {
+    const out = upstreamRequestHeaders({ "x-request-id": "r1", "set-thing": ["a", "b"] } as never, STRIP);
+    expect(out).toEqual({ "x-request-id": "r1", "set-thing": ["a", "b"] });
+  });
+});
+
+describe("headers on the way back to the client", () => {
+  it("drops hop-by-hop headers and the names the backend listed in Connection", () => {
+    const out = downstreamResponseHeaders({
+      "content-type": "application/json",
+      connection: "x-internal",
+      "x-internal": "secret",
+      "transfer-encoding": "chunked",
+      "keep-alive": "timeout=5",
+      "x-request-id": "r1",
+      empty: undefined,
+    });
+    expect(out).toEqual({ "content-type": "application/json", "x-request-id": "r1" });
+  });
+});
