@@ -76,7 +76,7 @@ afterAll(async () => {
 
 interface OpenedStore {
   readonly store: LimitStore;
-  /** Lets `ms` pass on the clock the store's expiry runs on (memory: its injected clock; Redis: real time). */
+  /** Lets `ms` pass on the clock its expiry runs on (memory: the injected clock; Redis: real time). */
   elapse(ms: number): Promise<void>;
 }
 
