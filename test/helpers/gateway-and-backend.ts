@@ -14,14 +14,29 @@ import { afterAll, beforeAll, beforeEach } from "vitest";
 import type { DevPki } from "../../src/cli/dev-pki.js";
 import { type GatewayOptions, startTestGateway, type TestGateway, testPki } from "./gateway-fixture.js";
 import { type RecordingBackend, startRecordingBackend } from "./recording-backend.js";
+import { type RedisServer, startRedisServer } from "./redis-server.js";
 
-export type GatewayAndBackendOptions = Omit<GatewayOptions, "backendUrl">;
+export interface GatewayAndBackendOptions extends Omit<GatewayOptions, "backendUrl"> {
+  /**
+   * Starts a redis-server of its own (before the gateway, stopped after it) and makes it the
+   * gateway's limit store, with these store settings. Use inside `describeWithRedis`.
+   */
+  readonly redis?: { readonly failOpen?: boolean };
+}
 
 export interface GatewayAndBackend {
   /** The gateway (readable from `beforeAll` on). */
   readonly gw: TestGateway;
   /** The backend behind it; empty and answering 200 at the start of each test. */
   readonly backend: RecordingBackend;
+  /** The gateway's redis-server, with the `redis` option. */
+  readonly redis: RedisServer;
+}
+
+interface Running {
+  readonly gw: TestGateway;
+  readonly backend: RecordingBackend;
+  readonly redis: RedisServer | undefined;
 }
 
 /**
@@ -39,15 +54,22 @@ export function useGatewayAndBackend(
     | GatewayAndBackendOptions
     | ((pki: DevPki) => GatewayAndBackendOptions | Promise<GatewayAndBackendOptions>) = {},
 ): GatewayAndBackend {
-  let started: { gw: TestGateway; backend: RecordingBackend } | undefined;
+  let started: Running | undefined;
 
   beforeAll(async () => {
-    const resolved = typeof options === "function" ? await options(await testPki()) : options;
+    const { redis: redisStore, ...resolved } =
+      typeof options === "function" ? await options(await testPki()) : options;
+    const redis = redisStore ? await startRedisServer() : undefined;
     const backend = await startRecordingBackend();
     try {
-      started = { backend, gw: await startTestGateway({ ...resolved, backendUrl: backend.url }) };
+      const config = redis
+        ? { ...resolved.config, store: { type: "redis" as const, url: redis.url, ...redisStore } }
+        : resolved.config;
+      const gw = await startTestGateway({ ...resolved, config, backendUrl: backend.url });
+      started = { gw, backend, redis };
     } catch (error) {
       await backend.close();
+      await redis?.stop();
       throw error;
     }
   });
@@ -56,10 +78,11 @@ export function useGatewayAndBackend(
     started = undefined;
     await running?.gw.close(CLOSE_GRACE_MS);
     await running?.backend.close();
+    await running?.redis?.stop();
   });
   beforeEach(() => started?.backend.reset());
 
-  const get = (): { gw: TestGateway; backend: RecordingBackend } => {
+  const get = (): Running => {
     if (!started)
       throw new Error("useGatewayAndBackend: the gateway is not running (read it inside a test or hook)");
     return started;
@@ -70,6 +93,11 @@ export function useGatewayAndBackend(
     },
     get backend() {
       return get().backend;
+    },
+    get redis() {
+      const { redis } = get();
+      if (!redis) throw new Error("useGatewayAndBackend: no redis-server without the `redis` option");
+      return redis;
     },
   };
 }

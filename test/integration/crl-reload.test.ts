@@ -3,25 +3,17 @@ import { webcrypto } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signedCall, startTestGateway, type TestGateway, testPki } from "../helpers/gateway-fixture.js";
-import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+import { describe, expect, it } from "vitest";
+import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
+import { signedCall, testPki } from "../helpers/gateway-fixture.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
 describe("a new CRL dropped into the trust folder", () => {
-  let backend: RecordingBackend;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    backend = await startRecordingBackend();
-    gw = await startTestGateway({ backendUrl: backend.url, config: { reload: { pollSeconds: 0.2 } } });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await backend.close();
-  });
+  const env = useGatewayAndBackend({ config: { reload: { pollSeconds: 0.2 } } });
 
   it("revokes a TPP's certificate on the running gateway, without a restart", async () => {
+    const { gw } = env;
     const pki = await testPki();
     const before = await signedCall(gw, { signer: pki.tppB.qseal, target: "/v1/accounts" });
     expect(before.status, before.text).toBe(200);

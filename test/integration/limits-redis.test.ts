@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
+import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import {
   prepareSignedCall,
   send,
@@ -104,24 +105,10 @@ describeWithRedis("two gateways sharing one Redis", () => {
 });
 
 describeWithRedis("failing open when configured", () => {
-  let redis: RedisServer;
-  let backend: RecordingBackend;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    redis = await startRedisServer();
-    backend = await startRecordingBackend();
-    gw = await startTestGateway({
-      backendUrl: backend.url,
-      config: { store: { type: "redis", url: redis.url, failOpen: true } },
-    });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await backend?.close();
-    await redis?.stop();
-  });
+  const env = useGatewayAndBackend({ redis: { failOpen: true } });
 
   it("lets limited calls through while Redis is down", async () => {
+    const { gw, redis } = env;
     await redis.kill();
     const r = await signedCall(gw, {
       signer: gw.pki.tppA.qseal,

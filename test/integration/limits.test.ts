@@ -1,33 +1,19 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import {
-  prepareSignedCall,
-  send,
-  signedCall,
-  startTestGateway,
-  type TestGateway,
-} from "../helpers/gateway-fixture.js";
-import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+import { describe, expect, it } from "vitest";
+import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
+import { prepareSignedCall, send, signedCall, startTestGateway } from "../helpers/gateway-fixture.js";
+import { startRecordingBackend } from "../helpers/recording-backend.js";
 
 const BALANCES = "/v1/accounts/acc-1/balances";
 const UNATTENDED = { omitHeaders: ["PSU-IP-Address"] } as const;
 
 describe("unattended access through the gateway (memory store)", () => {
-  let backend: RecordingBackend;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    backend = await startRecordingBackend();
-    gw = await startTestGateway({ backendUrl: backend.url });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await backend.close();
-  });
-  beforeEach(() => backend.reset());
+  const env = useGatewayAndBackend();
 
   it("lets exactly 4 of 50 concurrent unattended balance calls on one account through", async () => {
+    const { gw, backend } = env;
     const prepared = await Promise.all(
       Array.from({ length: 50 }, () =>
         prepareSignedCall({
@@ -49,6 +35,7 @@ describe("unattended access through the gateway (memory store)", () => {
   });
 
   it("does not count calls with the PSU present, nor other accounts or classes", async () => {
+    const { gw, backend } = env;
     for (let i = 0; i < 6; i++) {
       const r = await signedCall(gw, { signer: gw.pki.tppA.qseal, target: BALANCES });
       expect(r.status).toBe(200);
@@ -64,6 +51,7 @@ describe("unattended access through the gateway (memory store)", () => {
   });
 
   it("gives the slot back when the backend does not answer 2xx, so the bank's failures burn no quota", async () => {
+    const { gw, backend } = env;
     backend.behave((_req, res) =>
       res.writeHead(500, { "content-type": "application/json" }).end('{"error":"core down"}'),
     );
@@ -92,6 +80,7 @@ describe("unattended access through the gateway (memory store)", () => {
   });
 
   it("refuses unattended transaction reads older than 90 days with PERIOD_INVALID before the backend sees them", async () => {
+    const { gw, backend } = env;
     const r = await signedCall(gw, {
       signer: gw.pki.tppA.qseal,
       target: "/v1/accounts/acc-3/transactions?bookingStatus=booked&dateFrom=2020-01-01",

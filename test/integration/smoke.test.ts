@@ -1,20 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signedCall, startTestGateway, type TestGateway } from "../helpers/gateway-fixture.js";
-import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+import { describe, expect, it } from "vitest";
+import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
+import { signedCall } from "../helpers/gateway-fixture.js";
 
 describe("ingress smoke", () => {
-  let backend: RecordingBackend;
-  let gw: TestGateway;
-  beforeAll(async () => {
-    backend = await startRecordingBackend();
-    gw = await startTestGateway({ backendUrl: backend.url });
-  });
-  afterAll(async () => {
-    await gw.close();
-    await backend.close();
-  });
+  const env = useGatewayAndBackend();
 
   it("forwards a good GET and a good POST", async () => {
+    const { gw, backend } = env;
     const get = await signedCall(gw, { signer: gw.pki.tppA.qseal, target: "/v1/accounts" });
     expect(get.status, get.text).toBe(200);
     const post = await signedCall(gw, {
@@ -29,7 +21,7 @@ describe("ingress smoke", () => {
   });
 
   it("refuses a tampered body and the backend never gets it whole", async () => {
-    backend.reset();
+    const { gw, backend } = env;
     const r = await signedCall(gw, {
       signer: gw.pki.tppA.qseal,
       method: "POST",
