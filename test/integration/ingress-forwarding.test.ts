@@ -12,8 +12,9 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, request } from "undici";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { computeDigestHeader, formatHttpDate } from "../../src/signature/index.js";
+import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import {
   expectRejected,
   prepareSignedCall,
@@ -24,8 +25,6 @@ import {
   signedCall,
   signManually,
   startTestGateway,
-  type TestGateway,
-  testPki,
 } from "../helpers/gateway-fixture.js";
 import {
   type RecordedRequest,
@@ -82,26 +81,10 @@ async function closedPort(): Promise<number> {
 }
 
 describe("forwarding to a live backend", () => {
-  let backend: RecordingBackend;
-  let gw: TestGateway;
-
-  beforeAll(async () => {
-    backend = await startRecordingBackend();
-    gw = await startTestGateway({
-      backendUrl: backend.url,
-      config: { verification: { maxBodyBytes: MAX_BODY } },
-    });
-  });
-  afterAll(async () => {
-    // The mid-body refusals leave a wedged connection behind (BUG below) that would hold
-    // gateway.close() for up to a minute; drop it first.
-    gw?.gateway.server.closeAllConnections();
-    await gw?.close();
-    await backend?.close();
-  });
-  beforeEach(() => backend.reset());
+  const env = useGatewayAndBackend({ config: { verification: { maxBodyBytes: MAX_BODY } } });
 
   it("a GET reaches the backend with method and path+query byte-exact and no body", async () => {
+    const { gw, backend } = env;
     const target =
       "/v1/accounts/acc-1/transactions?bookingStatus=booked&dateFrom=2024-01-01&q=%C3%B8%20x&empty=";
     const r = await signedCall(gw, { signer: gw.pki.tppA.qseal, target });
@@ -115,6 +98,7 @@ describe("forwarding to a live backend", () => {
   });
 
   it("a POST reaches the backend with its body byte-exact and the signature headers intact", async () => {
+    const { gw, backend } = env;
     const body = `{\n  "creditorName": "Åse Ødegård",\n  "remittance": "faktura \\u00e9 42",\n  "amount": "1.50"\n}\n`;
     const prepared = await prepareSignedCall({
       signer: gw.pki.tppA.qseal,
@@ -138,6 +122,7 @@ describe("forwarding to a live backend", () => {
   });
 
   it("a large body streamed in chunks (chunked transfer) arrives byte-exact", async () => {
+    const { gw, backend } = env;
     const body = bigJson(200 * 1024);
     const prepared = await prepareSignedCall({
       signer: gw.pki.tppA.qseal,
@@ -153,6 +138,7 @@ describe("forwarding to a live backend", () => {
   });
 
   it("sets the identity headers from the verified certificate and register (TPP A, PSU present)", async () => {
+    const { gw, backend } = env;
     const r = await signedCall(gw, {
       signer: gw.pki.tppA.qseal,
       method: "POST",
@@ -171,6 +157,7 @@ describe("forwarding to a live backend", () => {
   });
 
   it("x-psu-present is false without PSU-IP-Address; TPP B's roles are PSP_AI only", async () => {
+    const { gw, backend } = env;
     const r = await signedCall(gw, {
       signer: gw.pki.tppB.qseal,
       target: "/v1/accounts",
@@ -204,13 +191,14 @@ describe("forwarding to a live backend", () => {
     expect(decodeURIComponent(String(h["x-tpp-name"]))).toBe("Demo Insight AS");
     expect(h["x-tpp-roles"]).toBe("PSP_AI");
     expect(h["x-tpp-certificate-fingerprint"]).toBe(
-      createHash("sha256").update(gw.pki.tppB.qseal.der).digest("hex"),
+      createHash("sha256").update(env.gw.pki.tppB.qseal.der).digest("hex"),
     );
     expect(h["x-psu-present"]).toBe("false");
     expect(h["x-ssl-client-cert"]).toBeUndefined();
   };
 
   it("forged identity headers sent unsigned never reach the backend with the client's values", async () => {
+    const { gw, backend } = env;
     const r = await signedCall(gw, {
       signer: gw.pki.tppB.qseal,
       target: "/v1/accounts",
@@ -225,6 +213,7 @@ describe("forwarding to a live backend", () => {
   });
 
   it("forged identity headers covered by a valid signature are still replaced", async () => {
+    const { gw, backend } = env;
     const headers = signManually(gw.pki.tppB.qseal, {
       method: "GET",
       target: "/v1/accounts",
@@ -257,6 +246,7 @@ describe("forwarding to a live backend", () => {
    * headers by default (underscores_in_headers off) for this reason.
    */
   it("underscore look-alikes of the identity headers (x_tpp_organization_id) are not forwarded", async () => {
+    const { gw, backend } = env;
     const r = await signedCall(gw, {
       signer: gw.pki.tppB.qseal,
       target: "/v1/accounts",
@@ -270,6 +260,7 @@ describe("forwarding to a live backend", () => {
   });
 
   it("hop-by-hop headers (Connection, Keep-Alive, TE, Upgrade, Proxy-*, names listed in Connection) are not forwarded", async () => {
+    const { gw, backend } = env;
     const prepared = await prepareSignedCall({ signer: gw.pki.tppA.qseal, target: "/v1/accounts" });
     const head = rawHead({
       ...prepared,
@@ -306,6 +297,7 @@ describe("forwarding to a live backend", () => {
   });
 
   it("the response streams back unchanged (status, headers, body chunks) with X-Request-ID echoed", async () => {
+    const { gw, backend } = env;
     let release!: () => void;
     const released = new Promise<void>((resolve) => {
       release = resolve;
@@ -354,6 +346,7 @@ describe("forwarding to a live backend", () => {
   });
 
   it("a digest mismatch on a 200 KiB chunked body → 400 naming both digests; the backend never gets it whole", async () => {
+    const { gw, backend } = env;
     const signedBody = bigJson(200 * 1024, "a");
     const sentBody = `${signedBody.slice(0, 150 * 1024)}b${signedBody.slice(150 * 1024 + 1)}`;
     expect(sentBody.length).toBe(signedBody.length);
@@ -377,6 +370,7 @@ describe("forwarding to a live backend", () => {
   });
 
   it("Content-Length above verification.maxBodyBytes → 413 before any body byte is read", async () => {
+    const { gw, backend } = env;
     const body = bigJson(MAX_BODY + 1024);
     const prepared = await prepareSignedCall({
       signer: gw.pki.tppA.qseal,
@@ -398,6 +392,7 @@ describe("forwarding to a live backend", () => {
   });
 
   it("a chunked body that grows past verification.maxBodyBytes → 413; the backend never gets it whole", async () => {
+    const { gw, backend } = env;
     const body = bigJson(MAX_BODY + 64 * 1024);
     const prepared = await prepareSignedCall({
       signer: gw.pki.tppA.qseal,
@@ -405,7 +400,7 @@ describe("forwarding to a live backend", () => {
       target: PAYMENTS,
       body,
     });
-    // Its own client: the refused upload can leave the connection unusable (see the BUG test below).
+    // Its own client: the gateway closes the connection of a refused upload (see the test below).
     const client = new Agent({ connect: { ca: gw.pki.root.pem } });
     try {
       const response = await request(gw.url + PAYMENTS, {
@@ -431,16 +426,13 @@ describe("forwarding to a live backend", () => {
   });
 
   /**
-   * BUG: after refusing a body part-way (size limit here; the character policy takes the same
-   * path), the gateway keeps the client connection open although the rest of the body is never
-   * read. inspectedBody (src/forward/body.ts) throws out of `for await (… of req)`; the stream's
-   * async iterator then destroys the IncomingMessage with its socket detached, so Node stops
-   * reading the socket but does not close it. The 413/400 answer from forwarder.ts fail() →
-   * writeRejection goes out without `Connection: close` (unlike the Content-Length 413 in
-   * handler.ts, which sets res.shouldKeepAlive = false). The client stays blocked writing its
-   * body; the connection is leaked until requestTimeout, and gateway.close() waits for it.
+   * WAS A BUG, kept as a regression test: after refusing a body part-way (size limit here; the
+   * character policy takes the same path), the gateway kept the client connection open although it
+   * never read the rest of the body, and answered without `Connection: close`. The client stayed
+   * blocked writing its body, and the connection leaked until requestTimeout, holding up close().
    */
   it("after a mid-body 413 the gateway closes the client connection", async () => {
+    const { gw } = env;
     const body = Buffer.from(bigJson(MAX_BODY + 128 * 1024));
     const prepared = await prepareSignedCall({
       signer: gw.pki.tppA.qseal,
@@ -482,6 +474,7 @@ describe("forwarding to a live backend", () => {
   });
 
   it("the backend resetting the connection → 502 BAD_GATEWAY", async () => {
+    const { gw, backend } = env;
     backend.behave((req) => req.socket.destroy());
     const prepared = await prepareSignedCall({ signer: gw.pki.tppA.qseal, target: "/v1/accounts" });
     const r = await send(gw, "GET", "/v1/accounts", prepared.headers);
@@ -494,6 +487,7 @@ describe("forwarding to a live backend", () => {
   });
 
   it("a client that aborts mid-body aborts the upstream request, and the gateway keeps serving", async () => {
+    const { gw, backend } = env;
     const body = bigJson(120 * 1024);
     const bytes = Buffer.from(body);
     const prepared = await prepareSignedCall({
@@ -529,6 +523,7 @@ describe("forwarding to a live backend", () => {
   });
 
   it("the very same signed request sent twice: the second is refused as a replay; the backend saw one", async () => {
+    const { gw, backend } = env;
     const prepared = await prepareSignedCall({
       signer: gw.pki.tppA.qseal,
       method: "POST",
@@ -567,20 +562,10 @@ describe("upstream failures", () => {
   });
 
   describe("with backend.timeoutSeconds: 1", () => {
-    let backend: RecordingBackend;
-    let gw: TestGateway;
-
-    beforeAll(async () => {
-      backend = await startRecordingBackend();
-      gw = await startTestGateway({ backendUrl: backend.url, config: { backend: { timeoutSeconds: 1 } } });
-    });
-    afterAll(async () => {
-      await gw?.close();
-      await backend?.close();
-    });
-    beforeEach(() => backend.reset());
+    const env = useGatewayAndBackend({ config: { backend: { timeoutSeconds: 1 } } });
 
     it("a backend slower than the timeout → 504 GATEWAY_TIMEOUT after about 1 s", async () => {
+      const { gw, backend } = env;
       backend.behave((_req, res) => {
         setTimeout(() => {
           if (!res.destroyed) res.end("{}");
@@ -601,6 +586,7 @@ describe("upstream failures", () => {
     });
 
     it("a slow but steady client upload longer than the timeout is not blamed on the backend (no 504)", async () => {
+      const { gw, backend } = env;
       const body = bigJson(16 * 1024);
       const bytes = Buffer.from(body);
       const prepared = await prepareSignedCall({
@@ -625,11 +611,7 @@ describe("upstream failures", () => {
 });
 
 describe("effective roles: the certificate's roles intersected with the register's", () => {
-  let backend: RecordingBackend;
-  let gw: TestGateway;
-
-  beforeAll(async () => {
-    const pki = await testPki();
+  const env = useGatewayAndBackend((pki) => {
     const register = join(pki.dir, "register-ai-only.json");
     writeFileSync(
       register,
@@ -644,22 +626,18 @@ describe("effective roles: the certificate's roles intersected with the register
         ],
       }),
     );
-    backend = await startRecordingBackend();
-    gw = await startTestGateway({ backendUrl: backend.url, config: { register: { file: register } } });
+    return { config: { register: { file: register } } };
   });
-  afterAll(async () => {
-    await gw?.close();
-    await backend?.close();
-  });
-  beforeEach(() => backend.reset());
 
   it("TPP A's certificate says PSP_AI+PSP_PI but the register only PSP_AI: x-tpp-roles is PSP_AI", async () => {
+    const { gw, backend } = env;
     const r = await signedCall(gw, { signer: gw.pki.tppA.qseal, target: "/v1/accounts" });
     expect(r.status, r.text).toBe(200);
     expect(backend.requests[0]!.headers["x-tpp-roles"]).toBe("PSP_AI");
   });
 
   it("…and its payment initiation is refused with ROLE_INVALID", async () => {
+    const { gw, backend } = env;
     const prepared = await prepareSignedCall({
       signer: gw.pki.tppA.qseal,
       method: "POST",
