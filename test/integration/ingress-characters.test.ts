@@ -8,17 +8,17 @@
 import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Agent, request } from "undici";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import {
   type CallResult,
   expectRejected,
   prepareSignedCall,
   send,
   signedCall,
-  startTestGateway,
   type TestGateway,
 } from "../helpers/gateway-fixture.js";
-import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+import type { RecordingBackend } from "../helpers/recording-backend.js";
 
 const PAYMENTS = "/v1/payments/norwegian-domestic-credit-transfers";
 const GRIN = "\u{1F600}";
@@ -46,30 +46,13 @@ async function noneComplete(backend: RecordingBackend, fullLength: number): Prom
   }
 }
 
-let backend: RecordingBackend;
-beforeAll(async () => {
-  backend = await startRecordingBackend();
-});
-afterAll(async () => {
-  await backend?.close();
-});
-beforeEach(() => backend.reset());
-
 describe("characterPolicy maxCodePoint 0xFFFF (no emoji)", () => {
-  let gw: TestGateway;
-  beforeAll(async () => {
-    gw = await startTestGateway({
-      backendUrl: backend.url,
-      config: { verification: { characterPolicy: { maxCodePoint: 0xffff } } },
-    });
-  });
-  afterAll(async () => {
-    // A body refused part-way can leave its connection wedged (see ingress-forwarding BUG tests).
-    gw?.gateway.server.closeAllConnections();
-    await gw?.close();
+  const env = useGatewayAndBackend({
+    config: { verification: { characterPolicy: { maxCodePoint: 0xffff } } },
   });
 
   it("an emoji in the JSON body → 400 FORMAT_ERROR naming U+1F600 and its byte offset; the backend never gets it whole", async () => {
+    const { gw, backend } = env;
     const prefix = '{"creditorName":"Kari Nordmann ';
     const body = `${prefix}${GRIN}","instructedAmount":{"amount":"1.00","currency":"NOK"}}`;
     const { r, requestId } = await post(gw, body);
@@ -87,6 +70,7 @@ describe("characterPolicy maxCodePoint 0xFFFF (no emoji)", () => {
   });
 
   it("an emoji split across chunk boundaries deep in a streamed body → offset exact; the backend never gets it whole", async () => {
+    const { gw, backend } = env;
     // 4 KiB chunks; the emoji's four bytes straddle the boundary at 20 * 4096.
     const prefix = `{"note":"${"x".repeat(20 * 4096 - 2 - 9)}`;
     const body = Buffer.from(`${prefix}${GRIN}${"y".repeat(40 * 1024)}"}`);
@@ -131,6 +115,7 @@ describe("characterPolicy maxCodePoint 0xFFFF (no emoji)", () => {
   });
 
   it("an emoji in a header value (sent as UTF-8 bytes) → 400 FORMAT_ERROR naming the header, character and offset", async () => {
+    const { gw, backend } = env;
     const prepared = await prepareSignedCall({
       signer: gw.pki.tppA.qseal,
       target: "/v1/accounts",
@@ -147,6 +132,7 @@ describe("characterPolicy maxCodePoint 0xFFFF (no emoji)", () => {
   });
 
   it("invalid UTF-8 in the body → 400 FORMAT_ERROR with the byte offset", async () => {
+    const { gw, backend } = env;
     const prefix = Buffer.from('{"creditorName":"K');
     const body = Buffer.concat([prefix, Buffer.from([0xc3, 0x28]), Buffer.from('ari"}')]);
     const { r, requestId } = await post(gw, body);
@@ -160,6 +146,7 @@ describe("characterPolicy maxCodePoint 0xFFFF (no emoji)", () => {
   });
 
   it("a body that ends inside a UTF-8 sequence → 400 FORMAT_ERROR naming where the sequence starts", async () => {
+    const { gw, backend } = env;
     const prefix = Buffer.from('{"amount":"1.00","currency":"');
     const body = Buffer.concat([prefix, Buffer.from([0xe2, 0x82])]);
     const { r, requestId } = await post(gw, body);
@@ -173,6 +160,7 @@ describe("characterPolicy maxCodePoint 0xFFFF (no emoji)", () => {
   });
 
   it("invalid UTF-8 in a header value → 400 FORMAT_ERROR", async () => {
+    const { gw, backend } = env;
     const prepared = await prepareSignedCall({
       signer: gw.pki.tppA.qseal,
       target: "/v1/accounts",
@@ -189,6 +177,7 @@ describe("characterPolicy maxCodePoint 0xFFFF (no emoji)", () => {
   });
 
   it("characters inside the BMP (Å, Ø, €, ☃) pass, byte-exact", async () => {
+    const { gw, backend } = env;
     const body = `{"creditorName":"Åse Ødegård","note":"€ 12 ${SNOWMAN}"}`;
     const { r } = await post(gw, body);
     expect(r.status, r.text).toBe(200);
@@ -204,6 +193,7 @@ describe("characterPolicy maxCodePoint 0xFFFF (no emoji)", () => {
    * raw body only.
    */
   it("an emoji written as a JSON escape (\\ud83d\\ude00) is refused too", async () => {
+    const { gw, backend } = env;
     const body = '{"creditorName":"Kari \\ud83d\\ude00"}';
     expect(JSON.parse(body).creditorName).toBe(`Kari ${GRIN}`);
     const { r, requestId } = await post(gw, body);
@@ -213,15 +203,10 @@ describe("characterPolicy maxCodePoint 0xFFFF (no emoji)", () => {
 });
 
 describe("default (permissive) character policy", () => {
-  let gw: TestGateway;
-  beforeAll(async () => {
-    gw = await startTestGateway({ backendUrl: backend.url });
-  });
-  afterAll(async () => {
-    await gw?.close();
-  });
+  const env = useGatewayAndBackend();
 
   it("an emoji in the body passes, byte-exact", async () => {
+    const { gw, backend } = env;
     const body = `{"creditorName":"Kari ${GRIN}"}`;
     const { r } = await post(gw, body);
     expect(r.status, r.text).toBe(200);
@@ -230,6 +215,7 @@ describe("default (permissive) character policy", () => {
   });
 
   it("an emoji in a header value passes, its bytes unchanged", async () => {
+    const { gw, backend } = env;
     const value = utf8Header(`Mozilla ${GRIN}`);
     const r = await signedCall(gw, {
       signer: gw.pki.tppA.qseal,
@@ -243,6 +229,7 @@ describe("default (permissive) character policy", () => {
   });
 
   it("invalid UTF-8 is still refused (requests must be UTF-8)", async () => {
+    const { gw, backend } = env;
     const body = Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xc0, 0xaf]), Buffer.from('"}')]);
     const { r, requestId } = await post(gw, body);
     expectRejected(r, { status: 400, code: "FORMAT_ERROR", text: ["not valid UTF-8 at byte 6"], requestId });
@@ -251,19 +238,12 @@ describe("default (permissive) character policy", () => {
 });
 
 describe("characterPolicy blockedRanges [[0x2600, 0x26FF]] (Miscellaneous Symbols)", () => {
-  let gw: TestGateway;
-  beforeAll(async () => {
-    gw = await startTestGateway({
-      backendUrl: backend.url,
-      config: { verification: { characterPolicy: { blockedRanges: [[0x2600, 0x26ff]] } } },
-    });
-  });
-  afterAll(async () => {
-    gw?.gateway.server.closeAllConnections();
-    await gw?.close();
+  const env = useGatewayAndBackend({
+    config: { verification: { characterPolicy: { blockedRanges: [[0x2600, 0x26ff]] } } },
   });
 
   it("a character in the blocked range in the body → 400 naming U+2603 and its offset", async () => {
+    const { gw, backend } = env;
     const prefix = '{"note":"';
     const { r, requestId } = await post(gw, `${prefix}${SNOWMAN}"}`);
     expectRejected(r, {
@@ -276,6 +256,7 @@ describe("characterPolicy blockedRanges [[0x2600, 0x26FF]] (Miscellaneous Symbol
   });
 
   it("a character in the blocked range in a header → 400", async () => {
+    const { gw, backend } = env;
     const prepared = await prepareSignedCall({
       signer: gw.pki.tppA.qseal,
       target: "/v1/accounts",
@@ -292,6 +273,7 @@ describe("characterPolicy blockedRanges [[0x2600, 0x26FF]] (Miscellaneous Symbol
   });
 
   it("characters outside the range (an emoji, U+26FF+1) pass", async () => {
+    const { gw, backend } = env;
     const body = `{"note":"${GRIN} \u2700"}`;
     const { r } = await post(gw, body);
     expect(r.status, r.text).toBe(200);
