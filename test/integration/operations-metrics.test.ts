@@ -6,17 +6,16 @@
 
 import { X509Certificate } from "node:crypto";
 import { request } from "undici";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import {
   type CallResult,
   prepareSignedCall,
   send,
   signedCall,
-  startTestGateway,
   type TestGateway,
 } from "../helpers/gateway-fixture.js";
 import { movedSeries, type Scrape, scrape } from "../helpers/prometheus-text.js";
-import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 
 const ACCOUNTS = "/v1/accounts";
 const PAYMENTS = "/v1/payments/norwegian-domestic-credit-transfers";
@@ -32,22 +31,23 @@ function codeOf(r: CallResult): string | undefined {
 }
 
 describe("/metrics after a scripted mix of good and bad requests", () => {
-  let backend: RecordingBackend;
-  let gw: TestGateway;
   let before: Scrape;
   let after: Scrape;
   let startedAt: number;
   /** Every response of the script, in order, to check the script did what it says. */
   const seen: { what: string; status: number; code: string | undefined }[] = [];
 
-  beforeAll(async () => {
-    backend = await startRecordingBackend();
+  const env = useGatewayAndBackend(() => {
     startedAt = Date.now();
-    gw = await startTestGateway({
-      backendUrl: backend.url,
-      // Refusals cached for the whole run, so the expired certificate's second use is a hit whatever the pace.
-      config: { cache: { failureTtlSeconds: 600 } },
-    });
+    // Refusals cached for the whole run, so the expired certificate's second use is a hit whatever the pace.
+    return { config: { cache: { failureTtlSeconds: 600 } } };
+  });
+  let gw: TestGateway;
+
+  // The script, once; hooks run in order, so the gateway is up by now.
+  beforeAll(async () => {
+    gw = env.gw;
+    const { backend } = env;
     const tppA = gw.pki.tppA.qseal;
     const record = (what: string, r: CallResult) => seen.push({ what, status: r.status, code: codeOf(r) });
 
@@ -98,11 +98,6 @@ describe("/metrics after a scripted mix of good and bad requests", () => {
     backend.reset();
 
     after = await scrape(gw.gateway.adminUrl!);
-  });
-
-  afterAll(async () => {
-    await gw?.close();
-    await backend?.close();
   });
 
   it("the script itself got the answers it was written for (17 requests)", () => {

@@ -9,11 +9,11 @@ import { copyFileSync, mkdtempSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signedCall, startTestGateway, type TestGateway, testPki } from "../helpers/gateway-fixture.js";
+import { describe, expect, it } from "vitest";
+import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
+import { signedCall, type TestGateway } from "../helpers/gateway-fixture.js";
 import { scrape } from "../helpers/prometheus-text.js";
-import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
-import { describeWithRedis, type RedisServer, startRedisServer } from "../helpers/redis-server.js";
+import { describeWithRedis } from "../helpers/redis-server.js";
 
 interface Readiness {
   readonly status: number;
@@ -63,30 +63,22 @@ async function waitFor(what: string, condition: () => Promise<boolean>, timeoutM
 }
 
 describe("/readyz and a stale TPP register", () => {
-  let backend: RecordingBackend;
-  let gw: TestGateway;
   let registerFile: string;
   let offsetMs = 0;
 
-  beforeAll(async () => {
-    backend = await startRecordingBackend();
-    const pki = await testPki();
+  const env = useGatewayAndBackend((pki) => {
     // This gateway's own copy of the register file, so it can go missing without touching the PKI's.
     registerFile = join(mkdtempSync(join(tmpdir(), "psd2-readyz-")), "register.json");
     copyFileSync(pki.paths.register, registerFile);
-    gw = await startTestGateway({
-      backendUrl: backend.url,
+    return {
       now: () => Date.now() + offsetMs,
       // Looked at every second; stale after 60 s of the gateway's clock.
       config: { register: { file: registerFile, pollSeconds: 1, maxAgeSeconds: 60 } },
-    });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await backend?.close();
+    };
   });
 
   it("ready with a fresh register: 200 and every check ok", async () => {
+    const { gw } = env;
     await expectAlive(gw);
     const r = await readyz(gw);
     expect(r.status).toBe(200);
@@ -99,6 +91,7 @@ describe("/readyz and a stale TPP register", () => {
   });
 
   it("503 naming `register` when it is older than maxAgeSeconds; 200 again once it is refreshed", async () => {
+    const { gw } = env;
     // The file goes away: each refresh now fails and the last good copy (and its age) is kept.
     const aside = `${registerFile}.aside`;
     renameSync(registerFile, aside);
@@ -147,63 +140,45 @@ describe("a stale register fails requests closed", () => {
   // 503 SERVICE_UNAVAILABLE, but a TPP that called in the last cache.ttlSeconds (300 s by default)
   // is still forwarded (200), although schema.ts documents maxAgeSeconds as "older than this, the
   // copy is stale and requests fail closed". Expected: 503 for both; actual: 200 for TPP A (cached).
-  it("a TPP whose verdict is cached is refused too once the register is stale", async () => {
-    const backend = await startRecordingBackend();
-    const pki = await testPki();
-    const registerFile = join(mkdtempSync(join(tmpdir(), "psd2-stale-")), "register.json");
+  let registerFile: string;
+  let offsetMs = 0;
+  const env = useGatewayAndBackend((pki) => {
+    registerFile = join(mkdtempSync(join(tmpdir(), "psd2-stale-")), "register.json");
     copyFileSync(pki.paths.register, registerFile);
-    let offsetMs = 0;
-    const gw = await startTestGateway({
-      backendUrl: backend.url,
+    return {
       now: () => Date.now() + offsetMs,
       config: { register: { file: registerFile, maxAgeSeconds: 60 } },
+    };
+  });
+
+  it("a TPP whose verdict is cached is refused too once the register is stale", async () => {
+    const { gw } = env;
+    // Loaded; then the file goes away, so no refresh can make the copy fresh again.
+    rmSync(registerFile);
+    const before = await signedCall(gw, { signer: gw.pki.tppA.qseal, target: "/v1/accounts" });
+    expect(before.status, before.text).toBe(200);
+    offsetMs = 120_000;
+    expect((await readyz(gw)).status).toBe(503);
+    const uncached = await signedCall(gw, {
+      signer: gw.pki.tppB.qseal,
+      target: "/v1/accounts",
+      now: Date.now() + offsetMs,
     });
-    try {
-      // Loaded; then the file goes away, so no refresh can make the copy fresh again.
-      rmSync(registerFile);
-      const before = await signedCall(gw, { signer: gw.pki.tppA.qseal, target: "/v1/accounts" });
-      expect(before.status, before.text).toBe(200);
-      offsetMs = 120_000;
-      expect((await readyz(gw)).status).toBe(503);
-      const uncached = await signedCall(gw, {
-        signer: gw.pki.tppB.qseal,
-        target: "/v1/accounts",
-        now: Date.now() + offsetMs,
-      });
-      expect(uncached.json.tppMessages?.[0]?.code).toBe("SERVICE_UNAVAILABLE");
-      const cached = await signedCall(gw, {
-        signer: gw.pki.tppA.qseal,
-        target: "/v1/accounts",
-        now: Date.now() + offsetMs,
-      });
-      expect(cached.status, cached.text).toBe(503);
-    } finally {
-      await gw.close();
-      await backend.close();
-    }
+    expect(uncached.json.tppMessages?.[0]?.code).toBe("SERVICE_UNAVAILABLE");
+    const cached = await signedCall(gw, {
+      signer: gw.pki.tppA.qseal,
+      target: "/v1/accounts",
+      now: Date.now() + offsetMs,
+    });
+    expect(cached.status, cached.text).toBe(503);
   });
 });
 
 describeWithRedis("/readyz and the Redis limit store", () => {
-  let redis: RedisServer;
-  let backend: RecordingBackend;
-  let gw: TestGateway;
-
-  beforeAll(async () => {
-    redis = await startRedisServer();
-    backend = await startRecordingBackend();
-    gw = await startTestGateway({
-      backendUrl: backend.url,
-      config: { store: { type: "redis", url: redis.url } },
-    });
-  });
-  afterAll(async () => {
-    await gw?.close();
-    await backend?.close();
-    await redis?.stop();
-  });
+  const env = useGatewayAndBackend({ redis: {} });
 
   it("200 while Redis answers; 503 naming `store` when it is gone; 200 again within seconds of its return", async () => {
+    const { gw, redis } = env;
     const up = await readyz(gw);
     expect(up.status, JSON.stringify(up.body)).toBe(200);
     expect(up.body.checks["store"]).toEqual({ ok: true, detail: "redis" });
@@ -225,6 +200,7 @@ describeWithRedis("/readyz and the Redis limit store", () => {
   });
 
   it("a Redis that stops answering (frozen, connection still open) is not ready either", async () => {
+    const { gw, redis } = env;
     redis.freeze();
     try {
       // ready() pings with a bound (commandTimeoutMs), so /readyz answers instead of hanging.
