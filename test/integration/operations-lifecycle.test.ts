@@ -203,14 +203,13 @@ describe("SIGTERM under load (a real gateway process)", () => {
 });
 
 describe("draining, in process", () => {
-  // WAS A BUG, kept as a regression test (src/ingress/gateway.ts drain(), src/ingress/handler.ts): while draining, responses still say
-  // `Connection: keep-alive`. Node's server goes on reading new requests on open connections after
-  // server.close(), and drain() closes a connection only when one of its 100 ms looks finds it idle.
-  // A client that reuses its connections (as it was told it may) keeps the gateway serving until the
-  // grace period ends; then closeAllConnections() cuts the requests in flight, which the gateway had
-  // accepted and forwarded: their responses are lost. Expected: responses written after close()
-  // began carry `Connection: close` (e.g. res.shouldKeepAlive = false while draining), so clients
-  // move off and the drain ends after one round; actual: `connection: keep-alive`.
+  // WAS A BUG, kept as a regression test: while draining, responses still said `Connection:
+  // keep-alive`. Node's server goes on reading new requests on open connections after
+  // server.close(), and the drain closes a connection only when one of its 100 ms looks finds it
+  // idle, so a client that reused its connections kept the gateway serving until the grace period
+  // ended; then the requests in flight, accepted and forwarded, were cut and their responses lost.
+  // Responses written after close() began now carry `Connection: close`: clients move off and the
+  // drain ends after one round.
   it("a response finished while draining tells the client to close the connection", async () => {
     const backend = await startRecordingBackend();
     let release: () => void = () => {};

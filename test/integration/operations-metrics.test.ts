@@ -149,11 +149,10 @@ describe("/metrics after a scripted mix of good and bad requests", () => {
     ).toEqual({ "route_class=ais,status=502": 1 });
   });
 
-  // WAS A BUG, kept as a regression test (src/ingress/handler.ts, refuse(): `klass = "other"` default; every rejection is recorded
-  // with routeClass "other"): a refused GET /v1/accounts counts as route_class="other", not "ais",
-  // so the dashboard's "rejection ratio by route class" (deploy/grafana-dashboard.json) shows 0 %
-  // for ais/pis and 100 % for other. The route class is known from the path (RoleTable.roleFor on
-  // routingPath) even before the certificate is checked.
+  // WAS A BUG, kept as a regression test: every rejection was recorded with route class "other", so
+  // a refused GET /v1/accounts did not count as "ais" and the dashboard's "rejection ratio by route
+  // class" (deploy/grafana-dashboard.json) showed 0 % for ais/pis and 100 % for other. The route
+  // class is known from the path even before the certificate is checked.
   it("rejected requests are counted under the route class of their path, not 'other'", () => {
     expect(
       movedSeries(before, after, "psd2_gateway_requests_total", ["route_class", "status"], {

@@ -134,12 +134,6 @@ describe("/readyz and a stale TPP register", () => {
 });
 
 describe("a stale register fails requests closed", () => {
-  // WAS A BUG, kept as a regression test (src/eidas/tpp-verifier.ts verify() / src/eidas/verdict-cache.ts get()): a cached successful
-  // verdict is returned without asking whether the register is still fresh. Once the copy is older
-  // than register.maxAgeSeconds, /readyz says "not ready" and a TPP whose verdict is not cached gets
-  // 503 SERVICE_UNAVAILABLE, but a TPP that called in the last cache.ttlSeconds (300 s by default)
-  // is still forwarded (200), although schema.ts documents maxAgeSeconds as "older than this, the
-  // copy is stale and requests fail closed". Expected: 503 for both; actual: 200 for TPP A (cached).
   let registerFile: string;
   let offsetMs = 0;
   const env = useGatewayAndBackend((pki) => {
@@ -151,6 +145,11 @@ describe("a stale register fails requests closed", () => {
     };
   });
 
+  // WAS A BUG, kept as a regression test: a cached successful verdict was returned without asking
+  // whether the register was still fresh. Once the copy was older than register.maxAgeSeconds,
+  // /readyz said "not ready" and a TPP whose verdict was not cached got 503 SERVICE_UNAVAILABLE, but
+  // one that had called within cache.ttlSeconds was still forwarded (200), although maxAgeSeconds
+  // is documented as "older than this, the copy is stale and requests fail closed". Now both: 503.
   it("a TPP whose verdict is cached is refused too once the register is stale", async () => {
     const { gw } = env;
     // Loaded; then the file goes away, so no refresh can make the copy fresh again.

@@ -328,11 +328,10 @@ describe("no secret in any log line of a run (a real gateway process)", () => {
     });
   });
 
-  // WAS A BUG, kept as a regression test (src/ingress/handler.ts refuse(): the event carries no organizationId): a request refused
-  // after its QSealC was verified (wrong role, bad signature, replay, unattended limit exceeded) is
-  // logged without `tpp`, although the gateway knows which TPP it is. The issue asks for the TPP
-  // organizationIdentifier on every access line; an operator cannot see which TPP hits
-  // ACCESS_EXCEEDED or ROLE_INVALID. Expected tpp: PSDNO-FSA-DEMO000x; actual: no tpp key.
+  // WAS A BUG, kept as a regression test: a request refused after its QSealC was verified (wrong
+  // role, bad signature, replay, unattended limit exceeded) was logged without `tpp`, although the
+  // gateway knew which TPP it was, so an operator could not see which TPP hit ACCESS_EXCEEDED or
+  // ROLE_INVALID. The issue asks for the TPP's organizationIdentifier on every access line.
   it("a request refused after its certificate was verified names the TPP on its access line", () => {
     const access = accessLines();
     const afterVerification = ["ROLE_INVALID", "SIGNATURE_INVALID", "ACCESS_EXCEEDED"];

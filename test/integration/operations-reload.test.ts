@@ -202,12 +202,11 @@ describe("TLS certificate rotation (real gateway processes)", () => {
     }
     expect(loop.failures()).toEqual([]);
   });
-  // WAS A BUG, kept as a regression test (src/main.ts SIGHUP handler → gateway.reload(), src/ingress/gateway.ts): SIGHUP reloads the
-  // TLS certificate, trust store and CRLs but not the TPP register, which issue 6 lists among what
-  // SIGHUP reloads. With `register.url` and a long `pollSeconds`, an operator who has just withdrawn
-  // a TPP and sends SIGHUP keeps the old register until the next poll. Expected: SIGHUP refreshes
-  // every register source (one more GET to the register URL, register_entries 1); actual: no request
-  // to the register URL and register_entries stays 2 until the poll (an hour here).
+  // WAS A BUG, kept as a regression test: SIGHUP reloaded the TLS certificate, trust store and CRLs
+  // but not the TPP register, which issue 6 lists among what SIGHUP reloads. With `register.url`
+  // and a long `pollSeconds`, an operator who had just withdrawn a TPP and sent SIGHUP kept the old
+  // register until the next poll (an hour here). SIGHUP now refreshes every register source: one
+  // more GET to the register URL, and register_entries 1.
   it("SIGHUP also refreshes the TPP register from its URL", async () => {
     const full = JSON.parse(readFileSync(pki.paths.register, "utf8")) as {
       tpps: { organizationIdentifier: string }[];
