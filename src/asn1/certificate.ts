@@ -19,6 +19,12 @@ export interface CertificateFields {
   readonly extensions: DerNode | undefined;
 }
 
+/**
+ * Locates the TBSCertificate fields. Strict where a lenient reader would see a different
+ * certificate than OpenSSL does: the version must be v1, v2 or v3 (read as the whole INTEGER),
+ * only issuerUniqueID, subjectUniqueID and extensions may follow the public key, in that order and
+ * once each, and extensions need v3 (RFC 5280 4.1).
+ */
 export function readCertificateFields(der: Uint8Array): CertificateFields {
   const cert = expectTag(readNode(der), TAG.SEQUENCE, "Certificate");
   if (cert.end !== der.length) throw new DerError(`${der.length - cert.end} bytes follow the certificate`);
@@ -28,10 +34,14 @@ export function readCertificateFields(der: Uint8Array): CertificateFields {
   let i = 0;
   let version = 1;
   if (fields[0]?.tag === 0xa0) {
-    const [v] = children(fields[0]);
-    if (!v) throw new DerError("empty version field");
+    const [v, extra] = children(fields[0]);
+    if (!v || extra) throw new DerError("the version field must hold one INTEGER");
     const bytes = content(expectTag(v, TAG.INTEGER, "version"));
-    version = (bytes[bytes.length - 1] ?? 0) + 1;
+    // v1 = 0, v2 = 1, v3 = 2; one octet, as anything longer or negative is no version at all.
+    if (bytes.length !== 1 || bytes[0]! > 2) {
+      throw new DerError(`version ${hexOf(bytes)} is not v1, v2 or v3 (0, 1 or 2)`);
+    }
+    version = bytes[0]! + 1;
     i = 1;
   }
   const take = (tag: number, what: string): DerNode => {
@@ -46,11 +56,25 @@ export function readCertificateFields(der: Uint8Array): CertificateFields {
   const subject = take(TAG.SEQUENCE, "subject");
   const subjectPublicKeyInfo = take(TAG.SEQUENCE, "subjectPublicKeyInfo");
   let extensions: DerNode | undefined;
+  // [1] issuerUniqueID, [2] subjectUniqueID (primitive, or constructed as some BER writers did), [3] extensions.
+  let lastOptional = 0;
   for (; i < fields.length; i++) {
     const node = fields[i]!;
-    if (node.tag === 0xa3) {
-      const [seq] = children(node);
-      if (seq) extensions = expectTag(seq, TAG.SEQUENCE, "extensions");
+    const number = node.tag & 0x1f;
+    const isOptionalField = (node.tag & 0xc0) === 0x80 && number >= 1 && number <= 3;
+    if (!isOptionalField || number <= lastOptional || (number === 3 && node.tag !== 0xa3)) {
+      throw new DerError(
+        `TBSCertificate holds an unexpected element (tag 0x${node.tag.toString(16).padStart(2, "0")}) at byte ${node.headerStart}; after the public key only [1], [2] and [3] may follow, once each and in order`,
+      );
+    }
+    lastOptional = number;
+    if (number === 3) {
+      const [seq, extra] = children(node);
+      if (!seq || extra) throw new DerError("the extensions field must hold one SEQUENCE");
+      extensions = expectTag(seq, TAG.SEQUENCE, "extensions");
+      if (version !== 3) throw new DerError(`a v${version} certificate carries extensions; they need v3`);
+    } else if (version === 1) {
+      throw new DerError("a v1 certificate carries a unique identifier; it needs v2 or v3");
     }
   }
   const serial = content(serialNode);
@@ -66,6 +90,11 @@ export function readCertificateFields(der: Uint8Array): CertificateFields {
     subjectPublicKeyInfo,
     extensions,
   };
+}
+
+function hexOf(bytes: Uint8Array): string {
+  const hex = Buffer.from(bytes.subarray(0, 8)).toString("hex");
+  return bytes.length > 8 ? `0x${hex}… (${bytes.length} bytes)` : `0x${hex || "(empty)"}`;
 }
 
 /** The serial as a signed integer, as X.690 encodes it (negative serials exist in the wild). */

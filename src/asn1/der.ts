@@ -94,50 +94,92 @@ export function whole(node: DerNode): Uint8Array {
   return node.buf.subarray(node.headerStart, node.end);
 }
 
+/** The widest arc read: 19 octets of 7 bits hold a 128-bit UUID arc (2.25.x), more is only a cost. */
+const MAX_ARC_OCTETS = 19;
+
+/**
+ * Dotted form of an OBJECT IDENTIFIER. Refuses what DER and OpenSSL refuse (an arc with leading
+ * 0x80 octets, which would give one OID two encodings) and arcs wider than 128 bits, whose
+ * arithmetic costs grow with the square of their length. Arcs below 2^46 stay plain numbers.
+ */
 export function readOid(node: DerNode): string {
   expectTag(node, TAG.OID, "OBJECT IDENTIFIER");
   const bytes = content(node);
   if (bytes.length === 0) throw new DerError("empty OBJECT IDENTIFIER");
   const arcs: string[] = [];
-  let value = 0n;
-  let first = true;
+  let small = 0;
+  let big: bigint | undefined;
+  let arcStart = 0;
   for (let i = 0; i < bytes.length; i++) {
     const b = bytes[i]!;
-    value = (value << 7n) | BigInt(b & 0x7f);
+    if (i === arcStart && b === 0x80) {
+      throw new DerError(
+        `OBJECT IDENTIFIER at byte ${node.headerStart} has an arc with a leading 0x80 octet`,
+      );
+    }
+    if (i - arcStart >= MAX_ARC_OCTETS) {
+      throw new DerError(`OBJECT IDENTIFIER at byte ${node.headerStart} has an arc wider than 128 bits`);
+    }
+    if (big !== undefined) big = (big << 7n) | BigInt(b & 0x7f);
+    else if (small < 2 ** 46) small = small * 128 + (b & 0x7f);
+    else big = (BigInt(small) << 7n) | BigInt(b & 0x7f);
     if (b & 0x80) {
       if (i === bytes.length - 1) throw new DerError("OBJECT IDENTIFIER ends inside an arc");
       continue;
     }
-    if (first) {
-      const firstArc = value < 40n ? 0n : value < 80n ? 1n : 2n;
-      arcs.push(firstArc.toString(), (value - firstArc * 40n).toString());
-      first = false;
+    if (arcs.length === 0) {
+      // The first octets hold two arcs: 40 * first + second, the first being 0, 1 or 2.
+      if (big === undefined) {
+        const first = small < 40 ? 0 : small < 80 ? 1 : 2;
+        arcs.push(String(first), String(small - first * 40));
+      } else {
+        arcs.push("2", (big - 80n).toString());
+      }
     } else {
-      arcs.push(value.toString());
+      arcs.push(big === undefined ? String(small) : big.toString());
     }
-    value = 0n;
+    small = 0;
+    big = undefined;
+    arcStart = i + 1;
   }
   return arcs.join(".");
 }
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** A lone surrogate: not a character, and OpenSSL refuses names holding one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** Decodes any of the X.500 string types to a JavaScript string, the way OpenSSL shows it. */
 export function readString(node: DerNode): string {
   const bytes = content(node);
   switch (node.tag) {
     case TAG.UTF8_STRING:
-      return Buffer.from(bytes).toString("utf8");
+      // Strict, as OpenSSL: a lenient decode would map different bytes to the same U+FFFD text.
+      try {
+        return UTF8.decode(bytes);
+      } catch {
+        throw new DerError(`UTF8String at byte ${node.headerStart} is not valid UTF-8`);
+      }
     case TAG.BMP_STRING: {
       if (bytes.length % 2 !== 0) throw new DerError("BMPString of odd length");
       const swapped = Buffer.from(bytes);
       swapped.swap16();
-      return swapped.toString("utf16le");
+      const text = swapped.toString("utf16le");
+      if (LONE_SURROGATE.test(text))
+        throw new DerError(`BMPString at byte ${node.headerStart} holds a lone surrogate`);
+      return text;
     }
     case TAG.UNIVERSAL_STRING: {
       if (bytes.length % 4 !== 0) throw new DerError("UniversalString length not a multiple of 4");
       let out = "";
       for (let i = 0; i < bytes.length; i += 4) {
         const cp = ((bytes[i]! << 24) | (bytes[i + 1]! << 16) | (bytes[i + 2]! << 8) | bytes[i + 3]!) >>> 0;
-        if (cp > 0x10ffff) throw new DerError("UniversalString holds a code point above U+10FFFF");
+        if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+          throw new DerError(
+            `UniversalString holds U+${cp.toString(16).toUpperCase()}, which is not a character`,
+          );
+        }
         out += String.fromCodePoint(cp);
       }
       return out;

@@ -38,7 +38,11 @@ export function readName(node: DerNode): DistinguishedName {
   expectTag(node, TAG.SEQUENCE, "Name");
   return children(node).map((set) => {
     expectTag(set, TAG.SET, "RelativeDistinguishedName");
-    return children(set).map((ava) => {
+    const avas = children(set);
+    // SET SIZE (1..MAX): an empty RDN would print as an empty part between two commas.
+    if (avas.length === 0)
+      throw new DerError(`RelativeDistinguishedName at byte ${set.headerStart} is empty`);
+    return avas.map((ava) => {
       const [typeNode, valueNode, extra] = children(expectTag(ava, TAG.SEQUENCE, "AttributeTypeAndValue"));
       if (!typeNode || !valueNode || extra)
         throw new DerError("AttributeTypeAndValue must hold a type and a value");
