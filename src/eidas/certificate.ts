@@ -8,15 +8,15 @@
  * certificate is on the hot path, and @peculiar/x509's schema-driven parse costs about 650 µs a
  * certificate against about 150 µs for Node's crypto.X509Certificate (BENCH-ANCHORS.md). One
  * walk with the DER reader, KeyObject included, measured 30–70 µs on the interop certificates
- * where X509Certificate took 125–160 µs and @peculiar/x509 230–850 µs (same run, same machine;
- * readOid's BigInt arithmetic is the largest single part left). @peculiar/x509 knows none of the
+ * where X509Certificate took 125–160 µs and @peculiar/x509 230–850 µs (same run, same machine).
+ * @peculiar/x509 knows none of the
  * ETSI statements either, so that ASN.1 — with the tolerance for the malformed forms real QTSPs
  * issued (a bare QCStatement, flat RolesOfPSP) — is written here in any case
  * (src/eidas/qcstatements.ts), and the reader takes those forms the way OpenSSL does. The public
- * key goes to Node's crypto.createPublicKey once; signature checks between certificates (chain
- * building) belong to crypto.X509Certificate (`checkIssued`, `verify`), which the chain module
- * can create from `der` only when it needs them. @peculiar/x509 stays for generating
- * certificates in tools and tests.
+ * key is read here first (src/eidas/public-key.ts says why) and goes to Node's
+ * crypto.createPublicKey once; signatures between certificates are checked over the TBS bytes
+ * with native crypto (trust-store.ts). @peculiar/x509 stays for generating certificates in tools
+ * and tests.
  *
  * Everything here is pure: no clock, no config, no cache. Failures are Rejections, never throws.
  */
@@ -26,6 +26,7 @@ import { readCertificateFields, serialToBigInt, serialToHex } from "../asn1/cert
 import {
   children,
   DerError,
+  type DerNode,
   expectTag,
   readBitString,
   readNode,
@@ -37,6 +38,7 @@ import {
 import { isRejection, type Rejection, reject } from "../errors.js";
 import { type DistinguishedName, firstAttributeValue, formatRfc2253, readName } from "../x500/name.js";
 import { CERTIFICATE_HEADER } from "./certificate-header.js";
+import { reportDefect } from "./defects.js";
 import {
   type BasicConstraints,
   EXTENSION_OID,
@@ -124,21 +126,66 @@ export interface ParseCertificateOptions {
   readonly label?: string;
 }
 
-/** Reads a DER certificate; CERTIFICATE_INVALID with the place and the problem when it cannot. */
+/** Reads a DER certificate; CERTIFICATE_INVALID with the place and the problem when it cannot. Never throws. */
 export function parseCertificate(
   der: Uint8Array,
   options: ParseCertificateOptions = {},
 ): ParsedCertificate | Rejection {
   const label = options.label ?? CERTIFICATE_HEADER;
   try {
-    return readCertificate(der);
+    return readCertificate(der, label);
   } catch (error) {
-    const detail = error instanceof Error ? error.message : String(error);
-    return reject("CERTIFICATE_INVALID", `${label} cannot be read as an X.509 certificate: ${detail}`);
+    if (error instanceof DerError) {
+      return reject(
+        "CERTIFICATE_INVALID",
+        `${label} cannot be read as an X.509 certificate: ${error.message}`,
+      );
+    }
+    // Not a DerError: a bug in the readers, still a refusal (the bytes are the sender's).
+    const detail = reportDefect("parseCertificate", error);
+    return reject(
+      "CERTIFICATE_INVALID",
+      `${label} cannot be read as an X.509 certificate: the gateway's reader failed on it (${detail})`,
+    );
   }
 }
 
-function readCertificate(der: Uint8Array): ParsedCertificate {
+/** Names for the signature algorithms seen in PSD2 certificates, for refusal texts. */
+const SIGNATURE_ALGORITHM_NAMES: Readonly<Record<string, string>> = {
+  "1.2.840.113549.1.1.5": "sha1WithRSAEncryption",
+  "1.2.840.113549.1.1.10": "RSASSA-PSS",
+  "1.2.840.113549.1.1.11": "sha256WithRSAEncryption",
+  "1.2.840.113549.1.1.12": "sha384WithRSAEncryption",
+  "1.2.840.113549.1.1.13": "sha512WithRSAEncryption",
+  "1.2.840.10045.4.3.2": "ecdsa-with-SHA256",
+  "1.2.840.10045.4.3.3": "ecdsa-with-SHA384",
+  "1.2.840.10045.4.3.4": "ecdsa-with-SHA512",
+  "1.3.101.112": "Ed25519",
+  "1.3.101.113": "Ed448",
+};
+
+function algorithmName(oid: string): string {
+  const name = SIGNATURE_ALGORITHM_NAMES[oid];
+  return name ? `${oid} (${name})` : oid;
+}
+
+/** An AlgorithmIdentifier: an OID and optional parameters, nothing more. Returns the OID. */
+function readAlgorithmIdentifier(node: DerNode, what: string): string {
+  const [oid, , extra] = children(expectTag(node, TAG.SEQUENCE, what));
+  if (!oid) throw new DerError(`${what} is empty`);
+  if (extra) throw new DerError(`${what} holds more than an OID and parameters`);
+  return readOid(oid);
+}
+
+/** The parameters of an AlgorithmIdentifier, for a refusal text: `absent`, or their DER in hex (cut short). */
+function parametersOf(node: DerNode): string {
+  const [, parameters] = children(node);
+  if (!parameters) return "absent";
+  const hex = Buffer.from(whole(parameters).subarray(0, 24)).toString("hex");
+  return parameters.end - parameters.headerStart > 24 ? `${hex}…` : hex;
+}
+
+function readCertificate(der: Uint8Array, label: string): ParsedCertificate | Rejection {
   const fields = readCertificateFields(der);
   const [, algorithmNode, signatureNode, extra] = children(readNode(der));
   if (!algorithmNode || !signatureNode || extra) {
@@ -146,15 +193,27 @@ function readCertificate(der: Uint8Array): ParsedCertificate {
       "a Certificate is TBSCertificate, signatureAlgorithm and signatureValue, nothing more",
     );
   }
-  const [algorithmOid] = children(expectTag(algorithmNode, TAG.SEQUENCE, "signatureAlgorithm"));
-  if (!algorithmOid) throw new DerError("signatureAlgorithm is empty");
-  const signatureAlgorithmOid = readOid(algorithmOid);
+  const signatureAlgorithmOid = readAlgorithmIdentifier(algorithmNode, "signatureAlgorithm");
+  const innerAlgorithmOid = readAlgorithmIdentifier(fields.signatureAlgorithm, "tbsCertificate.signature");
   readBitString(signatureNode);
+  // RFC 5280 4.1.1.2: the algorithm outside the signed part must be the one inside, parameters
+  // included; otherwise what the issuer signed is not what a verifier is told to check.
+  if (!sameBytes(whole(algorithmNode), whole(fields.signatureAlgorithm))) {
+    const differs =
+      signatureAlgorithmOid === innerAlgorithmOid
+        ? `both name ${algorithmName(signatureAlgorithmOid)}, but with different parameters (${parametersOf(algorithmNode)} outside, ${parametersOf(fields.signatureAlgorithm)} inside)`
+        : `its signatureAlgorithm is ${algorithmName(signatureAlgorithmOid)} but tbsCertificate.signature is ${algorithmName(innerAlgorithmOid)}`;
+    return reject(
+      "CERTIFICATE_INVALID",
+      `${label} SN=${serialToHex(fields.serial)} is inconsistent: ${differs}; RFC 5280 4.1.1.2 requires them to be identical, so the certificate was altered or mis-issued`,
+    );
+  }
 
   const issuer = within("issuer", () => readName(fields.issuer));
   const subject = within("subject", () => readName(fields.subject));
-  const [notBeforeNode, notAfterNode] = children(fields.validity);
-  if (!notBeforeNode || !notAfterNode) throw new DerError("validity lacks notBefore or notAfter");
+  const [notBeforeNode, notAfterNode, afterValidity] = children(fields.validity);
+  if (!notBeforeNode || !notAfterNode || afterValidity)
+    throw new DerError("validity is not notBefore and notAfter");
   const notBefore = within("notBefore", () => readTime(notBeforeNode));
   const notAfter = within("notAfter", () => readTime(notAfterNode));
 
@@ -167,7 +226,8 @@ function readCertificate(der: Uint8Array): ParsedCertificate {
   }
 
   const extensions = within("extensions", () => readExtensions(fields.extensions));
-  const find = (oid: string): Extension | undefined => extensions.find((e) => e.oid === oid);
+  const byOid = new Map(extensions.map((e) => [e.oid, e]));
+  const find = (oid: string): Extension | undefined => byOid.get(oid);
   const keyUsageExt = find(EXTENSION_OID.keyUsage);
   const basicConstraintsExt = find(EXTENSION_OID.basicConstraints);
   const skiExt = find(EXTENSION_OID.subjectKeyIdentifier);
@@ -256,4 +316,8 @@ export function requirePsd2(certificate: ParsedCertificate): true | Rejection {
 
 export function isPsd2Certificate(certificate: ParsedCertificate): boolean {
   return !isRejection(requirePsd2(certificate));
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.from(a.buffer, a.byteOffset, a.length).equals(b);
 }

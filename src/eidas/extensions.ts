@@ -38,6 +38,7 @@ export interface Extension {
 export function readExtensions(sequence: DerNode | undefined): Extension[] {
   if (!sequence) return [];
   const out: Extension[] = [];
+  const seen = new Set<string>();
   for (const node of children(sequence)) {
     const parts = children(expectTag(node, TAG.SEQUENCE, "Extension"));
     const [idNode, second, third] = parts;
@@ -51,7 +52,8 @@ export function readExtensions(sequence: DerNode | undefined): Extension[] {
       throw new DerError(`extension ${oid} has ${parts.length} parts, not extnID, [critical,] extnValue`);
     }
     const value = content(expectTag(valueNode, TAG.OCTET_STRING, `extension ${oid} extnValue`));
-    if (out.some((e) => e.oid === oid)) throw new DerError(`extension ${oid} appears more than once`);
+    if (seen.has(oid)) throw new DerError(`extension ${oid} appears more than once`);
+    seen.add(oid);
     out.push({ oid, critical: hasCritical ? readBoolean(second) : false, value });
   }
   return out;
@@ -114,4 +116,34 @@ export function readAuthorityKeyIdentifier(ext: Extension): string | undefined {
   const seq = expectTag(readExtensionValue(ext), TAG.SEQUENCE, "AuthorityKeyIdentifier");
   const keyId = children(seq).find((n) => n.tag === 0x80);
   return keyId ? Buffer.from(content(keyId)).toString("hex") : undefined;
+}
+
+/**
+ * Extensions a certificate may mark critical: those OpenSSL's verifier handles, plus the key
+ * identifiers and qcStatements, which this gateway reads itself.
+ */
+const UNDERSTOOD_WHEN_CRITICAL: ReadonlySet<string> = new Set([
+  EXTENSION_OID.keyUsage,
+  EXTENSION_OID.basicConstraints,
+  EXTENSION_OID.subjectKeyIdentifier,
+  EXTENSION_OID.authorityKeyIdentifier,
+  "2.5.29.17", // subjectAltName
+  "2.5.29.31", // cRLDistributionPoints
+  "2.5.29.32", // certificatePolicies
+  "2.5.29.30", // nameConstraints
+  "2.5.29.33", // policyMappings
+  "2.5.29.36", // policyConstraints
+  "2.5.29.37", // extKeyUsage
+  "2.5.29.54", // inhibitAnyPolicy
+  "1.3.6.1.5.5.7.1.3", // qcStatements
+  "1.3.6.1.5.5.7.1.7", // RFC 3779 IP address blocks
+  "1.3.6.1.5.5.7.1.8", // RFC 3779 AS identifiers
+  "1.3.6.1.5.5.7.1.14", // proxyCertInfo
+  "1.3.6.1.5.5.7.48.1.5", // OCSP noCheck
+  "2.16.840.1.113730.1.1", // Netscape certificate type
+]);
+
+/** The first critical extension the gateway does not understand (RFC 5280 4.2: the certificate must then be refused). */
+export function unknownCriticalExtension(extensions: readonly Extension[]): string | undefined {
+  return extensions.find((e) => e.critical && !UNDERSTOOD_WHEN_CRITICAL.has(e.oid))?.oid;
 }

@@ -18,6 +18,7 @@ export {
   DEFAULT_MAX_CERTIFICATE_HEADER_BYTES,
   decodeCertificateHeader,
 } from "./certificate-header.js";
+export { DEFECT_CHANNEL, type DefectEvent } from "./defects.js";
 export {
   encodeQcStatements,
   PSD2_ROLES,
@@ -37,6 +38,6 @@ export {
   type RevocationChecker,
   type RevocationList,
 } from "./revocation.js";
-export { TppVerifier, type TppVerifierOptions, type TrustedTpp } from "./tpp-verifier.js";
+export { MAX_REFUSAL_TEXT, TppVerifier, type TppVerifierOptions, type TrustedTpp } from "./tpp-verifier.js";
 export { type ChainResult, certificatesFromFile, TrustStore } from "./trust-store.js";
 export type { VerdictCacheStats } from "./verdict-cache.js";

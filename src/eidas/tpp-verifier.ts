@@ -3,14 +3,16 @@
  * register → effective roles, cached per certificate. This is what the ingress pipeline asks.
  */
 
-import { isRejection, type Rejection, reject } from "../errors.js";
+import { isRejection, Rejection, reject } from "../errors.js";
 import type { KeyIdTarget } from "../signature/keyid.js";
 import {
+  CERTIFICATE_HEADER,
   decodeCertificateHeader,
   type ParsedCertificate,
   parseCertificate,
   requirePsd2,
 } from "./certificate.js";
+import { reportDefect } from "./defects.js";
 import type { Psd2Role } from "./qcstatements.js";
 import type { TppRegister } from "./register.js";
 import type { RevocationChecker } from "./revocation.js";
@@ -36,10 +38,19 @@ export interface TppVerifierOptions {
   readonly now?: () => number;
   readonly cacheTtlMs: number;
   readonly failureTtlMs: number;
+  /** Accepted certificates kept in the verdict cache. */
   readonly maxEntries: number;
+  /** Refusals kept, apart from accepted certificates so garbage cannot push those out; defaults to `maxEntries`. */
+  readonly maxRefusals?: number;
   /** Smallest RSA key accepted; ETSI TS 119 312 asks for 2048 bits at least. */
   readonly minRsaBits?: number;
 }
+
+/**
+ * Longest refusal text kept: texts quote names and serials from the certificate, and a refusal
+ * is cached, so its size must not follow what the sender put in.
+ */
+export const MAX_REFUSAL_TEXT = 1000;
 
 export class TppVerifier {
   private readonly cache: VerdictCache<TrustedTpp>;
@@ -47,7 +58,11 @@ export class TppVerifier {
 
   constructor(private readonly options: TppVerifierOptions) {
     this.now = options.now ?? Date.now;
-    this.cache = new VerdictCache<TrustedTpp>({ maxEntries: options.maxEntries, now: this.now });
+    this.cache = new VerdictCache<TrustedTpp>({
+      maxEntries: options.maxEntries,
+      maxRefusals: options.maxRefusals,
+      now: this.now,
+    });
   }
 
   get stats(): VerdictCacheStats {
@@ -59,15 +74,45 @@ export class TppVerifier {
     this.cache.clear();
   }
 
+  /**
+   * The verdict for a `TPP-Signature-Certificate` value. Never throws and never returns a promise
+   * that rejects: whatever the bytes, the answer is a trusted TPP or a Rejection with a
+   * certificate code (SERVICE_UNAVAILABLE only while the register is stale). A cached verdict is
+   * a plain value.
+   */
   verify(headerValue: string): TrustedTpp | Rejection | Promise<TrustedTpp | Rejection> {
     // A stale register fails every request closed, cached verdicts included.
     const stale = this.options.register.freshnessRefusal();
     if (stale) return stale;
-    return this.cache.get(headerValue, () => this.compute(headerValue));
+    if (typeof headerValue !== "string") return decodeCertificateHeader(undefined) as Rejection;
+    return this.cache.get(headerValue, () => this.computeGuarded(headerValue));
   }
 
   private refusal(rejection: Rejection, cacheable = true): Verdict<TrustedTpp> {
-    return { value: rejection, expiresAt: this.now() + this.options.failureTtlMs, cacheable };
+    return { value: bounded(rejection), expiresAt: this.now() + this.options.failureTtlMs, cacheable };
+  }
+
+  /**
+   * The boundary: an exception here is a defect of ours, but the bytes are the sender's, so the
+   * answer is still a refusal, cached like any other, so that retries do not pay again.
+   */
+  private computeGuarded(headerValue: string): Verdict<TrustedTpp> | Promise<Verdict<TrustedTpp>> {
+    try {
+      const result = this.compute(headerValue);
+      return result instanceof Promise ? result.catch((error: unknown) => this.defect(error)) : result;
+    } catch (error) {
+      return this.defect(error);
+    }
+  }
+
+  private defect(error: unknown): Verdict<TrustedTpp> {
+    const detail = reportDefect("TppVerifier", error);
+    return this.refusal(
+      reject(
+        "CERTIFICATE_INVALID",
+        `${CERTIFICATE_HEADER} could not be checked: the gateway failed on it (${detail}); it is refused until that is fixed, report it to the bank with the certificate`,
+      ),
+    );
   }
 
   private compute(headerValue: string): Verdict<TrustedTpp> | Promise<Verdict<TrustedTpp>> {
@@ -113,4 +158,17 @@ export class TppVerifier {
       cacheable: true,
     };
   }
+}
+
+/**
+ * A refusal whose text is at most MAX_REFUSAL_TEXT characters and a string of its own: a slice of
+ * a longer string (a subject DN, a header) would keep the whole of that alive in the cache.
+ */
+function bounded(rejection: Rejection): Rejection {
+  const text =
+    rejection.text.length > MAX_REFUSAL_TEXT
+      ? `${rejection.text.slice(0, MAX_REFUSAL_TEXT - 1)}…`
+      : rejection.text;
+  const own = Buffer.from(text, "utf16le").toString("utf16le");
+  return new Rejection(rejection.code, own, rejection.retryAfterSeconds);
 }

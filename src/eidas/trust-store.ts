@@ -8,6 +8,7 @@ import { X509Certificate } from "node:crypto";
 import { children, readBitString, readNode, whole } from "../asn1/der.js";
 import { isRejection, type Rejection, reject } from "../errors.js";
 import { type ParsedCertificate, parseCertificate } from "./certificate.js";
+import { unknownCriticalExtension } from "./extensions.js";
 import { isSupportedSignatureAlgorithm, verifyTbs } from "./signature-algorithms.js";
 
 export interface TrustAnchorSet {
@@ -51,13 +52,25 @@ function signedParts(der: Uint8Array): { tbs: Uint8Array; signature: Uint8Array 
   return { tbs: whole(tbs!), signature: readBitString(signature!).bytes };
 }
 
-/** True when `issuerKey` signed `subject`: native crypto over the TBS bytes, X509Certificate for rarer algorithms. */
-function issuedBy(subject: ParsedCertificate, issuer: ParsedCertificate): boolean {
-  if (isSupportedSignatureAlgorithm(subject.signatureAlgorithmOid)) {
-    const { tbs, signature } = signedParts(subject.der);
-    return verifyTbs(subject.signatureAlgorithmOid, tbs, signature, issuer.publicKey);
+/**
+ * True when `issuer`'s key signed `subject`, else why not. Native crypto over the TBS bytes for the
+ * common algorithms; X509Certificate for rarer ones (RSASSA-PSS, EdDSA), whose parser refuses some
+ * bytes the tolerant reader took (invalid encodings inside, trailing fields): that is a "no", never
+ * a throw, since the subject is whatever the sender put in the header.
+ */
+function issuedBy(subject: ParsedCertificate, issuer: ParsedCertificate): true | string {
+  const oid = subject.signatureAlgorithmOid;
+  const notVerified = `its signature does not verify with the key of ${describe(issuer)}`;
+  try {
+    if (isSupportedSignatureAlgorithm(oid)) {
+      const { tbs, signature } = signedParts(subject.der);
+      return verifyTbs(oid, tbs, signature, issuer.publicKey) || notVerified;
+    }
+    return new X509Certificate(Buffer.from(subject.der)).verify(issuer.publicKey) || notVerified;
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error);
+    return `its signature (algorithm ${oid}) cannot be checked with the key of ${describe(issuer)}: ${detail.slice(0, 120)}`;
   }
-  return new X509Certificate(Buffer.from(subject.der)).verify(issuer.publicKey);
 }
 
 export interface ChainResult {
@@ -72,7 +85,12 @@ function bySubject(parsed: ParsedCertificate): string {
 }
 
 function describe(c: ParsedCertificate): string {
-  return `SN=${c.serialHex} (${c.subjectRfc2253.slice(0, 160)})`;
+  return `SN=${clip(c.serialHex, 80)} (${clip(c.subjectRfc2253, 160)})`;
+}
+
+/** Names and serials come from the sender: refusal texts (cached, logged) carry a bounded part. */
+function clip(text: string, max = 200): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
 function canSignCertificates(c: ParsedCertificate): string | undefined {
@@ -91,7 +109,7 @@ export class TrustStore {
     for (const parsed of certificates) {
       const selfSigned =
         Buffer.compare(Buffer.from(parsed.subjectDer), Buffer.from(parsed.issuerDer)) === 0 &&
-        issuedBy(parsed, parsed);
+        issuedBy(parsed, parsed) === true;
       const key = bySubject(parsed);
       const list = this.bySubject.get(key) ?? [];
       list.push({ parsed, selfSigned });
@@ -128,6 +146,8 @@ export class TrustStore {
         `certificate ${describe(leaf)} may not sign: its keyUsage (${leaf.keyUsage.join(", ")}) has neither digitalSignature nor nonRepudiation`,
       );
     }
+    const leafCritical = criticalProblem(leaf, "the certificate");
+    if (leafCritical) return leafCritical;
     const chain: ParsedCertificate[] = [leaf];
     let current = leaf;
     for (let depth = 0; depth < MAX_CHAIN; depth++) {
@@ -142,8 +162,9 @@ export class TrustStore {
         ) {
           continue;
         }
-        if (!this.linkVerified(current, candidate)) {
-          lastProblem = `its signature does not verify with the key of ${describe(candidate.parsed)}`;
+        const linked = this.linkVerified(current, candidate);
+        if (linked !== true) {
+          lastProblem = linked;
           continue;
         }
         issuer = candidate;
@@ -152,7 +173,7 @@ export class TrustStore {
       if (!issuer) {
         return reject(
           "CERTIFICATE_INVALID",
-          `certificate ${describe(current)} ${lastProblem ?? `was issued by ${current.issuerRfc2253}, which is not in the gateway's trust store`}; use a certificate from a qualified trust service provider the bank trusts`,
+          `certificate ${describe(current)} ${lastProblem ?? `was issued by ${clip(current.issuerRfc2253)}, which is not in the gateway's trust store`}; use a certificate from a qualified trust service provider the bank trusts`,
         );
       }
       const notCa = canSignCertificates(issuer.parsed);
@@ -163,6 +184,8 @@ export class TrustStore {
         );
       const issuerValidity = checkValidity(issuer.parsed, now, "its issuing CA certificate");
       if (issuerValidity) return issuerValidity;
+      const issuerCritical = criticalProblem(issuer.parsed, "its issuing CA certificate");
+      if (issuerCritical) return issuerCritical;
       const pathLen = issuer.parsed.basicConstraints?.pathLen;
       const casBelow = chain.length - 1;
       if (pathLen !== undefined && casBelow > pathLen) {
@@ -182,10 +205,11 @@ export class TrustStore {
   }
 
   /** Leaf signatures are checked every time (leaves are cached by the verdict cache); CA links once. */
-  private linkVerified(subject: ParsedCertificate, issuer: StoredCa): boolean {
+  private linkVerified(subject: ParsedCertificate, issuer: StoredCa): true | string {
     const known = this.verifiedLinks.get(subject);
     if (known?.has(issuer)) return true;
-    if (!issuedBy(subject, issuer.parsed)) return false;
+    const issued = issuedBy(subject, issuer.parsed);
+    if (issued !== true) return issued;
     if (this.isStored(subject)) {
       const set = known ?? new Set<StoredCa>();
       set.add(issuer);
@@ -197,6 +221,15 @@ export class TrustStore {
   private isStored(c: ParsedCertificate): boolean {
     return (this.bySubject.get(bySubject(c)) ?? []).some((s) => s.parsed === c);
   }
+}
+
+function criticalProblem(c: ParsedCertificate, which: string): Rejection | undefined {
+  const oid = unknownCriticalExtension(c.extensions);
+  if (oid === undefined) return undefined;
+  return reject(
+    "CERTIFICATE_INVALID",
+    `${which} ${describe(c)} has a critical extension ${oid} the gateway does not know; RFC 5280 4.2 requires refusing it`,
+  );
 }
 
 function checkValidity(c: ParsedCertificate, now: Date, which: string): Rejection | undefined {

@@ -3,11 +3,16 @@
  * SHA-256 of the raw value. Successes live for the TTL but never past the certificate's notAfter;
  * refusals live briefly, so a flood of one bad certificate costs one parse; concurrent misses
  * for the same key share one computation.
+ *
+ * Refusals have their own LRU: anyone can send endless distinct garbage, and in one shared LRU it
+ * would push out the verdicts of real TPPs, who would then pay a full parse and chain check on
+ * every request. Each store holds at most its `max` entries, and an entry never outlives its
+ * expiry (stale ones are dropped when met, or pushed out by newer ones).
  */
 
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
-import type { Rejection } from "../errors.js";
+import { isRejection, type Rejection } from "../errors.js";
 
 export interface Verdict<T> {
   readonly value: T | Rejection;
@@ -18,19 +23,26 @@ export interface Verdict<T> {
 }
 
 export interface VerdictCacheOptions {
+  /** Accepted verdicts kept. */
   readonly maxEntries: number;
+  /** Refusals kept; defaults to `maxEntries`. */
+  readonly maxRefusals?: number;
   readonly now?: () => number;
 }
 
 export interface VerdictCacheStats {
   readonly hits: number;
   readonly misses: number;
+  /** Entries held, accepted and refused together. */
   readonly size: number;
   readonly evictions: number;
+  /** Refusals held (part of `size`). */
+  readonly refusals: number;
 }
 
 export class VerdictCache<T extends object> {
-  private readonly cache: LRUCache<string, Verdict<T>>;
+  private readonly accepted: LRUCache<string, Verdict<T>>;
+  private readonly refused: LRUCache<string, Verdict<T>>;
   private readonly inFlight = new Map<string, Promise<T | Rejection>>();
   private readonly now: () => number;
   private hits = 0;
@@ -39,11 +51,13 @@ export class VerdictCache<T extends object> {
 
   constructor(options: VerdictCacheOptions) {
     this.now = options.now ?? Date.now;
-    this.cache = new LRUCache<string, Verdict<T>>({
-      max: options.maxEntries,
-      dispose: (_v, _k, reason) => {
-        if (reason === "evict") this.evictions++;
-      },
+    const dispose = (_v: Verdict<T>, _k: string, reason: LRUCache.DisposeReason) => {
+      if (reason === "evict") this.evictions++;
+    };
+    this.accepted = new LRUCache<string, Verdict<T>>({ max: options.maxEntries, dispose });
+    this.refused = new LRUCache<string, Verdict<T>>({
+      max: options.maxRefusals ?? options.maxEntries,
+      dispose,
     });
   }
 
@@ -57,7 +71,7 @@ export class VerdictCache<T extends object> {
    */
   get(raw: string, compute: () => Verdict<T> | Promise<Verdict<T>>): T | Rejection | Promise<T | Rejection> {
     const key = VerdictCache.keyOf(raw);
-    const cached = this.cache.get(key);
+    const cached = this.accepted.get(key) ?? this.refused.get(key);
     if (cached && cached.expiresAt > this.now()) {
       this.hits++;
       return cached.value;
@@ -85,16 +99,28 @@ export class VerdictCache<T extends object> {
   }
 
   private store(key: string, verdict: Verdict<T>): T | Rejection {
-    if (verdict.cacheable && verdict.expiresAt > this.now()) this.cache.set(key, verdict);
-    else this.cache.delete(key);
+    // One key lives in one store: a verdict replaces whatever the other store held for it.
+    const [into, other] = isRejection(verdict.value)
+      ? [this.refused, this.accepted]
+      : [this.accepted, this.refused];
+    other.delete(key);
+    if (verdict.cacheable && verdict.expiresAt > this.now()) into.set(key, verdict);
+    else into.delete(key);
     return verdict.value;
   }
 
   clear(): void {
-    this.cache.clear();
+    this.accepted.clear();
+    this.refused.clear();
   }
 
   get stats(): VerdictCacheStats {
-    return { hits: this.hits, misses: this.misses, size: this.cache.size, evictions: this.evictions };
+    return {
+      hits: this.hits,
+      misses: this.misses,
+      size: this.accepted.size + this.refused.size,
+      evictions: this.evictions,
+      refusals: this.refused.size,
+    };
   }
 }
