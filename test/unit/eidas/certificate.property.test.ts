@@ -22,6 +22,7 @@ import {
 } from "../../../src/eidas/certificate.js";
 import { decodeQcStatements, PSD2_ROLE_OID, QC_STATEMENT } from "../../../src/eidas/qcstatements.js";
 import { isRejection, type Rejection } from "../../../src/errors.js";
+import { encodeTlvTree, mutateTree, mutationsArbitrary, parseTlv } from "../../helpers/der-mutation.js";
 
 const CERTS = new URL("../../../../shared/interop/certs/", import.meta.url);
 const REAL = [
@@ -197,6 +198,59 @@ describe("parseCertificate never throws", () => {
         },
       ),
       { numRuns: 1000 },
+    );
+  });
+});
+
+describe("structure-aware: real certificates mutated along their DER tree", () => {
+  it("parseCertificate returns a certificate or CERTIFICATE_INVALID", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...REAL), mutationsArbitrary(4), (der, mutations) => {
+        expectParsedOrRejection(parseCertificate(encodeTlvTree(mutateTree(parseTlv(der), mutations))));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("decodeCertificateHeader and parseCertificate do, in base64, PEM and URL-encoded PEM with stray escapes", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...REAL),
+        mutationsArbitrary(2),
+        fc.constantFrom("base64", "pem", "url"),
+        fc.array(
+          fc.record({
+            at: fc.nat(),
+            text: fc.constantFrom("%", "%4", "%zz", "%25", "%0A%0A", "-----", "\u0000", "="),
+          }),
+          { maxLength: 2 },
+        ),
+        (der, mutations, shape, edits) => {
+          const b64 = Buffer.from(encodeTlvTree(mutateTree(parseTlv(der), mutations))).toString("base64");
+          const pem = `-----BEGIN CERTIFICATE-----\n${b64}\n-----END CERTIFICATE-----`;
+          let text = shape === "base64" ? b64 : shape === "pem" ? pem : encodeURIComponent(pem);
+          for (const e of edits) {
+            const at = e.at % (text.length + 1);
+            text = text.slice(0, at) + e.text + text.slice(at);
+          }
+          decodeAndParse(text);
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("a parsed certificate's fields are those of the bytes: what parses twice parses the same", () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...REAL), mutationsArbitrary(2), (der, mutations) => {
+        const bytes = encodeTlvTree(mutateTree(parseTlv(der), mutations));
+        const first = parseCertificate(bytes);
+        const second = parseCertificate(Uint8Array.from(bytes));
+        if (isRejection(first)) expect(isRejection(second) && second.text).toBe(first.text);
+        else
+          expect(isRejection(second) ? second.text : second.sha256Fingerprint).toBe(first.sha256Fingerprint);
+      }),
+      { numRuns: 300 },
     );
   });
 });
