@@ -6,12 +6,13 @@
  */
 
 import { X509Certificate } from "node:crypto";
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { AggregatorRegistry } from "prom-client";
 import { type CheckOptions, RoleTable, requestChecks } from "../checks/index.js";
 import type { GatewayConfig } from "../config/schema.js";
-import { TppRegister, TppVerifier } from "../eidas/index.js";
+import { DEFECT_CHANNEL, type DefectEvent, TppRegister, TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
 import { createIngressHandler } from "../ingress/handler.js";
@@ -242,6 +243,18 @@ async function startComponents(
     ],
     now,
   });
+
+  // A defect is a bug in our own code that an input reached: logged and counted, never silent.
+  const onDefect = (message: unknown) => {
+    const { where, error } = message as DefectEvent;
+    metrics.defects.inc({ where });
+    logger.error(
+      { where, err: (error as Error)?.message ?? String(error) },
+      "defect: unexpected exception (the request was refused)",
+    );
+  };
+  subscribe(DEFECT_CHANNEL, onDefect);
+  started.add(() => unsubscribe(DEFECT_CHANNEL, onDefect));
 
   const onStoreError = (error: unknown) =>
     logger.warn({ err: (error as Error).message }, "limit store unreachable");

@@ -86,6 +86,13 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  readonly defects = new Counter({
+    name: "psd2_gateway_defects_total",
+    help: "Exceptions the gateway caught where none was expected (a bug: the request was still refused), by where",
+    labelNames: ["where"] as const,
+    registers: [this.registry],
+  });
+
   constructor(sources: MetricSources = {}, options: { defaultMetrics?: boolean } = {}) {
     const now = sources.now ?? Date.now;
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });

@@ -649,6 +649,20 @@ const PROMTOOL_TESTS = [
     ],
   },
   {
+    name: "defects",
+    interval: "1m",
+    input_series: [
+      series("psd2_gateway_defects_total", { instance: GW1, where: "TppVerifier" }, "0x10 1 1x40"),
+      series("psd2_gateway_defects_total", { instance: GW2, where: "TppVerifier" }, "0x40"),
+    ],
+    alert_rule_test: [
+      expect_("5m", "Psd2GatewayDefects"),
+      expect_("15m", "Psd2GatewayDefects", at(GW1, { severity: "warning", where: "TppVerifier" })),
+      // Fifteen minutes without a new one: resolved.
+      expect_("40m", "Psd2GatewayDefects"),
+    ],
+  },
+  {
     name: "upstream",
     interval: "1m",
     input_series: [
