@@ -101,11 +101,33 @@ class Connection {
   condemned = false;
   /** A parse error that arrived while an answer was in flight: written after it. */
   private pendingRefusal: string | undefined = undefined;
+  /** The client sent its FIN while an answer was in flight: end the connection after that answer. */
+  private endAfterActive = false;
 
   constructor(
     private readonly ingress: Ingress,
     private readonly socket: Socket,
-  ) {}
+  ) {
+    socket.once("end", () => this.clientEnded());
+  }
+
+  /**
+   * A FIN is a half-close or a client gone, which cannot be told apart: the answer in flight is
+   * still written (the listener keeps half-open connections), but nothing more is dispatched,
+   * since its answer might never be read.
+   */
+  private clientEnded(): void {
+    const active = this.active;
+    if (!active) return; // Node ends the connection itself
+    if (!active.req.complete) {
+      // Cut off mid-body, the request can never complete: abort it, and its upstream request.
+      this.socket.destroy();
+      return;
+    }
+    this.condemned = true;
+    this.waiting.length = 0;
+    this.endAfterActive = true;
+  }
 
   accept(req: IncomingMessage, res: ServerResponse): void {
     if (this.condemned || this.pendingRefusal !== undefined) return; // closes after the answer in flight
@@ -122,6 +144,12 @@ class Connection {
 
   private finished(res: ServerResponse): void {
     this.active = undefined;
+    if (this.endAfterActive) {
+      // Node would wait for the answers never dispatched before ending the connection.
+      if (this.pendingRefusal !== undefined) this.writeRefusal(this.pendingRefusal);
+      else this.socket.end();
+      return;
+    }
     if (!res.writableFinished || !res.shouldKeepAlive || this.socket.destroyed) {
       // This answer closes the connection: what waits behind it is never dispatched.
       this.condemned = true;
@@ -187,6 +215,17 @@ class IngressExchange extends CheckContext implements ForwardCall {
 
   run(): void {
     const { options } = this.ingress;
+    // RFC 9112 3.2: an HTTP/1.1 request without Host is malformed. Refused here, in its turn on the
+    // connection, and the connection closed as Node's own check would (the listener turns that off).
+    if (
+      this.headers.host === undefined &&
+      this.req.httpVersionMajor === 1 &&
+      this.req.httpVersionMinor === 1
+    ) {
+      this.res.shouldKeepAlive = false;
+      this.refuse(reject("FORMAT_ERROR", "malformed HTTP request: no Host header; HTTP/1.1 requires one"));
+      return;
+    }
     const length = Number(this.headers["content-length"] ?? 0);
     if (length > options.maxBodyBytes) {
       this.res.shouldKeepAlive = false;

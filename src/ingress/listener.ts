@@ -55,9 +55,18 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const { tls } = options;
   let handler = STARTING;
   const onRequest = (req: IncomingMessage, res: ServerResponse) => handler.onRequest(req, res);
+  const http = {
+    // Node's own Host check answers a bare 400 and parses on, so requests pipelined behind it were
+    // dispatched though the connection closed: the handler refuses it in its turn instead.
+    requireHostHeader: false,
+    // A client that half-closes after pipelining still reads its answers; otherwise its FIN (TLS
+    // close_notify) ended the connection and requests already forwarded went unanswered.
+    allowHalfOpen: true,
+  };
   const server: Server = tls
     ? createHttpsServer(
         {
+          ...http,
           ...tlsMaterial(tls),
           // The QWAC is checked by the gateway against its own trust store and register, with a
           // Berlin Group error instead of a failed handshake.
@@ -66,7 +75,9 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
         },
         onRequest,
       )
-    : createHttpServer(onRequest);
+    : createHttpServer(http, onRequest);
+  // Node's switch for that on the HTTP side (untyped; it then ends the connection after the last answer).
+  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
   server.requestTimeout = options.requestTimeoutMs;
   server.keepAliveTimeout = options.keepAliveTimeoutMs;
   // Malformed HTTP never reaches the request listener: answered in the Berlin Group shape.

@@ -1,0 +1,549 @@
+/**
+ * Issue 11, defect 1: HTTP/1.1 pipelining over raw TLS sockets. Node parses pipelined requests
+ * ahead and emits them at once; the gateway must still keep the invariant
+ *
+ *     every request the backend received is answered to the client with the backend's answer,
+ *     in order, on its connection; a request whose answer cannot be delivered is never forwarded.
+ *
+ * So: requests are dispatched one at a time; nothing behind an answer that closes the connection
+ * (a 413 by Content-Length, a 502, `Connection: close`, a missing Host) reaches the backend; a
+ * malformed request behind one in flight is refused (Berlin Group 400) only after the answers
+ * before it; Node's own early refusals carry the Berlin Group body too.
+ */
+
+import { setTimeout as sleep } from "node:timers/promises";
+import { describe, expect, it } from "vitest";
+import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
+import {
+  expectRejected,
+  prepareSignedCall,
+  rawConnect,
+  rawHead,
+  type TestGateway,
+} from "../helpers/gateway-fixture.js";
+import { named } from "../helpers/named-rows.js";
+import type { RecordingBackend } from "../helpers/recording-backend.js";
+
+const MAX_BODY = 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Pipelined requests on one raw connection, and the answers read back from it.
+
+/** One answer read from the connection. */
+interface Answer {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+/**
+ * Splits what the gateway wrote into complete HTTP/1.1 responses (Content-Length or chunked);
+ * `rest` is what is left after the last complete one.
+ */
+function splitResponses(raw: string): { answers: Answer[]; rest: string } {
+  const answers: Answer[] = [];
+  let at = 0;
+  for (;;) {
+    const end = raw.indexOf("\r\n\r\n", at);
+    if (end < 0) break;
+    const [statusLine, ...lines] = raw.slice(at, end).split("\r\n");
+    const status = Number(/^HTTP\/1\.[01] (\d{3}) /.exec(statusLine ?? "")?.[1]);
+    if (Number.isNaN(status)) break;
+    const headers: Record<string, string> = {};
+    for (const line of lines) {
+      const colon = line.indexOf(":");
+      if (colon > 0) headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+    }
+    let next = end + 4;
+    let body = "";
+    if (/chunked/i.test(headers["transfer-encoding"] ?? "")) {
+      let complete = false;
+      for (;;) {
+        const lineEnd = raw.indexOf("\r\n", next);
+        if (lineEnd < 0) break;
+        const size = Number.parseInt(raw.slice(next, lineEnd), 16);
+        if (Number.isNaN(size)) break;
+        if (size === 0) {
+          const trailerEnd = raw.indexOf("\r\n\r\n", lineEnd - 2);
+          if (trailerEnd >= 0) {
+            next = trailerEnd + 4;
+            complete = true;
+          }
+          break;
+        }
+        if (raw.length < lineEnd + 2 + size + 2) break;
+        body += raw.slice(lineEnd + 2, lineEnd + 2 + size);
+        next = lineEnd + 2 + size + 2;
+      }
+      if (!complete) break;
+    } else {
+      const length = Number(headers["content-length"] ?? 0);
+      if (raw.length < next + length) break;
+      body = raw.slice(next, next + length);
+      next += length;
+    }
+    answers.push({ status, headers, body });
+    at = next;
+  }
+  return { answers, rest: raw.slice(at) };
+}
+
+interface PipelineResult {
+  readonly answers: Answer[];
+  /** Bytes after the last complete answer (none expected). */
+  readonly rest: string;
+  /** The gateway closed the connection. */
+  readonly closed: boolean;
+  /** Milliseconds from the write to each answer's completion, in order. */
+  readonly arrivals: number[];
+}
+
+/**
+ * Writes every request in one go (Node parses them ahead of the first answer) and reads until the
+ * gateway closes the connection, or — with `answers` — until that many answers are complete, or
+ * `timeoutMs` passes.
+ */
+async function pipeline(
+  gw: TestGateway,
+  requests: readonly (string | Buffer)[],
+  options: { answers?: number; timeoutMs?: number; halfClose?: boolean } = {},
+): Promise<PipelineResult> {
+  const socket = await rawConnect(gw);
+  socket.on("error", () => {});
+  const started = performance.now();
+  return new Promise((resolve) => {
+    let raw = "";
+    let closed = false;
+    let settled = false;
+    const arrivals: number[] = [];
+    const finish = () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ ...splitResponses(raw), closed, arrivals });
+    };
+    const timer = setTimeout(finish, options.timeoutMs ?? 5_000);
+    socket.on("data", (chunk: Buffer) => {
+      raw += chunk.toString("latin1");
+      const { answers } = splitResponses(raw);
+      while (arrivals.length < answers.length) arrivals.push(performance.now() - started);
+      if (options.answers !== undefined && answers.length >= options.answers) finish();
+    });
+    socket.on("end", () => {
+      closed = true;
+      finish();
+    });
+    socket.on("close", () => {
+      closed = true;
+      finish();
+    });
+    const bytes = Buffer.concat(requests.map((r) => (typeof r === "string" ? Buffer.from(r, "latin1") : r)));
+    // Half-closing: the client has nothing more to send but still reads its answers.
+    if (options.halfClose) socket.end(bytes);
+    else socket.write(bytes);
+  });
+}
+
+/** A good request, signed by TPP A; the backend answers it with its own X-Request-ID. */
+interface Good {
+  readonly requestId: string;
+  readonly target: string;
+  readonly bytes: string;
+}
+
+async function good(gw: TestGateway, label: string, extra: Record<string, string> = {}): Promise<Good> {
+  const target = `/v1/accounts/${label}`;
+  const prepared = await prepareSignedCall({ signer: gw.pki.tppA.qseal, target });
+  const headers = { ...prepared.headers, ...extra };
+  return { requestId: headers["X-Request-ID"]!, target, bytes: rawHead({ ...prepared, headers }) };
+}
+
+/**
+ * The backend answers every request with a body naming it, after `delayMs`, and records how many
+ * it was answering at once. Targets ending in `/reset` get their connection reset instead.
+ */
+function answerEach(backend: RecordingBackend, delayFor: (target: string) => number = () => 0) {
+  const seen = { concurrent: 0, maxConcurrent: 0, answered: [] as string[] };
+  backend.behave((req, res, recorded) => {
+    if (recorded.target.endsWith("/reset")) {
+      req.socket.destroy();
+      return;
+    }
+    seen.concurrent++;
+    seen.maxConcurrent = Math.max(seen.maxConcurrent, seen.concurrent);
+    const requestId = String(req.headers["x-request-id"]);
+    setTimeout(() => {
+      seen.concurrent--;
+      seen.answered.push(requestId);
+      res.writeHead(200, { "content-type": "application/json", "x-backend": "recording" });
+      res.end(JSON.stringify({ answeredBy: "backend", requestId, target: recorded.target }));
+    }, delayFor(recorded.target));
+  });
+  return seen;
+}
+
+/**
+ * The invariant, whatever was sent: exactly `forwarded` reached the backend, in the order sent,
+ * and every one the backend answered came back to the client with that very answer, in the same
+ * order (refusals may sit between them).
+ */
+function expectInvariant(
+  backend: RecordingBackend,
+  result: PipelineResult,
+  forwarded: readonly Good[],
+): void {
+  expect(
+    backend.requests.map((r) => r.headers["x-request-id"]),
+    "what reached the backend",
+  ).toEqual(forwarded.map((g) => g.requestId));
+  let after = -1;
+  for (const sent of forwarded) {
+    if (sent.target.endsWith("/reset")) continue; // the backend never answered it
+    const at = result.answers.findIndex(
+      (a) => a.headers["x-backend"] === "recording" && a.headers["x-request-id"] === sent.requestId,
+    );
+    expect(at, `the backend's answer to ${sent.target} reached the client`).toBeGreaterThanOrEqual(0);
+    expect(at, `the backend's answer to ${sent.target} came in order`).toBeGreaterThan(after);
+    after = at;
+    const answer = result.answers[at]!;
+    expect(answer.status, answer.body).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual({
+      answeredBy: "backend",
+      requestId: sent.requestId,
+      target: sent.target,
+    });
+  }
+}
+
+/** A Berlin Group FORMAT_ERROR for malformed HTTP, as read from a raw connection. */
+function expectMalformedRefusal(answer: Answer | undefined, status = 400): void {
+  expect(answer, "a refusal for the malformed request").toBeDefined();
+  expectRejected(
+    { raw: "", status: answer!.status, headers: answer!.headers, body: answer!.body },
+    { status, code: "FORMAT_ERROR", text: ["malformed HTTP request"] },
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a malformed request looks like; each one reaches Node's parser (or Host check) only.
+
+interface Malformed {
+  readonly name: string;
+  readonly bytes: string;
+}
+
+const MALFORMED: readonly Malformed[] = [
+  { name: "missing Host", bytes: "GET /v1/accounts HTTP/1.1\r\nX-Request-ID: no-host\r\n\r\n" },
+  { name: "bad request line (method)", bytes: "G@T /v1/accounts HTTP/1.1\r\nHost: localhost\r\n\r\n" },
+  { name: "bad request line (version)", bytes: "GET /v1/accounts HTTP/1.1 x\r\nHost: localhost\r\n\r\n" },
+  {
+    name: "header value with a control character",
+    bytes: "GET /v1/accounts HTTP/1.1\r\nHost: localhost\r\nX-Note: a\x01b\r\n\r\n",
+  },
+  {
+    name: "header line with a bare CR",
+    bytes: "GET /v1/accounts HTTP/1.1\r\nHost: localhost\r\nX-Note: a\rb\r\n\r\n",
+  },
+];
+
+describe("pipelined requests on one connection", () => {
+  const env = useGatewayAndBackend({ config: { verification: { maxBodyBytes: MAX_BODY } } });
+
+  it.each([1, 2, 5])(
+    "%i good requests → as many answers, in order, each the backend's own; the backend saw them one at a time",
+    async (count) => {
+      const { gw, backend } = env;
+      // Earlier requests answer more slowly: answers out of order would show.
+      const seen = answerEach(backend, (target) => 20 * (count - Number(target.split("-").pop())));
+      const requests: Good[] = [];
+      for (let i = 0; i < count; i++) requests.push(await good(gw, `acc-${i}`));
+      const result = await pipeline(
+        gw,
+        requests.map((r) => r.bytes),
+        { answers: count },
+      );
+      expect(result.answers.map((a) => a.headers["x-request-id"])).toEqual(requests.map((r) => r.requestId));
+      expectInvariant(backend, result, requests);
+      expect(seen.maxConcurrent, "requests the backend was answering at once").toBe(1);
+      expect(result.closed).toBe(false);
+      expect(result.rest).toBe("");
+    },
+  );
+
+  it("[good, refused by the checks, good] → three answers in order; the refused one never reached the backend", async () => {
+    const { gw, backend } = env;
+    answerEach(backend, (target) => (target.endsWith("acc-0") ? 100 : 0));
+    const first = await good(gw, "acc-0");
+    const refusedCall = await prepareSignedCall({ signer: gw.pki.tppA.qseal, target: "/v1/accounts/acc-1" });
+    // PSU-ID changed after signing: a signature refusal, which keeps the connection open.
+    const refusedId = refusedCall.headers["X-Request-ID"]!;
+    const refused = rawHead({
+      ...refusedCall,
+      headers: { ...refusedCall.headers, "PSU-ID": "00000000-0000-4000-8000-000000000000" },
+    });
+    const third = await good(gw, "acc-2");
+    const result = await pipeline(gw, [first.bytes, refused, third.bytes], { answers: 3 });
+    expectInvariant(backend, result, [first, third]);
+    expect(result.answers).toHaveLength(3);
+    expectRejected(
+      {
+        raw: "",
+        status: result.answers[1]!.status,
+        headers: result.answers[1]!.headers,
+        body: result.answers[1]!.body,
+      },
+      { status: 400, code: "SIGNATURE_INVALID", requestId: refusedId },
+    );
+    expect(result.answers[2]!.headers["x-request-id"]).toBe(third.requestId);
+    expect(result.closed).toBe(false);
+  });
+
+  /**
+   * A FIN after pipelining is a half-close or a client gone, which the gateway cannot tell apart:
+   * the answer in flight is still written (half-open), nothing behind it is dispatched.
+   */
+  it("[good] and the client half-closes → the answer still arrives", async () => {
+    const { gw, backend } = env;
+    answerEach(backend, () => 100);
+    const only = await good(gw, "acc-0");
+    const result = await pipeline(gw, [only.bytes], { halfClose: true });
+    expectInvariant(backend, result, [only]);
+    expect(result.answers).toHaveLength(1);
+    expect(result.closed).toBe(true);
+  });
+
+  it("[good, good] and the client half-closes → the first is answered; the second is never forwarded", async () => {
+    const { gw, backend } = env;
+    answerEach(backend, () => 100);
+    const first = await good(gw, "acc-0");
+    const second = await good(gw, "acc-1");
+    const result = await pipeline(gw, [first.bytes, second.bytes], { halfClose: true });
+    await sleep(200);
+    expectInvariant(backend, result, [first]);
+    expect(result.answers).toHaveLength(1);
+    expect(result.closed).toBe(true);
+  });
+
+  it("the client half-closes mid-body → the upstream request is cut off, never completed", async () => {
+    const { gw, backend } = env;
+    answerEach(backend);
+    const body = JSON.stringify({ note: "x".repeat(MAX_BODY - 100) });
+    const prepared = await prepareSignedCall({
+      signer: gw.pki.tppA.qseal,
+      method: "POST",
+      target: "/v1/payments/norwegian-domestic-credit-transfers",
+      body,
+    });
+    const head = rawHead({
+      ...prepared,
+      headers: { ...prepared.headers, "Content-Length": String(Buffer.byteLength(body)) },
+    });
+    const socket = await rawConnect(gw);
+    socket.on("error", () => {});
+    let closed = false;
+    socket.on("close", () => {
+      closed = true;
+    });
+    socket.write(head + body.slice(0, 300));
+    await sleep(100);
+    socket.write(body.slice(300, 600));
+    await sleep(100);
+    socket.end();
+    for (let waited = 0; waited < 3_000 && !closed; waited += 50) await sleep(50);
+    expect(closed, "the gateway closes a connection whose request can never complete").toBe(true);
+    for (const upstream of backend.requests) {
+      await Promise.race([upstream.settled, sleep(3_000)]);
+      expect(upstream.complete, "the backend never got the whole body").toBe(false);
+    }
+    socket.destroy();
+  });
+
+  it("[slow good, good] and the client goes away during the first → the second is never forwarded", async () => {
+    const { gw, backend } = env;
+    answerEach(backend, () => 300);
+    const first = await good(gw, "acc-0");
+    const second = await good(gw, "acc-1");
+    const socket = await rawConnect(gw);
+    socket.on("error", () => {});
+    socket.write(first.bytes + second.bytes);
+    await backend.waitForRequests(1);
+    socket.destroy();
+    await sleep(600);
+    expect(backend.requests.map((r) => r.headers["x-request-id"])).toEqual([first.requestId]);
+  });
+
+  /** Rows where an answer closes the connection: what is behind it is never forwarded. */
+  interface Condemning {
+    readonly name: string;
+    /** The request in the middle, and whether it reaches the backend. */
+    readonly middle: (gw: TestGateway) => Promise<{ bytes: string; forwarded?: Good }>;
+    /** What the client reads for it. */
+    readonly expectAnswer: (answer: Answer | undefined, middle: { forwarded?: Good }) => void;
+  }
+
+  const CONDEMNING: readonly Condemning[] = [
+    {
+      name: `413 by Content-Length over verification.maxBodyBytes (${MAX_BODY})`,
+      middle: async (gw) => {
+        const body = JSON.stringify({ note: "x".repeat(MAX_BODY) });
+        const prepared = await prepareSignedCall({
+          signer: gw.pki.tppA.qseal,
+          method: "POST",
+          target: "/v1/payments/norwegian-domestic-credit-transfers",
+          body,
+        });
+        // The whole body is sent, so the request after it parses as a request of its own.
+        return {
+          bytes:
+            rawHead({
+              ...prepared,
+              headers: { ...prepared.headers, "Content-Length": String(Buffer.byteLength(body)) },
+            }) + body,
+        };
+      },
+      expectAnswer: (answer) => {
+        expect(answer, "the 413").toBeDefined();
+        expectRejected(
+          { raw: "", status: answer!.status, headers: answer!.headers, body: answer!.body },
+          { status: 413, code: "PAYLOAD_TOO_LARGE", text: [`at most ${MAX_BODY}`] },
+        );
+        expect(answer!.headers.connection).toMatch(/close/i);
+      },
+    },
+    {
+      name: "502: the backend resets the connection",
+      middle: async (gw) => {
+        const reset = await good(gw, "acc-1/reset");
+        return { bytes: reset.bytes, forwarded: reset };
+      },
+      expectAnswer: (answer, middle) => {
+        expect(answer, "the 502").toBeDefined();
+        expectRejected(
+          { raw: "", status: answer!.status, headers: answer!.headers, body: answer!.body },
+          { status: 502, code: "BAD_GATEWAY", requestId: middle.forwarded!.requestId },
+        );
+        expect(answer!.headers.connection).toMatch(/close/i);
+      },
+    },
+    {
+      name: "Connection: close",
+      middle: async (gw) => {
+        const last = await good(gw, "acc-1", { Connection: "close" });
+        return { bytes: last.bytes, forwarded: last };
+      },
+      expectAnswer: (answer, middle) => {
+        expect(answer?.status).toBe(200);
+        expect(answer?.headers["x-request-id"]).toBe(middle.forwarded!.requestId);
+        expect(answer?.headers.connection).toMatch(/close/i);
+      },
+    },
+    {
+      name: "missing Host",
+      middle: async () => ({ bytes: "GET /v1/accounts/acc-1 HTTP/1.1\r\nX-Request-ID: no-host\r\n\r\n" }),
+      expectAnswer: (answer) => {
+        expectMalformedRefusal(answer);
+        expect(answer!.headers.connection).toMatch(/close/i);
+      },
+    },
+  ];
+
+  it.each(named(CONDEMNING))(
+    "[good, %s, good] → answer 1, then the closing answer; the third is never forwarded",
+    async (_name, row) => {
+      const { gw, backend } = env;
+      answerEach(backend);
+      const first = await good(gw, "acc-0");
+      const middle = await row.middle(gw);
+      const third = await good(gw, "acc-2");
+      const result = await pipeline(gw, [first.bytes, middle.bytes, third.bytes]);
+      // Anything dispatched late would show here.
+      await sleep(200);
+      expect(result.closed, "the gateway closes the connection after the closing answer").toBe(true);
+      expectInvariant(backend, result, middle.forwarded ? [first, middle.forwarded] : [first]);
+      row.expectAnswer(result.answers[1], middle);
+      expect(result.answers, "nothing after the closing answer").toHaveLength(2);
+      expect(result.rest).toBe("");
+    },
+  );
+
+  it.each(named(MALFORMED))(
+    "[good with a slow backend answer, %s] → the backend's answer first, then a Berlin Group 400",
+    async (_name, row) => {
+      const { gw, backend } = env;
+      answerEach(backend, () => 300);
+      const first = await good(gw, "acc-0");
+      const result = await pipeline(gw, [first.bytes, row.bytes]);
+      await sleep(100);
+      expectInvariant(backend, result, [first]);
+      expectMalformedRefusal(result.answers[1]);
+      expect(result.answers).toHaveLength(2);
+      expect(result.closed).toBe(true);
+      // The refusal was not written while the first answer was in flight.
+      expect(result.arrivals[0]!).toBeGreaterThanOrEqual(250);
+    },
+  );
+
+  it.each(named(MALFORMED))(
+    "[good, good, %s] with slow answers → both backend answers in order, then the 400",
+    async (_name, row) => {
+      const { gw, backend } = env;
+      answerEach(backend, (target) => (target.endsWith("acc-0") ? 200 : 50));
+      const first = await good(gw, "acc-0");
+      const second = await good(gw, "acc-1");
+      const result = await pipeline(gw, [first.bytes, second.bytes, row.bytes]);
+      await sleep(100);
+      expectInvariant(backend, result, [first, second]);
+      expectMalformedRefusal(result.answers[2]);
+      expect(result.answers).toHaveLength(3);
+      expect(result.closed).toBe(true);
+    },
+  );
+
+  it("[good with a slow backend answer, 32 KB header] → the backend's answer, then a Berlin Group refusal", async () => {
+    const { gw, backend } = env;
+    answerEach(backend, () => 300);
+    const first = await good(gw, "acc-0");
+    const overflow = `GET /v1/accounts HTTP/1.1\r\nHost: localhost\r\nX-Big: ${"a".repeat(32 * 1024)}\r\n\r\n`;
+    const result = await pipeline(gw, [first.bytes, overflow]);
+    await sleep(100);
+    expectInvariant(backend, result, [first]);
+    expect(result.answers).toHaveLength(2);
+    expectMalformedRefusal(result.answers[1], result.answers[1]?.status === 431 ? 431 : 400);
+  });
+
+  it.each(named(MALFORMED))(
+    "a lone malformed request (%s) → the Berlin Group 400 body",
+    async (_name, row) => {
+      const { gw, backend } = env;
+      answerEach(backend);
+      const result = await pipeline(gw, [row.bytes]);
+      expectMalformedRefusal(result.answers[0]);
+      expect(result.answers).toHaveLength(1);
+      expect(result.closed).toBe(true);
+      expect(backend.requests).toHaveLength(0);
+    },
+  );
+
+  it("a 32 KB header → the Berlin Group body, and the backend saw nothing", async () => {
+    const { gw, backend } = env;
+    const prepared = await prepareSignedCall({ signer: gw.pki.tppA.qseal, target: "/v1/accounts" });
+    const head = rawHead({ ...prepared, headers: { ...prepared.headers, "X-Big": "a".repeat(32 * 1024) } });
+    const result = await pipeline(gw, [head]);
+    const answer = result.answers[0];
+    expect(answer, result.rest.slice(0, 200)).toBeDefined();
+    // 400 or 431: either way in the Berlin Group shape.
+    expect([400, 431]).toContain(answer!.status);
+    expectMalformedRefusal(answer, answer!.status);
+    expect(result.closed).toBe(true);
+    expect(backend.requests).toHaveLength(0);
+  });
+
+  it("after all that, a fresh connection is served as usual", async () => {
+    const { gw, backend } = env;
+    answerEach(backend);
+    const only = await good(gw, "acc-9");
+    const result = await pipeline(gw, [only.bytes], { answers: 1 });
+    expectInvariant(backend, result, [only]);
+  });
+});
