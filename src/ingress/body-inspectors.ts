@@ -1,10 +1,9 @@
 /** The inspectors a request body passes through on its way to the backend. */
 
-import { type CharacterPolicy, Utf8Scanner } from "../checks/characters.js";
+import { type CharacterPolicy, Utf8Scanner } from "../checks/index.js";
 import { type Rejection, reject } from "../errors.js";
 import type { BodyInspector } from "../forward/body.js";
-import { DigestVerifier } from "../signature/digest.js";
-import type { DigestValue } from "../signature/index.js";
+import { type DigestValue, DigestVerifier } from "../signature/index.js";
 
 export function digestInspector(values: readonly DigestValue[]): BodyInspector {
   const verifier = new DigestVerifier(values);
