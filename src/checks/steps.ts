@@ -100,6 +100,9 @@ function isProtectedHeader(name: string): boolean {
   );
 }
 
+/** The expectation Node answers itself (its own pattern, from lib/_http_server.js). */
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
+
 /** The steps that need a parsed header or a trusted certificate read them through these. */
 const signatureOf = (c: CheckContext) => c.signature!;
 const certificateOf = (c: CheckContext) => c.certificate!;
@@ -141,6 +144,19 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
           }
         }
         return undefined;
+      },
+    },
+    {
+      // Only 100-continue is understood (Node's own test); the listener hands the rest over here
+      // instead of answering a bare 417.
+      name: "expect",
+      run: (c) => {
+        const expect = c.headers.expect;
+        if (expect === undefined || CONTINUE.test(expect)) return undefined;
+        return reject(
+          "FORMAT_ERROR",
+          `Expect '${expect.slice(0, 100)}' cannot be met; send no Expect header, or Expect: 100-continue`,
+        );
       },
     },
     {

@@ -36,6 +36,9 @@ function tlsMaterial(tls: NonNullable<ListenerOptions["tls"]>) {
   return { cert: readFileSync(tls.cert), key: readFileSync(tls.key), minVersion: tls.minVersion };
 }
 
+/** A CONNECT request: this is an API, not a proxy. */
+const TUNNEL_REFUSED = new Error("the CONNECT method is not served; this is an API, not a proxy");
+
 /** Bound before the rest of the gateway has started: a clear "try again" instead of a hang. */
 const STARTING: IngressHandler = {
   onRequest(_req, res) {
@@ -82,6 +85,12 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   server.keepAliveTimeout = options.keepAliveTimeoutMs;
   // Malformed HTTP never reaches the request listener: answered in the Berlin Group shape.
   server.on("clientError", (error: Error, socket: Socket) => handler.onClientError(error, socket));
+  // Node answers an unknown Expect with a bare 417: the checks refuse it instead, in its turn.
+  server.on("checkExpectation", onRequest);
+  // Without a listener Node destroys the socket at once, cutting the answers still in flight.
+  server.on("connect", (_req: IncomingMessage, socket: Socket) =>
+    handler.onClientError(TUNNEL_REFUSED, socket),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => {

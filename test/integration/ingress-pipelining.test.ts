@@ -82,7 +82,8 @@ function splitResponses(raw: string): { answers: Answer[]; rest: string } {
       body = raw.slice(next, next + length);
       next += length;
     }
-    answers.push({ status, headers, body });
+    // An interim answer (100 Continue) belongs to the final one after it.
+    if (status >= 200) answers.push({ status, headers, body });
     at = next;
   }
   return { answers, rest: raw.slice(at) };
@@ -242,6 +243,10 @@ const MALFORMED: readonly Malformed[] = [
     bytes: "GET /v1/accounts HTTP/1.1\r\nHost: localhost\r\nX-Note: a\x01b\r\n\r\n",
   },
   {
+    name: "CONNECT (a tunnel, not an API call)",
+    bytes: "CONNECT localhost:443 HTTP/1.1\r\nHost: localhost:443\r\n\r\n",
+  },
+  {
     name: "header line with a bare CR",
     bytes: "GET /v1/accounts HTTP/1.1\r\nHost: localhost\r\nX-Note: a\rb\r\n\r\n",
   },
@@ -271,33 +276,96 @@ describe("pipelined requests on one connection", () => {
     },
   );
 
-  it("[good, refused by the checks, good] → three answers in order; the refused one never reached the backend", async () => {
+  it("[slow good, POST with Expect: 100-continue] → the interim 100 comes only after the first answer", async () => {
     const { gw, backend } = env;
-    answerEach(backend, (target) => (target.endsWith("acc-0") ? 100 : 0));
+    answerEach(backend, (target) => (target.endsWith("acc-0") ? 300 : 0));
     const first = await good(gw, "acc-0");
-    const refusedCall = await prepareSignedCall({ signer: gw.pki.tppA.qseal, target: "/v1/accounts/acc-1" });
-    // PSU-ID changed after signing: a signature refusal, which keeps the connection open.
-    const refusedId = refusedCall.headers["X-Request-ID"]!;
-    const refused = rawHead({
-      ...refusedCall,
-      headers: { ...refusedCall.headers, "PSU-ID": "00000000-0000-4000-8000-000000000000" },
+    const body = JSON.stringify({ instructedAmount: { amount: "1.00", currency: "NOK" } });
+    const target = "/v1/payments/norwegian-domestic-credit-transfers";
+    const prepared = await prepareSignedCall({ signer: gw.pki.tppA.qseal, method: "POST", target, body });
+    const headers: Record<string, string> = {
+      ...prepared.headers,
+      "Content-Length": String(Buffer.byteLength(body)),
+      Expect: "100-continue",
+    };
+    const payment: Good = {
+      requestId: headers["X-Request-ID"]!,
+      target,
+      bytes: rawHead({ ...prepared, headers }),
+    };
+    const socket = await rawConnect(gw);
+    socket.on("error", () => {});
+    let raw = "";
+    socket.on("data", (c: Buffer) => {
+      raw += c.toString("latin1");
     });
-    const third = await good(gw, "acc-2");
-    const result = await pipeline(gw, [first.bytes, refused, third.bytes], { answers: 3 });
-    expectInvariant(backend, result, [first, third]);
-    expect(result.answers).toHaveLength(3);
-    expectRejected(
-      {
-        raw: "",
-        status: result.answers[1]!.status,
-        headers: result.answers[1]!.headers,
-        body: result.answers[1]!.body,
-      },
-      { status: 400, code: "SIGNATURE_INVALID", requestId: refusedId },
-    );
-    expect(result.answers[2]!.headers["x-request-id"]).toBe(third.requestId);
-    expect(result.closed).toBe(false);
+    try {
+      socket.write(first.bytes + payment.bytes);
+      await sleep(100);
+      expect(raw, "nothing is written while the first answer is in flight").toBe("");
+      socket.write(body);
+      for (let waited = 0; waited < 3_000 && splitResponses(raw).answers.length < 2; waited += 20)
+        await sleep(20);
+      const result: PipelineResult = { ...splitResponses(raw), closed: false, arrivals: [] };
+      expectInvariant(backend, result, [first, payment]);
+      const interim = raw.indexOf("HTTP/1.1 100 Continue");
+      if (interim >= 0)
+        expect(interim, "100 Continue after the first answer").toBeGreaterThan(raw.indexOf(first.requestId));
+    } finally {
+      socket.destroy();
+    }
   });
+
+  /** A request the checks refuse (the connection stays open): one defect on a signed request. */
+  interface Refused {
+    readonly name: string;
+    readonly target?: string;
+    readonly change: (headers: Record<string, string>) => Record<string, string>;
+    readonly code: string;
+  }
+
+  const REFUSED: readonly Refused[] = [
+    {
+      name: "PSU-ID changed after signing",
+      change: (h) => ({ ...h, "PSU-ID": "00000000-0000-4000-8000-000000000000" }),
+      code: "SIGNATURE_INVALID",
+    },
+    { name: "Expect: the-moon", change: (h) => ({ ...h, Expect: "the-moon" }), code: "FORMAT_ERROR" },
+    { name: "a psu_id header", change: (h) => ({ ...h, psu_id: "someone-else" }), code: "FORMAT_ERROR" },
+    { name: "Connection: psu-id", change: (h) => ({ ...h, Connection: "psu-id" }), code: "FORMAT_ERROR" },
+    {
+      name: "an encoded slash in the path",
+      target: "/v1/accounts/..%2Fpayments/x",
+      change: (h) => h,
+      code: "FORMAT_ERROR",
+    },
+  ];
+
+  it.each(named(REFUSED))(
+    "[good, refused by the checks (%s), good] → three answers in order; the refused one never reached the backend",
+    async (_name, row) => {
+      const { gw, backend } = env;
+      answerEach(backend, (target) => (target.endsWith("acc-0") ? 100 : 0));
+      const first = await good(gw, "acc-0");
+      const refusedCall = await prepareSignedCall({
+        signer: gw.pki.tppA.qseal,
+        target: row.target ?? "/v1/accounts/acc-1",
+      });
+      const refusedId = refusedCall.headers["X-Request-ID"]!;
+      const refused = rawHead({ ...refusedCall, headers: row.change(refusedCall.headers) });
+      const third = await good(gw, "acc-2");
+      const result = await pipeline(gw, [first.bytes, refused, third.bytes], { answers: 3 });
+      expectInvariant(backend, result, [first, third]);
+      expect(result.answers).toHaveLength(3);
+      const answer = result.answers[1]!;
+      expectRejected(
+        { raw: "", status: answer.status, headers: answer.headers, body: answer.body },
+        { status: 400, code: row.code, requestId: refusedId },
+      );
+      expect(result.answers[2]!.headers["x-request-id"]).toBe(third.requestId);
+      expect(result.closed).toBe(false);
+    },
+  );
 
   /**
    * A FIN after pipelining is a half-close or a client gone, which the gateway cannot tell apart:
