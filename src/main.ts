@@ -8,6 +8,7 @@ import { healthCommand } from "./cli/health.js";
 import { sandboxCommand } from "./cli/sandbox.js";
 import { signCommand } from "./cli/sign.js";
 import { startCommand } from "./cli/start.js";
+import { verifyCommand } from "./cli/verify.js";
 import { ConfigError } from "./config/load.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: each command has its own option types
@@ -15,6 +16,7 @@ const COMMANDS: readonly Command<any>[] = [
   startCommand,
   certsCommand,
   signCommand,
+  verifyCommand,
   demoCommand,
   sandboxCommand,
   healthCommand,
