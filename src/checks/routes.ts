@@ -100,8 +100,13 @@ export function routeClass(role: Psd2Role | undefined): string {
  * instead of guessed at.
  */
 export function ambiguousPath(target: string): string | undefined {
+  // Never part of a request target (RFC 9112 3.2); a backend drops what follows, so
+  // `/v1/funds-confirmations#x` would be routed to a path the role table does not see.
+  if (target.includes("#")) return "a fragment (#)";
   const path = pathOf(target);
   if (/%(?:2f|5c)/i.test(path)) return "an encoded slash or backslash (%2F, %5C)";
+  // A backend in C, or a file-system lookup, ends the path there.
+  if (path.includes("%00")) return "an encoded NUL (%00)";
   if (path.includes("\\")) return "a backslash";
   if (path.includes("//")) return "an empty segment (//)";
   // Dots may also arrive percent-encoded (%2E), which RFC 3986 says means the same.

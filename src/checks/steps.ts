@@ -82,6 +82,10 @@ function checkEmptyBodyDigest(values: readonly DigestValue[]): Rejection | undef
 const TPP_HEADER_PREFIXES = ["psu-", "tpp-", "x-psu-"];
 const TPP_HEADERS = new Set(["x-request-id", "digest", "signature", "date", "consent-id"]);
 
+/** Separators other than '-' in a (lower-case) header name. */
+const NOT_A_DASH = /[^a-z0-9-]/;
+const NOT_A_DASH_ALL = /[^a-z0-9-]/g;
+
 function isTppHeader(name: string): boolean {
   return TPP_HEADERS.has(name) || TPP_HEADER_PREFIXES.some((p) => name.startsWith(p));
 }
@@ -132,14 +136,17 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     },
     {
       // Names a CGI-style backend would merge with a PSD2 header (PSU_ID and PSU-ID both become
-      // HTTP_PSU_ID): the backend could read a value nobody signed or checked.
+      // HTTP_PSU_ID; Apache maps every character but letters and digits to '_', so PSU.ID too):
+      // the backend could read a value nobody signed or checked.
       name: "header-names",
       run: (c) => {
         for (const name in c.headers) {
-          if (name.includes("_") && isTppHeader(name.replaceAll("_", "-"))) {
+          if (!NOT_A_DASH.test(name)) continue;
+          const readAs = name.replace(NOT_A_DASH_ALL, "-");
+          if (isTppHeader(readAs)) {
             return reject(
               "FORMAT_ERROR",
-              `header '${name}' would be read as ${name.replaceAll("_", "-")} by the bank's systems; send PSD2 headers with '-' only`,
+              `header '${name}' would be read as ${readAs} by the bank's systems; send PSD2 headers with '-' only`,
             );
           }
         }

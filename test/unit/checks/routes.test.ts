@@ -45,6 +45,9 @@ describe("paths a backend could route differently from the role check", () => {
     ["/v1/%2E/payments", "a dot segment (/./ or /../)"],
     ["/v1/accounts/..;x/payments", "a dot segment (/./ or /../)"],
     ["/v1/accounts/..", "a dot segment (/./ or /../)"],
+    ["/v1/funds-confirmations#x", "a fragment (#)"],
+    ["/v1/accounts?dateFrom=2026-01-01#x", "a fragment (#)"],
+    ["/v1/funds-confirmations%00.json", "an encoded NUL (%00)"],
   ])("%s is refused: it holds %s", (target, reason) => {
     expect(ambiguousPath(target)).toBe(reason);
   });
