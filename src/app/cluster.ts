@@ -62,22 +62,24 @@ async function clusterReadiness(expected: number): Promise<ReadinessCheck> {
 }
 
 const RESTART_DELAY_MS = 1_000;
+const STARTED = "psd2-gateway:started";
 
-export async function runPrimary(config: GatewayConfig, logger: Logger): Promise<void> {
+/** In a worker, once its gateway serves: a worker that exits before saying so could not start. */
+export function reportStarted(): void {
+  process.send?.({ type: STARTED });
+}
+
+/**
+ * Binds the admin listener, then forks the workers. Resolves true once every worker has started;
+ * false when one of them could not (a taken port, an unreadable file), after stopping the others
+ * and closing the admin listener: restarting it would only hang, retrying the same failure.
+ */
+export async function runPrimary(config: GatewayConfig, logger: Logger): Promise<boolean> {
   const workers = config.workers;
   let stopping = false;
-  const fork = () => {
-    const worker = cluster.fork();
-    worker.on("exit", (code, signal) => {
-      if (stopping) return;
-      logger.error({ pid: worker.process.pid, code, signal }, "gateway worker died; starting another");
-      setTimeout(fork, RESTART_DELAY_MS).unref();
-    });
-  };
-  for (let i = 0; i < workers; i++) fork();
-  logger.info({ workers }, "primary started its gateway workers");
 
   // One admin listener for the whole cluster: the workers' metrics summed, readiness of all of them.
+  // Bound before any worker starts, so a taken admin port fails with nothing to clean up.
   const aggregator = new AggregatorRegistry();
   const admin = config.admin.enabled
     ? await startAdminServer({
@@ -87,26 +89,64 @@ export async function runPrimary(config: GatewayConfig, logger: Logger): Promise
         readiness: () => clusterReadiness(workers),
       })
     : undefined;
-  if (admin) logger.info({ url: admin.url }, "admin listener (all workers): /metrics, /healthz, /readyz");
 
   const each = (f: (w: Worker) => void) => {
     for (const w of Object.values(cluster.workers ?? {})) if (w) f(w);
   };
+  /** Every worker gets `signal` (SIGTERM drains it); resolves once all have exited and admin is closed. */
+  const stopWorkers = (signal: NodeJS.Signals): Promise<void> => {
+    stopping = true;
+    each((w) => w.process.kill(signal));
+    return new Promise((resolve) => {
+      const check = setInterval(() => {
+        if (Object.keys(cluster.workers ?? {}).length > 0) return;
+        clearInterval(check);
+        void (admin?.close() ?? Promise.resolve()).then(resolve);
+      }, 100);
+    });
+  };
+
+  /** First-generation workers still starting; the cluster has started when it reaches 0. */
+  let starting = workers;
+  let settle!: (started: boolean) => void;
+  const outcome = new Promise<boolean>((resolve) => {
+    settle = resolve;
+  });
+  const fork = () => {
+    const worker = cluster.fork();
+    let started = false;
+    worker.on("message", (message: { type?: string }) => {
+      if (message?.type !== STARTED || started) return;
+      started = true;
+      if (starting > 0 && --starting === 0) settle(true);
+    });
+    worker.on("exit", (code, signal) => {
+      if (stopping) return;
+      if (!started && starting > 0) {
+        logger.fatal(
+          { worker: worker.process.pid, code, signal },
+          "a gateway worker could not start (its log says why); stopping the others",
+        );
+        void stopWorkers("SIGTERM").then(() => settle(false));
+        return;
+      }
+      logger.error({ worker: worker.process.pid, code, signal }, "gateway worker died; starting another");
+      setTimeout(fork, RESTART_DELAY_MS).unref();
+    });
+  };
+  for (let i = 0; i < workers; i++) fork();
+  logger.info({ workers }, "primary started its gateway workers");
+  if (admin) logger.info({ url: admin.url }, "admin listener (all workers): /metrics, /healthz, /readyz");
+
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
-    stopping = true;
     logger.info({ signal }, "stopping gateway workers");
-    each((w) => w.process.kill(signal));
-    const check = setInterval(() => {
-      if (Object.keys(cluster.workers ?? {}).length === 0) {
-        clearInterval(check);
-        void (admin?.close() ?? Promise.resolve()).then(() => process.exit(0));
-      }
-    }, 100);
+    void stopWorkers(signal).then(() => process.exit(0));
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGHUP", () => each((w) => w.process.kill("SIGHUP")));
+  return outcome;
 }
 
 export const isPrimary = (): boolean => cluster.isPrimary;

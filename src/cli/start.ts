@@ -1,7 +1,7 @@
 /** `psd2-gateway start`: run the gateway of the config's mode until SIGTERM/SIGINT. */
 
 import { existsSync } from "node:fs";
-import { answerReadiness, isPrimary, isWorker, runPrimary } from "../app/cluster.js";
+import { answerReadiness, isPrimary, isWorker, reportStarted, runPrimary } from "../app/cluster.js";
 import { type Gateway, type StartedBackend, startGateway } from "../app.js";
 import { loadConfigFile } from "../config/load.js";
 import { createLogger, type Logger } from "../observability/logger.js";
@@ -48,8 +48,18 @@ config key, unreadable certificates), with the reason on stderr.`,
     const config = loadConfigFile(file);
     const logger = createLogger(config.log.level, { pretty: process.stdout.isTTY });
     if (config.workers > 1 && isPrimary()) {
-      await runPrimary(config, logger);
-      return -1; // keeps running
+      let started: boolean;
+      try {
+        started = await runPrimary(config, logger);
+      } catch (error) {
+        // The admin listener, bound before any worker starts.
+        logger.fatal(
+          { err: (error as Error).message },
+          `the gateway could not start: ${(error as Error).message}`,
+        );
+        return 1;
+      }
+      return started ? -1 : 1; // keeps running, or every worker and the admin listener are closed
     }
     const gateway = await runUntilSignalled(logger, () =>
       startGateway(config, {
@@ -60,7 +70,10 @@ config key, unreadable certificates), with the reason on stderr.`,
       }),
     );
     if (!gateway) return 1;
-    if (isWorker()) answerReadiness(() => gateway.readiness());
+    if (isWorker()) {
+      answerReadiness(() => gateway.readiness());
+      reportStarted();
+    }
     if (usingDefault) {
       logger.info(
         `try it: npm run demo   (or: node dist/main.js sign --key certs/dev/tpp/tpp-a-qseal.key.pem --cert certs/dev/tpp/tpp-a-qseal.pem --method GET --target /v1/accounts --header "TPP-Redirect-URI: https://tpp.example/cb" --curl ${gateway.url})`,
@@ -110,8 +123,9 @@ async function runUntilSignalled(
       { err: (error as Error).message },
       `the gateway could not start: ${(error as Error).message}`,
     );
-    // Everything started was closed; this only guards against a handle someone forgot.
-    setTimeout(() => process.exit(1), 1_000).unref();
+    // Everything started was closed; this only guards against a handle someone forgot. A worker's
+    // channel to the primary keeps it alive, and the primary waits for its exit: at once then.
+    setTimeout(() => process.exit(1), isWorker() ? 0 : 1_000).unref();
     return undefined;
   }
   if (stopping) {

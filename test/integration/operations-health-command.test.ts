@@ -1,0 +1,76 @@
+/**
+ * `psd2-gateway health --config <file>`, the Docker HEALTHCHECK: it finds the admin listener from
+ * the same config the gateway runs with, exits 0 while the gateway is alive (and ready, with
+ * `--ready`), and 1 with one line saying why once it is gone.
+ */
+
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { testPki } from "../helpers/gateway-fixture.js";
+import { type GatewayProcess, REPO_ROOT, startGatewayProcess } from "../helpers/gateway-process.js";
+import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+
+function health(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "health", ...args], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c.toString("utf8");
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString("utf8");
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+    child.once("error", reject);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe("psd2-gateway health (the Docker HEALTHCHECK)", () => {
+  let backend: RecordingBackend;
+  let gateway: GatewayProcess;
+
+  beforeAll(async () => {
+    backend = await startRecordingBackend();
+    gateway = await startGatewayProcess({
+      pki: await testPki(),
+      dir: mkdtempSync(join(tmpdir(), "psd2-health-")),
+      backendUrl: backend.url,
+    });
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+    await backend?.close();
+  });
+
+  it("a running gateway: exit 0 for /healthz, and for /readyz with --ready --json", async () => {
+    const [alive, ready] = await Promise.all([
+      health(["--config", gateway.configFile]),
+      health(["--config", gateway.configFile, "--ready", "--json"]),
+    ]);
+    expect(alive.code, alive.stderr).toBe(0);
+    expect(alive.stdout.trim()).toBe(`200 ${gateway.adminUrl}/healthz`);
+    expect(ready.code, ready.stderr).toBe(0);
+    expect(JSON.parse(ready.stdout)).toMatchObject({ status: "ready" });
+  });
+
+  it("once the gateway has stopped: exit 1 and one line naming the URL", async () => {
+    await gateway.stop();
+    const gone = await health(["--config", gateway.configFile]);
+    expect(gone.code).toBe(1);
+    const lines = gone.stderr.split("\n").filter((l) => l.trim() !== "");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(`${gateway.adminUrl}/healthz did not answer`);
+  });
+});
