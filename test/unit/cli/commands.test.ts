@@ -7,6 +7,7 @@
 
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
+import { validateConfig } from "../../../src/config/load.js";
 import { REPO_ROOT } from "../../helpers/gateway-process.js";
 
 interface Run {
@@ -114,6 +115,19 @@ describe("every command", () => {
 
   it("sandbox --port that is not a port number: one line and exit 2, nothing listening", async () => {
     expectUsageError(await cli(["sandbox", "--port", "http"]), "sandbox", "--port http");
+  });
+
+  it("sandbox defaults to a port of its own, not the admin listener's", async () => {
+    const help = await cli(["sandbox", "--help"]);
+    const port = Number(/--port <n>\s+default (\d+)/.exec(help.stdout)?.[1]);
+    expect(port).toBe(8081);
+    const config = validateConfig({
+      backend: { url: "http://127.0.0.1:1" },
+      trust: { caDir: "/nonexistent" },
+      register: { file: "/nonexistent/register.json" },
+    });
+    expect(config.admin.port).not.toBe(port);
+    expect(config.listen.port).not.toBe(port);
   });
 
   it("sign without --key/--cert/--target: one line and exit 2", async () => {
