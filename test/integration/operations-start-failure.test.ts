@@ -189,6 +189,52 @@ describe("start with a port another server holds", () => {
   });
 });
 
+describe("start with a config it cannot use", () => {
+  let pki: DevPki;
+  let dir: string;
+
+  beforeAll(async () => {
+    pki = await testPki();
+    dir = mkdtempSync(join(tmpdir(), "psd2-start-config-"));
+  });
+
+  const CONFIGS = [
+    {
+      name: "a key that does nothing (verification.unsignedPrefixes, removed)",
+      extra: { verification: { unsignedPrefixes: ["/v1/public"] } },
+      says: "unsignedPrefixes",
+    },
+    { name: "a misspelt section", extra: { lisen: { port: 8443 } }, says: "lisen" },
+    { name: "a value of the wrong type", extra: { admin: { port: "ninety" } }, says: "admin.port" },
+  ] as const;
+
+  it.each(named(CONFIGS))("%s → exit 1 naming it, nothing started", async (_name, row) => {
+    const listenPort = await freeLoopbackPort();
+    const config = {
+      listen: { host: "127.0.0.1", port: listenPort },
+      backend: { url: "sandbox" },
+      trust: { caDir: pki.paths.trustDir },
+      register: { file: pki.paths.register },
+      admin: { host: "127.0.0.1", port: 0 },
+      ...row.extra,
+    };
+    const file = join(dir, `${row.says.replace(/\W/g, "-")}.json`);
+    writeFileSync(file, JSON.stringify(config));
+    const exit = await run(["start", "--config", file]);
+    expect(exit.signal, exit.output).toBeNull();
+    expect(exit.code, exit.output).toBe(1);
+    expect(exit.output).toContain(row.says);
+    expect(exit.output).not.toMatch(/listening|demo bank started/);
+  });
+
+  it("a config file that is not there → exit 1 naming it", async () => {
+    const missing = join(dir, "no-such-config.yaml");
+    const exit = await run(["start", "--config", missing]);
+    expect(exit.code, exit.output).toBe(1);
+    expect(exit.output).toContain(missing);
+  });
+});
+
 describe("a failure after the listeners were bound (in-process)", () => {
   let pki: DevPki;
 
