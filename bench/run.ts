@@ -7,6 +7,7 @@
  *
  * Environment: BENCH_SECONDS (default 5), BENCH_ROUNDS (default 1; the anchors used 3),
  * BENCH_POOL (presigned requests per method, default 50000), BENCH_NEW_CERTS (default 2000).
+ * Last comes the memory soak (bench/soak.ts, its SOAK_* variables; SOAK_COUNT=0 skips it).
  */
 
 import "reflect-metadata";
@@ -419,6 +420,15 @@ Never-seen certificate on every request (GET, ${NEW_CERTS} certificates each use
   replaceSection("Gateway throughput (bench/run.ts)", report + limits);
   writeFileSync(join(pkiDir, "results.json"), JSON.stringify({ results, unseen }, null, 2));
   console.log(report);
+
+  // The soak (bench/soak.ts): memory under worst-case Signature headers, its own section of
+  // RESULTS.md and its own verdict. SOAK_COUNT=0 leaves it out.
+  if (Number(process.env.SOAK_COUNT ?? 1) > 0) {
+    const { runSoak } = await import("./soak.js");
+    const soak = await runSoak();
+    console.log(soak.markdown);
+    process.exit(soak.pass ? 0 : 1);
+  }
   process.exit(0);
 }
 
