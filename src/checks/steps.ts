@@ -5,7 +5,7 @@
  */
 
 import { isRejection, type Rejection, reject } from "../errors.js";
-import { checkReplay, type ReplayStore, type UnattendedAccessPolicy } from "../limits/index.js";
+import { checkReplay, type ReplayStore, replayKeyFor, type UnattendedAccessPolicy } from "../limits/index.js";
 import {
   type AlgorithmName,
   buildSigningString,
@@ -273,9 +273,11 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
         if (isRejection(signingString)) return signingString;
         const algorithm = resolveAlgorithm(signature.algorithm, publicKey, options.algorithms);
         if (isRejection(algorithm)) return algorithm;
-        const verified = verifySigningString(algorithm, signingString, signature.signatureBytes, publicKey);
+        // The bytes on the wire: Node hands header values over as Latin-1, one char per byte.
+        const bytes = Buffer.from(signingString, "latin1");
+        const verified = verifySigningString(algorithm, bytes, signature.signatureBytes, publicKey);
         if (isRejection(verified)) return verified;
-        c.signingString = Buffer.from(signingString, "utf8");
+        c.signingString = bytes;
         return undefined;
       },
     },
@@ -306,10 +308,12 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       return fresh;
     };
     steps.push({
-      // The same signed content again inside the window.
+      // The same signed content again inside the window (keyed on what was signed, not on the signature).
       name: "replay",
       run: (c) => {
-        const fresh = checkReplay(replay, signatureOf(c).signature, replayOptions);
+        const { keyId, algorithm } = signatureOf(c);
+        const key = replayKeyFor(keyId, algorithm, c.signingString!);
+        const fresh = checkReplay(replay, key, replayOptions);
         return fresh instanceof Promise ? fresh.then(counted) : counted(fresh);
       },
     });

@@ -6,7 +6,7 @@
 
 export { MemoryLimitStore, type MemoryStoreOptions } from "./memory-store.js";
 export type { RedisLimitStoreOptions } from "./redis-store.js";
-export { checkReplay, type ReplayOptions, type ReplayStore, replayKey } from "./replay.js";
+export { checkReplay, type ReplayOptions, type ReplayStore, replayKeyFor } from "./replay.js";
 export type { LimitStore, MaybePromise, Reservation, StoreStats } from "./store.js";
 export {
   DEFAULT_UNATTENDED_ROUTES,

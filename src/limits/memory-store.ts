@@ -19,7 +19,7 @@ interface Slot {
 export interface MemoryStoreOptions {
   /** Distinct limit windows kept (TPP × account × class). */
   readonly maxWindows: number;
-  /** Replay keys kept (one per request signature inside the replay window). */
+  /** Replay records kept at most (one per signed request inside the replay window). */
   readonly maxReplayKeys: number;
   /** Where the snapshot lives; none when omitted. */
   readonly snapshotFile?: string;
@@ -37,7 +37,7 @@ interface Snapshot {
 
 export class MemoryLimitStore implements LimitStore {
   private readonly windows: LRUCache<string, Slot[]>;
-  private readonly replay: LRUCache<string, true>;
+  private readonly replay: ReplayRecords;
   private readonly now: () => number;
   private evicted = 0;
 
@@ -56,17 +56,9 @@ export class MemoryLimitStore implements LimitStore {
         }
       },
     });
-    this.replay = new LRUCache<string, true>({
-      max: options.maxReplayKeys,
-      perf: { now: this.now },
-      // Read the clock on every check: an injected clock must not be cached for a millisecond.
-      ttlResolution: 0,
-      dispose: (_v, key, reason) => {
-        if (reason === "evict") {
-          this.evicted++;
-          options.onEvict?.("replay", key);
-        }
-      },
+    this.replay = new ReplayRecords(options.maxReplayKeys, (key) => {
+      this.evicted++;
+      options.onEvict?.("replay", key);
     });
     if (options.snapshotFile) this.load(options.snapshotFile);
   }
@@ -92,9 +84,12 @@ export class MemoryLimitStore implements LimitStore {
   }
 
   checkAndRecord(key: string, ttlMs: number): boolean {
-    if (this.replay.has(key)) return true;
-    this.replay.set(key, true, { ttl: ttlMs });
-    return false;
+    return this.replay.checkAndRecord(key, this.now(), ttlMs);
+  }
+
+  /** Replay records held now (expired ones are dropped as new ones arrive). */
+  get replayRecords(): number {
+    return this.replay.size;
   }
 
   ready(): boolean {
@@ -128,7 +123,7 @@ export class MemoryLimitStore implements LimitStore {
           slots.map((s) => [s.at, s.id] as [number, string]),
           this.windows.getRemainingTTL(key),
         ]),
-      replay: [...this.replay.keys()].map((key) => [key, now + this.replay.getRemainingTTL(key)]),
+      replay: this.replay.live(now),
     };
     mkdirSync(dirname(file), { recursive: true });
     const tmp = `${file}.${process.pid}.tmp`;
@@ -153,7 +148,59 @@ export class MemoryLimitStore implements LimitStore {
         );
     }
     for (const [key, expiresAt] of snapshot.replay) {
-      if (expiresAt > now) this.replay.set(key, true, { ttl: expiresAt - now });
+      if (expiresAt > now) this.replay.restore(key, expiresAt);
     }
+  }
+}
+
+/**
+ * The replay records: key → expiry, in arrival order. Every record lives for the same window, so
+ * arrival order is expiry order: each new record first drops the expired ones at the front, which
+ * keeps the memory to what arrived within one window, and never more than `max` records (the
+ * oldest goes first, counted as an eviction: it could then be replayed).
+ */
+class ReplayRecords {
+  private readonly records = new Map<string, number>();
+
+  constructor(
+    private readonly max: number,
+    private readonly onEvict: (key: string) => void,
+  ) {}
+
+  get size(): number {
+    return this.records.size;
+  }
+
+  checkAndRecord(key: string, now: number, ttlMs: number): boolean {
+    const expiresAt = this.records.get(key);
+    if (expiresAt !== undefined && expiresAt > now) return true;
+    this.dropExpired(now);
+    if (expiresAt !== undefined) this.records.delete(key); // expired: recorded anew at the back
+    if (this.records.size >= this.max) this.evictOldest();
+    this.records.set(key, now + ttlMs);
+    return false;
+  }
+
+  restore(key: string, expiresAt: number): void {
+    if (this.records.size >= this.max) this.evictOldest();
+    this.records.set(key, expiresAt);
+  }
+
+  live(now: number): [string, number][] {
+    return [...this.records].filter(([, expiresAt]) => expiresAt > now);
+  }
+
+  private dropExpired(now: number): void {
+    for (const [key, expiresAt] of this.records) {
+      if (expiresAt > now) return;
+      this.records.delete(key);
+    }
+  }
+
+  private evictOldest(): void {
+    const oldest = this.records.keys().next();
+    if (oldest.done) return;
+    this.records.delete(oldest.value);
+    this.onEvict(oldest.value);
   }
 }

@@ -36,7 +36,13 @@ export {
 } from "./keyid.js";
 export { type VerifyRequestOptions, verifyRequestSignature } from "./request.js";
 export { decodeEncodedWords, encodeIfNeeded } from "./rfc2047.js";
-export { RequestSigner, type RequestToSign, type SignedHeaders, type SignerOptions } from "./sign.js";
+export {
+  RequestSigner,
+  type RequestToSign,
+  type SignedHeaders,
+  type SignerOptions,
+  wireValue,
+} from "./sign.js";
 export {
   buildSigningString,
   checkCoverage,

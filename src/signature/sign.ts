@@ -25,6 +25,11 @@ export interface SignerOptions {
   readonly signRequestTarget?: boolean;
   readonly digestAlgorithm?: DigestAlgorithm;
   readonly clock?: () => number;
+  /**
+   * How a header value given as a JS string becomes bytes on the wire: `utf-8` (the default) or
+   * `latin1` (one byte per char, which must be ≤ U+00FF). The signature covers those bytes.
+   */
+  readonly headerEncoding?: "utf-8" | "latin1";
 }
 
 export interface RequestToSign {
@@ -36,13 +41,35 @@ export interface RequestToSign {
   readonly body?: Uint8Array | string;
 }
 
-/** The headers a signed request must carry, in the spelling the Berlin Group uses. */
+/**
+ * The headers a signed request must carry, in the spelling the Berlin Group uses, plus each of the
+ * caller's signed headers whose value is not plain ASCII, as its wire form: a string of one char
+ * per byte, which Node and undici write out byte for byte. Send these over your own headers.
+ */
 export interface SignedHeaders {
   Date: string;
   Digest: string;
   "X-Request-ID": string;
   Signature: string;
   "TPP-Signature-Certificate": string;
+  [signedHeader: string]: string;
+}
+
+const NOT_ASCII = /[^\x00-\x7f]/;
+
+/**
+ * A header value as the bytes it is sent as, one char per byte (how Node hands them to a
+ * verifier, and how it writes a string of chars ≤ U+00FF).
+ */
+export function wireValue(value: string, encoding: "utf-8" | "latin1" = "utf-8"): string {
+  if (!NOT_ASCII.test(value)) return value;
+  if (encoding === "latin1") {
+    if (/[^\x00-\xff]/.test(value)) {
+      throw new Error(`header value '${value.slice(0, 40)}' has characters beyond Latin-1; sign it as utf-8`);
+    }
+    return value;
+  }
+  return Buffer.from(value, "utf8").toString("latin1");
 }
 
 const HASH_FOR: Record<Exclude<AlgorithmName, "hs2019">, "sha256" | "sha512"> = {
@@ -73,8 +100,14 @@ export class RequestSigner {
   /** The headers to add to the request; existing X-Request-ID and Date are kept. */
   async sign(request: RequestToSign): Promise<SignedHeaders> {
     const lower: Record<string, string> = {};
+    // The caller's signed headers whose wire form differs from what they passed.
+    const rewritten: Record<string, string> = {};
+    const encoding = this.options.headerEncoding ?? "utf-8";
     for (const [name, value] of Object.entries(request.headers ?? {})) {
-      if (value !== undefined) lower[name.toLowerCase()] = value;
+      if (value === undefined) continue;
+      const wire = wireValue(value, encoding);
+      lower[name.toLowerCase()] = wire;
+      if (wire !== value && ELIGIBLE_HEADERS.includes(name.toLowerCase())) rewritten[name] = wire;
     }
     const now = (this.options.clock ?? Date.now)();
     lower.date ??= formatHttpDate(now);
@@ -90,9 +123,10 @@ export class RequestSigner {
     });
     if (typeof signingString !== "string") throw new Error(signingString.text);
 
+    // Every value is in wire form (one char per byte), so Latin-1 gives the bytes sent.
     const signature = await signAsync(
       HASH_FOR[this.algorithm],
-      Buffer.from(signingString, "utf8"),
+      Buffer.from(signingString, "latin1"),
       this.options.privateKey,
     );
     const header = formatSignatureHeader({
@@ -102,6 +136,7 @@ export class RequestSigner {
       signature: signature.toString("base64"),
     });
     return {
+      ...rewritten,
       Date: lower.date,
       Digest: lower.digest,
       "X-Request-ID": lower["x-request-id"],

@@ -7,13 +7,17 @@ import type { ResolvedAlgorithm } from "./algorithms.js";
 /** P-256 r||s is 64 bytes, P-384 96, P-521 132: those lengths are IEEE P1363, anything else DER. */
 const P1363_LENGTHS = new Set([64, 96, 132]);
 
+/**
+ * `signingString` as bytes, or as the string built from Node's header values, whose chars are the
+ * wire bytes (Latin-1): either way the bytes that were sent, never re-encoded.
+ */
 export function verifySigningString(
   algorithm: ResolvedAlgorithm,
-  signingString: string,
+  signingString: string | Buffer,
   signature: Buffer,
   publicKey: KeyObject,
 ): true | Rejection {
-  const data = Buffer.from(signingString, "utf8");
+  const data = typeof signingString === "string" ? Buffer.from(signingString, "latin1") : signingString;
   let ok: boolean;
   try {
     if (publicKey.asymmetricKeyType === "ec" && P1363_LENGTHS.has(signature.length)) {
@@ -34,7 +38,8 @@ export function verifySigningString(
   if (!ok) {
     return reject(
       "SIGNATURE_INVALID",
-      `Signature does not verify with the certificate's public key over the signing string built from '${signingString
+      `Signature does not verify with the certificate's public key over the signing string built from '${data
+        .toString("latin1")
         .split("\n")
         .map((l) => l.slice(0, l.indexOf(":")))
         .join(
