@@ -546,7 +546,7 @@ export async function runSoak(settings: Settings = settingsFromEnv()): Promise<S
       outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
       if (r.statusCode !== EXPECTED[kind]) {
         wrong++;
-        if (unexpected.length < 5) unexpected.push(`${kind} → ${r.statusCode}: ${text.slice(0, 300)}`);
+        if (unexpected.length < 5) unexpected.push(`${kind} → ${r.statusCode}: ${text.slice(0, 120)}`);
       }
       return r.statusCode;
     } catch (error) {
