@@ -177,14 +177,21 @@ class Connection {
       this.socket.destroy();
       return;
     }
-    this.socket.end(
+    const socket = this.socket;
+    socket.end(
       rawRejection(
         reject("FORMAT_ERROR", `malformed HTTP request: ${message}`),
         this.ingress.options.statusProfile,
       ),
+      // Once the refusal is written, the client has a moment to read it and close; no timeout of
+      // Node's guards this socket any more (a CONNECT's is not even Node's), so a client that
+      // never closes would hold it for ever.
+      () => setTimeout(() => socket.destroy(), REFUSAL_LINGER_MS).unref(),
     );
   }
 }
+
+const REFUSAL_LINGER_MS = 2_000;
 
 /** A complete HTTP/1.1 refusal for a socket Node's parser gave up on (no ServerResponse exists). */
 function rawRejection(rejection: Rejection, profile: StatusProfile): string {

@@ -12,6 +12,7 @@
  */
 
 import { setTimeout as sleep } from "node:timers/promises";
+import { type ConnectionOptions, type TLSSocket, connect as tlsConnect } from "node:tls";
 import { describe, expect, it } from "vitest";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import {
@@ -143,6 +144,23 @@ async function pipeline(
     // Half-closing: the client has nothing more to send but still reads its answers.
     if (options.halfClose) socket.end(bytes);
     else socket.write(bytes);
+  });
+}
+
+/** A raw TLS connection that stays open on the client's side after the gateway ends its side. */
+function halfOpenConnect(gw: TestGateway): Promise<TLSSocket> {
+  const { hostname, port } = new URL(gw.url);
+  // net's allowHalfOpen, which the TLS client honours (its typings leave it out).
+  const options: ConnectionOptions & { allowHalfOpen: boolean } = {
+    host: "127.0.0.1",
+    port: Number(port),
+    ca: gw.pki.root.pem,
+    servername: hostname,
+    allowHalfOpen: true,
+  };
+  return new Promise((resolve, reject) => {
+    const socket = tlsConnect(options, () => resolve(socket));
+    socket.once("error", reject);
   });
 }
 
@@ -590,6 +608,39 @@ describe("pipelined requests on one connection", () => {
       expect(result.answers).toHaveLength(1);
       expect(result.closed).toBe(true);
       expect(backend.requests).toHaveLength(0);
+    },
+  );
+
+  it.each(named(MALFORMED))(
+    "a client that never closes after the refusal (%s) does not hold the connection open",
+    async (_name, row) => {
+      const { gw } = env;
+      // The gateway's side of this very connection (the only one being opened now).
+      const serverSide = new Promise<TLSSocket>((resolve) =>
+        gw.gateway.server.once("secureConnection", (s: TLSSocket) => resolve(s)),
+      );
+      const socket = await halfOpenConnect(gw);
+      socket.on("error", () => {});
+      let raw = "";
+      socket.on("data", (c: Buffer) => {
+        raw += c.toString("latin1");
+      });
+      const ended = new Promise<void>((resolve) => socket.once("end", () => resolve()));
+      try {
+        const gateway = await serverSide;
+        const released = new Promise<boolean>((resolve) => {
+          if (gateway.destroyed) resolve(true);
+          gateway.once("close", () => resolve(true));
+        });
+        // Written, and never ended: the client keeps its side open after the gateway's FIN.
+        socket.write(row.bytes);
+        await ended;
+        expectMalformedRefusal(splitResponses(raw).answers[0]);
+        const outcome = await Promise.race([released, sleep(6_000).then(() => false)]);
+        expect(outcome, "the gateway let go of the connection within 6 s").toBe(true);
+      } finally {
+        socket.destroy();
+      }
     },
   );
 
