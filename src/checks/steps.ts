@@ -8,7 +8,6 @@ import { isRejection, type Rejection, reject } from "../errors.js";
 import { checkReplay, type ReplayStore, replayKeyFor, type UnattendedAccessPolicy } from "../limits/index.js";
 import {
   type AlgorithmName,
-  buildSigningString,
   checkCoverage,
   checkDate,
   type DigestValue,
@@ -16,8 +15,7 @@ import {
   matchKeyId,
   parseDigestHeader,
   parseSignatureHeader,
-  resolveAlgorithm,
-  verifySigningString,
+  verifySignatureOver,
 } from "../signature/index.js";
 import { type CharacterPolicy, checkHeaderCharacters } from "./characters.js";
 import type { CheckContext, TrustedCertificate } from "./context.js";
@@ -267,16 +265,8 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     {
       name: "signature",
       run: (c) => {
-        const signature = signatureOf(c);
-        const { publicKey } = certificateOf(c);
-        const signingString = buildSigningString(signature.headers, c, signature);
-        if (isRejection(signingString)) return signingString;
-        const algorithm = resolveAlgorithm(signature.algorithm, publicKey, options.algorithms);
-        if (isRejection(algorithm)) return algorithm;
-        // The bytes on the wire: Node hands header values over as Latin-1, one char per byte.
-        const bytes = Buffer.from(signingString, "latin1");
-        const verified = verifySigningString(algorithm, bytes, signature.signatureBytes, publicKey);
-        if (isRejection(verified)) return verified;
+        const bytes = verifySignatureOver(c, signatureOf(c), certificateOf(c).publicKey, options.algorithms);
+        if (isRejection(bytes)) return bytes;
         c.signingString = bytes;
         return undefined;
       },

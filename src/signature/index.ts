@@ -34,7 +34,7 @@ export {
   parseKeyId,
   serialMatches,
 } from "./keyid.js";
-export { type VerifyRequestOptions, verifyRequestSignature } from "./request.js";
+export { type VerifyRequestOptions, verifyRequestSignature, verifySignatureOver } from "./request.js";
 export { decodeEncodedWords, encodeIfNeeded } from "./rfc2047.js";
 export {
   RequestSigner,

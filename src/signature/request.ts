@@ -1,11 +1,12 @@
 /**
  * One call that verifies a request's Signature header against a known public key: parse,
- * keyId, coverage, signing string, algorithm, signature. The ingress gateway runs the same steps
- * one by one, interleaved with its other checks; this is the whole of it for library users.
+ * keyId, coverage, signature. The gateway's checks (src/checks/steps.ts) call the same functions
+ * as named steps, interleaved with its other checks; this is the whole of it for library users.
  */
 
 import type { KeyObject } from "node:crypto";
 import { isRejection, type Rejection } from "../errors.js";
+import type { ResolvedAlgorithm } from "./algorithms.js";
 import { type AlgorithmName, resolveAlgorithm } from "./algorithms.js";
 import { type ParseOptions, parseSignatureHeader, type SignatureParams } from "./header.js";
 import { type KeyIdOptions, type KeyIdTarget, matchKeyId } from "./keyid.js";
@@ -43,10 +44,27 @@ export function verifyRequestSignature(
     options.eligibleHeaders ?? ELIGIBLE_HEADERS,
   );
   if (coverage !== true) return coverage;
+  const verified = verifySignatureOver(request, params, options.publicKey, options.algorithms);
+  return isRejection(verified) ? verified : params;
+}
+
+/**
+ * The signature itself: the signing string rebuilt from the request as the bytes that were sent,
+ * the algorithm the header names (allowed and fitting the key), the signature over those bytes.
+ * Returns the signing-string bytes (what replay protection keys on).
+ */
+export function verifySignatureOver(
+  request: RequestParts,
+  params: SignatureParams,
+  publicKey: KeyObject,
+  algorithms?: readonly AlgorithmName[],
+): Buffer | Rejection {
   const signingString = buildSigningString(params.headers, request, params);
   if (isRejection(signingString)) return signingString;
-  const algorithm = resolveAlgorithm(params.algorithm, options.publicKey, options.algorithms);
+  const algorithm: ResolvedAlgorithm | Rejection = resolveAlgorithm(params.algorithm, publicKey, algorithms);
   if (isRejection(algorithm)) return algorithm;
-  const verified = verifySigningString(algorithm, signingString, params.signatureBytes, options.publicKey);
-  return verified === true ? params : verified;
+  // Node hands header values over as Latin-1, one char per wire byte.
+  const bytes = Buffer.from(signingString, "latin1");
+  const verified = verifySigningString(algorithm, bytes, params.signatureBytes, publicKey);
+  return isRejection(verified) ? verified : bytes;
 }

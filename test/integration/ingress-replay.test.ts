@@ -99,7 +99,7 @@ describe("replay is keyed on what was signed", () => {
       privateKey: ec.privateKey,
     } as typeof env.gw.pki.tppA.qseal;
     const call = await prepareSignedCall({ signer, target: "/v1/accounts" });
-    const headers = { ...call.headers, "TPP-Signature-Certificate": base64(ec.der) };
+    const headers: Record<string, string> = { ...call.headers, "TPP-Signature-Certificate": base64(ec.der) };
     const first = await send(env.gw, "GET", call.target, headers);
     expect(first.status, first.text).toBe(200);
 
