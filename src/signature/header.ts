@@ -13,6 +13,13 @@ export interface SignatureParams {
   readonly algorithm: string;
   /** Lower-cased header names in signing order. */
   readonly headers: readonly string[];
+  /**
+   * The keyId's characters between the quotes exactly as written, present only when they held
+   * `\"` or `\\`. Most signers copy the RFC 2253 issuer into the quotes unchanged, so there these
+   * are the DN's own escapes; others escape the quoted string (RFC 7230 quoted-pair), which
+   * `keyId` reads. keyId matching (matchSignatureKeyId) tries `keyId`, then this.
+   */
+  readonly keyIdAsWritten?: string;
   /** The base64 text as sent. */
   readonly signature: string;
   /** The decoded signature bytes. */
@@ -51,9 +58,22 @@ function isSpace(code: number): boolean {
   return code === 0x20 || code === 0x09;
 }
 
-/** Splits the parameter list into lower-cased names and raw values. Linear in the input. */
-function readParams(text: string): Map<string, string> | Rejection {
-  const params = new Map<string, string>();
+interface Params {
+  readonly values: Map<string, string>;
+  /** The text between the quotes, for quoted values that held an escape. */
+  readonly asWritten: Map<string, string>;
+}
+
+/**
+ * Splits the parameter list into lower-cased names and values. Linear in the input.
+ *
+ * Quoted values are read as signers write them: only `\"` and `\\` are escapes. Any other
+ * backslash stays, because signers put RFC 2253 DNs into keyId as they are (`CA=O=Bank\, Köln`,
+ * `\0A`, `\+`); reading every backslash as a quoted-pair (RFC 7230) would drop the DN's escapes.
+ */
+function readParams(text: string): Params | Rejection {
+  const values = new Map<string, string>();
+  const asWritten = new Map<string, string>();
   const n = text.length;
   let i = 0;
   while (i < n) {
@@ -70,23 +90,28 @@ function readParams(text: string): Map<string, string> | Rejection {
     let value: string;
     if (text[i] === '"') {
       i++;
+      const start = i;
       let out = "";
       let segment = i;
+      let escaped = false;
       for (;;) {
         if (i >= n) return invalid(`parameter '${name}' has an unterminated quoted value`);
-        const ch = text[i];
-        if (ch === '"') break;
-        if (ch === "\\") {
-          out += text.slice(segment, i);
-          if (i + 1 >= n) return invalid(`parameter '${name}' ends with a lone backslash`);
-          out += text[i + 1];
-          i += 2;
-          segment = i;
-          continue;
+        const ch = text.charCodeAt(i);
+        if (ch === 0x22 /* " */) break;
+        if (ch === 0x5c /* \ */) {
+          const next = text.charCodeAt(i + 1);
+          if (next === 0x22 || next === 0x5c) {
+            out += text.slice(segment, i);
+            segment = i + 1; // the escaped character starts the next segment
+            escaped = true;
+            i += 2;
+            continue;
+          }
         }
         i++;
       }
       value = out + text.slice(segment, i);
+      if (escaped) asWritten.set(name, text.slice(start, i));
       i++;
     } else {
       const start = i;
@@ -96,10 +121,10 @@ function readParams(text: string): Map<string, string> | Rejection {
     while (i < n && isSpace(text.charCodeAt(i))) i++;
     if (i < n && text[i] !== ",")
       return invalid(`parameter '${name}' is followed by '${text[i]}' instead of ','`);
-    if (params.has(name)) return invalid(`has the parameter '${name}' twice`);
-    params.set(name, value);
+    if (values.has(name)) return invalid(`has the parameter '${name}' twice`);
+    values.set(name, value);
   }
-  return params;
+  return { values, asWritten };
 }
 
 function readTimestamp(name: string, value: string | undefined): number | undefined | Rejection {
@@ -128,8 +153,9 @@ export function parseSignatureHeader(
   let text = decoded.trim();
   if (/^signature\s/i.test(text)) text = text.slice(10).trimStart();
 
-  const params = readParams(text);
-  if (!(params instanceof Map)) return params;
+  const read = readParams(text);
+  if (isRejection(read)) return read;
+  const params = read.values;
 
   for (const name of ["keyid", "signature", "algorithm"] as const) {
     const value = params.get(name);
@@ -168,6 +194,7 @@ export function parseSignatureHeader(
 
   const result: SignatureParams = {
     keyId: params.get("keyid")!,
+    ...(read.asWritten.has("keyid") ? { keyIdAsWritten: read.asWritten.get("keyid")! } : {}),
     algorithm: params.get("algorithm")!.toLowerCase(),
     headers,
     signature,
@@ -178,6 +205,27 @@ export function parseSignatureHeader(
   return result;
 }
 
+/**
+ * Escapes for a quoted value as little as the reader above needs: `"` always, a backslash only
+ * before `"` or `\` or at the end (where it would swallow the closing quote). An RFC 2253 keyId
+ * such as `CA=O=Bank\, Köln` is thus written as it is, which is also what verifiers that do not
+ * unescape at all (joyent's http-signature, most hand-written ones) read; doubling every
+ * backslash would break those.
+ */
+function quote(value: string): string {
+  if (!/["\\]/.test(value)) return value;
+  let out = "";
+  for (let i = 0; i < value.length; i++) {
+    const ch = value[i]!;
+    if (ch === '"') out += '\\"';
+    else if (ch === "\\") {
+      const next = value[i + 1];
+      out += next === undefined || next === '"' || next === "\\" ? "\\\\" : "\\";
+    } else out += ch;
+  }
+  return out;
+}
+
 /** Writes a Signature header value: always the four Berlin Group parameters, in the usual order. */
 export function formatSignatureHeader(params: {
   keyId: string;
@@ -185,7 +233,6 @@ export function formatSignatureHeader(params: {
   headers: readonly string[];
   signature: string;
 }): string {
-  const quote = (v: string) => v.replace(/\\/g, "\\\\").replace(/"/g, '\\"');
   return (
     `keyId="${quote(params.keyId)}",algorithm="${quote(params.algorithm)}",` +
     `headers="${params.headers.join(" ")}",signature="${params.signature}"`

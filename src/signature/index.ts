@@ -27,10 +27,12 @@ export {
 } from "./header.js";
 export {
   buildKeyId,
+  expectedKeyId,
   type KeyIdOptions,
   type KeyIdTarget,
   keyIdTargetFromDer,
   matchKeyId,
+  matchSignatureKeyId,
   parseKeyId,
   serialMatches,
 } from "./keyid.js";

@@ -3,9 +3,11 @@
  * certificate, and matched against one leniently enough for the formats real peers send.
  */
 
+import { isUtf8 } from "node:buffer";
 import { readCertificateFields, serialToBigInt, serialToHex } from "../asn1/certificate.js";
 import { type Rejection, reject } from "../errors.js";
 import { type DistinguishedName, dnStringMatches, formatRfc2253, readName } from "../x500/name.js";
+import type { SignatureParams } from "./header.js";
 
 /** What a keyId names: a serial and an issuer. */
 export interface KeyIdTarget {
@@ -39,12 +41,28 @@ const CA_NAME = /^ca\s*=/i;
 const MAX_KEY_ID = 4096;
 
 /**
+ * Trims white space around a keyId part, except a trailing space that a backslash escapes: RFC 2253
+ * writes a value's trailing space as `\ ` (`CN=Bank\ `), and dropping it leaves a lone backslash.
+ * Only space and tab at the end: other white space there belongs to the DN value.
+ */
+function trimPart(text: string): string {
+  const start = text.length - text.trimStart().length;
+  let end = text.length;
+  while (end > start) {
+    const last = text.charCodeAt(end - 1);
+    if ((last !== 0x20 && last !== 0x09) || text.charCodeAt(end - 2) === 0x5c) break;
+    end--;
+  }
+  return start === 0 && end === text.length ? text : text.slice(start, end);
+}
+
+/**
  * Splits `SN=…,CA=…` (or `CA=…,SN=…`); names are case-insensitive. A hand-written scan rather
  * than one pattern: keyIds are attacker input, and patterns with overlapping `\s*` backtrack.
  */
 export function parseKeyId(keyId: string): ParsedKeyId | undefined {
   if (keyId.length > MAX_KEY_ID) return undefined;
-  const text = keyId.trim();
+  const text = trimPart(keyId);
   const sn = SN_NAME.exec(text);
   if (sn) {
     const comma = text.indexOf(",", sn[0].length);
@@ -52,7 +70,7 @@ export function parseKeyId(keyId: string): ParsedKeyId | undefined {
     const rest = text.slice(comma + 1).trimStart();
     const ca = CA_NAME.exec(rest);
     if (!ca) return undefined;
-    const caValue = rest.slice(ca[0].length).trim();
+    const caValue = trimPart(rest.slice(ca[0].length));
     return caValue.length > 0 ? { sn: text.slice(sn[0].length, comma).trim(), ca: caValue } : undefined;
   }
   const ca = CA_NAME.exec(text);
@@ -62,7 +80,7 @@ export function parseKeyId(keyId: string): ParsedKeyId | undefined {
     const tail = text.slice(comma + 1).trimStart();
     const snTail = SN_NAME.exec(tail);
     if (!snTail) return undefined;
-    return { sn: tail.slice(snTail[0].length).trim(), ca: text.slice(ca[0].length, comma).trim() };
+    return { sn: tail.slice(snTail[0].length).trim(), ca: trimPart(text.slice(ca[0].length, comma)) };
   }
   return undefined;
 }
@@ -120,6 +138,29 @@ function memoOf(target: KeyIdTarget): KeyIdMemo {
   return memo;
 }
 
+/** The certificate's own keyId (`SN=…,CA=…` as buildKeyId writes it), worked out once per target. */
+export function expectedKeyId(target: KeyIdTarget): string {
+  return memoOf(target).expected;
+}
+
+/** A copy that shares no memory with the request's header string (V8 keeps a slice's parent alive). */
+function detached(text: string): string {
+  return JSON.parse(JSON.stringify(text)) as string;
+}
+
+const HIGH_LATIN1 = /[\x80-\xff]/;
+const BEYOND_LATIN1 = /[^\x00-\xff]/;
+
+/**
+ * A CA part that arrived as raw UTF-8 bytes in an unencoded header (Node reads them as Latin-1,
+ * one char per byte), read back as UTF-8: `KÃ¶ln` → `Köln`. undefined when that changes nothing.
+ */
+function asUtf8(ca: string): string | undefined {
+  if (!HIGH_LATIN1.test(ca) || BEYOND_LATIN1.test(ca)) return undefined;
+  const bytes = Buffer.from(ca, "latin1");
+  return isUtf8(bytes) ? bytes.toString("utf8") : undefined;
+}
+
 /** Checks that keyId names the certificate; the rejection names both values. */
 export function matchKeyId(keyId: string, target: KeyIdTarget, options: KeyIdOptions = {}): true | Rejection {
   const memo = memoOf(target);
@@ -139,12 +180,32 @@ export function matchKeyId(keyId: string, target: KeyIdTarget, options: KeyIdOpt
     );
   }
   if (!dnStringMatches(parsed.ca, target.issuer)) {
-    return reject(
-      "SIGNATURE_INVALID",
-      `Signature keyId issuer CA=${parsed.ca.slice(0, 200)} does not match the certificate issuer ${formatRfc2253(target.issuer)}; expected keyId '${expected}'`,
-    );
+    const utf8 = asUtf8(parsed.ca);
+    if (utf8 === undefined || !dnStringMatches(utf8, target.issuer)) {
+      return reject(
+        "SIGNATURE_INVALID",
+        `Signature keyId issuer CA=${parsed.ca.slice(0, 200)} does not match the certificate issuer ${formatRfc2253(target.issuer)}; expected keyId '${expected}'`,
+      );
+    }
   }
   // Decimal serials depend on the option, so only option-free matches are remembered.
-  if (!options.allowDecimalSerial && memo.matched.size < MAX_REMEMBERED_SPELLINGS) memo.matched.add(keyId);
+  if (!options.allowDecimalSerial && memo.matched.size < MAX_REMEMBERED_SPELLINGS)
+    memo.matched.add(detached(keyId));
   return true;
+}
+
+/**
+ * matchKeyId for a parsed Signature header: the keyId as read (quoted-pairs `\"` and `\\`
+ * undone), and when that does not name the certificate, as written between the quotes, for
+ * signers that copy an RFC 2253 issuer holding `\\` or `\"` into the quotes unchanged. The
+ * rejection is the one for the keyId as read.
+ */
+export function matchSignatureKeyId(
+  params: Pick<SignatureParams, "keyId" | "keyIdAsWritten">,
+  target: KeyIdTarget,
+  options: KeyIdOptions = {},
+): true | Rejection {
+  const asRead = matchKeyId(params.keyId, target, options);
+  if (asRead === true || params.keyIdAsWritten === undefined) return asRead;
+  return matchKeyId(params.keyIdAsWritten, target, options) === true ? true : asRead;
 }

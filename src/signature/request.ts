@@ -9,7 +9,7 @@ import { isRejection, type Rejection } from "../errors.js";
 import type { ResolvedAlgorithm } from "./algorithms.js";
 import { type AlgorithmName, resolveAlgorithm } from "./algorithms.js";
 import { type ParseOptions, parseSignatureHeader, type SignatureParams } from "./header.js";
-import { type KeyIdOptions, type KeyIdTarget, matchKeyId } from "./keyid.js";
+import { type KeyIdOptions, type KeyIdTarget, matchSignatureKeyId } from "./keyid.js";
 import {
   buildSigningString,
   checkCoverage,
@@ -35,7 +35,7 @@ export function verifyRequestSignature(
   const params = parseSignatureHeader(headerValue(request.headers, "signature"), options);
   if (isRejection(params)) return params;
   if (options.keyIdTarget) {
-    const keyId = matchKeyId(params.keyId, options.keyIdTarget, options);
+    const keyId = matchSignatureKeyId(params, options.keyIdTarget, options);
     if (keyId !== true) return keyId;
   }
   const coverage = checkCoverage(

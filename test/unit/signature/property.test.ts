@@ -475,10 +475,12 @@ describe("round trips", () => {
             signature,
             signatureBytes: Buffer.from(signature, "base64"),
           };
-          expect(parseSignatureHeader(written)).toEqual(expected);
+          // keyIdAsWritten (the text between the quotes) is there exactly when something was escaped.
+          const asWritten = /"|\\(?=["\\]|$)/.test(keyId) ? { keyIdAsWritten: expect.any(String) } : {};
+          expect(parseSignatureHeader(written)).toEqual({ ...expected, ...asWritten });
           // And through RFC 2047, as RequestSigner sends a header with non-ASCII characters.
           if (isWellFormedUnicode(keyId))
-            expect(parseSignatureHeader(encodeIfNeeded(written))).toEqual(expected);
+            expect(parseSignatureHeader(encodeIfNeeded(written))).toEqual({ ...expected, ...asWritten });
         },
       ),
       RUNS,
