@@ -107,6 +107,22 @@ function settingsFromEnv(): Settings {
 // ---------------------------------------------------------------------------------------------
 // Processes
 
+/** The commit under test, and whether src/ differs from it; undefined outside a git checkout. */
+function revision(): string | undefined {
+  const git = (...args: string[]) =>
+    execFileSync("git", args, { cwd: here, stdio: ["ignore", "pipe", "ignore"] })
+      .toString()
+      .trim();
+  try {
+    const head = git("rev-parse", "--short", "HEAD");
+    return git("status", "--porcelain", "--", "../src").length > 0
+      ? `${head} with uncommitted changes in src/`
+      : head;
+  } catch {
+    return undefined;
+  }
+}
+
 function hasTaskset(): boolean {
   try {
     execFileSync("taskset", ["-V"], { stdio: "ignore" });
@@ -366,6 +382,9 @@ export interface SoakSummary {
 }
 
 export async function runSoak(settings: Settings = settingsFromEnv()): Promise<SoakSummary> {
+  // Before any process of ours runs: was the machine busy with other work?
+  const loadAtStart = loadavg()[0]!;
+  const commit = revision();
   if (PIN) pin(process.pid, 1);
   const random = prng(settings.seed);
   const pkiDir = mkdtempSync(join(tmpdir(), "psd2-soak-"));
@@ -464,7 +483,8 @@ export async function runSoak(settings: Settings = settingsFromEnv()): Promise<S
 
   // Answered requests, by kind and status; recent good ones are the replays' material.
   const outcomes = new Map<string, number>();
-  const unexpected: string[] = [];
+  /** The first answer of each unexpected kind and status. */
+  const unexpected = new Map<string, string>();
   const recent: Sent[] = [];
   let errors = 0;
   let wrong = 0;
@@ -546,7 +566,7 @@ export async function runSoak(settings: Settings = settingsFromEnv()): Promise<S
       outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
       if (r.statusCode !== EXPECTED[kind]) {
         wrong++;
-        if (unexpected.length < 5) unexpected.push(`${kind} → ${r.statusCode}: ${text.slice(0, 120)}`);
+        if (!unexpected.has(key) && unexpected.size < 5) unexpected.set(key, text.slice(0, 120));
       }
       return r.statusCode;
     } catch (error) {
@@ -692,9 +712,9 @@ export async function runSoak(settings: Settings = settingsFromEnv()): Promise<S
     .join(", ");
 
   const markdown = `
-${machineLine()}. ${PIN ? "Gateway and backend (separate processes) pinned to core 0, the load and its signers to core 1" : "taskset unavailable: nothing pinned"}; load average at the end ${load}. Run with \`npm run bench:soak\` (\`SOAK_COUNT=20000\` for a smoke run).
+${machineLine()}${commit ? `, commit ${commit}` : ""}. ${PIN ? "Gateway and backend (separate processes) pinned to core 0, the load and its signers to core 1" : "taskset unavailable: nothing pinned"}; load average ${loadAtStart.toFixed(2)} before the soak started (${loadAtStart >= 0.5 ? "other work was running on the machine: the rate is not a throughput figure" : "the machine otherwise idle"}), ${load} at the end. Run with \`npm run bench:soak\` (\`SOAK_COUNT=20000\` for a smoke run).
 
-The gateway runs with the configuration's defaults for everything that bounds memory: Date tolerance ${g.dateToleranceSeconds} s, replay window ${g.replayWindowSeconds} s, \`replay.maxEntries\` ${g.replayMaxEntries.toLocaleString("en")}, the ${g.store} store; \`--max-old-space-size=${settings.heapMb}\`; log level \`info\` (to /dev/null). ${CONNECTIONS} keep-alive connections (1 request in ${CLOSE_EVERY} closes its connection) sent ${done.toLocaleString("en")} requests in ${seconds.toFixed(0)} s (${rate.toFixed(0)} req/s), each signed once just before it was sent, ${Math.round(SHARE_POST * 100)} % POSTs with a ${postBody.length}-byte body. Every Signature header is worst case: a keyId of ${KEYID_MIN}–${KEYID_MAX} characters (serial zero-padded to 80 digits, white space runs in the issuer DN), one of ${USUAL_KEYIDS} spellings or, for ${Math.round(SHARE_FRESH_KEYID * 100)} % of requests and every respelled replay, one never sent before and an unknown parameter of ${MIN_PAD / 1024} KB up to what fits under Node's 16 KB header limit (mean Signature header ${(signatureBytes / Math.max(1, done)).toFixed(0)} bytes, largest ${signatureMax}; largest request head ${headMax} bytes). Answers: ${outcomeText}; transport errors ${errors}.
+The gateway runs with the configuration's defaults for everything that bounds memory: Date tolerance ${g.dateToleranceSeconds} s, replay window ${g.replayWindowSeconds} s, \`replay.maxEntries\` ${g.replayMaxEntries.toLocaleString("en")}, the ${g.store} store; \`--max-old-space-size=${settings.heapMb}\`; log level \`info\` (to /dev/null). ${CONNECTIONS} keep-alive connections (1 request in ${CLOSE_EVERY} closes its connection) sent ${done.toLocaleString("en")} requests in ${seconds.toFixed(0)} s (${rate.toFixed(0)} req/s), each signed once just before it was sent, ${Math.round(SHARE_POST * 100)} % POSTs with a ${postBody.length}-byte body. Every Signature header is worst case: a keyId of ${KEYID_MIN}–${KEYID_MAX} characters (serial zero-padded to 80 digits, white space runs in the issuer DN), one of ${USUAL_KEYIDS} spellings or, for ${Math.round(SHARE_FRESH_KEYID * 100)} % of requests and every respelled replay, one never sent before; and an unknown parameter of ${MIN_PAD / 1024} KB up to what fits under Node's 16 KB header limit (mean Signature header ${(signatureBytes / Math.max(1, done)).toFixed(0)} bytes, largest ${signatureMax}; largest request head ${headMax} bytes). Answers: ${outcomeText}; transport errors ${errors}.
 
 | | RSS MB |
 |---|---:|
@@ -711,10 +731,15 @@ The gateway runs with the configuration's defaults for everything that bounds me
 |---:|---:|---:|---:|
 ${rows.map((s) => `| ${s.t.toFixed(0)} | ${s.done.toLocaleString("en")} | ${s.rssMb.toFixed(0)} | ${mb(s.heapUsedMb)} |`).join("\n")}
 
+Bound: after warm-up RSS rises by at most ${RSS_GROWTH_BOUND_MB} MB, and once a replay window has passed it trends up by at most ${RSS_SLOPE_BOUND_MB} MB per 100,000 requests (\`RSS_GROWTH_BOUND_MB\`, \`RSS_SLOPE_BOUND_MB\` in bench/soak.ts).
+
 Verdict: ${pass ? "**pass**" : "**fail**"} — memory ${memoryPass ? "within the bound" : died ? `not judged: the gateway ${died}` : "out of the bound"}; answers ${answersPass ? "all as expected (good 200, wrong signature 400, replays 400)" : `${wrongAnswers} unexpected, ${errors} transport errors${died ? `, the gateway ${died}` : ""}`}.${signers.stale ? ` ${signers.stale} signed requests went stale before they could be sent and were dropped.` : ""}${
-    unexpected.length
-      ? `\n\nFirst unexpected answers:\n\n${unexpected
-          .map((u) => `- \`${u.replace(/`/g, "'").replace(/\n/g, " ")}\``)
+    unexpected.size
+      ? `\n\nThe first unexpected answer of each kind:\n\n${[...unexpected]
+          .map(
+            ([key, text]) =>
+              `- ${key.replace(" ", " → ")}: \`${text.replace(/`/g, "'").replace(/\n/g, " ")}\``,
+          )
           .join("\n")}`
       : ""
   }
