@@ -20,18 +20,31 @@ export interface ReplayOptions {
  * The record's key: a digest of what was signed (keyId, algorithm and the signing-string bytes),
  * never of the signature. An ECDSA signature can be re-encoded (DER or IEEE P1363, s or n−s) and
  * RSA-PSS re-made over the same string, and each still verifies; the signed content cannot change
- * without breaking the signature. 16 bytes of SHA-256 as base64url: a fixed 25-character string
- * of its own, so no record keeps a request's headers alive.
+ * without breaking the signature.
+ *
+ * Pass the key's identity, not the spelling sent: the certificate's own keyId (signature/
+ * expectedKeyId) and the algorithm it denotes (signature/canonicalAlgorithm). keyId and the
+ * algorithm name are not signed, and a keyId written `sn=…` or with spaces, or `SHA256withRSA` for
+ * `rsa-sha256`, verifies all the same: keyed on the text sent, each spelling would be a new record.
+ *
+ * 16 bytes of SHA-256 as base64url behind `rp|`: 25 characters in one flat string of its own, so
+ * no record keeps a request's headers alive (a slice or a concatenation would point into them).
  */
 export function replayKeyFor(keyId: string, algorithm: string, signingString: Uint8Array): string {
-  const hash = createHash("sha256");
-  // Lengths first, so that no two (keyId, algorithm, string) triples hash the same input.
-  hash.update(`${keyId.length}:${algorithm.length}:`);
-  hash.update(keyId);
-  hash.update(algorithm);
-  hash.update(signingString);
-  return `rp|${hash.digest().subarray(0, 16).toString("base64url")}`;
+  const id = Buffer.from(keyId, "utf8");
+  const alg = Buffer.from(algorithm, "utf8");
+  const lengths = Buffer.allocUnsafe(8);
+  lengths.writeUInt32BE(id.length, 0);
+  lengths.writeUInt32BE(alg.length, 4);
+  // Byte lengths first, so that no two (keyId, algorithm, string) triples hash the same input.
+  const digest = createHash("sha256").update(lengths).update(id).update(alg).update(signingString).digest();
+  const key = Buffer.allocUnsafe(KEY_LENGTH);
+  key.write("rp|", 0, "latin1");
+  key.write(digest.toString("base64url", 0, 16), 3, "latin1");
+  return key.toString("latin1");
 }
+
+const KEY_LENGTH = 3 + 22;
 
 function verdict(seen: boolean, windowMs: number): true | Rejection {
   if (!seen) return true;

@@ -34,6 +34,14 @@ const ALIASES: Readonly<Record<string, AlgorithmName>> = {
 
 export const DEFAULT_ALGORITHMS: readonly AlgorithmName[] = ["rsa-sha256"];
 
+/**
+ * The algorithm a sent name denotes (`SHA256withRSA` → `rsa-sha256`), or undefined for a name we
+ * do not know. For keys that must not change when only the spelling does (the replay key).
+ */
+export function canonicalAlgorithm(sent: string): AlgorithmName | undefined {
+  return ALIASES[sent.toLowerCase()];
+}
+
 function keyTypeOf(key: KeyObject): string {
   return key.asymmetricKeyType ?? "unknown";
 }

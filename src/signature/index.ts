@@ -3,7 +3,12 @@
  * Every failure is returned as a `Rejection` carrying a Berlin Group code and a text for the TPP.
  */
 
-export { type AlgorithmName, DEFAULT_ALGORITHMS, resolveAlgorithm } from "./algorithms.js";
+export {
+  type AlgorithmName,
+  canonicalAlgorithm,
+  DEFAULT_ALGORITHMS,
+  resolveAlgorithm,
+} from "./algorithms.js";
 export {
   type Clock,
   checkDate,
