@@ -57,5 +57,6 @@ export {
   type HeaderMap,
   headerValue,
   type RequestParts,
+  signingStringBytes,
 } from "./signing-string.js";
 export { verifySigningString } from "./verify.js";

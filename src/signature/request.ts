@@ -11,11 +11,11 @@ import { type AlgorithmName, resolveAlgorithm } from "./algorithms.js";
 import { type ParseOptions, parseSignatureHeader, type SignatureParams } from "./header.js";
 import { type KeyIdOptions, type KeyIdTarget, matchSignatureKeyId } from "./keyid.js";
 import {
-  buildSigningString,
   checkCoverage,
   ELIGIBLE_HEADERS,
   headerValue,
   type RequestParts,
+  signingStringBytes,
 } from "./signing-string.js";
 import { verifySigningString } from "./verify.js";
 
@@ -59,12 +59,10 @@ export function verifySignatureOver(
   publicKey: KeyObject,
   algorithms?: readonly AlgorithmName[],
 ): Buffer | Rejection {
-  const signingString = buildSigningString(params.headers, request, params);
-  if (isRejection(signingString)) return signingString;
+  const bytes = signingStringBytes(params.headers, request, params);
+  if (isRejection(bytes)) return bytes;
   const algorithm: ResolvedAlgorithm | Rejection = resolveAlgorithm(params.algorithm, publicKey, algorithms);
   if (isRejection(algorithm)) return algorithm;
-  // Node hands header values over as Latin-1, one char per wire byte.
-  const bytes = Buffer.from(signingString, "latin1");
   const verified = verifySigningString(algorithm, bytes, params.signatureBytes, publicKey);
   return isRejection(verified) ? verified : bytes;
 }

@@ -34,7 +34,10 @@ export interface SignerOptions {
 
 export interface RequestToSign {
   readonly method: string;
-  /** Path and query exactly as they will be sent. */
+  /**
+   * Path and query exactly as they will be sent: each char is one byte on the wire (Node and undici
+   * write the request line as Latin-1), so percent-encode anything beyond ASCII.
+   */
   readonly target: string;
   /** Headers the request already carries; any name case. */
   readonly headers?: Readonly<Record<string, string | undefined>>;
@@ -100,20 +103,26 @@ export class RequestSigner {
   /** The headers to add to the request; existing X-Request-ID and Date are kept. */
   async sign(request: RequestToSign): Promise<SignedHeaders> {
     const lower: Record<string, string> = {};
-    // The caller's signed headers whose wire form differs from what they passed.
+    // The caller's signed headers that are not plain ASCII, in wire form (see SignedHeaders).
     const rewritten: Record<string, string> = {};
     const encoding = this.options.headerEncoding ?? "utf-8";
     for (const [name, value] of Object.entries(request.headers ?? {})) {
       if (value === undefined) continue;
       const wire = wireValue(value, encoding);
       lower[name.toLowerCase()] = wire;
-      if (wire !== value && ELIGIBLE_HEADERS.includes(name.toLowerCase())) rewritten[name] = wire;
+      if (NOT_ASCII.test(value) && ELIGIBLE_HEADERS.includes(name.toLowerCase())) rewritten[name] = wire;
     }
     const now = (this.options.clock ?? Date.now)();
     lower.date ??= formatHttpDate(now);
     lower["x-request-id"] ??= randomUUID();
     lower.digest = computeDigestHeader(request.body ?? "", this.options.digestAlgorithm);
 
+    if (/[^\x00-\xff]/.test(request.target)) {
+      // Node's client refuses to send it, undici would drop each char's high byte: never what was signed.
+      throw new Error(
+        `target '${request.target.slice(0, 80)}' holds a character above U+00FF; percent-encode it (RFC 3986) and sign what you send`,
+      );
+    }
     const signed = ELIGIBLE_HEADERS.filter((name) => lower[name] !== undefined);
     if (this.options.signRequestTarget ?? true) signed.unshift("(request-target)");
     const signingString = buildSigningString(signed, {

@@ -58,6 +58,33 @@ export function buildSigningString(
   return out;
 }
 
+const BEYOND_A_BYTE = /[^\x00-\xff]/;
+
+/**
+ * The signing string as the bytes that were sent. Node hands header values (and the target) over
+ * as Latin-1 strings, one char per wire byte, so Latin-1 gives those bytes back exactly; a UTF-8
+ * value arrives as its bytes and stays them. Never re-encoded: encoding the rebuilt string as
+ * UTF-8 turned every byte above 0x7F into two, and no such header ever verified. A char above
+ * U+00FF cannot have come off the wire (a caller passed decoded text): refused, not truncated.
+ */
+export function signingStringBytes(
+  signed: readonly string[],
+  request: RequestParts,
+  times: SignatureTimes = {},
+): Buffer | Rejection {
+  const text = buildSigningString(signed, request, times);
+  if (typeof text !== "string") return text;
+  const beyond = BEYOND_A_BYTE.exec(text);
+  if (beyond) {
+    const line = text.slice(text.lastIndexOf("\n", beyond.index) + 1);
+    return reject(
+      "SIGNATURE_INVALID",
+      `the signed '${line.slice(0, line.indexOf(":"))}' value holds '${beyond[0]}' (U+${beyond[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}), which is not one byte; pass header values as received (one Latin-1 char per byte), not decoded`,
+    );
+  }
+  return Buffer.from(text, "latin1");
+}
+
 /** The headers SPEC 5.5 makes eligible: each that the request carries must be signed. */
 export const ELIGIBLE_HEADERS: readonly string[] = [
   "date",

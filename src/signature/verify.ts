@@ -17,6 +17,13 @@ export function verifySigningString(
   signature: Buffer,
   publicKey: KeyObject,
 ): true | Rejection {
+  if (typeof signingString === "string" && /[^\x00-\xff]/.test(signingString)) {
+    // Latin-1 would drop the high byte of such a char: refuse rather than verify other bytes.
+    return reject(
+      "SIGNATURE_INVALID",
+      "the signing string holds a char above U+00FF, which is not a byte; build it from header values as received",
+    );
+  }
   const data = typeof signingString === "string" ? Buffer.from(signingString, "latin1") : signingString;
   let ok: boolean;
   try {
