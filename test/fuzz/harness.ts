@@ -1,0 +1,710 @@
+/**
+ * The fuzz harness: a real gateway process over TLS on loopback in front of a recording backend,
+ * hostile traffic from seeded families, and the invariants (DESIGN.md, issue 11) checked on every
+ * exchange and once more over the backend's whole record at the end:
+ *
+ * - nothing the gateway refused reached the backend;
+ * - every request the backend executed was answered to the client with that answer, in order, on
+ *   its own connection;
+ * - no 500, no 5xx with a tppMessages body unless the family provoked it (502/503/504);
+ * - no replay passes (a signed request reaches the backend at most once);
+ * - the backend never sees a spoofed identity value; a forwarded request carries its signer's identity;
+ * - /healthz on the admin listener stays 200, the process never exits, RSS stays under the limit.
+ */
+
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { get as httpGet } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type DevPki, generateDevPki } from "../../src/cli/dev-pki.js";
+import { type BackendRecord, type FuzzBackend, startFuzzBackend } from "./backend.js";
+import { type FuzzGateway, startFuzzGateway } from "./gateway.js";
+import { Rng } from "./prng.js";
+import { type ParsedResponse, RawClient } from "./raw-client.js";
+import { signRequest } from "./request.js";
+import { makeTpps, type TppSet } from "./tpps.js";
+import type { CaseContext, CasePlan, ExchangeResult, ExpectedRequest, Family } from "./types.js";
+
+export interface FuzzOptions {
+  readonly count: number;
+  readonly seed: number;
+  readonly families: readonly Family[];
+  readonly rssLimitMb: number;
+  /** Connections in flight at once. */
+  readonly concurrency: number;
+  /** Run only this case index of each family (a reproduction). */
+  readonly onlyCase?: number;
+  /** Progress lines (default: none). */
+  readonly log?: (line: string) => void;
+}
+
+export interface Violation {
+  readonly kind: string;
+  readonly family: string;
+  readonly caseIndex: number;
+  readonly label: string;
+  readonly expected: string;
+  readonly got: string;
+  /** What was written on the connection, truncated. */
+  readonly bytes: string;
+}
+
+export interface FamilyStats {
+  sent: number;
+  refused: number;
+  forwarded: number;
+  /** Neither answer came back (connection closed before, or dropped behind a condemning request). */
+  unanswered: number;
+  violations: number;
+  cases: number;
+}
+
+export interface FuzzReport {
+  readonly seed: number;
+  readonly count: number;
+  readonly sent: number;
+  readonly ms: number;
+  readonly families: Record<string, FamilyStats>;
+  readonly violations: Violation[];
+  readonly passed: number;
+  readonly failed: number;
+  readonly rssSamplesMb: { t: number; mb: number }[];
+  readonly healthChecks: number;
+  readonly gatewayWarnings: string[];
+}
+
+const MAX_VIOLATIONS_KEPT = 200;
+const BYTES_SHOWN = 1200;
+
+/** What the run remembers of each tag (request) until the final sweep. */
+interface TagInfo {
+  readonly family: string;
+  readonly caseIndex: number;
+  readonly label: string;
+  readonly expect: ExpectedRequest["expect"];
+  readonly abandons: boolean;
+  reported: boolean;
+}
+
+function isTppMessages(r: ParsedResponse): { code: string; text: string } | undefined {
+  if (r.body.length === 0 || r.body[0] !== 0x7b) return undefined;
+  try {
+    const json = JSON.parse(r.body.toString("utf8")) as {
+      tppMessages?: { code?: string; text?: string }[];
+    };
+    const first = json.tppMessages?.[0];
+    return first ? { code: String(first.code), text: String(first.text) } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function describe(r: ParsedResponse | undefined): string {
+  if (!r) return "no answer";
+  const tpp = isTppMessages(r);
+  const seq = r.headers["x-backend-seq"];
+  if (seq !== undefined) return `${r.status} from the backend (x-backend-seq ${seq})`;
+  if (tpp) return `${r.status} ${tpp.code}: ${tpp.text.slice(0, 200)}`;
+  return `${r.status} ${r.body.toString("latin1").slice(0, 200)}`;
+}
+
+function shown(bytes: Buffer): string {
+  const text = bytes.subarray(0, BYTES_SHOWN).toString("latin1");
+  return JSON.stringify(text) + (bytes.length > BYTES_SHOWN ? ` … (${bytes.length} bytes)` : "");
+}
+
+function rssMb(pid: number): number | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kb = /VmRSS:\s+(\d+)\s+kB/.exec(status)?.[1];
+    return kb === undefined ? undefined : Number(kb) / 1024;
+  } catch {
+    return undefined;
+  }
+}
+
+function healthz(adminUrl: string): Promise<number> {
+  return new Promise((resolve) => {
+    const req = httpGet(`${adminUrl}/healthz`, { timeout: 5_000 }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(res.statusCode ?? 0));
+    });
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", () => resolve(0));
+  });
+}
+
+export const MAX_BODY_BYTES = 65_536;
+
+/** Starts everything, runs the families, checks, stops everything. Never throws for a violation. */
+export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
+  const log = options.log ?? (() => {});
+  const dir = mkdtempSync(join(tmpdir(), "psd2-fuzz-"));
+  const started = performance.now();
+  let backend: FuzzBackend | undefined;
+  let gateway: FuzzGateway | undefined;
+  try {
+    const pki: DevPki = await generateDevPki(join(dir, "pki"));
+    const tpps = await makeTpps(pki);
+    backend = await startFuzzBackend();
+    gateway = await startFuzzGateway({
+      pki,
+      dir,
+      backendUrl: backend.url,
+      config: {
+        verification: {
+          algorithms: ["rsa-sha256", "ecdsa-sha256"],
+          maxBodyBytes: MAX_BODY_BYTES,
+        },
+        backend: { timeoutSeconds: 3 },
+        store: { type: "memory" },
+      },
+    });
+    log(`gateway pid ${gateway.pid} on port ${gateway.port}, backend ${backend.url}, seed ${options.seed}`);
+    return await new Run(options, pki, tpps, backend, gateway, started).execute();
+  } finally {
+    await gateway?.stop(5_000).catch(() => {});
+    await backend?.close().catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+class Run {
+  private readonly client: RawClient;
+  private readonly stats = new Map<string, FamilyStats>();
+  private readonly violations: Violation[] = [];
+  private violationCount = 0;
+  private passed = 0;
+  private failed = 0;
+  private sent = 0;
+  private readonly tags = new Map<string, TagInfo>();
+  /** X-Request-IDs the gateway refused (count), and those answered by the backend (count). */
+  private readonly refusedIds = new Map<string, number>();
+  private readonly backendAnsweredIds = new Map<string, number>();
+  private readonly rssSamples: { t: number; mb: number }[] = [];
+  private healthChecks = 0;
+  private stopped = false;
+  private exited = false;
+  private sentinelCounter = 0;
+
+  constructor(
+    private readonly options: FuzzOptions,
+    private readonly pki: DevPki,
+    private readonly tpps: TppSet,
+    private readonly backend: FuzzBackend,
+    private readonly gateway: FuzzGateway,
+    private readonly started: number,
+  ) {
+    this.client = new RawClient({
+      host: "127.0.0.1",
+      port: gateway.port,
+      ca: pki.root.pem,
+      servername: "localhost",
+    });
+    for (const f of options.families)
+      this.stats.set(f.name, { sent: 0, refused: 0, forwarded: 0, unanswered: 0, violations: 0, cases: 0 });
+  }
+
+  private check(ok: boolean, violation: () => Violation): boolean {
+    if (ok) {
+      this.passed++;
+      return true;
+    }
+    this.failed++;
+    const v = violation();
+    this.violationCount++;
+    const s = this.stats.get(v.family);
+    if (s) s.violations++;
+    if (this.violations.length < MAX_VIOLATIONS_KEPT) this.violations.push(v);
+    this.options.log?.(`VIOLATION ${v.kind} [${v.family} case ${v.caseIndex}] ${v.label}: ${v.got}`);
+    return false;
+  }
+
+  private monitor(): () => Promise<void> {
+    const pid = this.gateway.pid;
+    let busy = false;
+    const sample = async () => {
+      if (busy || this.exited) return;
+      busy = true;
+      try {
+        const mb = rssMb(pid);
+        const t = Math.round((performance.now() - this.started) / 1000);
+        if (mb !== undefined) {
+          this.rssSamples.push({ t, mb: Math.round(mb * 10) / 10 });
+          this.check(mb <= this.options.rssLimitMb, () => ({
+            kind: "rss-limit",
+            family: "(process)",
+            caseIndex: -1,
+            label: `RSS sample at ${t} s`,
+            expected: `VmRSS ≤ ${this.options.rssLimitMb} MB`,
+            got: `${mb.toFixed(1)} MB`,
+            bytes: "",
+          }));
+        }
+        const status = await healthz(this.gateway.adminUrl);
+        this.healthChecks++;
+        if (!this.exited)
+          this.check(status === 200, () => ({
+            kind: "healthz",
+            family: "(process)",
+            caseIndex: -1,
+            label: `/healthz at ${t} s`,
+            expected: "200",
+            got: status === 0 ? "no answer within 5 s" : String(status),
+            bytes: "",
+          }));
+      } finally {
+        busy = false;
+      }
+    };
+    const timer = setInterval(() => void sample(), 1_000);
+    void sample();
+    void this.gateway.exited.then(({ code, signal }) => {
+      if (this.stopped) return;
+      this.exited = true;
+      this.stopped = true;
+      this.check(false, () => ({
+        kind: "process-exit",
+        family: "(process)",
+        caseIndex: -1,
+        label: "the gateway process exited during the run",
+        expected: "still running",
+        got: `exit code ${code} signal ${signal}; last lines:\n${this.gateway.lines
+          .slice(-10)
+          .map((l) => l.slice(0, 300))
+          .join("\n")}`,
+        bytes: "",
+      }));
+    });
+    return async () => {
+      clearInterval(timer);
+      while (busy) await new Promise((r) => setTimeout(r, 20));
+      await sample();
+    };
+  }
+
+  async execute(): Promise<FuzzReport> {
+    const stopMonitor = this.monitor();
+    const { families, seed } = this.options;
+    const caseIndexes = new Map<string, number>();
+    if (this.options.onlyCase !== undefined) {
+      for (const family of families) await this.runCase(family, this.options.onlyCase);
+    } else {
+      const pick = new Rng(seed ^ 0x5eed);
+      const weights = families.map((f) => [f.weight, f] as const);
+      const worker = async () => {
+        while (!this.stopped && this.sent < this.options.count) {
+          const family = pick.weighted(weights);
+          const index = caseIndexes.get(family.name) ?? 0;
+          caseIndexes.set(family.name, index + 1);
+          await this.runCase(family, index);
+        }
+      };
+      let lastLog = performance.now();
+      const progress = setInterval(() => {
+        const now = performance.now();
+        if (now - lastLog > 10_000) {
+          lastLog = now;
+          const rss = this.rssSamples.at(-1)?.mb;
+          this.options.log?.(
+            `… ${this.sent}/${this.options.count} requests, ${Math.round((now - this.started) / 1000)} s, RSS ${rss} MB, ${this.violationCount} violations`,
+          );
+        }
+      }, 1_000);
+      await Promise.all(Array.from({ length: this.options.concurrency }, worker));
+      clearInterval(progress);
+    }
+    // Let stragglers reach the backend, then look at everything it ever received.
+    await new Promise((r) => setTimeout(r, 500));
+    await stopMonitor();
+    this.stopped = true;
+    this.finalSweep();
+    const gatewayWarnings = this.gateway.lines.slice(-20).map((l) => l.slice(0, 400));
+    return {
+      seed,
+      count: this.options.count,
+      sent: this.sent,
+      ms: performance.now() - this.started,
+      families: Object.fromEntries(this.stats),
+      violations: this.violations,
+      passed: this.passed,
+      failed: this.failed,
+      rssSamplesMb: this.rssSamples,
+      healthChecks: this.healthChecks,
+      gatewayWarnings,
+    };
+  }
+
+  private async runCase(family: Family, index: number): Promise<void> {
+    const stats = this.stats.get(family.name)!;
+    stats.cases++;
+    let tagCounter = 0;
+    const tagPrefix = `${family.name}.${index}`;
+    const ctx: CaseContext = {
+      rng: Rng.forCase(this.options.seed, family.name, index),
+      family: family.name,
+      caseIndex: index,
+      pki: this.pki,
+      tpps: this.tpps,
+      maxBodyBytes: MAX_BODY_BYTES,
+      tag: () => `${tagPrefix}.${tagCounter++}`,
+      sign: async (spec) => {
+        const tag = spec.tag ?? ctx.tag();
+        const { request, requestId } = await signRequest({ ...spec, tag });
+        return { request, requestId, tag };
+      },
+      exchange: (plan) => this.exchange(family.name, index, plan),
+    };
+    try {
+      await family.run(ctx);
+    } catch (error) {
+      this.check(false, () => ({
+        kind: "harness-error",
+        family: family.name,
+        caseIndex: index,
+        label: "the family threw",
+        expected: "no exception in the harness",
+        got: String((error as Error).stack ?? error).slice(0, 800),
+        bytes: "",
+      }));
+    }
+  }
+
+  private async exchange(family: string, caseIndex: number, plan: CasePlan): Promise<ExchangeResult> {
+    const stats = this.stats.get(family)!;
+    const abandons = plan.abandons === true || plan.after === "cut";
+    const requests = [...plan.requests];
+    const writes = [...plan.writes];
+    let sentinelId: string | undefined;
+    const useSentinel = plan.sentinel ?? (plan.after === undefined || plan.after === "read");
+    if (useSentinel) {
+      sentinelId = `fuzz-sentinel-${++this.sentinelCounter}`;
+      const tag = `sentinel.${this.sentinelCounter}`;
+      requests.push({ tag, requestId: sentinelId, label: "sentinel", expect: "refuse" });
+      writes.push({
+        data: Buffer.from(
+          `GET /v1/accounts?fz=${tag} HTTP/1.1\r\nHost: localhost\r\nX-Request-ID: ${sentinelId}\r\n\r\n`,
+          "latin1",
+        ),
+      });
+    }
+    for (const r of plan.requests) {
+      if (!this.tags.has(r.tag))
+        this.tags.set(r.tag, {
+          family,
+          caseIndex,
+          label: r.label,
+          expect: r.expect,
+          abandons,
+          reported: false,
+        });
+      else if (abandons) this.tags.get(r.tag)!.reported ||= false;
+    }
+    for (const r of requests.slice(plan.requests.length))
+      this.tags.set(r.tag, {
+        family,
+        caseIndex,
+        label: r.label,
+        expect: r.expect,
+        abandons,
+        reported: false,
+      });
+    stats.sent += plan.requests.length;
+    this.sent += plan.requests.length;
+
+    const outcome = await this.client.exchange({
+      writes,
+      ...(plan.after !== undefined ? { after: plan.after } : {}),
+      ...(plan.cutAfterMs !== undefined ? { cutAfterMs: plan.cutAfterMs } : {}),
+      ...(sentinelId !== undefined ? { sentinelId } : {}),
+      deadlineMs: plan.deadlineMs ?? 15_000,
+    });
+    const bytes = Buffer.concat(plan.writes.map((w) => w.data));
+    const v = (kind: string, label: string, expected: string, got: string): Violation => ({
+      kind,
+      family,
+      caseIndex,
+      label,
+      expected,
+      got,
+      bytes: shown(bytes),
+    });
+    const labels = plan.requests.map((r) => r.label).join(" | ");
+
+    const indexOfTag = new Map<string, number>();
+    requests.forEach((r, i) => {
+      if (!indexOfTag.has(r.tag)) indexOfTag.set(r.tag, i);
+    });
+    const idCounts = new Map<string, number>();
+    for (const r of requests)
+      if (r.requestId) idCounts.set(r.requestId, (idCounts.get(r.requestId) ?? 0) + 1);
+    const indexOfId = new Map<string, number>();
+    requests.forEach((r, i) => {
+      if (r.requestId && idCounts.get(r.requestId) === 1) indexOfId.set(r.requestId, i);
+    });
+    const allowed5xx = new Set(requests.flatMap((r) => r.allow5xx ?? []));
+
+    const answers = new Map<string, ParsedResponse>();
+    const refusals = new Map<string, ParsedResponse>();
+    let lastIndex = -1;
+    let lastWasFinal: ParsedResponse | undefined;
+    for (const [position, r] of outcome.responses.entries()) {
+      const tpp = isTppMessages(r);
+      const seqText = r.headers["x-backend-seq"];
+      // 5xx of the gateway's own.
+      this.check(r.status !== 500, () =>
+        v("gateway-500", labels, "no 500 from the gateway", `response #${position}: ${describe(r)}`),
+      );
+      if (seqText === undefined && r.status >= 500 && r.status !== 500)
+        this.check(allowed5xx.has(r.status), () =>
+          v(
+            "gateway-5xx",
+            labels,
+            "no 5xx unless the family provoked it",
+            `response #${position}: ${describe(r)}`,
+          ),
+        );
+      this.check(lastWasFinal === undefined, () =>
+        v(
+          "answer-after-close",
+          labels,
+          "nothing after an answer that closes the connection",
+          `response #${position} (${describe(r)}) after ${describe(lastWasFinal)}`,
+        ),
+      );
+      let index: number | undefined;
+      if (seqText !== undefined) {
+        const record = this.backend.bySeq(Number(seqText));
+        const ok = this.check(record !== undefined, () =>
+          v("answer-mismatch", labels, "x-backend-seq names a backend record", `x-backend-seq ${seqText}`),
+        );
+        if (!ok || !record) continue;
+        this.check(!record.answered, () =>
+          v("answer-twice", labels, "each backend answer delivered once", `x-backend-seq ${seqText} twice`),
+        );
+        record.answered = true;
+        const rid = r.headers["x-request-id"];
+        if (rid !== undefined) this.backendAnsweredIds.set(rid, (this.backendAnsweredIds.get(rid) ?? 0) + 1);
+        index = record.tag !== undefined ? indexOfTag.get(record.tag) : undefined;
+        this.check(index !== undefined, () =>
+          v(
+            "answer-wrong-connection",
+            labels,
+            "the backend's answer on the connection its request came from",
+            `x-backend-seq ${seqText} answers tag ${record.tag} (${record.method} ${record.target.slice(0, 120)}), not sent on this connection`,
+          ),
+        );
+        let body: { seq?: number; xRequestId?: string | null; tag?: string } = {};
+        try {
+          body = JSON.parse(r.body.toString("utf8"));
+        } catch {
+          // checked below
+        }
+        this.check(
+          body.seq === record.seq && (body.xRequestId ?? undefined) === record.requestId && r.status === 200,
+          () =>
+            v(
+              "answer-mismatch",
+              labels,
+              `200 with the backend's body for seq ${record.seq}`,
+              `${r.status} ${r.body.toString("latin1").slice(0, 200)}`,
+            ),
+        );
+        if (record.tag !== undefined && !answers.has(record.tag)) answers.set(record.tag, r);
+        stats.forwarded++;
+      } else {
+        const rid = r.headers["x-request-id"];
+        if (tpp && rid !== undefined) {
+          this.refusedIds.set(rid, (this.refusedIds.get(rid) ?? 0) + 1);
+          if (!refusals.has(rid)) refusals.set(rid, r);
+          index = indexOfId.get(rid);
+          if (rid !== sentinelId) stats.refused++;
+        } else if (tpp) {
+          stats.refused++;
+        }
+        // An answer without an id that closes the connection (Node's parser gave up): nothing may follow.
+        if (rid === undefined && /close/i.test(r.headers["connection"] ?? "")) lastWasFinal = r;
+      }
+      if (index !== undefined) {
+        const at = index;
+        this.check(at >= lastIndex, () =>
+          v(
+            "order",
+            labels,
+            "answers in the order the requests were sent",
+            `response #${position} answers request #${at} (${requests[at]?.label}) after one for request #${lastIndex} (${requests[lastIndex]?.label}): ${describe(r)}`,
+          ),
+        );
+        lastIndex = Math.max(lastIndex, at);
+      }
+    }
+    this.check(outcome.malformed === undefined, () =>
+      v("malformed-response", labels, "well-formed HTTP responses", String(outcome.malformed)),
+    );
+
+    // Per request: what reached the backend.
+    for (const r of requests) {
+      const records = this.backend.byTag(r.tag);
+      const info = this.tags.get(r.tag)!;
+      if (r.expect === "refuse") {
+        const ok = this.check(records.length === 0, () =>
+          v(
+            "refused-reached-backend",
+            r.label,
+            "never reaches the backend",
+            `the backend received it: ${records.map((x) => `${x.method} ${x.target.slice(0, 160)} (seq ${x.seq}, ${x.complete ? "whole body" : "partial"})`).join("; ")}; client got ${describe(answers.get(r.tag) ?? (r.requestId ? refusals.get(r.requestId) : undefined))}`,
+          ),
+        );
+        if (!ok) info.reported = true;
+      } else if (r.expect === "forward") {
+        const answer = answers.get(r.tag);
+        this.check(answer !== undefined, () =>
+          v(
+            "valid-refused",
+            r.label,
+            "a valid request is forwarded and answered by the backend",
+            `${describe(r.requestId ? refusals.get(r.requestId) : undefined)} (ended by ${outcome.endedBy}${outcome.error ? `: ${outcome.error}` : ""})`,
+          ),
+        );
+      }
+      const distinct = new Set(records.map((x) => x.seq));
+      if (records.length > 0) {
+        const ok = this.check(distinct.size <= 1, () =>
+          v(
+            "replay-passed",
+            r.label,
+            "the same signed request executed at most once",
+            `the backend received it ${records.length} times (seq ${[...distinct].join(", ")})`,
+          ),
+        );
+        if (!ok) info.reported = true;
+      }
+      for (const record of records) this.checkRecord(record, r, v);
+      if (!answers.has(r.tag) && !(r.requestId && refusals.has(r.requestId)) && r.label !== "sentinel")
+        stats.unanswered++;
+    }
+    // Executed but not answered: only what this exchange sent, once the exchange is over.
+    if (!abandons) {
+      for (const r of requests) {
+        for (const record of this.backend.byTag(r.tag)) {
+          if (!record.complete || record.provoked || record.answered) continue;
+          const info = this.tags.get(r.tag)!;
+          if (info.reported) continue;
+          info.reported = true;
+          this.check(false, () =>
+            v(
+              "executed-unanswered",
+              r.label,
+              "every request the backend executed is answered to the client",
+              `backend seq ${record.seq} (${record.method} ${record.target.slice(0, 160)}) executed, the client read ${outcome.responses.length} answer(s): ${outcome.responses.map(describe).join(" / ")}; ended by ${outcome.endedBy}`,
+            ),
+          );
+        }
+      }
+    }
+    return {
+      outcome,
+      backendAnswer: (tag) => answers.get(tag),
+      refusal: (id) => refusals.get(id),
+    };
+  }
+
+  /** Identity and spoofed headers of one backend record; then its headers are dropped. */
+  private checkRecord(
+    record: BackendRecord,
+    r: ExpectedRequest,
+    v: (kind: string, label: string, expected: string, got: string) => Violation,
+  ): void {
+    const raw = record.rawHeaders;
+    const headers = record.headers;
+    if (!raw || !headers) return;
+    for (const value of r.spoofed ?? []) {
+      const leaked: string[] = [];
+      for (let i = 0; i + 1 < raw.length; i += 2)
+        if (raw[i + 1]!.includes(value)) leaked.push(`${raw[i]}: ${raw[i + 1]!.slice(0, 120)}`);
+      this.check(leaked.length === 0, () =>
+        v("spoof-reached-backend", r.label, `the backend never sees '${value}'`, leaked.join("; ")),
+      );
+    }
+    for (const [name, expected] of Object.entries(r.backendHeaders ?? {})) {
+      const got = headers[name];
+      const text = Array.isArray(got) ? got.join(", ") : got;
+      this.check(text === expected, () =>
+        v("backend-header", r.label, `${name}: ${expected}`, `${name}: ${text ?? "(absent)"}`),
+      );
+    }
+    if (r.tpp?.good) {
+      const org = headers["x-tpp-organization-id"];
+      const roles = headers["x-tpp-roles"];
+      this.check(org === r.tpp.organizationId && roles === r.tpp.roles.join(","), () =>
+        v(
+          "identity",
+          r.label,
+          `x-tpp-organization-id: ${r.tpp!.organizationId}, x-tpp-roles: ${r.tpp!.roles.join(",")}`,
+          `x-tpp-organization-id: ${String(org)}, x-tpp-roles: ${String(roles)}`,
+        ),
+      );
+    }
+    record.headers = undefined;
+    record.rawHeaders = undefined;
+  }
+
+  /** Everything the backend ever received, against what the run expected. */
+  private finalSweep(): void {
+    const sweep = (record: BackendRecord, kind: string, expected: string, got: string) => {
+      const info = record.tag !== undefined ? this.tags.get(record.tag) : undefined;
+      this.check(false, () => ({
+        kind,
+        family: info?.family ?? "(unknown)",
+        caseIndex: info?.caseIndex ?? -1,
+        label: info?.label ?? "(untagged)",
+        expected,
+        got,
+        bytes: "",
+      }));
+    };
+    for (const record of this.backend.records) {
+      const info = record.tag !== undefined ? this.tags.get(record.tag) : undefined;
+      const where = `seq ${record.seq}: ${record.method} ${record.target.slice(0, 160)} X-Request-ID ${record.requestId}`;
+      if (!info) {
+        sweep(record, "untagged-at-backend", "only requests the run sent reach the backend", where);
+        continue;
+      }
+      if (info.reported) continue;
+      if (info.expect === "refuse") {
+        info.reported = true;
+        sweep(record, "refused-reached-backend", "never reaches the backend", `${where} (late)`);
+      } else if (record.complete && !record.provoked && !record.answered && !info.abandons) {
+        info.reported = true;
+        sweep(
+          record,
+          "executed-unanswered",
+          "every request the backend executed is answered",
+          `${where} (completed after its exchange ended)`,
+        );
+      } else this.passed++;
+    }
+    // A refusal's X-Request-ID is not among what the backend executed, unless another send of it
+    // was answered by the backend (a replay's first send).
+    for (const [id, refused] of this.refusedIds) {
+      const executed = this.backend
+        .byRequestId(id)
+        .filter((r) => r.complete && !r.provoked && !this.tags.get(r.tag ?? "")?.abandons).length;
+      const answered = this.backendAnsweredIds.get(id) ?? 0;
+      if (executed <= answered) {
+        this.passed++;
+        continue;
+      }
+      const record = this.backend.byRequestId(id)[0]!;
+      const info = record.tag !== undefined ? this.tags.get(record.tag) : undefined;
+      if (info?.reported) continue;
+      if (info) info.reported = true;
+      sweep(
+        record,
+        "refused-but-executed",
+        "a request the gateway refused never reached the backend",
+        `X-Request-ID ${id} refused ${refused}×, executed by the backend ${executed}×, backend answers delivered ${answered}×`,
+      );
+    }
+  }
+}

@@ -1,0 +1,238 @@
+/**
+ * Raw TLS exchanges with the gateway: bytes written as a family wants them (in parts, with pauses,
+ * half-closed or cut), every response read back and split (Content-Length, chunked, or up to the
+ * close), until a sentinel request's answer, the close, or a deadline.
+ */
+
+import { type ConnectionOptions, type TLSSocket, connect as tlsConnect } from "node:tls";
+
+export interface ParsedResponse {
+  readonly status: number;
+  /** Lower-case names; repeated headers joined with ", ". */
+  readonly headers: Record<string, string>;
+  readonly body: Buffer;
+  /** The status line and header block as received (for reports). */
+  readonly head: string;
+}
+
+/**
+ * Splits `data` into complete responses; interim 1xx answers are skipped. With `eof`, a response
+ * without framing takes the rest. `malformed` is set when the bytes are not HTTP at all.
+ */
+export function splitResponses(
+  data: Buffer,
+  eof: boolean,
+): { responses: ParsedResponse[]; consumed: number; malformed?: string } {
+  const responses: ParsedResponse[] = [];
+  let at = 0;
+  for (;;) {
+    if (at >= data.length) break;
+    const end = data.indexOf("\r\n\r\n", at, "latin1");
+    if (end < 0) {
+      if (eof)
+        return { responses, consumed: at, malformed: `incomplete head: ${preview(data.subarray(at))}` };
+      break;
+    }
+    const head = data.subarray(at, end).toString("latin1");
+    const [statusLine, ...lines] = head.split("\r\n");
+    const match = /^HTTP\/1\.[01] (\d{3})(?: |$)/.exec(statusLine ?? "");
+    if (!match)
+      return { responses, consumed: at, malformed: `not a status line: ${preview(data.subarray(at))}` };
+    const status = Number(match[1]);
+    const headers: Record<string, string> = {};
+    for (const line of lines) {
+      const colon = line.indexOf(":");
+      if (colon <= 0) continue;
+      const name = line.slice(0, colon).trim().toLowerCase();
+      const value = line.slice(colon + 1).trim();
+      headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+    }
+    let next = end + 4;
+    if (status >= 100 && status < 200) {
+      at = next;
+      continue;
+    }
+    let body: Buffer;
+    if (/chunked/i.test(headers["transfer-encoding"] ?? "")) {
+      const parts: Buffer[] = [];
+      let pos = next;
+      let done = false;
+      for (;;) {
+        const lineEnd = data.indexOf("\r\n", pos, "latin1");
+        if (lineEnd < 0) break;
+        const size = Number.parseInt(data.subarray(pos, lineEnd).toString("latin1"), 16);
+        if (Number.isNaN(size))
+          return {
+            responses,
+            consumed: at,
+            malformed: `bad chunk size in response: ${preview(data.subarray(pos))}`,
+          };
+        if (size === 0) {
+          const trailerEnd = data.indexOf("\r\n\r\n", lineEnd - 2 < pos ? pos : lineEnd - 2, "latin1");
+          const simple = data.subarray(lineEnd + 2, lineEnd + 4).toString("latin1") === "\r\n";
+          if (simple) {
+            pos = lineEnd + 4;
+            done = true;
+          } else if (trailerEnd >= 0) {
+            pos = trailerEnd + 4;
+            done = true;
+          }
+          break;
+        }
+        if (data.length < lineEnd + 2 + size + 2) break;
+        parts.push(data.subarray(lineEnd + 2, lineEnd + 2 + size));
+        pos = lineEnd + 2 + size + 2;
+      }
+      if (!done) break;
+      body = Buffer.concat(parts);
+      next = pos;
+    } else if (headers["content-length"] !== undefined) {
+      const length = Number(headers["content-length"]);
+      if (data.length < next + length) break;
+      body = data.subarray(next, next + length);
+      next += length;
+    } else if (status === 204 || status === 304) {
+      body = Buffer.alloc(0);
+    } else {
+      if (!eof) break;
+      body = data.subarray(next);
+      next = data.length;
+    }
+    responses.push({ status, headers, body: Buffer.from(body), head });
+    at = next;
+  }
+  return { responses, consumed: at };
+}
+
+function preview(bytes: Buffer): string {
+  return JSON.stringify(bytes.subarray(0, 120).toString("latin1"));
+}
+
+/** One write of an exchange: bytes, after an optional pause. */
+export interface Write {
+  readonly data: Buffer;
+  readonly delayMs?: number;
+}
+
+export interface ExchangePlan {
+  readonly writes: readonly Write[];
+  /** After the writes: keep reading (default), half-close (FIN), or cut the connection after `cutAfterMs`. */
+  readonly after?: "read" | "fin" | "cut";
+  readonly cutAfterMs?: number;
+  /** The X-Request-ID of a sentinel request written last: its answer ends the exchange. */
+  readonly sentinelId?: string;
+  /** Reading stops after this long, whatever came (default 10 s). */
+  readonly deadlineMs?: number;
+}
+
+export interface ExchangeOutcome {
+  readonly responses: ParsedResponse[];
+  readonly endedBy: "sentinel" | "close" | "deadline" | "cut" | "connect-error";
+  /** Bytes that could not be read as HTTP responses. */
+  readonly malformed?: string;
+  readonly error?: string;
+  readonly ms: number;
+}
+
+export interface RawClientOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly ca: string;
+  readonly servername: string;
+}
+
+/** Opens TLS connections to the gateway, resuming TLS sessions so handshakes stay cheap. */
+export class RawClient {
+  private session: Buffer | undefined = undefined;
+
+  constructor(private readonly options: RawClientOptions) {}
+
+  private connect(): Promise<TLSSocket> {
+    return new Promise((resolve, reject) => {
+      const opts: ConnectionOptions = {
+        host: this.options.host,
+        port: this.options.port,
+        ca: this.options.ca,
+        servername: this.options.servername,
+        ...(this.session ? { session: this.session } : {}),
+      };
+      const socket = tlsConnect(opts, () => {
+        socket.off("error", reject);
+        resolve(socket);
+      });
+      socket.on("session", (session: Buffer) => {
+        this.session = session;
+      });
+      socket.once("error", reject);
+      socket.setTimeout(15_000, () => socket.destroy(new Error("TLS connect timed out")));
+    });
+  }
+
+  async exchange(plan: ExchangePlan): Promise<ExchangeOutcome> {
+    const started = performance.now();
+    let socket: TLSSocket;
+    try {
+      socket = await this.connect();
+    } catch (error) {
+      return {
+        responses: [],
+        endedBy: "connect-error",
+        error: (error as Error).message,
+        ms: performance.now() - started,
+      };
+    }
+    socket.setTimeout(0);
+    return new Promise<ExchangeOutcome>((resolve) => {
+      const chunks: Buffer[] = [];
+      let received = 0;
+      let settled = false;
+      const timers: NodeJS.Timeout[] = [];
+      const finish = (endedBy: ExchangeOutcome["endedBy"], error?: string) => {
+        if (settled) return;
+        settled = true;
+        for (const t of timers) clearTimeout(t);
+        socket.destroy();
+        const all = Buffer.concat(chunks, received);
+        const { responses, malformed } = splitResponses(all, endedBy !== "sentinel");
+        resolve({
+          responses,
+          endedBy,
+          ...(malformed !== undefined ? { malformed } : {}),
+          ...(error !== undefined ? { error } : {}),
+          ms: performance.now() - started,
+        });
+      };
+      socket.on("data", (chunk: Buffer) => {
+        chunks.push(chunk);
+        received += chunk.length;
+        if (plan.sentinelId !== undefined) {
+          // Cheap test first: the sentinel's id in the bytes, then a real parse.
+          if (chunk.indexOf(plan.sentinelId, 0, "latin1") < 0 && chunks.length > 1) {
+            const tail = Buffer.concat(chunks.slice(-2));
+            if (tail.indexOf(plan.sentinelId, 0, "latin1") < 0) return;
+          }
+          const { responses } = splitResponses(Buffer.concat(chunks, received), false);
+          if (responses.some((r) => r.headers["x-request-id"] === plan.sentinelId)) finish("sentinel");
+        }
+      });
+      socket.on("error", (error) => finish("close", error.message));
+      socket.on("close", () => finish("close"));
+      socket.on("end", () => {
+        // The gateway ended its side; keep what arrived.
+        finish("close");
+      });
+      timers.push(setTimeout(() => finish("deadline"), plan.deadlineMs ?? 10_000));
+      void (async () => {
+        for (const write of plan.writes) {
+          if (settled) return;
+          if (write.delayMs) await new Promise((r) => timers.push(setTimeout(r, write.delayMs)));
+          if (settled || socket.destroyed) return;
+          socket.write(write.data);
+        }
+        if (settled) return;
+        if (plan.after === "fin") socket.end();
+        else if (plan.after === "cut") timers.push(setTimeout(() => finish("cut"), plan.cutAfterMs ?? 0));
+      })();
+    });
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * `npm run fuzz`: a seeded, bounded hostile-traffic run against a real gateway process over TLS
+ * on loopback (see harness.ts for the invariants). Environment:
+ *
+ *   FUZZ_COUNT         requests to send (default 100000)
+ *   FUZZ_SEED          the seed (default: random, printed)
+ *   FUZZ_FAMILIES      comma list of families (default: all)
+ *   FUZZ_CASE          run only this case index of each family (a reproduction)
+ *   FUZZ_RSS_LIMIT_MB  the gateway's VmRSS bound (default 400)
+ *   FUZZ_CONCURRENCY   connections in flight (default 16)
+ *
+ * Exit 0 when every invariant check passed, 1 on any violation, 2 on bad arguments.
+ */
+
+import { ALL_FAMILIES } from "./families/index.js";
+import { runFuzz } from "./harness.js";
+import { formatReport } from "./report.js";
+
+function intFromEnv(name: string, fallback: number): number {
+  const text = process.env[name];
+  if (text === undefined || text === "") return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0) {
+    console.error(`${name} must be a non-negative integer, not '${text}'`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const seed = intFromEnv("FUZZ_SEED", Math.floor(Math.random() * 0x7fffffff));
+const count = intFromEnv("FUZZ_COUNT", 100_000);
+const rssLimitMb = intFromEnv("FUZZ_RSS_LIMIT_MB", 400);
+const concurrency = Math.max(1, intFromEnv("FUZZ_CONCURRENCY", 16));
+const onlyCaseText = process.env["FUZZ_CASE"];
+const names = (process.env["FUZZ_FAMILIES"] ?? "")
+  .split(",")
+  .map((s) => s.trim())
+  .filter(Boolean);
+const unknown = names.filter((n) => !ALL_FAMILIES.some((f) => f.name === n));
+if (unknown.length > 0) {
+  console.error(
+    `unknown family ${unknown.join(", ")}; families: ${ALL_FAMILIES.map((f) => f.name).join(", ")}`,
+  );
+  process.exit(2);
+}
+const families = names.length > 0 ? ALL_FAMILIES.filter((f) => names.includes(f.name)) : ALL_FAMILIES;
+
+const report = await runFuzz({
+  count,
+  seed,
+  families,
+  rssLimitMb,
+  concurrency,
+  ...(onlyCaseText !== undefined && onlyCaseText !== "" ? { onlyCase: intFromEnv("FUZZ_CASE", 0) } : {}),
+  log: (line) => console.log(line),
+});
+console.log(
+  formatReport(
+    report,
+    families.map((f) => f.name),
+  ),
+);
+process.exit(report.failed === 0 ? 0 : 1);
