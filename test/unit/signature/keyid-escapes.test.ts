@@ -279,3 +279,105 @@ describe("properties", () => {
     );
   });
 });
+
+describe("properties over RFC 2253 escapes as signers write them", () => {
+  /** Pieces of an RFC 2253 DN string: its escapes (`\,` `\0A` `\C3\B6` `\"` `\\` …) and plain text. */
+  const piece = fc.oneof(
+    fc.constantFrom(
+      "\\,",
+      "\\+",
+      '\\"',
+      "\\\\",
+      "\\<",
+      "\\>",
+      "\\;",
+      "\\=",
+      "\\#",
+      "\\ ",
+      "\\0A",
+      "\\0D",
+      "\\C3\\B6",
+    ),
+    fc.constantFrom(
+      ",",
+      "+",
+      '"',
+      "\\",
+      "<",
+      ">",
+      ";",
+      "=",
+      "#",
+      " ",
+      "  ",
+      "Köln",
+      "Ærø",
+      "Łódź",
+      "😀",
+      "O=",
+      "CN=",
+    ),
+    fc.string({ unit: "grapheme", minLength: 1, maxLength: 4 }),
+  );
+  const keyId = fc
+    .tuple(fc.array(piece, { maxLength: 12 }), fc.constantFrom("", " ", "  ", "\\ "))
+    .map(([pieces, edge]) => `${edge}SN=1,CA=${pieces.join("")}${edge}`);
+
+  it("formatSignatureHeader → parseSignatureHeader gives back the keyId exactly, plain and RFC 2047-encoded", () => {
+    fc.assert(
+      fc.property(keyId, (k) => {
+        const written = formatSignatureHeader({
+          keyId: k,
+          algorithm: "rsa-sha256",
+          headers: ["date"],
+          signature: SIG,
+        });
+        expect(parsed(written).keyId).toBe(k);
+        expect(parsed(encodeIfNeeded(written)).keyId).toBe(k);
+      }),
+      RUNS,
+    );
+  });
+
+  it("a keyId without quotes is written between the quotes as it is, backslashes and all", () => {
+    fc.assert(
+      fc.property(
+        keyId.filter((k) => !k.includes('"') && !/\\(?=\\|$)/.test(k)),
+        (k) => {
+          const written = formatSignatureHeader({
+            keyId: k,
+            algorithm: "rsa-sha256",
+            headers: ["date"],
+            signature: SIG,
+          });
+          expect(written.startsWith(`keyId="${k}",`)).toBe(true);
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  it("parseSignatureHeader never throws, whatever the input; it answers params or a rejection with a code", () => {
+    const anyText = fc.oneof(
+      fc.string({ unit: "binary", maxLength: 200 }),
+      fc.string({
+        unit: fc.constantFrom("\\", '"', ",", "=", " ", "\t", "k", "=?", "?=", "é", "\u0000"),
+        maxLength: 80,
+      }),
+      fc
+        .tuple(fc.array(piece, { maxLength: 10 }), fc.string({ maxLength: 30 }))
+        .map(
+          ([pieces, tail]) =>
+            `keyId="${pieces.join("")}",algorithm="rsa-sha256",headers="date",signature="${SIG}"${tail}`,
+        ),
+    );
+    fc.assert(
+      fc.property(anyText, fc.boolean(), (raw, requireHeaders) => {
+        const result = parseSignatureHeader(raw, { requireHeaders });
+        if (isRejection(result)) expect(["SIGNATURE_INVALID", "SIGNATURE_MISSING"]).toContain(result.code);
+        else expect(result.keyId.length).toBeGreaterThan(0);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+});
