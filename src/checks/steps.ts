@@ -12,7 +12,7 @@ import {
   checkDate,
   type DigestValue,
   headerValue,
-  matchKeyId,
+  matchSignatureKeyId,
   parseDigestHeader,
   parseSignatureHeader,
   verifySignatureOver,
@@ -246,7 +246,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     steps.push({
       name: "key-id",
       run: (c) => {
-        const keyId = matchKeyId(signatureOf(c).keyId, certificateOf(c).keyIdTarget, {
+        const keyId = matchSignatureKeyId(signatureOf(c), certificateOf(c).keyIdTarget, {
           allowDecimalSerial: options.allowDecimalSerial,
         });
         return isRejection(keyId) ? keyId : undefined;
