@@ -8,9 +8,11 @@ import { isRejection, type Rejection, reject } from "../errors.js";
 import { checkReplay, type ReplayStore, replayKeyFor, type UnattendedAccessPolicy } from "../limits/index.js";
 import {
   type AlgorithmName,
+  canonicalAlgorithm,
   checkCoverage,
   checkDate,
   type DigestValue,
+  expectedKeyId,
   headerValue,
   matchSignatureKeyId,
   parseDigestHeader,
@@ -301,8 +303,13 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       // The same signed content again inside the window (keyed on what was signed, not on the signature).
       name: "replay",
       run: (c) => {
-        const { keyId, algorithm } = signatureOf(c);
-        const key = replayKeyFor(keyId, algorithm, c.signingString!);
+        // The key's identity, not the spellings sent: keyId and the algorithm name are not signed.
+        const algorithm = signatureOf(c).algorithm;
+        const key = replayKeyFor(
+          expectedKeyId(certificateOf(c).keyIdTarget),
+          canonicalAlgorithm(algorithm) ?? algorithm,
+          c.signingString!,
+        );
         const fresh = checkReplay(replay, key, replayOptions);
         return fresh instanceof Promise ? fresh.then(counted) : counted(fresh);
       },
