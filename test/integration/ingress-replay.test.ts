@@ -119,6 +119,34 @@ describe("replay is keyed on what was signed", () => {
     expect(env.backend.requests).toHaveLength(1);
   });
 
+  it("the same request with its keyId respelled or its algorithm written SHA256withRSA is refused", async () => {
+    const call = await prepareSignedCall({ signer: env.gw.pki.tppA.qseal, target: "/v1/accounts" });
+    const first = await send(env.gw, "GET", call.target, call.headers);
+    expect(first.status, first.text).toBe(200);
+    const params = parseSignatureHeader(call.headers.Signature);
+    if (!("keyId" in params)) throw new Error("unsigned");
+    const respelled = params.keyId.replace(/^SN=([0-9A-F]+)/, (_m, sn: string) => `sn=00${sn.toLowerCase()}`);
+    expect(respelled).not.toBe(params.keyId);
+    for (const [what, keyId, algorithm] of [
+      ["keyId respelled", respelled, params.algorithm],
+      ["algorithm as Java names it", params.keyId, "SHA256withRSA"],
+    ] as const) {
+      const headers = {
+        ...call.headers,
+        Signature: formatSignatureHeader({
+          keyId,
+          algorithm,
+          headers: [...params.headers],
+          signature: params.signature,
+        }),
+      };
+      const again = await send(env.gw, "GET", call.target, headers);
+      expect(again.status, `${what}: ${again.text}`).toBe(400);
+      expect(again.json.tppMessages?.[0]?.text).toContain("already used");
+    }
+    expect(env.backend.requests).toHaveLength(1);
+  });
+
   it("a fresh RSA-PSS signature (hs2019) over the same signing string is refused", async () => {
     const call = await prepareSignedCall({ signer: env.gw.pki.tppA.qseal, target: "/v1/accounts" });
     const params = parseSignatureHeader(call.headers.Signature);
