@@ -79,9 +79,14 @@ async function sign(values: SignValues, read: (file: string) => Buffer): Promise
     ];
     if (values.body) parts.push("--data-binary", quote(`@${values.body}`));
     parts.push(quote(values.curl.replace(/\/$/, "") + values.target));
-    console.log(parts.join(" "));
+    printBytes(parts.join(" "));
   } else {
-    for (const [name, value] of Object.entries(all)) console.log(`${name}: ${value}`);
+    for (const [name, value] of Object.entries(all)) printBytes(`${name}: ${value}`);
   }
   return 0;
+}
+
+/** Signed values come back in wire form (one char per byte): printed as those bytes, UTF-8 stays UTF-8. */
+function printBytes(line: string): void {
+  process.stdout.write(Buffer.from(`${line}\n`, "latin1"));
 }

@@ -400,7 +400,7 @@ function describeSignature(
   out.keyId = { sent: signature.keyId, ...(parsed ? { serial: parsed.sn, issuer: parsed.ca } : {}) };
   out.signedHeaders = [...signature.headers];
   const signingString = buildSigningString(signature.headers, request, signature);
-  if (!isRejection(signingString)) out.signingString = signingString;
+  if (!isRejection(signingString)) out.signingString = readable(signingString);
   return out;
 }
 
@@ -454,4 +454,16 @@ export function render(e: Explanation): string {
   }
   if (e.digest) lines.push("", `The body hashes to ${e.digest}`);
   return lines.join("\n");
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The signing string's bytes shown as UTF-8 when they are UTF-8; other bytes as \xNN. */
+function readable(latin1: string): string {
+  const bytes = Buffer.from(latin1, "latin1");
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    return latin1.replace(/[\x80-\xff]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+  }
 }
