@@ -84,6 +84,8 @@ interface TagInfo {
   readonly expect: ExpectedRequest["expect"];
   readonly abandons: boolean;
   reported: boolean;
+  /** Exchanges that sent this tag (replays send one signed request on several connections). */
+  exchanges: number;
 }
 
 function isTppMessages(r: ParsedResponse): { code: string; text: string } | undefined {
@@ -388,8 +390,10 @@ class Run {
         ),
       });
     }
-    for (const r of plan.requests) {
-      if (!this.tags.has(r.tag))
+    const seenHere = new Set<string>();
+    for (const r of requests) {
+      const known = this.tags.get(r.tag);
+      if (!known)
         this.tags.set(r.tag, {
           family,
           caseIndex,
@@ -397,25 +401,18 @@ class Run {
           expect: r.expect,
           abandons,
           reported: false,
+          exchanges: 1,
         });
-      else if (abandons) this.tags.get(r.tag)!.reported ||= false;
+      else if (!seenHere.has(r.tag)) known.exchanges++;
+      seenHere.add(r.tag);
     }
-    for (const r of requests.slice(plan.requests.length))
-      this.tags.set(r.tag, {
-        family,
-        caseIndex,
-        label: r.label,
-        expect: r.expect,
-        abandons,
-        reported: false,
-      });
     stats.sent += plan.requests.length;
     this.sent += plan.requests.length;
 
     const outcome = await this.client.exchange({
       writes,
       ...(plan.after !== undefined ? { after: plan.after } : {}),
-      ...(plan.cutAfterMs !== undefined ? { cutAfterMs: plan.cutAfterMs } : {}),
+      ...(plan.afterMs !== undefined ? { afterMs: plan.afterMs } : {}),
       ...(sentinelId !== undefined ? { sentinelId } : {}),
       deadlineMs: plan.deadlineMs ?? 15_000,
     });
@@ -556,6 +553,17 @@ class Run {
           ),
         );
         if (!ok) info.reported = true;
+      } else if (r.expect === "no-execute") {
+        const whole = records.filter((x) => x.complete);
+        const ok = this.check(whole.length === 0, () =>
+          v(
+            "bad-body-executed",
+            r.label,
+            "the backend never receives the whole of a body that fails a check",
+            `the backend received the whole body: ${whole.map((x) => `${x.method} ${x.target.slice(0, 160)} (seq ${x.seq}, ${x.bodyBytes} bytes)`).join("; ")}`,
+          ),
+        );
+        if (!ok) info.reported = true;
       } else if (r.expect === "forward") {
         const answer = answers.get(r.tag);
         this.check(answer !== undefined, () =>
@@ -589,7 +597,9 @@ class Run {
         for (const record of this.backend.byTag(r.tag)) {
           if (!record.complete || record.provoked || record.answered) continue;
           const info = this.tags.get(r.tag)!;
-          if (info.reported) continue;
+          // Sent on several connections (concurrent replays): the answer may be read on another
+          // one, later; the final sweep checks it.
+          if (info.reported || info.exchanges > 1) continue;
           info.reported = true;
           this.check(false, () =>
             v(
@@ -633,6 +643,15 @@ class Run {
         v("backend-header", r.label, `${name}: ${expected}`, `${name}: ${text ?? "(absent)"}`),
       );
     }
+    if (r.backendTarget !== undefined)
+      this.check(record.target === r.backendTarget, () =>
+        v(
+          "backend-target",
+          r.label,
+          `the backend receives the target as sent and checked: ${r.backendTarget}`,
+          record.target,
+        ),
+      );
     if (r.tpp?.good) {
       const org = headers["x-tpp-organization-id"];
       const roles = headers["x-tpp-roles"];
@@ -674,6 +693,9 @@ class Run {
       if (info.expect === "refuse") {
         info.reported = true;
         sweep(record, "refused-reached-backend", "never reaches the backend", `${where} (late)`);
+      } else if (info.expect === "no-execute" && record.complete) {
+        info.reported = true;
+        sweep(record, "bad-body-executed", "never executed with its whole body", `${where} (late)`);
       } else if (record.complete && !record.provoked && !record.answered && !info.abandons) {
         info.reported = true;
         sweep(

@@ -116,9 +116,9 @@ export interface Write {
 
 export interface ExchangePlan {
   readonly writes: readonly Write[];
-  /** After the writes: keep reading (default), half-close (FIN), or cut the connection after `cutAfterMs`. */
+  /** After the writes: keep reading (default), half-close (FIN), or cut the connection, `afterMs` later. */
   readonly after?: "read" | "fin" | "cut";
-  readonly cutAfterMs?: number;
+  readonly afterMs?: number;
   /** The X-Request-ID of a sentinel request written last: its answer ends the exchange. */
   readonly sentinelId?: string;
   /** Reading stops after this long, whatever came (default 10 s). */
@@ -215,12 +215,14 @@ export class RawClient {
           if (responses.some((r) => r.headers["x-request-id"] === plan.sentinelId)) finish("sentinel");
         }
       });
-      socket.on("error", (error) => finish("close", error.message));
-      socket.on("close", () => finish("close"));
-      socket.on("end", () => {
-        // The gateway ended its side; keep what arrived.
-        finish("close");
+      // An error (EPIPE on a write after the gateway closed, ECONNRESET) is followed by 'close';
+      // whatever was read before it has been delivered by then.
+      let socketError: string | undefined;
+      socket.on("error", (error) => {
+        socketError ??= (error as NodeJS.ErrnoException).code ?? error.message;
       });
+      socket.on("close", () => finish("close", socketError));
+      socket.on("end", () => finish("close", socketError));
       timers.push(setTimeout(() => finish("deadline"), plan.deadlineMs ?? 10_000));
       void (async () => {
         for (const write of plan.writes) {
@@ -230,8 +232,10 @@ export class RawClient {
           socket.write(write.data);
         }
         if (settled) return;
-        if (plan.after === "fin") socket.end();
-        else if (plan.after === "cut") timers.push(setTimeout(() => finish("cut"), plan.cutAfterMs ?? 0));
+        if (plan.after === "fin") {
+          if (plan.afterMs) await new Promise((r) => timers.push(setTimeout(r, plan.afterMs)));
+          if (!settled && !socket.destroyed) socket.end();
+        } else if (plan.after === "cut") timers.push(setTimeout(() => finish("cut"), plan.afterMs ?? 0));
       })();
     });
   }

@@ -13,9 +13,10 @@ import type { FuzzTpp, TppSet } from "./tpps.js";
 /**
  * forward: a valid request; it must be answered by the backend.
  * refuse: must never reach the backend (not even its headers).
+ * no-execute: may reach the backend, but never with its whole body (a body that fails a check).
  * any: either, as long as every other invariant holds.
  */
-export type Expectation = "forward" | "refuse" | "any";
+export type Expectation = "forward" | "refuse" | "no-execute" | "any";
 
 /** One request a case sent, and what must (not) happen to it. */
 export interface ExpectedRequest {
@@ -34,6 +35,8 @@ export interface ExpectedRequest {
   readonly backendHeaders?: Readonly<Record<string, string>>;
   /** Gateway 5xx answers this request provokes on purpose (502 from a cut backend, 504). */
   readonly allow5xx?: readonly number[];
+  /** The target the backend must receive when it is forwarded (the form the role check saw). */
+  readonly backendTarget?: string;
 }
 
 /** One connection: what is written, the requests it holds, how the client ends it. */
@@ -43,7 +46,8 @@ export interface CasePlan {
   readonly writes: readonly Write[];
   /** After the writes: read until the sentinel's answer or the close (default), half-close, or cut. */
   readonly after?: "read" | "fin" | "cut";
-  readonly cutAfterMs?: number;
+  /** How long after the last write the FIN or the cut comes. */
+  readonly afterMs?: number;
   /** Write a sentinel request last whose answer ends the exchange (default: unless fin/cut). */
   readonly sentinel?: boolean;
   readonly deadlineMs?: number;

@@ -1,0 +1,74 @@
+/**
+ * Spoofed identity headers: a valid request carrying X-TPP-Organization-Id, X-TPP-Roles,
+ * X-TPP-Name, X-TPP-Certificate-Fingerprint, X-PSU-Present, x-ssl-client-cert, X-Forwarded-*
+ * and their `_`/case/odd-separator variants. Refused or forwarded, the backend must never see a
+ * spoofed value, and a forwarded request carries exactly its signer's identity.
+ */
+
+import { serialize } from "../request.js";
+import type { Family } from "../types.js";
+import { validSigned } from "./common.js";
+
+const IDENTITY = [
+  "X-TPP-Organization-Id",
+  "X-TPP-Roles",
+  "X-TPP-Name",
+  "X-TPP-Certificate-Fingerprint",
+  "X-PSU-Present",
+  "x-ssl-client-cert",
+  "X-Forwarded-For",
+  "X-Forwarded-Proto",
+];
+
+export const spoof: Family = {
+  name: "spoof",
+  weight: 2,
+  async run(ctx) {
+    const { rng, pki } = ctx;
+    const withoutPsu = rng.chance(0.5);
+    const valid = await validSigned(ctx, withoutPsu ? { omit: ["PSU-IP-Address"] } : {});
+    const marker = `SPOOF${valid.tag.replaceAll(".", "")}`;
+    const spoofed: string[] = [];
+    const added: [string, string][] = [];
+    const count = rng.range(1, 4);
+    for (let i = 0; i < count; i++) {
+      const base = rng.pick(IDENTITY);
+      const spelled = rng.weighted<string>([
+        [4, base],
+        [2, base.replaceAll("-", "_")],
+        [1, base.toUpperCase()],
+        [1, base.toLowerCase()],
+        [1, base.replace("-", "_")],
+      ]);
+      let value: string;
+      if (/psu-present/i.test(base)) value = "true";
+      else if (/ssl-client-cert/i.test(base))
+        value = rng.chance(0.5) ? encodeURIComponent(pki.tppA.qwac.pem) : `${marker}cert`;
+      else if (/roles/i.test(base)) value = `PSP_PI,PSP_IC,${marker}`;
+      else value = `${marker}${i}`;
+      if (value !== "true") spoofed.push(value);
+      added.push([spelled, value]);
+      if (rng.chance(0.2)) {
+        added.push([spelled, `${marker}dup${i}`]);
+        spoofed.push(`${marker}dup${i}`);
+      }
+    }
+    const at = rng.int(valid.request.headers.length + 1);
+    const headers = [...valid.request.headers];
+    headers.splice(at, 0, ...added);
+    await ctx.exchange({
+      requests: [
+        {
+          tag: valid.tag,
+          requestId: valid.requestId,
+          label: `spoofed ${added.map(([n]) => n).join(", ")} on ${valid.describe}${withoutPsu ? " (no PSU-IP-Address)" : ""}`,
+          expect: "any",
+          tpp: valid.tpp,
+          spoofed,
+          backendHeaders: { "x-psu-present": withoutPsu ? "false" : "true" },
+        },
+      ],
+      writes: [{ data: serialize({ ...valid.request, headers }) }],
+    });
+  },
+};
