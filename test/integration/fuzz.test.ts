@@ -1,0 +1,35 @@
+/**
+ * A short `npm run fuzz` inside `npm test`: every family, a fixed seed, a few thousand hostile
+ * requests against a real gateway process over TLS with the recording backend, and not one
+ * invariant broken (test/fuzz/harness.ts lists them). A failure prints the report with a
+ * reproduction line per violation (FUZZ_FAMILIES=… FUZZ_SEED=… FUZZ_CASE=… npm run fuzz).
+ */
+
+import { describe, expect, it } from "vitest";
+import { ALL_FAMILIES } from "../fuzz/families/index.js";
+import { runFuzz } from "../fuzz/harness.js";
+import { formatReport } from "../fuzz/report.js";
+
+const SEED = 20261123;
+const COUNT = 2_500;
+
+describe("fuzz (short run)", () => {
+  it(`${COUNT} hostile requests from every family break no invariant`, async () => {
+    const report = await runFuzz({
+      count: COUNT,
+      seed: SEED,
+      families: ALL_FAMILIES,
+      rssLimitMb: 400,
+      concurrency: 16,
+    });
+    const text = formatReport(
+      report,
+      ALL_FAMILIES.map((f) => f.name),
+    );
+    expect(report.sent).toBeGreaterThanOrEqual(COUNT);
+    for (const family of ALL_FAMILIES)
+      expect(report.families[family.name]?.sent, family.name).toBeGreaterThan(0);
+    expect(report.failed, text).toBe(0);
+    expect(report.passed).toBeGreaterThan(COUNT);
+  }, 120_000);
+});
