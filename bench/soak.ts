@@ -269,12 +269,14 @@ class Signers {
 
   refill(): void {
     const have = this.ready.GET.length + this.ready.POST.length + this.pending * BATCH;
-    for (let i = 0; i < Math.ceil((this.lookahead - have) / BATCH); i++) {
-      const posts = Math.round(BATCH * SHARE_POST);
-      const batch: SignBatch = { id: this.nextId++, gets: BATCH - posts, posts };
-      this.workers[batch.id % this.workers.length]!.postMessage(batch);
-      this.pending++;
-    }
+    for (let i = 0; i < Math.ceil((this.lookahead - have) / BATCH); i++) this.order();
+  }
+
+  private order(): void {
+    const posts = Math.round(BATCH * SHARE_POST);
+    const batch: SignBatch = { id: this.nextId++, gets: BATCH - posts, posts };
+    this.workers[batch.id % this.workers.length]!.postMessage(batch);
+    this.pending++;
   }
 
   /** The next signed request of `method`, no older than the Date tolerance allows. */
@@ -291,6 +293,9 @@ class Signers {
         continue;
       }
       this.refill();
+      // Plenty of the other method in stock and nothing on order would wait for ever (the run
+      // stalled once with every connection waiting for a POST): order a batch for this one.
+      if (this.pending === 0) this.order();
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
   }
