@@ -47,6 +47,8 @@ export interface Violation {
   readonly got: string;
   /** What was written on the connection, truncated. */
   readonly bytes: string;
+  /** Every request of the exchange (in wire order) and every answer read, in a line. */
+  readonly exchange?: string;
 }
 
 export interface FamilyStats {
@@ -415,6 +417,7 @@ class Run {
       ...(plan.afterMs !== undefined ? { afterMs: plan.afterMs } : {}),
       ...(sentinelId !== undefined ? { sentinelId } : {}),
       deadlineMs: plan.deadlineMs ?? 15_000,
+      ...(plan.readAfterWrites ? { readAfterWrites: true } : {}),
     });
     const bytes = Buffer.concat(plan.writes.map((w) => w.data));
     const v = (kind: string, label: string, expected: string, got: string): Violation => ({
@@ -425,6 +428,12 @@ class Run {
       expected,
       got,
       bytes: shown(bytes),
+      exchange: `sent ${requests.map((r, i) => `#${i} ${r.label.slice(0, 90)}`).join(" | ")}; read ${outcome.responses
+        .map(describe)
+        .map((d) => d.slice(0, 60))
+        .join(
+          " | ",
+        )}; ended by ${outcome.endedBy}${outcome.error ? ` (${outcome.error})` : ""} after ${Math.round(outcome.ms)} ms`,
     });
     const labels = plan.requests.map((r) => r.label).join(" | ");
 

@@ -123,6 +123,11 @@ export interface ExchangePlan {
   readonly sentinelId?: string;
   /** Reading stops after this long, whatever came (default 10 s). */
   readonly deadlineMs?: number;
+  /**
+   * A client that writes its whole pipeline before it reads (the socket paused until the last
+   * write): answers wait in its receive buffer meanwhile, as they do for a busy client.
+   */
+  readonly readAfterWrites?: boolean;
 }
 
 export interface ExchangeOutcome {
@@ -224,6 +229,7 @@ export class RawClient {
       socket.on("close", () => finish("close", socketError));
       socket.on("end", () => finish("close", socketError));
       timers.push(setTimeout(() => finish("deadline"), plan.deadlineMs ?? 10_000));
+      if (plan.readAfterWrites) socket.pause();
       void (async () => {
         for (const write of plan.writes) {
           if (settled) return;
@@ -232,6 +238,7 @@ export class RawClient {
           socket.write(write.data);
         }
         if (settled) return;
+        if (plan.readAfterWrites) socket.resume();
         if (plan.after === "fin") {
           if (plan.afterMs) await new Promise((r) => timers.push(setTimeout(r, plan.afterMs)));
           if (!settled && !socket.destroyed) socket.end();

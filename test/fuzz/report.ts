@@ -46,6 +46,7 @@ export function formatReport(report: FuzzReport, familyOrder: readonly string[])
       out.push(`- ${v.kind} [${v.family} case ${v.caseIndex}] ${v.label}`);
       out.push(`    expected: ${v.expected}`);
       out.push(`    got:      ${v.got}`);
+      if (v.exchange) out.push(`    exchange: ${v.exchange}`);
       if (v.bytes) out.push(`    sent:     ${v.bytes}`);
       out.push(`    repro:    ${reproduction(report, v.family, v.caseIndex)}`);
     }

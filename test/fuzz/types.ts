@@ -53,6 +53,8 @@ export interface CasePlan {
   readonly deadlineMs?: number;
   /** The client does not wait for every answer: an executed request may go unanswered. */
   readonly abandons?: boolean;
+  /** The client writes everything before it reads anything (its socket paused meanwhile). */
+  readonly readAfterWrites?: boolean;
 }
 
 export interface ExchangeResult {

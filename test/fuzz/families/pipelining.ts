@@ -57,6 +57,7 @@ export const pipelining: Family = {
     let condemned = false;
     let stalls = false;
     let lastValid: { bytes: Buffer; expected: ExpectedRequest } | undefined;
+    const pauses: number[] = [];
     for (let i = 0; i < n; i++) {
       const kind = rng.weighted<Kind>([
         [8, "valid"],
@@ -160,12 +161,23 @@ export const pipelining: Family = {
         }
       }
       if (CONDEMNS.has(kind)) condemned = true;
+      // Paced writes: after a request that closes the connection, long enough for its answer.
+      pauses.push(CONDEMNS.has(kind) ? 60 : rng.pick([0, 1, 5, 20]));
     }
+    // All at once, or request by request with pauses long enough for answers to come back in
+    // between, read as they come or only once everything is written (a busy client).
+    const style = rng.weighted<"one-write" | "paced" | "paced-read-after">([
+      [6, "one-write"],
+      [2, "paced"],
+      [2, "paced-read-after"],
+    ]);
     await ctx.exchange({
       requests,
-      writes: rng.chance(0.7)
-        ? [{ data: Buffer.concat(parts) }]
-        : parts.map((data) => ({ data, delayMs: rng.int(5) })),
+      writes:
+        style === "one-write"
+          ? [{ data: Buffer.concat(parts) }]
+          : parts.map((data, i) => ({ data, delayMs: i === 0 ? 0 : pauses[i - 1]! })),
+      readAfterWrites: style === "paced-read-after",
       deadlineMs: stalls ? 12_000 : 8_000,
     });
   },
