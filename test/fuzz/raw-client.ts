@@ -4,7 +4,13 @@
  * close), until a sentinel request's answer, the close, or a deadline.
  */
 
-import { type ConnectionOptions, type TLSSocket, connect as tlsConnect } from "node:tls";
+import {
+  type ConnectionOptions,
+  createSecureContext,
+  type SecureContext,
+  type TLSSocket,
+  connect as tlsConnect,
+} from "node:tls";
 
 export interface ParsedResponse {
   readonly status: number;
@@ -149,15 +155,19 @@ export interface RawClientOptions {
 /** Opens TLS connections to the gateway, resuming TLS sessions so handshakes stay cheap. */
 export class RawClient {
   private session: Buffer | undefined = undefined;
+  /** One context for every connection: building one per connection (parsing the CA) was the costliest step. */
+  private readonly context: SecureContext;
 
-  constructor(private readonly options: RawClientOptions) {}
+  constructor(private readonly options: RawClientOptions) {
+    this.context = createSecureContext({ ca: options.ca });
+  }
 
   private connect(): Promise<TLSSocket> {
     return new Promise((resolve, reject) => {
       const opts: ConnectionOptions = {
         host: this.options.host,
         port: this.options.port,
-        ca: this.options.ca,
+        secureContext: this.context,
         servername: this.options.servername,
         ...(this.session ? { session: this.session } : {}),
       };
