@@ -575,7 +575,9 @@ class Run {
         if (!ok) info.reported = true;
       } else if (r.expect === "forward") {
         const answer = answers.get(r.tag);
-        this.check(answer !== undefined, () =>
+        // Executed but its answer lost is reported once, as executed-unanswered, below.
+        const executed = records.some((x) => x.complete && !x.answered);
+        this.check(answer !== undefined || executed, () =>
           v(
             "valid-refused",
             r.label,

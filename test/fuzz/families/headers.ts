@@ -16,6 +16,8 @@ const UNSIGNED = ["PSU-IP-Address", "Content-Type", "X-Fuzz-Note", "Accept", "Us
 
 interface Mutation {
   readonly label: string;
+  /** The header it changes. */
+  readonly name?: string;
   /** The request must be refused (something the signature or the checks depend on changed). */
   readonly breaks: boolean;
   apply(headers: HeaderLine[]): HeaderLine[];
@@ -60,25 +62,29 @@ function mutation(rng: Rng, present: readonly string[]): Mutation {
     [4, rng.pick(CHECKED)],
     [2, rng.pick(pool)],
   ]);
-  const signedOrChecked = [...SIGNED, ...CHECKED].includes(name);
+  // Once a header is there twice (an earlier duplicate), changing one copy leaves the other: what
+  // was signed may still be there, so whether it passes is not this mutation's to say.
+  const single = present.filter((p) => p.toLowerCase() === name.toLowerCase()).length <= 1;
+  const signedOrChecked = single && [...SIGNED, ...CHECKED].includes(name);
   // A changed value of a signed header breaks the signature; the Signature and certificate
   // values may be read leniently (trailing bytes, whitespace in base64), so only "any" there.
-  const signed = SIGNED.includes(name);
+  const signed = single && SIGNED.includes(name);
+  const done = (m: Omit<Mutation, "name">): Mutation => ({ ...m, name });
   const ensure = (headers: HeaderLine[]) => {
     if (indexOf(headers, name) < 0) headers.push([name, "fuzz-note"]);
     return indexOf(headers, name);
   };
   switch (kind) {
     case "drop":
-      return {
+      return done({
         label: `drop ${name}`,
         breaks: signedOrChecked,
         apply: (h) => h.filter(([n]) => n.toLowerCase() !== name.toLowerCase()),
-      };
+      });
     case "duplicate": {
       const same = rng.chance(0.4);
       const before = rng.chance(0.3);
-      return {
+      return done({
         label: `duplicate ${name} (${same ? "same value" : "another value"}, ${before ? "first" : "after"})`,
         // Another value in a header the checks read must be refused: which one would the backend read?
         breaks: signedOrChecked && !same,
@@ -93,10 +99,10 @@ function mutation(rng: Rng, present: readonly string[]): Mutation {
           out.splice(before ? at : out.length, 0, copy);
           return out;
         },
-      };
+      });
     }
     case "case": {
-      return {
+      return done({
         label: `name case of ${name}`,
         breaks: false,
         apply: (h) => {
@@ -107,11 +113,11 @@ function mutation(rng: Rng, present: readonly string[]): Mutation {
           out[at] = [spelled, value];
           return out;
         },
-      };
+      });
     }
     case "oversize": {
       const size = rng.pick([4_000, 9_000, 17_000, 70_000]);
-      return {
+      return done({
         label: `oversize ${name} (+${size} bytes)`,
         breaks: signed,
         apply: (h) => {
@@ -121,11 +127,11 @@ function mutation(rng: Rng, present: readonly string[]): Mutation {
           out[at] = [n, value + "A".repeat(size)];
           return out;
         },
-      };
+      });
     }
     case "control": {
       const c = rng.pick(CONTROL_CHARS);
-      return {
+      return done({
         label: `control char ${JSON.stringify(c)} in ${name}`,
         // A tab inside a value is legal; at the edges Node trims it.
         breaks: signed && c !== "\t",
@@ -137,7 +143,7 @@ function mutation(rng: Rng, present: readonly string[]): Mutation {
           out[at] = [n, value.slice(0, cut) + c + value.slice(cut)];
           return out;
         },
-      };
+      });
     }
     case "non-ascii": {
       const bytes = rng.pick([
@@ -148,7 +154,7 @@ function mutation(rng: Rng, present: readonly string[]): Mutation {
         "\xef\xbb\xbf",
         "\xf0\x9f\x92\xb6",
       ]);
-      return {
+      return done({
         label: `non-ASCII bytes ${JSON.stringify(bytes)} in ${name} after signing`,
         breaks: signed,
         apply: (h) => {
@@ -158,12 +164,12 @@ function mutation(rng: Rng, present: readonly string[]): Mutation {
           out[at] = [n, rng.chance(0.5) ? value + bytes : bytes + value];
           return out;
         },
-      };
+      });
     }
     case "whitespace": {
       const ws = rng.pick([" ", "  ", "\t", " \t "]);
       const inner = rng.chance(0.3);
-      return {
+      return done({
         label: `${inner ? "inner" : "edge"} whitespace ${JSON.stringify(ws)} in ${name}`,
         breaks: inner && signed,
         apply: (h) => {
@@ -176,10 +182,10 @@ function mutation(rng: Rng, present: readonly string[]): Mutation {
           } else out[at] = [n, rng.chance(0.5) ? ws + value : value + ws];
           return out;
         },
-      };
+      });
     }
     case "empty":
-      return {
+      return done({
         label: `empty ${name}`,
         breaks: signedOrChecked,
         apply: (h) => {
@@ -188,10 +194,10 @@ function mutation(rng: Rng, present: readonly string[]): Mutation {
           out[at] = [h[at]![0], ""];
           return out;
         },
-      };
+      });
     default: {
       const junk = rng.pick([" ", "\t", "(", "@", "\x7f", "\xe6", "_", "."]);
-      return {
+      return done({
         label: `name ${JSON.stringify(name)} with ${JSON.stringify(junk)}`,
         breaks: signedOrChecked,
         apply: (h) => {
@@ -202,7 +208,7 @@ function mutation(rng: Rng, present: readonly string[]): Mutation {
           out[at] = [rng.chance(0.5) ? n + junk : n.slice(0, cut) + junk + n.slice(cut), value];
           return out;
         },
-      };
+      });
     }
   }
 }
@@ -232,7 +238,11 @@ export const headers: Family = {
         h = mut.apply(h);
         applied.push(mut);
       }
-      const breaks = applied.some((m) => m.breaks);
+      // Two mutations of one header can undo each other (a bad copy added, then emptied): only a
+      // breaking mutation of a header no other mutation touched decides.
+      const touches = (name: string) =>
+        applied.filter((m) => m.name?.toLowerCase() === name.toLowerCase()).length;
+      const breaks = applied.some((m) => m.breaks && (m.name === undefined || touches(m.name) === 1));
       const expect: Expectation = breaks ? "refuse" : "any";
       // An X-Request-ID the gateway echoes once, for the refusal's place in the order.
       const ids = h.filter(([name]) => name.toLowerCase() === "x-request-id").map(([, v]) => v);
