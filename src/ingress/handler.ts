@@ -101,17 +101,43 @@ class Connection {
   private active: IngressExchange | undefined = undefined;
   private readonly waiting: [IncomingMessage, ServerResponse][] = [];
   /** No further request from this socket may reach the backend. */
-  condemned = false;
+  private condemned = false;
   /** A parse error that arrived while an answer was in flight: written after it. */
   private pendingRefusal: string | undefined = undefined;
   /** The client sent its FIN while an answer was in flight: end the connection after that answer. */
   private endAfterActive = false;
+  /** Closing: the last answer is out, what the client still sends is read and dropped. */
+  lingering = false;
 
   constructor(
     private readonly ingress: Ingress,
     private readonly socket: Socket,
   ) {
     socket.once("end", () => this.clientEnded());
+    // Node calls destroySoon after an answer that closes the connection; closing at once while
+    // pipelined requests are still arriving makes the kernel send a RST, and a RST throws away
+    // the answers the client has not read yet (answers to requests the backend executed).
+    socket.destroySoon = () => this.closeLingering();
+  }
+
+  /**
+   * RFC 9112 9.6: half-close once the answers are written, read and drop what the client still
+   * sends, and close when it has closed its side (or after LINGER_MS).
+   */
+  private closeLingering(): void {
+    const socket = this.socket;
+    if (this.lingering || socket.destroyed) return;
+    this.lingering = true;
+    this.condemned = true;
+    this.waiting.length = 0;
+    const destroy = () => socket.destroy();
+    const timer = setTimeout(destroy, LINGER_MS);
+    timer.unref();
+    socket.once("close", () => clearTimeout(timer));
+    const clientDone = () => (socket.writableFinished ? destroy() : socket.once("finish", destroy));
+    if (socket.readableEnded) clientDone();
+    else socket.once("end", clientDone);
+    socket.end();
   }
 
   /**
@@ -177,21 +203,20 @@ class Connection {
       this.socket.destroy();
       return;
     }
-    const socket = this.socket;
-    socket.end(
+    this.socket.write(
       rawRejection(
         reject("FORMAT_ERROR", `malformed HTTP request: ${message}`),
         this.ingress.options.statusProfile,
       ),
-      // Once the refusal is written, the client has a moment to read it and close; no timeout of
-      // Node's guards this socket any more (a CONNECT's is not even Node's), so a client that
-      // never closes would hold it for ever.
-      () => setTimeout(() => socket.destroy(), REFUSAL_LINGER_MS).unref(),
     );
+    // No timeout of Node's guards this socket any more (a CONNECT's is not even Node's): the
+    // lingering close bounds how long a client that never closes can hold it.
+    this.closeLingering();
   }
 }
 
-const REFUSAL_LINGER_MS = 2_000;
+/** How long a closing connection reads and drops what the client still sends. */
+const LINGER_MS = 2_000;
 
 /** A complete HTTP/1.1 refusal for a socket Node's parser gave up on (no ServerResponse exists). */
 function rawRejection(rejection: Rejection, profile: StatusProfile): string {
@@ -385,6 +410,8 @@ export function createIngressHandler(options: HandlerOptions): IngressHandler {
       connectionOf(req.socket).accept(req, res);
     },
     onClientError(error, socket) {
+      // While a connection closes, what the client still sends is dropped, parse errors included.
+      if ((socket as WithConnection)[CONNECTION]?.lingering) return;
       if ((error as { code?: string }).code === "ECONNRESET" || !socket.writable) {
         socket.destroy();
         return;

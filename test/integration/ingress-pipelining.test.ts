@@ -294,6 +294,45 @@ describe("pipelined requests on one connection", () => {
     },
   );
 
+  it.each([
+    ["Connection: close", { Connection: "close" }],
+    ["a body over the limit by Content-Length", { "Content-Length": String(MAX_BODY + 1) }],
+  ])(
+    "a client that keeps writing after an answer that closes the connection (%s), and reads only then, still gets that answer",
+    async (_what, closing) => {
+      const { gw, backend } = env;
+      answerEach(backend);
+      const first = await good(gw, "acc-0", closing);
+      const second = await good(gw, "acc-1");
+      const socket = await rawConnect(gw);
+      socket.on("error", () => {});
+      socket.pause(); // a busy client: nothing is read until it has written everything
+      socket.write(first.bytes);
+      // The gateway answers and closes while the client is still sending: a close with unread
+      // input would make the kernel reset the connection and drop the unread answer.
+      await sleep(150);
+      for (let i = 0; i < 5 && !socket.destroyed; i++) {
+        socket.write(second.bytes);
+        await sleep(30);
+      }
+      let raw = "";
+      socket.on("data", (chunk: Buffer) => {
+        raw += chunk.toString("latin1");
+      });
+      await new Promise<void>((resolve) => {
+        socket.once("close", () => resolve());
+        setTimeout(resolve, 5_000).unref();
+        socket.resume();
+      });
+      socket.destroy();
+      const { answers } = splitResponses(raw);
+      expect(answers.length, raw.slice(0, 200)).toBe(1);
+      expect(answers[0]!.headers["x-request-id"]).toBe(first.requestId);
+      // Nothing behind the closing answer reached the backend.
+      expect(backend.requests.map((r) => r.target).filter((t) => t.includes("acc-1"))).toEqual([]);
+    },
+  );
+
   it("[slow good, POST with Expect: 100-continue] → the interim 100 comes only after the first answer", async () => {
     const { gw, backend } = env;
     answerEach(backend, (target) => (target.endsWith("acc-0") ? 300 : 0));
