@@ -6,13 +6,13 @@
  * shows up here.
  */
 
-import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { IncomingHttpHeaders } from "node:http";
 import {
   type CertificateVerifier,
   CheckContext,
   type CheckOptions,
+  PERMISSIVE_POLICY,
   RoleTable,
   requestChecks,
   routingPath,
@@ -33,6 +33,8 @@ import {
 import { isRejection, type Rejection, statusFor } from "../errors.js";
 import {
   buildSigningString,
+  computeDigestHeader,
+  DEFAULT_DATE_TOLERANCE_MS,
   DigestVerifier,
   headerValue,
   parseDigestHeader,
@@ -211,12 +213,12 @@ export function explain(request: DumpedRequest, options: ExplainOptions): Explan
   const certificates = explainCertificates(options, notChecked);
   const checkOptions: CheckOptions = {
     now: () => options.now,
-    dateToleranceMs: 60_000,
+    dateToleranceMs: DEFAULT_DATE_TOLERANCE_MS,
     algorithms: options.algorithms,
     allowDecimalSerial: false,
     keyIdPolicy: "strict",
     redirectUriOptionalPrefixes: [],
-    characterPolicy: { maxCodePoint: 0x10ffff, blockedRanges: [] },
+    characterPolicy: PERMISSIVE_POLICY,
     certificates,
     clientCertificate: { mode: "none", requireSameOrganization: true },
     replayWindowMs: 0,
@@ -392,7 +394,7 @@ function describeSignature(
     request.body !== undefined &&
     !isRejection(parseDigestHeader(digestHeader))
   ) {
-    out.digest = `SHA-256=${createHash("sha256").update(request.body).digest("base64")} (${request.body.length} bytes)`;
+    out.digest = `${computeDigestHeader(request.body)} (${request.body.length} bytes)`;
   }
   const signature = parseSignatureHeader(headerValue(request.headers, "signature"));
   if (isRejection(signature)) return out;

@@ -5,7 +5,7 @@
  * request the backend executes is answered, in order, on the connection it came from.
  */
 
-import { type IncomingMessage, type ServerResponse, STATUS_CODES } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { CharacterPolicy } from "../checks/index.js";
@@ -19,7 +19,7 @@ import {
   runSteps,
   type Step,
 } from "../checks/index.js";
-import { type Rejection, reject, type StatusProfile, statusFor, tppMessagesBody } from "../errors.js";
+import { type Rejection, reject, type StatusProfile } from "../errors.js";
 import type { RequestEvent, RequestObserver } from "../events.js";
 import type { Backend } from "../forward/backend.js";
 import { type BodyInspector, inspectedBody } from "../forward/body.js";
@@ -27,7 +27,7 @@ import { type ForwardCall, type ForwardOutcome, forward } from "../forward/forwa
 import { upstreamRequestHeaders } from "../forward/headers.js";
 import { headerValue } from "../signature/index.js";
 import { characterInspector, digestInspector, sizeInspector } from "./body-inspectors.js";
-import { writeRejection } from "./respond.js";
+import { rawRejection, writeRejection } from "./respond.js";
 
 export interface IdentityHeaderNames {
   readonly organizationId: string;
@@ -218,13 +218,6 @@ class Connection {
 /** How long a closing connection reads and drops what the client still sends. */
 const LINGER_MS = 2_000;
 
-/** A complete HTTP/1.1 refusal for a socket Node's parser gave up on (no ServerResponse exists). */
-function rawRejection(rejection: Rejection, profile: StatusProfile): string {
-  const body = JSON.stringify(tppMessagesBody(rejection));
-  const status = statusFor(rejection.code, profile);
-  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n${body}`;
-}
-
 const CONNECTION = Symbol("psd2-gateway connection");
 type WithConnection = Socket & { [CONNECTION]?: Connection };
 
@@ -258,12 +251,15 @@ class IngressExchange extends CheckContext implements ForwardCall {
       this.req.httpVersionMinor === 1
     ) {
       this.res.shouldKeepAlive = false;
+      // Not a step of the list: these two close the connection, which only the handler can do.
+      this.failedStep = "host";
       this.refuse(reject("FORMAT_ERROR", "malformed HTTP request: no Host header; HTTP/1.1 requires one"));
       return;
     }
     const length = Number(this.headers["content-length"] ?? 0);
     if (length > options.maxBodyBytes) {
       this.res.shouldKeepAlive = false;
+      this.failedStep = "body-size";
       this.refuse(
         reject(
           "PAYLOAD_TOO_LARGE",

@@ -1,14 +1,10 @@
 /** Writing the gateway's own answers: a Berlin Group tppMessages body, status from the one table. Returns the body's size. */
 
-import type { ServerResponse } from "node:http";
+import { type ServerResponse, STATUS_CODES } from "node:http";
 import { type Rejection, type StatusProfile, statusFor, tppMessagesBody } from "../errors.js";
 
-export function writeRejection(
-  res: ServerResponse,
-  rejection: Rejection,
-  profile: StatusProfile,
-  requestId?: string,
-): number {
+/** Status, headers and body of the gateway's own answer: the one shape every refusal takes. */
+function rejectionAnswer(rejection: Rejection, profile: StatusProfile, requestId?: string) {
   const body = JSON.stringify(tppMessagesBody(rejection));
   const headers: Record<string, string | number> = {
     "content-type": "application/json; charset=utf-8",
@@ -17,7 +13,24 @@ export function writeRejection(
   };
   if (requestId !== undefined) headers["x-request-id"] = requestId;
   if (rejection.retryAfterSeconds !== undefined) headers["retry-after"] = rejection.retryAfterSeconds;
-  res.writeHead(statusFor(rejection.code, profile), headers);
+  return { status: statusFor(rejection.code, profile), headers, body };
+}
+
+export function writeRejection(
+  res: ServerResponse,
+  rejection: Rejection,
+  profile: StatusProfile,
+  requestId?: string,
+): number {
+  const { status, headers, body } = rejectionAnswer(rejection, profile, requestId);
+  res.writeHead(status, headers);
   res.end(body);
-  return Buffer.byteLength(body);
+  return headers["content-length"] as number;
+}
+
+/** The same answer as raw HTTP/1.1, for a socket Node's parser gave up on (no ServerResponse exists). */
+export function rawRejection(rejection: Rejection, profile: StatusProfile): string {
+  const { status, headers, body } = rejectionAnswer(rejection, profile);
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${lines.join("")}connection: close\r\n\r\n${body}`;
 }
