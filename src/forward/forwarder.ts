@@ -101,8 +101,10 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (!res.headersSent) {
       this.call.writeRejection(rejection);
     } else {
-      // The backend already answered in part: the only honest thing left is to cut the response.
-      res.destroy();
+      // The backend already answered in part: the only honest thing left is to cut the response,
+      // by closing the connection (lingering, so answers before it on the connection survive).
+      if (res.socket) res.socket.destroySoon();
+      else res.destroy();
     }
     this.finish(res.statusCode, rejection);
   }
@@ -141,7 +143,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (error instanceof BodyRejected) {
       this.fail(error.rejection);
-    } else if (error instanceof ClientAborted || this.call.req.destroyed) {
+    } else if (error instanceof ClientAborted || this.call.req.socket.destroyed) {
+      // The client is gone (its socket, not just the request stream, which ends with its body).
       this.call.res.destroy();
       this.finish(499);
     } else {

@@ -338,7 +338,10 @@ class IngressExchange extends CheckContext implements ForwardCall {
         characterInspector(options.characterPolicy),
       ];
       if (this.digest) inspectors.unshift(digestInspector(this.digest));
-      this.upstreamBody = inspectedBody(this.req, inspectors);
+      // When forwarding stops early (a refusal mid-body, the backend gone), the request must not be
+      // destroyed with it: that would destroy the socket and its RST would drop the answers
+      // before this one. Node reads and drops the rest of the body, then closes lingering.
+      this.upstreamBody = inspectedBody(this.req.iterator({ destroyOnReturn: false }), inspectors);
     }
 
     const outcome = await forward(options.backend, this);

@@ -270,6 +270,38 @@ const MALFORMED: readonly Malformed[] = [
   },
 ];
 
+/**
+ * A busy client: writes `requests`, then keeps writing `more` for a while before it reads anything,
+ * then reads until the gateway closes (or 5 s). A gateway that closes with input unread makes the
+ * kernel reset the connection, which drops the answers the client has not read yet.
+ */
+async function busyClient(
+  gw: TestGateway,
+  requests: readonly string[],
+  more: string,
+): Promise<{ answers: Answer[]; raw: string }> {
+  const socket = await rawConnect(gw);
+  socket.on("error", () => {});
+  socket.pause();
+  for (const r of requests) socket.write(r);
+  await sleep(150);
+  for (let i = 0; i < 5 && !socket.destroyed; i++) {
+    socket.write(more);
+    await sleep(30);
+  }
+  let raw = "";
+  socket.on("data", (chunk: Buffer) => {
+    raw += chunk.toString("latin1");
+  });
+  await new Promise<void>((resolve) => {
+    socket.once("close", () => resolve());
+    setTimeout(resolve, 5_000).unref();
+    socket.resume();
+  });
+  socket.destroy();
+  return { answers: splitResponses(raw).answers, raw };
+}
+
 describe("pipelined requests on one connection", () => {
   const env = useGatewayAndBackend({ config: { verification: { maxBodyBytes: MAX_BODY } } });
 
@@ -304,34 +336,35 @@ describe("pipelined requests on one connection", () => {
       answerEach(backend);
       const first = await good(gw, "acc-0", closing);
       const second = await good(gw, "acc-1");
-      const socket = await rawConnect(gw);
-      socket.on("error", () => {});
-      socket.pause(); // a busy client: nothing is read until it has written everything
-      socket.write(first.bytes);
-      // The gateway answers and closes while the client is still sending: a close with unread
-      // input would make the kernel reset the connection and drop the unread answer.
-      await sleep(150);
-      for (let i = 0; i < 5 && !socket.destroyed; i++) {
-        socket.write(second.bytes);
-        await sleep(30);
-      }
-      let raw = "";
-      socket.on("data", (chunk: Buffer) => {
-        raw += chunk.toString("latin1");
-      });
-      await new Promise<void>((resolve) => {
-        socket.once("close", () => resolve());
-        setTimeout(resolve, 5_000).unref();
-        socket.resume();
-      });
-      socket.destroy();
-      const { answers } = splitResponses(raw);
+      const { answers, raw } = await busyClient(gw, [first.bytes], second.bytes);
       expect(answers.length, raw.slice(0, 200)).toBe(1);
       expect(answers[0]!.headers["x-request-id"]).toBe(first.requestId);
       // Nothing behind the closing answer reached the backend.
       expect(backend.requests.map((r) => r.target).filter((t) => t.includes("acc-1"))).toEqual([]);
     },
   );
+
+  it("a busy client's answers before a request whose backend connection is reset (502) all arrive", async () => {
+    const { gw, backend } = env;
+    answerEach(backend);
+    const first = await good(gw, "acc-0");
+    // A POST: its body stream must not take the client's socket down with the failed upstream call.
+    const body = JSON.stringify({ instructedAmount: { amount: "1.00", currency: "NOK" } });
+    const target = "/v1/payments/norwegian-domestic-credit-transfers/reset";
+    const prepared = await prepareSignedCall({ signer: gw.pki.tppA.qseal, method: "POST", target, body });
+    const reset =
+      rawHead({
+        ...prepared,
+        headers: { ...prepared.headers, "Content-Length": String(Buffer.byteLength(body)) },
+      }) + body;
+    const after = await good(gw, "acc-1");
+    const { answers, raw } = await busyClient(gw, [first.bytes, reset], after.bytes);
+    expect(
+      answers.map((a) => a.status),
+      raw.slice(0, 1200),
+    ).toEqual([200, 502]);
+    expect(answers[0]!.headers["x-request-id"]).toBe(first.requestId);
+  });
 
   it("[slow good, POST with Expect: 100-continue] → the interim 100 comes only after the first answer", async () => {
     const { gw, backend } = env;
