@@ -15,6 +15,7 @@ import type { GatewayConfig } from "../config/schema.js";
 import { DEFECT_CHANNEL, type DefectEvent, TppRegister, TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
+import type { ResponseSigner } from "../forward/forwarder.js";
 import { createIngressHandler } from "../ingress/handler.js";
 import { type Listener, startListener } from "../ingress/listener.js";
 import { type LimitStore, UnattendedAccessPolicy } from "../limits/index.js";
@@ -22,9 +23,12 @@ import { type AdminServer, type ReadinessCheck, startAdminServer } from "../obse
 import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
 import { recordRequest } from "../observability/request-log.js";
+import { RequestSigner } from "../signature/index.js";
 import { FileRegisterSource, HttpRegisterSource, type RegisterSource } from "../trust/register-sources.js";
 import { loadTrustMaterial, type TrustMaterial } from "../trust/trust-material.js";
+import { type Credentials, loadCredentials } from "./credentials.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
+import { drain, Started } from "./started.js";
 import { createLimitStore } from "./store.js";
 
 export interface IngressGateway {
@@ -63,17 +67,6 @@ export interface IngressDependencies {
   readonly clusterWorker?: boolean;
   /** Starts the demo bank when `backend.url` is `sandbox` (the command line supplies it). */
   readonly startDemoBank?: () => Promise<StartedBackend>;
-}
-
-/** What has been started so far, closed in reverse order when a later step fails. */
-class Started {
-  private readonly closers: (() => unknown)[] = [];
-  add(close: () => unknown): void {
-    this.closers.push(close);
-  }
-  async closeAll(): Promise<void> {
-    for (const close of this.closers.reverse()) await Promise.resolve(close()).catch(() => {});
-  }
 }
 
 export async function startIngressGateway(
@@ -227,11 +220,15 @@ async function startComponents(
   if (!deps.store) started.add(() => store.close());
 
   let tlsCertificate = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
+  const signing = config.responseSigning;
+  const qseal = signing ? loadCredentials(signing.qseal, "responseSigning.qseal") : undefined;
+  const qsealSummary = qseal && summaryOf(qseal.certificate);
   const metrics = new GatewayMetrics({
     certificateCache: () => verifier.stats,
     register: () => register.stats,
     store: () => store.stats,
     certificates: () => [
+      ...(qsealSummary ? [{ kind: "qseal" as const, ...qsealSummary }] : []),
       ...(tlsCertificate
         ? [{ kind: "tls" as const, name: tlsCertificate.name, notAfter: tlsCertificate.notAfter }]
         : []),
@@ -314,7 +311,9 @@ async function startComponents(
     onReplayRefused: () => metrics.replayRefusals.inc(),
     ...(unattended ? { unattended } : {}),
   };
+  const responseSigner = signing && qseal ? responseSignerFrom(signing, qseal) : undefined;
   const handler = createIngressHandler({
+    ...(responseSigner ? { responseSigner } : {}),
     checks: requestChecks(checkOptions),
     roles: new RoleTable(verification.roles),
     backend,
@@ -423,19 +422,6 @@ function gatewayOf(
   };
 }
 
-/** Stop accepting, close idle keep-alive connections, let requests in flight finish, then cut the rest. */
-async function drain(server: Server, graceMs: number): Promise<void> {
-  if (!server.listening) return;
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
-  // Connections that finish a request while draining are closed instead of kept alive.
-  const idle = setInterval(() => server.closeIdleConnections(), 100);
-  const force = setTimeout(() => server.closeAllConnections(), graceMs);
-  await closed;
-  clearInterval(idle);
-  clearTimeout(force);
-}
-
 async function startRegisterSources(
   config: GatewayConfig,
   register: TppRegister,
@@ -466,6 +452,30 @@ function throttled<T>(intervalMs: number, f: (value: T) => void): (value: T) => 
   };
 }
 
+/** The bank's response signer: Digest, Date, X-Request-ID and Signature with the bank's QSealC. */
+function responseSignerFrom(
+  signing: NonNullable<GatewayConfig["responseSigning"]>,
+  qseal: Credentials,
+): ResponseSigner {
+  const signer = new RequestSigner({
+    privateKey: qseal.privateKey,
+    certificate: qseal.certificateDer,
+    headers: signing.headers,
+    certificateHeader: { name: signing.certificateHeader },
+    // Header values from undici are one char per byte: keep those bytes.
+    headerEncoding: "latin1",
+  });
+  return {
+    maxBodyBytes: signing.maxBodyBytes,
+    sign(body, headers) {
+      const flat: Record<string, string> = {};
+      for (const [name, value] of Object.entries(headers))
+        flat[name] = Array.isArray(value) ? value.join(", ") : value;
+      return signer.sign({ method: "", target: "", headers: flat, body });
+    },
+  };
+}
+
 interface CertificateSummary {
   readonly name: string;
   readonly notAfter: Date;
@@ -473,7 +483,10 @@ interface CertificateSummary {
 }
 
 function readCertificate(file: string): CertificateSummary {
-  const cert = new X509Certificate(readFileSync(file));
+  return summaryOf(new X509Certificate(readFileSync(file)));
+}
+
+function summaryOf(cert: X509Certificate): CertificateSummary {
   return {
     name: commonName(cert.subject.split("\n").reverse().join(",")),
     notAfter: new Date(cert.validTo),

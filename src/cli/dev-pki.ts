@@ -60,12 +60,16 @@ export interface DevPki {
   readonly unregistered: IssuedCertificate;
   /** A PSD2-looking certificate from a CA nobody trusts. */
   readonly untrusted: IssuedCertificate;
+  /** The demo bank's QSealC (PSD2 role PSP_AS): ingress signs responses with it. */
+  readonly bankQseal: IssuedCertificate;
   readonly paths: {
     readonly trustDir: string;
     readonly register: string;
     readonly crl: string;
     readonly gatewayCert: string;
     readonly gatewayKey: string;
+    readonly bankQseal: string;
+    readonly bankQsealKey: string;
   };
 }
 
@@ -264,6 +268,15 @@ export async function generateDevPki(dir: string, now: number = Date.now()): Pro
     keyUsage: SEAL_USAGE,
     qc: { qcType: "eseal", roles: ["PSP_AI", "PSP_PI"] },
   });
+  const bankQseal = await issue({
+    label: "demo bank QSealC",
+    subject: tppSubject("PSDNO-FSA-DEMOBANK", "psd2-gateway Demo Bank", "Demo Bank QSealC"),
+    issuer: issuingCa,
+    notBefore: new Date(now - DAY),
+    notAfter: new Date(now + 730 * DAY),
+    keyUsage: SEAL_USAGE,
+    qc: { qcType: "eseal", roles: ["PSP_AS"] },
+  });
   const rogueRoot = await selfSignedCa("C=XX, O=Rogue CA, CN=Rogue Root", now);
   const untrusted = await issue({
     label: "untrusted QSealC",
@@ -340,6 +353,13 @@ export async function generateDevPki(dir: string, now: number = Date.now()): Pro
   };
   const registerPath = join(dir, "register.json");
   write(registerPath, `${JSON.stringify(register, null, 2)}\n`);
+  // Written last: its presence says the whole PKI is there (see ensureDevCertificates).
+  const bankDir = join(dir, "bank");
+  mkdirSync(bankDir, { recursive: true });
+  const bankQsealPath = join(bankDir, "bank-qseal.pem");
+  const bankQsealKeyPath = join(bankDir, "bank-qseal.key.pem");
+  write(bankQsealKeyPath, bankQseal.keyPem, true);
+  write(bankQsealPath, bankQseal.pem);
 
   return {
     dir,
@@ -352,6 +372,15 @@ export async function generateDevPki(dir: string, now: number = Date.now()): Pro
     revoked,
     unregistered,
     untrusted,
-    paths: { trustDir, register: registerPath, crl: crlPath, gatewayCert, gatewayKey },
+    bankQseal,
+    paths: {
+      trustDir,
+      register: registerPath,
+      crl: crlPath,
+      gatewayCert,
+      gatewayKey,
+      bankQseal: bankQsealPath,
+      bankQsealKey: bankQsealKeyPath,
+    },
   };
 }

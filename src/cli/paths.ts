@@ -6,3 +6,4 @@ import { fileURLToPath } from "node:url";
 export const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const DEFAULT_CONFIG = join(PACKAGE_ROOT, "config", "default.yaml");
 export const DEV_CERTS_DIR = join(PACKAGE_ROOT, "certs", "dev");
+export const EGRESS_EXAMPLE_CONFIG = join(PACKAGE_ROOT, "config", "egress.example.yaml");

@@ -1,12 +1,13 @@
 /** `psd2-gateway start`: run the gateway of the config's mode until SIGTERM/SIGINT. */
 
 import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { answerReadiness, isPrimary, isWorker, reportStarted, runPrimary } from "../app/cluster.js";
 import { type Gateway, type StartedBackend, startGateway } from "../app.js";
 import { loadConfigFile } from "../config/load.js";
 import { createLogger, type Logger } from "../observability/logger.js";
 import { defineCommand } from "./command.js";
-import { DEFAULT_CONFIG, DEV_CERTS_DIR } from "./paths.js";
+import { DEFAULT_CONFIG, DEV_CERTS_DIR, EGRESS_EXAMPLE_CONFIG } from "./paths.js";
 
 /** Generates the development PKI unless it is there already. */
 export async function ensureDevCertificates(
@@ -14,7 +15,8 @@ export async function ensureDevCertificates(
   force = false,
   out = DEV_CERTS_DIR,
 ): Promise<void> {
-  if (!force && existsSync(`${out}/register.json`)) return;
+  // The newest file the PKI has: an older certs/dev without it is generated again.
+  if (!force && existsSync(`${out}/bank/bank-qseal.pem`)) return;
   log(`generating development certificates in ${out} …`);
   const { generateDevPki } = await import("./dev-pki.js");
   await generateDevPki(out);
@@ -34,7 +36,8 @@ export const startCommand = defineCommand({
 
   --config <file>   the configuration (YAML); default config/default.yaml, the embedded demo:
                     development certificates are generated on first run and the demo bank
-                    is started behind the gateway
+                    is started behind the gateway. A config with mode: egress runs the TPP's
+                    side (config/egress.example.yaml: npm run egress)
 
 Runs until SIGTERM or SIGINT (then drains for shutdown.graceSeconds); SIGHUP reloads certificates,
 trust store, CRLs and the register. Exits 1 when the gateway cannot start (a taken port, a bad
@@ -44,10 +47,11 @@ config key, unreadable certificates), with the reason on stderr.`,
     const file = values.config ?? DEFAULT_CONFIG;
     const usingDefault = values.config === undefined;
     const bootLogger = createLogger(process.env.LOG_LEVEL ?? "info", { pretty: process.stdout.isTTY });
-    if (usingDefault) await ensureDevCertificates((m) => bootLogger.info(m));
+    if (usingDefault || resolve(file) === EGRESS_EXAMPLE_CONFIG)
+      await ensureDevCertificates((m) => bootLogger.info(m));
     const config = loadConfigFile(file);
     const logger = createLogger(config.log.level, { pretty: process.stdout.isTTY });
-    if (config.workers > 1 && isPrimary()) {
+    if (config.mode === "ingress" && config.workers > 1 && isPrimary()) {
       let started: boolean;
       try {
         started = await runPrimary(config, logger);

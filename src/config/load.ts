@@ -4,7 +4,14 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import type { z } from "zod";
-import { type GatewayConfig, parseConfig } from "./schema.js";
+import {
+  type AnyGatewayConfig,
+  type EgressConfig,
+  type GatewayConfig,
+  logSchema,
+  parseConfig,
+  parseEgressConfig,
+} from "./schema.js";
 
 export class ConfigError extends Error {}
 
@@ -24,17 +31,37 @@ export function validateConfig(raw: unknown, source = "configuration", baseDir?:
   return parsed.data;
 }
 
+export function validateEgressConfig(raw: unknown, source = "configuration", baseDir?: string): EgressConfig {
+  const parsed = parseEgressConfig(raw, baseDir);
+  if (!parsed.success) throw new ConfigError(explain(parsed.error, source));
+  return parsed.data;
+}
+
+/** Either mode's config, by its `mode` key (ingress when absent). */
+export function validateAnyConfig(
+  raw: unknown,
+  source = "configuration",
+  baseDir?: string,
+): AnyGatewayConfig {
+  const mode = (raw as { mode?: unknown } | null)?.mode;
+  return mode === "egress"
+    ? validateEgressConfig(raw, source, baseDir)
+    : validateConfig(raw, source, baseDir);
+}
+
 /** Applies the few overrides operators expect from the environment. */
-function applyEnvironment(config: GatewayConfig, env: NodeJS.ProcessEnv): GatewayConfig {
+function applyEnvironment<C extends AnyGatewayConfig>(config: C, env: NodeJS.ProcessEnv): C {
   const level = env.LOG_LEVEL;
   if (level) {
-    const checked = validateConfig({ ...config, log: { level } }, "LOG_LEVEL");
-    return { ...config, log: checked.log };
+    const parsed = logSchema.safeParse({ level });
+    if (!parsed.success)
+      throw new ConfigError(explain(parsed.error, "LOG_LEVEL").replace("level", "LOG_LEVEL"));
+    return { ...config, log: parsed.data };
   }
   return config;
 }
 
-export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): GatewayConfig {
+export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.env): AnyGatewayConfig {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -47,6 +74,6 @@ export function loadConfigFile(file: string, env: NodeJS.ProcessEnv = process.en
   } catch (error) {
     throw new ConfigError(`configuration file ${file} is not valid YAML: ${(error as Error).message}`);
   }
-  const config = validateConfig(raw ?? {}, file, dirname(resolve(file)));
+  const config = validateAnyConfig(raw ?? {}, file, dirname(resolve(file)));
   return applyEnvironment(config, env);
 }

@@ -214,9 +214,56 @@ const store = z
     path: ["url"],
   });
 
+/** A key and its certificate: PEM files, or a PKCS#12 bundle whose password is in an env variable or a file. */
+const credentials = z
+  .object({
+    cert: path.optional().describe("PEM: the certificate, then its chain"),
+    key: path.optional().describe("PEM: its private key"),
+    p12: path.optional().describe("PKCS#12 bundle (.p12/.pfx) with key and certificate"),
+    passwordEnv: z.string().min(1).optional(),
+    passwordFile: path.optional(),
+  })
+  .strict()
+  .refine((c) => (c.p12 !== undefined ? c.cert === undefined && c.key === undefined : c.cert && c.key), {
+    message: "give cert and key (PEM files), or p12 (a PKCS#12 bundle), not both",
+  });
+
+/** A header name as it is written on the wire (case kept: some verifiers compare it as text). */
+const wireHeaderName = z.string().regex(/^[A-Za-z0-9-]+$/, "an HTTP header name (letters, digits and '-')");
+/**
+ * Ingress signs the backend's responses with the bank's QSealC (SPEC 5.10): Digest over the body,
+ * Date and X-Request-ID, and the Signature over them. The body is held to be hashed: a response
+ * over maxBodyBytes is answered 502, never sent unsigned.
+ */
+const responseSigning = z
+  .object({
+    qseal: credentials,
+    certificateHeader: wireHeaderName.default("ASPSP-Signature-Certificate"),
+    /** Signed when the response carries them, in this order. */
+    headers: z
+      .array(z.string().regex(/^[a-z0-9-]+$/, "a lower-case header name"))
+      .min(1)
+      .default(["date", "digest", "x-request-id"]),
+    maxBodyBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(1024 * 1024),
+  })
+  .strict();
+
+export const logSchema = z
+  .object({
+    level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  })
+  .strict()
+  .prefault({});
+
 export const configSchema = z
   .object({
-    mode: z.literal("ingress").default("ingress"),
+    mode: z
+      .literal("ingress", "mode is ingress (the bank's side) or egress (the TPP's side)")
+      .default("ingress"),
     listen: listen.prefault({}),
     backend: backend.prefault({}),
     verification: verification.prefault({}),
@@ -225,6 +272,8 @@ export const configSchema = z
     cache: cache.prefault({}),
     identityHeaders: identityHeaders.prefault({}),
     replay: replay.prefault({}),
+    /** Absent: responses pass unsigned. */
+    responseSigning: responseSigning.optional(),
     limits: z
       .object({ unattended: unattended.prefault({}) })
       .strict()
@@ -232,12 +281,7 @@ export const configSchema = z
     store: store.prefault({}),
     /** Processes to run (node:cluster); more than 1 needs the redis store, or limits would split between them. */
     workers: z.number().int().min(1).max(64).default(1),
-    log: z
-      .object({
-        level: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
-      })
-      .strict()
-      .prefault({}),
+    log: logSchema,
     /** The operations listener: /metrics, /healthz, /readyz. Keep it off the TPP-facing network. */
     admin: z
       .object({
@@ -268,11 +312,183 @@ export const configSchema = z
 export type GatewayConfig = z.output<typeof configSchema>;
 export type GatewayConfigInput = z.input<typeof configSchema>;
 
+// ---------------------------------------------------------------------------------------------
+// Egress mode: the TPP's side. Plain HTTP from the TPP's application on loopback, one bank profile
+// per bank, each with its QWAC, its QSealC and the signing rules that bank wants.
+
+const signedHeaderName = z
+  .string()
+  .regex(/^(\(request-target\)|[a-z0-9-]+)$/, "a lower-case header name or (request-target)");
+
+export const DEFAULT_SIGNED_HEADERS = [
+  "(request-target)",
+  "date",
+  "digest",
+  "x-request-id",
+  "psu-id",
+  "psu-corporate-id",
+  "tpp-redirect-uri",
+];
+
+/** How one bank wants requests signed (BANK-QUIRKS.md); every default is SPEC 5. */
+const signingRules = z
+  .object({
+    /** Signing order; each is signed when the request carries it, (request-target) always. */
+    headers: z.array(signedHeaderName).min(1).default(DEFAULT_SIGNED_HEADERS),
+    algorithm: z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256"]).optional(),
+    /** The token written in the Signature header when the bank wants another (`SHA256withRSA`, `hs2019`). */
+    algorithmToken: z
+      .string()
+      .regex(/^[A-Za-z0-9-]+$/)
+      .optional(),
+    keyId: z
+      .object({
+        serial: z.enum(["upper-hex", "lower-hex", "decimal"]).default("upper-hex"),
+        issuerSeparator: z.enum([",", ", "]).default(","),
+        spaces: z.enum(["keep", "percent-20"]).default("keep"),
+        /** A fixed keyId instead of SN=…,CA=… (a bank that uses the OAuth client id). */
+        value: z.string().min(1).optional(),
+      })
+      .strict()
+      .prefault({}),
+    digest: z
+      .object({
+        algorithms: z
+          .array(z.enum(["sha-256", "sha-512"]))
+          .min(1)
+          .default(["sha-256"]),
+        token: z.enum(["upper", "lower"]).default("upper"),
+        emptyBody: z.enum(["hash", "omit"]).default("hash"),
+      })
+      .strict()
+      .prefault({}),
+    certificateHeader: z
+      .object({
+        name: wireHeaderName.default("TPP-Signature-Certificate"),
+        format: z.enum(["base64-der", "pem", "base64-pem"]).default("base64-der"),
+      })
+      .strict()
+      .prefault({}),
+  })
+  .strict();
+
+/** Checking the bank's signed responses. */
+const responseVerification = z
+  .object({
+    /** `off`, `advisory` (log and count a failure, pass the response on) or `enforce` (502 instead). */
+    mode: z.enum(["off", "advisory", "enforce"]).default("off"),
+    /** CA certificates (PEM) the bank's QSealC must chain to. */
+    caDir: path.optional(),
+    crlDir: path.optional(),
+    certificateHeader: headerName.default("aspsp-signature-certificate"),
+    dateToleranceSeconds: seconds(60),
+    algorithms: z
+      .array(z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256", "hs2019"]))
+      .min(1)
+      .default(["rsa-sha256"]),
+    /** A response body larger than this cannot be checked: 502 under enforce, unchecked under advisory. */
+    maxBodyBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(1024 * 1024),
+  })
+  .strict()
+  .refine((r) => r.mode === "off" || r.caDir !== undefined, {
+    message: "response verification needs caDir (the CAs the bank's signing certificate chains to)",
+    path: ["caDir"],
+  });
+
+const bankProfile = z
+  .object({
+    /** Names the bank in metrics, logs and the gateway's own error texts. */
+    name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, "lower-case letters, digits, '-' and '_'"),
+    /** Requests under this path prefix (whole segments) go to this bank, with the prefix removed. */
+    prefix: z
+      .string()
+      .regex(/^\/[^?#]*[^/?#]$/, "a path such as /demo, without a trailing slash")
+      .optional(),
+    /** Requests with this Host (port ignored) go to this bank. */
+    host: z.string().min(1).optional(),
+    /** The bank's API base URL; its path is put before the request's path. */
+    url: z.url({ protocol: /^https?$/ }),
+    /** CA (PEM) for the bank's TLS server certificate; default the system's CAs. */
+    ca: path.optional(),
+    /** The QWAC, presented for mutual TLS. */
+    qwac: credentials.optional(),
+    /** The QSealC that signs every request. */
+    qseal: credentials,
+    /** Added to every request to this bank that does not carry them (TPP-Redirect-URI, …); signed like the rest. */
+    defaultHeaders: z.record(wireHeaderName, z.string()).default({}),
+    signing: signingRules.prefault({}),
+    responses: responseVerification.prefault({}),
+    timeoutSeconds: seconds(30),
+    connections: z.number().int().positive().default(32),
+  })
+  .strict()
+  .refine((b) => b.prefix !== undefined || b.host !== undefined, {
+    message: "a bank profile needs a prefix or a host to be reached by",
+  });
+
+const sharedOperations = {
+  log: logSchema,
+  admin: z
+    .object({
+      enabled: z.boolean().default(true),
+      host: z.string().default("127.0.0.1"),
+      port: z.number().int().min(0).max(65535).default(9091),
+    })
+    .strict()
+    .prefault({}),
+  shutdown: configSchema.shape.shutdown,
+};
+
+export const egressConfigSchema = z
+  .object({
+    mode: z.literal("egress"),
+    listen: z
+      .object({
+        host: z.string().default("127.0.0.1"),
+        port: z.number().int().min(0).max(65535).default(8090),
+        /** A Unix socket instead of host and port. */
+        socket: path.optional(),
+        requestTimeoutSeconds: seconds(30),
+        keepAliveTimeoutSeconds: seconds(65),
+      })
+      .strict()
+      .prefault({}),
+    /** A request body larger than this is refused with 413 before anything is signed or sent. */
+    maxBodyBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(1024 * 1024),
+    banks: z
+      .array(bankProfile)
+      .min(1)
+      .refine((banks) => new Set(banks.map((b) => b.name)).size === banks.length, "bank names must differ"),
+    ...sharedOperations,
+  })
+  .strict();
+
+export type EgressConfig = z.output<typeof egressConfigSchema>;
+export type BankProfileConfig = EgressConfig["banks"][number];
+export type CredentialsConfig = z.output<typeof credentials>;
+export type AnyGatewayConfig = GatewayConfig | EgressConfig;
+
 /** Validates `raw`; relative file paths become absolute, relative to `dir` (the config file's folder). */
 export function parseConfig(raw: unknown, dir?: string) {
+  return withBaseDir(dir, () => configSchema.safeParse(raw));
+}
+
+export function parseEgressConfig(raw: unknown, dir?: string) {
+  return withBaseDir(dir, () => egressConfigSchema.safeParse(raw));
+}
+
+function withBaseDir<T>(dir: string | undefined, parse: () => T): T {
   baseDir = dir;
   try {
-    return configSchema.safeParse(raw);
+    return parse();
   } finally {
     baseDir = undefined;
   }

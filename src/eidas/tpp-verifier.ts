@@ -5,6 +5,7 @@
 
 import { isRejection, Rejection, reject } from "../errors.js";
 import type { KeyIdTarget } from "../signature/keyid.js";
+import { firstAttributeValue } from "../x500/name.js";
 import {
   CERTIFICATE_HEADER,
   decodeCertificateHeader,
@@ -34,7 +35,11 @@ export interface TrustedTpp {
 export interface TppVerifierOptions {
   readonly trustStore: () => TrustStore;
   readonly revocation: () => RevocationChecker;
-  readonly register: TppRegister;
+  /**
+   * The TPP register; without one (a bank's certificate checked by egress mode) the name and
+   * roles come from the certificate alone.
+   */
+  readonly register?: TppRegister;
   readonly now?: () => number;
   readonly cacheTtlMs: number;
   readonly failureTtlMs: number;
@@ -82,7 +87,7 @@ export class TppVerifier {
    */
   verify(headerValue: string): TrustedTpp | Rejection | Promise<TrustedTpp | Rejection> {
     // A stale register fails every request closed, cached verdicts included.
-    const stale = this.options.register.freshnessRefusal();
+    const stale = this.options.register?.freshnessRefusal();
     if (stale) return stale;
     if (typeof headerValue !== "string") return decodeCertificateHeader(undefined) as Rejection;
     return this.cache.get(headerValue, () => this.computeGuarded(headerValue));
@@ -141,7 +146,12 @@ export class TppVerifier {
   private finish(certificate: ParsedCertificate, revoked: Rejection | undefined): Verdict<TrustedTpp> {
     if (revoked) return this.refusal(revoked);
     const organizationId = certificate.organizationIdentifier!;
-    const entry = this.options.register.lookup(organizationId, certificate.sha256Fingerprint);
+    const entry = this.options.register
+      ? this.options.register.lookup(organizationId, certificate.sha256Fingerprint)
+      : {
+          name: firstAttributeValue(certificate.subject, "2.5.4.10") ?? organizationId,
+          roles: certificate.psd2Roles,
+        };
     // A stale or missing register is a passing condition of the bank's: never cache it.
     if (isRejection(entry)) return this.refusal(entry, entry.code !== "SERVICE_UNAVAILABLE");
     const roles = new Set<Psd2Role>(certificate.psd2Roles.filter((r) => entry.roles.includes(r)));

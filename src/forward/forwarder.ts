@@ -12,6 +12,22 @@ import type { Backend } from "./backend.js";
 import { BodyRejected, ClientAborted } from "./body.js";
 import { downstreamResponseHeaders } from "./headers.js";
 
+/**
+ * Signs a response before it goes out (ingress `responseSigning`): the body is held, up to
+ * `maxBodyBytes`, because its Digest is signed; a larger response is refused, never sent unsigned.
+ */
+export interface ResponseSigner {
+  readonly maxBodyBytes: number;
+  /** The headers to add to the response (Digest, Date, X-Request-ID, Signature, the certificate). */
+  sign(body: Buffer, headers: Readonly<Record<string, string | string[]>>): Promise<Record<string, string>>;
+}
+
+/** The step name the gateway's refusals of a response carry (access log, rejections metric). */
+export const RESPONSE_SIGNING_STEP = "response-signing";
+
+/** Thrown into undici to stop reading a response that is too large to sign. */
+class ResponseTooLarge extends Error {}
+
 /** What the forwarder needs from the mode that calls it (ingress or egress). */
 export interface ForwardCall {
   readonly req: IncomingMessage;
@@ -28,6 +44,7 @@ export interface ForwardCall {
   writeRejection(rejection: Rejection): number;
   /** Called just before the response head is written (the caller may still change keep-alive). */
   beforeHead(): void;
+  readonly responseSigner?: ResponseSigner | undefined;
 }
 
 export interface ForwardOutcome {
@@ -35,6 +52,8 @@ export interface ForwardOutcome {
   readonly status: number;
   /** Set when the gateway answered instead of the backend. */
   readonly rejection?: Rejection;
+  /** Set when that answer came from a step after the backend's (response signing). */
+  readonly step?: string;
   /** Milliseconds from dispatch to the backend's response headers. */
   readonly upstreamMs?: number;
   readonly bytesOut: number;
@@ -62,6 +81,10 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private bytesOut = 0;
   private settled = false;
   private controller: Dispatcher.DispatchController | undefined = undefined;
+  /** A response held back to be signed: its status, headers and body so far. */
+  private held:
+    | { status: number; headers: Record<string, string | string[]>; chunks: Buffer[]; size: number }
+    | undefined = undefined;
   private resolve!: (outcome: ForwardOutcome) => void;
   readonly outcome: Promise<ForwardOutcome>;
 
@@ -82,18 +105,19 @@ class Forwarding implements Dispatcher.DispatchHandler {
     res.on("drain", () => this.controller?.resume());
   }
 
-  private finish(status: number, rejection?: Rejection): void {
+  private finish(status: number, rejection?: Rejection, step?: string): void {
     if (this.settled) return;
     this.settled = true;
     this.resolve({
       status,
       bytesOut: this.bytesOut,
       ...(rejection ? { rejection } : {}),
+      ...(step ? { step } : {}),
       ...(this.upstreamMs !== undefined ? { upstreamMs: this.upstreamMs } : {}),
     });
   }
 
-  private fail(rejection: Rejection): void {
+  private fail(rejection: Rejection, step?: string): void {
     const { res } = this.call;
     // The client may still be sending a body nobody reads: answer, then close the connection.
     res.shouldKeepAlive = false;
@@ -106,7 +130,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
       if (res.socket) res.socket.destroySoon();
       else res.destroy();
     }
-    this.finish(res.statusCode, rejection);
+    this.finish(res.statusCode, rejection, step);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -122,6 +146,10 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.upstreamMs = performance.now() - this.started;
     const out = downstreamResponseHeaders(headers);
     this.call.addResponseHeaders(out);
+    if (this.call.responseSigner) {
+      this.held = { status: statusCode, headers: out, chunks: [], size: 0 };
+      return;
+    }
     this.call.beforeHead();
     try {
       this.call.res.writeHead(statusCode, out);
@@ -131,17 +159,72 @@ class Forwarding implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const held = this.held;
+    if (held) {
+      held.size += chunk.length;
+      if (held.size > this.call.responseSigner!.maxBodyBytes) {
+        if (!controller.aborted) controller.abort(new ResponseTooLarge());
+        return;
+      }
+      held.chunks.push(chunk);
+      return;
+    }
     this.bytesOut += chunk.length;
     if (!this.call.res.write(chunk)) controller.pause();
   }
 
   onResponseEnd(): void {
+    if (this.held) {
+      void this.signAndSend(this.held);
+      return;
+    }
     this.call.res.end();
     this.finish(this.call.res.statusCode);
   }
 
+  private async signAndSend(held: NonNullable<Forwarding["held"]>): Promise<void> {
+    const body = Buffer.concat(held.chunks, held.size);
+    let signed: Record<string, string>;
+    try {
+      signed = await this.call.responseSigner!.sign(body, held.headers);
+    } catch (error) {
+      return this.fail(
+        reject(
+          "BAD_GATEWAY",
+          `the bank's response could not be signed (${(error as Error).message}); it is never sent unsigned`,
+        ),
+        RESPONSE_SIGNING_STEP,
+      );
+    }
+    if (this.settled) return; // the client went away while the response was signed
+    const { res } = this.call;
+    const headers = held.headers;
+    for (const [name, value] of Object.entries(signed)) {
+      delete headers[name.toLowerCase()];
+      headers[name] = value;
+    }
+    headers["content-length"] = String(body.length);
+    this.call.beforeHead();
+    try {
+      res.writeHead(held.status, headers);
+    } catch {
+      return this.fail(reject("BAD_GATEWAY", "the bank's backend answered with invalid response headers"));
+    }
+    this.bytesOut = body.length;
+    res.end(body);
+    this.finish(held.status);
+  }
+
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
-    if (error instanceof BodyRejected) {
+    if (error instanceof ResponseTooLarge) {
+      this.fail(
+        reject(
+          "BAD_GATEWAY",
+          `the bank's response is larger than ${this.call.responseSigner!.maxBodyBytes} bytes (responseSigning.maxBodyBytes) and cannot be signed; it is never sent unsigned`,
+        ),
+        RESPONSE_SIGNING_STEP,
+      );
+    } else if (error instanceof BodyRejected) {
       this.fail(error.rejection);
     } else if (error instanceof ClientAborted || this.call.req.socket.destroyed) {
       // The client is gone (its socket, not just the request stream, which ends with its body).

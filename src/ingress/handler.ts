@@ -23,11 +23,11 @@ import { type Rejection, reject, type StatusProfile } from "../errors.js";
 import type { RequestEvent, RequestObserver } from "../events.js";
 import type { Backend } from "../forward/backend.js";
 import { type BodyInspector, inspectedBody } from "../forward/body.js";
-import { type ForwardCall, type ForwardOutcome, forward } from "../forward/forwarder.js";
+import { type ForwardCall, type ForwardOutcome, forward, type ResponseSigner } from "../forward/forwarder.js";
 import { upstreamRequestHeaders } from "../forward/headers.js";
+import { rawRejection, writeRejection } from "../forward/respond.js";
 import { headerValue } from "../signature/index.js";
 import { characterInspector, digestInspector, sizeInspector } from "./body-inspectors.js";
-import { rawRejection, writeRejection } from "./respond.js";
 
 export interface IdentityHeaderNames {
   readonly organizationId: string;
@@ -54,6 +54,8 @@ export interface HandlerOptions {
   readonly onStoreError?: (error: unknown) => void;
   /** Called once per request with what happened, for logs and metrics. */
   readonly onRequest?: RequestObserver;
+  /** Signs the backend's responses (config `responseSigning`). */
+  readonly responseSigner?: ResponseSigner;
 }
 
 /** What the handler shares between requests: options and the set of headers a client may not send. */
@@ -314,6 +316,10 @@ class IngressExchange extends CheckContext implements ForwardCall {
   }
 
   /** While draining every answer closes its connection, so no new request arrives on it. */
+  get responseSigner(): ResponseSigner | undefined {
+    return this.ingress.options.responseSigner;
+  }
+
   beforeHead(): void {
     if (this.ingress.options.draining?.()) this.res.shouldKeepAlive = false;
   }
@@ -361,6 +367,7 @@ class IngressExchange extends CheckContext implements ForwardCall {
   }
 
   private forwarded(outcome: ForwardOutcome): void {
+    if (outcome.step) this.failedStep = outcome.step;
     this.done(outcome.status, outcome.bytesOut, outcome.rejection?.code, outcome.upstreamMs);
   }
 

@@ -10,8 +10,8 @@ import {
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { reject } from "../errors.js";
+import { writeRejection } from "../forward/respond.js";
 import type { IngressHandler } from "./handler.js";
-import { writeRejection } from "./respond.js";
 
 export interface ListenerOptions {
   readonly host: string;

@@ -25,6 +25,26 @@ export interface MetricSources {
   readonly now?: () => number;
 }
 
+/** Seconds to expiry of the gateway's own certificates and trusted CAs, read at scrape time (both modes). */
+export function certificateExpiryGauge(
+  registry: Registry,
+  certificates: MetricSources["certificates"],
+  now: () => number,
+): void {
+  new Gauge({
+    name: "psd2_gateway_certificate_expiry_seconds",
+    help: "Seconds until the gateway's own certificates (tls, qseal, qwac) and trusted CAs (ca) expire",
+    labelNames: ["kind", "name"] as const,
+    registers: [registry],
+    collect() {
+      if (!certificates) return;
+      this.reset();
+      for (const c of certificates())
+        this.set({ kind: c.kind, name: c.name }, (c.notAfter.getTime() - now()) / 1000);
+    },
+  });
+}
+
 export class GatewayMetrics {
   readonly registry = new Registry();
 
@@ -178,19 +198,7 @@ export class GatewayMetrics {
       from(store, (s) => s.evictions),
     );
 
-    const certificates = sources.certificates;
-    new Gauge({
-      name: "psd2_gateway_certificate_expiry_seconds",
-      help: "Seconds until the gateway's own certificates (tls, qseal, qwac) and trusted CAs (ca) expire",
-      labelNames: ["kind", "name"] as const,
-      registers,
-      collect() {
-        if (!certificates) return;
-        this.reset();
-        for (const c of certificates())
-          this.set({ kind: c.kind, name: c.name }, (c.notAfter.getTime() - now()) / 1000);
-      },
-    });
+    certificateExpiryGauge(this.registry, sources.certificates, now);
   }
 
   metrics(): Promise<string> {

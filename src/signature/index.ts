@@ -34,6 +34,7 @@ export {
   buildKeyId,
   expectedKeyId,
   type KeyIdOptions,
+  type KeyIdSpelling,
   type KeyIdTarget,
   keyIdTargetFromDer,
   matchKeyId,
@@ -44,6 +45,9 @@ export {
 export { type VerifyRequestOptions, verifyRequestSignature, verifySignatureOver } from "./request.js";
 export { decodeEncodedWords, encodeIfNeeded } from "./rfc2047.js";
 export {
+  CERTIFICATE_HEADER_NAME,
+  type CertificateHeaderFormat,
+  formatCertificateHeader,
   RequestSigner,
   type RequestToSign,
   type SignedHeaders,

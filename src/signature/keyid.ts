@@ -22,8 +22,28 @@ export function keyIdTargetFromDer(der: Uint8Array): KeyIdTarget {
 }
 
 /** `SN=8E5C660AD95E4DBF,CA=CN=Adorsys,OU=Adorsys,…`: what a TPP puts in keyId for its certificate. */
-export function buildKeyId(target: KeyIdTarget): string {
-  return `SN=${serialToHex(target.serial)},CA=${formatRfc2253(target.issuer)}`;
+/**
+ * How a signer writes its keyId. SPEC 5.3 is upper-case hex and RFC 2253; banks' verifiers that
+ * compare the keyId as text want other spellings (BANK-QUIRKS.md: lower-case hex, Java's `, `
+ * between RDNs, spaces as `%20`).
+ */
+export interface KeyIdSpelling {
+  readonly serial?: "upper-hex" | "lower-hex" | "decimal";
+  readonly issuerSeparator?: "," | ", ";
+  readonly spaces?: "keep" | "percent-20";
+}
+
+export function buildKeyId(target: KeyIdTarget, spelling: KeyIdSpelling = {}): string {
+  const hex = serialToHex(target.serial);
+  const serial =
+    spelling.serial === "lower-hex"
+      ? hex.toLowerCase()
+      : spelling.serial === "decimal"
+        ? serialToBigInt(target.serial).toString(10)
+        : hex;
+  const issuer = formatRfc2253(target.issuer, spelling.issuerSeparator ?? ",");
+  const keyId = `SN=${serial},CA=${issuer}`;
+  return spelling.spaces === "percent-20" ? keyId.replaceAll(" ", "%20") : keyId;
 }
 
 export interface KeyIdOptions {

@@ -9,7 +9,7 @@ import { type AlgorithmName, defaultAlgorithmFor } from "./algorithms.js";
 import { formatHttpDate } from "./date.js";
 import { computeDigestHeader, type DigestAlgorithm } from "./digest.js";
 import { formatSignatureHeader } from "./header.js";
-import { buildKeyId, keyIdTargetFromDer } from "./keyid.js";
+import { buildKeyId, type KeyIdSpelling, keyIdTargetFromDer } from "./keyid.js";
 import { encodeIfNeeded } from "./rfc2047.js";
 import { buildSigningString, ELIGIBLE_HEADERS, type HeaderMap } from "./signing-string.js";
 
@@ -19,11 +19,28 @@ export interface SignerOptions {
   readonly certificate: Uint8Array;
   /** Defaults to `rsa-sha256` for RSA keys, `ecdsa-sha256` for EC keys. */
   readonly algorithm?: Exclude<AlgorithmName, "hs2019">;
-  /** Defaults to `SN=<serial>,CA=<issuer RFC 2253>` from the certificate. */
+  /** Defaults to `SN=<serial>,CA=<issuer RFC 2253>` from the certificate, spelt per `keyIdSpelling`. */
   readonly keyId?: string;
+  readonly keyIdSpelling?: KeyIdSpelling;
   /** Also sign `(request-target)` (method, path and query). Default true: SPEC 5.5 allows it and it binds the path. */
   readonly signRequestTarget?: boolean;
+  /**
+   * The headers to sign, in signing order; each is signed when the request carries it, and
+   * `(request-target)` always when listed. Default: `(request-target)` (see signRequestTarget)
+   * and then SPEC 5.5's eligible headers.
+   */
+  readonly headers?: readonly string[];
+  /** The algorithm as written in the Signature header (`SHA256withRSA`, `hs2019`); default the algorithm's name. */
+  readonly algorithmToken?: string;
   readonly digestAlgorithm?: DigestAlgorithm;
+  /** Several values (`SHA-256=…,SHA-512=…`); overrides digestAlgorithm. */
+  readonly digestAlgorithms?: readonly DigestAlgorithm[];
+  /** `SHA-256` (RFC 3230, the default) or `sha-256`, as some banks' documentation writes it. */
+  readonly digestToken?: "upper" | "lower";
+  /** A request without a body: Digest of zero bytes (Berlin Group, the default) or no Digest at all. */
+  readonly digestOnEmptyBody?: "hash" | "omit";
+  /** The certificate header: its name and how the certificate is written in it. */
+  readonly certificateHeader?: { readonly name?: string; readonly format?: CertificateHeaderFormat };
   readonly clock?: () => number;
   /**
    * How a header value given as a JS string becomes bytes on the wire: `utf-8` (the default) or
@@ -45,9 +62,17 @@ export interface RequestToSign {
 }
 
 /**
+ * How the certificate is written in its header: base64 of the DER (Berlin Group, the default),
+ * the PEM text on one line (BEGIN/END lines kept, no line breaks), or base64 of the PEM text.
+ */
+export type CertificateHeaderFormat = "base64-der" | "pem" | "base64-pem";
+
+/**
  * The headers a signed request must carry, in the spelling the Berlin Group uses, plus each of the
  * caller's signed headers whose value is not plain ASCII, as its wire form: a string of one char
  * per byte, which Node and undici write out byte for byte. Send these over your own headers.
+ * `Digest` and `TPP-Signature-Certificate` are there under the default options; signing rules may
+ * leave Digest out for an empty body or name the certificate header otherwise.
  */
 export interface SignedHeaders {
   Date: string;
@@ -56,6 +81,18 @@ export interface SignedHeaders {
   Signature: string;
   "TPP-Signature-Certificate": string;
   [signedHeader: string]: string;
+}
+
+export const CERTIFICATE_HEADER_NAME = "TPP-Signature-Certificate";
+
+/** The certificate header's value in one of the forms banks ask for. */
+export function formatCertificateHeader(der: Uint8Array, format: CertificateHeaderFormat): string {
+  const base64 = Buffer.from(der).toString("base64");
+  if (format === "base64-der") return base64;
+  if (format === "pem") return `-----BEGIN CERTIFICATE-----${base64}-----END CERTIFICATE-----`;
+  const lines = base64.match(/.{1,64}/g) ?? [];
+  const pem = `-----BEGIN CERTIFICATE-----\n${lines.join("\n")}\n-----END CERTIFICATE-----\n`;
+  return Buffer.from(pem).toString("base64");
 }
 
 const NOT_ASCII = /[^\x00-\x7f]/;
@@ -91,13 +128,37 @@ export class RequestSigner {
   readonly certificateBase64: string;
   readonly algorithm: Exclude<AlgorithmName, "hs2019">;
   private readonly options: SignerOptions;
+  private readonly order: readonly string[];
+  private readonly certificateHeaderName: string;
+  private readonly certificateHeaderValue: string;
+  private readonly digestAlgorithms: readonly DigestAlgorithm[];
 
   constructor(options: SignerOptions) {
     this.options = options;
     this.algorithm =
       options.algorithm ?? (defaultAlgorithmFor(options.privateKey) as Exclude<AlgorithmName, "hs2019">);
-    this.keyId = options.keyId ?? buildKeyId(keyIdTargetFromDer(options.certificate));
+    this.keyId = options.keyId ?? buildKeyId(keyIdTargetFromDer(options.certificate), options.keyIdSpelling);
     this.certificateBase64 = Buffer.from(options.certificate).toString("base64");
+    this.order = (
+      options.headers ?? [
+        ...((options.signRequestTarget ?? true) ? ["(request-target)"] : []),
+        ...ELIGIBLE_HEADERS,
+      ]
+    ).map((name) => name.toLowerCase());
+    this.certificateHeaderName = options.certificateHeader?.name ?? CERTIFICATE_HEADER_NAME;
+    this.certificateHeaderValue = formatCertificateHeader(
+      options.certificate,
+      options.certificateHeader?.format ?? "base64-der",
+    );
+    this.digestAlgorithms = options.digestAlgorithms ?? [options.digestAlgorithm ?? "sha-256"];
+  }
+
+  /** The Digest header for these bytes under the signer's rules; undefined when it is left out. */
+  digestFor(body: Uint8Array | string): string | undefined {
+    if (body.length === 0 && this.options.digestOnEmptyBody === "omit") return undefined;
+    const value = this.digestAlgorithms.map((a) => computeDigestHeader(body, a)).join(",");
+    // Only the algorithm token changes case: base64 is case-sensitive.
+    return this.options.digestToken === "lower" ? value.replace(/SHA-(256|512)=/g, "sha-$1=") : value;
   }
 
   /** The headers to add to the request; existing X-Request-ID and Date are kept. */
@@ -110,12 +171,14 @@ export class RequestSigner {
       if (value === undefined) continue;
       const wire = wireValue(value, encoding);
       lower[name.toLowerCase()] = wire;
-      if (NOT_ASCII.test(value) && ELIGIBLE_HEADERS.includes(name.toLowerCase())) rewritten[name] = wire;
+      if (NOT_ASCII.test(value) && this.order.includes(name.toLowerCase())) rewritten[name] = wire;
     }
     const now = (this.options.clock ?? Date.now)();
     lower.date ??= formatHttpDate(now);
     lower["x-request-id"] ??= randomUUID();
-    lower.digest = computeDigestHeader(request.body ?? "", this.options.digestAlgorithm);
+    const digest = this.digestFor(request.body ?? "");
+    if (digest === undefined) delete lower.digest;
+    else lower.digest = digest;
 
     if (/[^\x00-\xff]/.test(request.target)) {
       // Node's client refuses to send it, undici would drop each char's high byte: never what was signed.
@@ -123,8 +186,7 @@ export class RequestSigner {
         `target '${request.target.slice(0, 80)}' holds a character above U+00FF; percent-encode it (RFC 3986) and sign what you send`,
       );
     }
-    const signed = ELIGIBLE_HEADERS.filter((name) => lower[name] !== undefined);
-    if (this.options.signRequestTarget ?? true) signed.unshift("(request-target)");
+    const signed = this.order.filter((name) => name === "(request-target)" || lower[name] !== undefined);
     const signingString = buildSigningString(signed, {
       method: request.method,
       target: request.target,
@@ -140,18 +202,19 @@ export class RequestSigner {
     );
     const header = formatSignatureHeader({
       keyId: this.keyId,
-      algorithm: this.algorithm,
+      algorithm: this.options.algorithmToken ?? this.algorithm,
       headers: signed,
       signature: signature.toString("base64"),
     });
-    return {
+    const out: Record<string, string> = {
       ...rewritten,
       Date: lower.date,
-      Digest: lower.digest,
+      ...(lower.digest !== undefined ? { Digest: lower.digest } : {}),
       "X-Request-ID": lower["x-request-id"],
       Signature: encodeIfNeeded(header),
-      "TPP-Signature-Certificate": this.certificateBase64,
     };
+    out[this.certificateHeaderName] = this.certificateHeaderValue;
+    return out as SignedHeaders;
   }
 }
 

@@ -100,11 +100,14 @@ function formatAttribute(attr: Attribute): string {
   return `${name ?? attr.oid}=#${Buffer.from(der).toString("hex")}`;
 }
 
-/** RFC 2253 form: RDNs in reverse DER order, joined by `,`; multi-valued RDNs joined by `+`. */
-export function formatRfc2253(name: DistinguishedName): string {
+/**
+ * RFC 2253 form: RDNs in reverse DER order, joined by `,`; multi-valued RDNs joined by `+`.
+ * `separator` `, ` gives the spelling Java's X500Principal prints, which some banks compare as text.
+ */
+export function formatRfc2253(name: DistinguishedName, separator: "," | ", " = ","): string {
   const parts: string[] = [];
   for (let i = name.length - 1; i >= 0; i--) parts.push(name[i]!.map(formatAttribute).join("+"));
-  return parts.join(",");
+  return parts.join(separator);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -52,17 +52,76 @@ describe("configuration validation", () => {
   });
 });
 
+describe("egress configuration", () => {
+  const bank = {
+    name: "b",
+    prefix: "/b",
+    url: "https://bank.example",
+    qseal: { cert: "/c.pem", key: "/k.pem" },
+  };
+  it.each([
+    ["a bank without prefix or host", { ...bank, prefix: undefined }, "a prefix or a host"],
+    [
+      "PEM files and a PKCS#12 together",
+      { ...bank, qseal: { cert: "/c", key: "/k", p12: "/p" } },
+      "not both",
+    ],
+    ["a cert without its key", { ...bank, qseal: { cert: "/c" } }, "give cert and key"],
+    ["response checks without CAs", { ...bank, responses: { mode: "enforce" } }, "caDir"],
+    ["a prefix with a trailing slash", { ...bank, prefix: "/b/" }, "without a trailing slash"],
+    ["an unknown signing knob", { ...bank, signing: { keyIdFormat: "x" } }, "keyIdFormat"],
+    ["a (request-target) typo", { ...bank, signing: { headers: ["(request target)"] } }, "(request-target)"],
+  ])("refuses %s, naming the key", async (_what, profile, message) => {
+    const { validateEgressConfig } = await import("../../../src/config/load.js");
+    expect(() => validateEgressConfig({ mode: "egress", banks: [profile] })).toThrow(message);
+  });
+
+  it("refuses two banks with one name", async () => {
+    const { validateEgressConfig } = await import("../../../src/config/load.js");
+    expect(() => validateEgressConfig({ mode: "egress", banks: [bank, { ...bank, prefix: "/c" }] })).toThrow(
+      "bank names must differ",
+    );
+  });
+
+  it("fills SPEC 5 defaults", async () => {
+    const { validateEgressConfig } = await import("../../../src/config/load.js");
+    const c = validateEgressConfig({ mode: "egress", banks: [bank] });
+    expect(c.listen).toMatchObject({ host: "127.0.0.1", port: 8090 });
+    expect(c.banks[0]!.signing).toMatchObject({
+      headers: [
+        "(request-target)",
+        "date",
+        "digest",
+        "x-request-id",
+        "psu-id",
+        "psu-corporate-id",
+        "tpp-redirect-uri",
+      ],
+      keyId: { serial: "upper-hex", issuerSeparator: ",", spaces: "keep" },
+      digest: { algorithms: ["sha-256"], token: "upper", emptyBody: "hash" },
+      certificateHeader: { name: "TPP-Signature-Certificate", format: "base64-der" },
+    });
+    expect(c.banks[0]!.responses.mode).toBe("off");
+  });
+});
+
 describe("the shipped configuration files", () => {
-  it.each(["default.yaml", "ingress.example.yaml"])("config/%s is valid", async (name) => {
+  it.each([
+    ["default.yaml", "ingress"],
+    ["ingress.example.yaml", "ingress"],
+    ["egress.example.yaml", "egress"],
+  ])("config/%s is valid (%s mode)", async (name, mode) => {
     const { loadConfigFile } = await import("../../../src/config/load.js");
     const config = loadConfigFile(new URL(`../../../config/${name}`, import.meta.url).pathname);
-    expect(config.mode).toBe("ingress");
+    expect(config.mode).toBe(mode);
   });
 
   it("resolves every file path relative to the configuration file", async () => {
     const { loadConfigFile } = await import("../../../src/config/load.js");
     const root = new URL("../../../", import.meta.url).pathname;
     const config = loadConfigFile(`${root}config/default.yaml`);
+    if (config.mode !== "ingress") throw new Error("default.yaml is an ingress config");
+    expect(config.responseSigning?.qseal.cert).toBe(`${root}certs/dev/bank/bank-qseal.pem`);
     expect(config.store.snapshotFile).toBe(`${root}var/limits-snapshot.json`);
     expect(config.trust.caDir).toBe(`${root}certs/dev/trust`);
     expect(config.register.file).toBe(`${root}certs/dev/register.json`);

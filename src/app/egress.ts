@@ -1,0 +1,258 @@
+/**
+ * Egress mode assembled from the config: each bank profile's keys and certificates are loaded
+ * (PEM or PKCS#12) and checked first, so a bad file fails the start with its name; then the admin
+ * listener, then the application-facing listener (loopback TCP or a Unix socket).
+ */
+
+import { readFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { BankProfileConfig, EgressConfig } from "../config/schema.js";
+import { type BankProfile, BankRouter, createEgressHandler, ResponseVerifier } from "../egress/index.js";
+import { TppVerifier } from "../eidas/index.js";
+import type { EgressEvent } from "../events.js";
+import { Backend } from "../forward/backend.js";
+import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
+import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
+import type { Logger } from "../observability/logger.js";
+import { RequestSigner } from "../signature/index.js";
+import { loadTrustMaterial } from "../trust/trust-material.js";
+import { type Credentials, loadCredentials } from "./credentials.js";
+import { drain, Started } from "./started.js";
+
+export interface EgressGateway {
+  /** `http://127.0.0.1:8090`, or `unix:/path` for a socket. */
+  readonly url: string;
+  readonly server: Server;
+  readonly metrics: EgressMetrics;
+  readonly adminUrl: string | undefined;
+  readiness(): Promise<ReadinessCheck>;
+  /** Nothing is reloaded in place yet: keys and certificates are read at start. */
+  reload(): void;
+  close(graceMs?: number): Promise<void>;
+}
+
+export interface EgressDependencies {
+  readonly logger: Logger;
+  readonly now?: () => number;
+  readonly env?: NodeJS.ProcessEnv;
+  readonly onRequest?: (event: EgressEvent) => void;
+}
+
+/** Certificates closer than this to expiry are warned about at start. */
+const EXPIRY_WARNING_MS = 30 * 24 * 3600 * 1000;
+
+interface LoadedProfile extends BankProfile {
+  readonly qseal: Credentials;
+  readonly qwac: Credentials | undefined;
+}
+
+export async function startEgressGateway(
+  config: EgressConfig,
+  deps: EgressDependencies,
+): Promise<EgressGateway> {
+  const { logger } = deps;
+  const now = deps.now ?? Date.now;
+  const started = new Started();
+  let draining = false;
+  try {
+    const profiles = config.banks.map((bank) => loadProfile(bank, deps.env ?? process.env, now));
+    for (const profile of profiles) started.add(() => profile.backend.close());
+    warnExpiring(profiles, logger, now);
+
+    const certificates = () =>
+      profiles.flatMap((p) => [
+        {
+          kind: "qseal" as const,
+          name: `${p.name}: ${commonName(p.qseal)}`,
+          notAfter: new Date(p.qseal.certificate.validTo),
+        },
+        ...(p.qwac
+          ? [
+              {
+                kind: "qwac" as const,
+                name: `${p.name}: ${commonName(p.qwac)}`,
+                notAfter: new Date(p.qwac.certificate.validTo),
+              },
+            ]
+          : []),
+      ]);
+    const metrics = new EgressMetrics(certificates, now);
+    const modes = new Map(profiles.map((p) => [p.name, p.responseMode]));
+
+    const server = createServer({ requireHostHeader: false });
+    server.requestTimeout = config.listen.requestTimeoutSeconds * 1000;
+    server.keepAliveTimeout = config.listen.keepAliveTimeoutSeconds * 1000;
+    const readiness = async (): Promise<ReadinessCheck> => {
+      const checks = {
+        listener: { ok: server.listening && !draining, ...(draining ? { detail: "draining" } : {}) },
+        banks: { ok: true, detail: profiles.map((p) => p.name).join(", ") },
+      };
+      return { ready: Object.values(checks).every((c) => c.ok), checks };
+    };
+    const admin: AdminServer | undefined = config.admin.enabled
+      ? await startAdminServer({
+          host: config.admin.host,
+          port: config.admin.port,
+          metrics: { metrics: () => metrics.registry.metrics(), contentType: metrics.registry.contentType },
+          readiness,
+        })
+      : undefined;
+    if (admin) started.add(() => admin.close());
+
+    server.on(
+      "request",
+      createEgressHandler({
+        router: new BankRouter<BankProfile>(profiles),
+        maxBodyBytes: config.maxBodyBytes,
+        onRequest: (event) => {
+          recordEgressRequest(event, logger, metrics, (bank) => modes.get(bank) ?? "off");
+          deps.onRequest?.(event);
+        },
+      }),
+    );
+    const url = await listen(server, config.listen);
+    started.add(() => drain(server, 0));
+    logger.info(
+      {
+        url,
+        banks: profiles.map((p) => ({
+          name: p.name,
+          prefix: p.prefix,
+          host: p.host,
+          url: p.backend.origin + p.backend.basePath,
+          keyId: p.signer.keyId,
+          mtls: p.qwac !== undefined,
+          responses: p.responseMode,
+        })),
+      },
+      "egress gateway listening",
+    );
+    if (admin) logger.info({ url: admin.url }, "admin listener: /metrics, /healthz, /readyz");
+    return {
+      url,
+      server,
+      metrics,
+      adminUrl: admin?.url,
+      readiness,
+      reload() {
+        logger.warn("egress mode reads keys and certificates at start; restart it to load new ones");
+      },
+      async close(graceMs = config.shutdown.graceSeconds * 1000) {
+        draining = true;
+        await drain(server, graceMs);
+        await started.closeAll();
+        logger.info("gateway stopped");
+      },
+    };
+  } catch (error) {
+    await started.closeAll();
+    throw error;
+  }
+}
+
+function loadProfile(bank: BankProfileConfig, env: NodeJS.ProcessEnv, now: () => number): LoadedProfile {
+  const qseal = loadCredentials(bank.qseal, `banks.${bank.name}.qseal`, env);
+  const qwac = bank.qwac ? loadCredentials(bank.qwac, `banks.${bank.name}.qwac`, env) : undefined;
+  const rules = bank.signing;
+  const signer = new RequestSigner({
+    privateKey: qseal.privateKey,
+    certificate: qseal.certificateDer,
+    ...(rules.algorithm ? { algorithm: rules.algorithm } : {}),
+    ...(rules.algorithmToken ? { algorithmToken: rules.algorithmToken } : {}),
+    ...(rules.keyId.value ? { keyId: rules.keyId.value } : {}),
+    keyIdSpelling: rules.keyId,
+    headers: rules.headers,
+    digestAlgorithms: rules.digest.algorithms,
+    digestToken: rules.digest.token,
+    digestOnEmptyBody: rules.digest.emptyBody,
+    certificateHeader: rules.certificateHeader,
+    // Node hands the application's header values over as one char per byte: keep those bytes.
+    headerEncoding: "latin1",
+  });
+  const backend = new Backend({
+    url: bank.url,
+    ...(bank.ca ? { ca: readFileSync(bank.ca, "utf8") } : {}),
+    ...(qwac ? { cert: qwac.certificatePem, key: qwac.keyPem } : {}),
+    timeoutMs: bank.timeoutSeconds * 1000,
+    connections: bank.connections,
+  });
+  const responses = bank.responses;
+  let responseVerifier: ResponseVerifier | undefined;
+  if (responses.mode !== "off" && responses.caDir) {
+    const trust = loadTrustMaterial(responses.caDir, responses.crlDir);
+    responseVerifier = new ResponseVerifier({
+      certificates: new TppVerifier({
+        trustStore: () => trust.store,
+        revocation: () => trust.revocation,
+        now,
+        cacheTtlMs: 300_000,
+        failureTtlMs: 10_000,
+        maxEntries: 100,
+      }),
+      certificateHeader: responses.certificateHeader,
+      dateToleranceMs: responses.dateToleranceSeconds * 1000,
+      algorithms: responses.algorithms,
+      now,
+    });
+  }
+  return {
+    name: bank.name,
+    prefix: bank.prefix,
+    host: bank.host,
+    backend,
+    signer,
+    defaultHeaders: Object.fromEntries(
+      Object.entries(bank.defaultHeaders).map(([name, value]) => [name.toLowerCase(), value]),
+    ),
+    gatewayHeaders: new Set([rules.certificateHeader.name.toLowerCase(), "tpp-signature-certificate"]),
+    responseMode: responses.mode,
+    ...(responseVerifier ? { responseVerifier } : {}),
+    maxResponseBytes: responses.maxBodyBytes,
+    qseal,
+    qwac,
+  };
+}
+
+function warnExpiring(profiles: readonly LoadedProfile[], logger: Logger, now: () => number): void {
+  for (const p of profiles) {
+    for (const [kind, c] of [
+      ["qseal", p.qseal],
+      ["qwac", p.qwac],
+    ] as const) {
+      if (!c) continue;
+      const left = new Date(c.certificate.validTo).getTime() - now();
+      if (left < EXPIRY_WARNING_MS)
+        logger.warn(
+          {
+            bank: p.name,
+            kind,
+            name: commonName(c),
+            notAfter: c.certificate.validTo,
+            days: Math.floor(left / 86_400_000),
+          },
+          left < 0 ? "certificate has expired" : "certificate expires within 30 days",
+        );
+    }
+  }
+}
+
+function commonName(c: Credentials): string {
+  return /(?:^|\n)CN=([^\n]+)/.exec(c.certificate.subject)?.[1] ?? c.certificate.subject.slice(0, 60);
+}
+
+async function listen(server: Server, options: EgressConfig["listen"]): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    const done = () => {
+      server.off("error", reject);
+      resolve();
+    };
+    if (options.socket) server.listen(options.socket, done);
+    else server.listen(options.port, options.host, done);
+  });
+  if (options.socket) return `unix:${options.socket}`;
+  const address = server.address() as AddressInfo;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
+}

@@ -1,0 +1,16 @@
+/** Egress mode's public surface: bank routing, the request handler and response verification. */
+
+export {
+  type BankProfile,
+  createEgressHandler,
+  type EgressHandlerOptions,
+  ORIGIN_HEADER,
+  RESPONSE_SIGNATURE_HEADER,
+  type ResponseVerificationMode,
+} from "./handler.js";
+export {
+  type ResponseToVerify,
+  ResponseVerifier,
+  type ResponseVerifierOptions,
+} from "./response-verifier.js";
+export { BankRouter, type Route } from "./router.js";
