@@ -26,7 +26,12 @@ export interface RequestEvent {
 export type RequestObserver = (event: RequestEvent) => void;
 
 /** What the egress response-signature header says about the bank's answer. */
-export type ResponseSignatureStatus = "verified" | "invalid" | "unchecked-too-large" | "not-checked";
+export type ResponseSignatureStatus =
+  | "verified"
+  | "invalid"
+  | "unsigned-error"
+  | "unchecked-too-large"
+  | "not-checked";
 
 /** An egress request: the request event plus signing time and the response signature's fate. */
 export interface EgressEvent extends RequestEvent {

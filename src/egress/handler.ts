@@ -196,6 +196,14 @@ class EgressExchange {
       res.writeHead(response.statusCode, headers);
       return this.stream(response.body, [], "not-checked");
     }
+    if (response.headers.signature === undefined && response.statusCode >= 400) {
+      // A bank (and our own ingress) answers refusals unsigned: signing each would hand attackers
+      // an RSA signature per garbage request. Withholding them would hide the bank's reason, so
+      // they pass, marked; a signature that is there and fails is never passed under enforce.
+      headers[RESPONSE_SIGNATURE_HEADER] = "unsigned-error";
+      res.writeHead(response.statusCode, headers);
+      return this.stream(response.body, [], "unsigned-error");
+    }
     const read = await readBounded(response.body, profile.maxResponseBytes);
     if (read.overflow) {
       if (profile.responseMode === "enforce") {

@@ -1,0 +1,290 @@
+/**
+ * Egress mode end to end: the application (this test's HTTP client) → the egress gateway →
+ * mutual TLS with the QWAC → the ingress gateway as operators run it (its own process, response
+ * signing on) → a real backend; the response signed by ingress and verified by egress. Beside
+ * it: a bank that alters its body after signing (enforce → 502, advisory → counted), a bank
+ * that is down, a PKCS#12 QSealC, and the limits of what egress accepts.
+ */
+
+import { execFileSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type EgressGateway, startGateway } from "../../src/app.js";
+import type { DevPki } from "../../src/cli/dev-pki.js";
+import { validateEgressConfig } from "../../src/config/load.js";
+import { createLogger } from "../../src/observability/logger.js";
+import { RequestSigner } from "../../src/signature/index.js";
+import { testPki } from "../helpers/gateway-fixture.js";
+import { freeLoopbackPort, type GatewayProcess, startGatewayProcess } from "../helpers/gateway-process.js";
+import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+
+let pki: DevPki;
+let backend: RecordingBackend;
+let ingress: GatewayProcess;
+let tampering: Server;
+let egress: EgressGateway;
+
+const P12_PASSWORD_ENV = "PSD2_TEST_QSEAL_P12_PASSWORD";
+
+/** A bank that signs its answer like ingress does, then changes the body it sends. */
+async function startTamperingBank(pki: DevPki): Promise<Server> {
+  const { createPrivateKey, X509Certificate } = await import("node:crypto");
+  const { readFileSync } = await import("node:fs");
+  const signer = new RequestSigner({
+    privateKey: createPrivateKey(readFileSync(pki.paths.bankQsealKey)),
+    certificate: new X509Certificate(readFileSync(pki.paths.bankQseal)).raw,
+    headers: ["date", "digest", "x-request-id"],
+    certificateHeader: { name: "ASPSP-Signature-Certificate" },
+  });
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on("end", async () => {
+      const body = JSON.stringify({ amount: "10.00" });
+      const signed = await signer.sign({
+        method: "",
+        target: "",
+        headers: { "x-request-id": String(req.headers["x-request-id"]) },
+        body,
+      });
+      res.writeHead(200, { "content-type": "application/json", ...signed });
+      res.end(body.replace("10.00", "99.00"));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return server;
+}
+
+beforeAll(async () => {
+  pki = await testPki();
+  backend = await startRecordingBackend();
+  backend.behave((req, res, recorded) => {
+    const big = req.url?.includes("/big");
+    const body = big
+      ? "x".repeat(2 * 1024 * 1024)
+      : JSON.stringify({ ok: true, received: recorded.body.length });
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(body);
+  });
+  const dir = mkdtempSync(join(tmpdir(), "psd2-egress-"));
+  ingress = await startGatewayProcess({
+    pki,
+    dir,
+    backendUrl: backend.url,
+    config: {
+      listen: { clientCertificate: "require" },
+      responseSigning: { qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey } },
+    },
+  });
+  tampering = await startTamperingBank(pki);
+
+  const tpp = join(pki.dir, "tpp");
+  const p12 = join(dir, "qseal.p12");
+  execFileSync("openssl", [
+    "pkcs12",
+    "-export",
+    "-in",
+    join(tpp, "tpp-a-qseal.pem"),
+    "-inkey",
+    join(tpp, "tpp-a-qseal.key.pem"),
+    "-out",
+    p12,
+    "-passout",
+    "pass:egress-test",
+  ]);
+  const qwac = { cert: join(tpp, "tpp-a-qwac.pem"), key: join(tpp, "tpp-a-qwac.key.pem") };
+  const qseal = { cert: join(tpp, "tpp-a-qseal.pem"), key: join(tpp, "tpp-a-qseal.key.pem") };
+  const ca = join(pki.paths.trustDir, "demo-root-ca.pem");
+  const verified = { mode: "enforce", caDir: pki.paths.trustDir };
+  const toIngress = {
+    url: ingress.url,
+    ca,
+    qwac,
+    qseal,
+    defaultHeaders: { "TPP-Redirect-URI": "https://tpp.example/cb" },
+  };
+  const tamper = `http://127.0.0.1:${(tampering.address() as AddressInfo).port}`;
+  const config = validateEgressConfig({
+    mode: "egress",
+    listen: { port: 0 },
+    admin: { enabled: false },
+    maxBodyBytes: 64 * 1024,
+    log: { level: "silent" },
+    banks: [
+      { name: "bank", prefix: "/bank", ...toIngress, responses: verified },
+      {
+        name: "java-style",
+        prefix: "/java",
+        ...toIngress,
+        signing: {
+          headers: ["date", "digest", "x-request-id", "psu-id", "tpp-redirect-uri"],
+          algorithmToken: "SHA256withRSA",
+          keyId: { serial: "lower-hex", issuerSeparator: ", ", spaces: "percent-20" },
+          digest: { token: "lower" },
+        },
+        responses: verified,
+      },
+      {
+        name: "p12",
+        prefix: "/p12",
+        ...toIngress,
+        qseal: { p12, passwordEnv: P12_PASSWORD_ENV },
+        responses: verified,
+      },
+      { name: "tampered-enforce", prefix: "/te", url: tamper, qseal, responses: verified },
+      {
+        name: "tampered-advisory",
+        prefix: "/ta",
+        url: tamper,
+        qseal,
+        responses: { ...verified, mode: "advisory" },
+      },
+      { name: "down", prefix: "/down", url: `http://127.0.0.1:${await freeLoopbackPort()}`, qseal },
+    ],
+  });
+  egress = await startGateway(config, {
+    logger: createLogger("silent"),
+    env: { [P12_PASSWORD_ENV]: "egress-test" },
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await egress?.close(0);
+  await ingress?.stop();
+  tampering?.close();
+  await backend?.close();
+});
+
+async function call(
+  target: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+) {
+  const response = await request(egress.url + target, {
+    method: (options.method ?? "GET") as "GET",
+    headers: { "psu-id": "PSU-1001", ...(options.headers ?? {}) },
+    ...(options.body !== undefined ? { body: options.body } : {}),
+  });
+  const text = await response.body.text();
+  return { status: response.statusCode, headers: response.headers, text };
+}
+
+describe("egress → mTLS → ingress → backend, the response signed and verified", () => {
+  it.each([
+    ["the default SPEC 5 profile", "/bank"],
+    ["a Java-style profile (lower-hex serial, ', ', %20, SHA256withRSA, sha-256=)", "/java"],
+    ["a QSealC from a PKCS#12 bundle", "/p12"],
+  ])("%s: GET and POST reach the backend signed and come back verified", async (_what, prefix) => {
+    const before = backend.requests.length;
+    const get = await call(`${prefix}/v1/accounts?withBalance=true`);
+    expect(get.status, get.text).toBe(200);
+    expect(get.headers["psd2-gateway-origin"]).toBe("bank");
+    expect(get.headers["psd2-gateway-response-signature"]).toBe("verified");
+
+    const payment = JSON.stringify({ instructedAmount: { currency: "NOK", amount: "12.50" } });
+    const post = await call(`${prefix}/v1/payments/sepa-credit-transfers`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: payment,
+    });
+    expect(post.status, post.text).toBe(200);
+    expect(post.headers["psd2-gateway-response-signature"]).toBe("verified");
+
+    const reached = backend.requests.slice(before);
+    expect(reached.map((r) => r.target)).toEqual([
+      "/v1/accounts?withBalance=true",
+      "/v1/payments/sepa-credit-transfers",
+    ]);
+    // Ingress verified the QSealC signature and the QWAC: it attached the TPP's identity.
+    expect(reached[0]!.headers["x-tpp-organization-id"]).toBe("PSDNO-FSA-DEMO0001");
+    expect(reached[1]!.body.toString()).toBe(payment);
+  });
+
+  it("a non-ASCII PSU-ID is signed as the bytes sent and verifies at the bank", async () => {
+    const wire = Buffer.from("Åse Ødegård", "utf8").toString("latin1");
+    const answer = await call("/bank/v1/accounts", { headers: { "psu-id": wire } });
+    expect(answer.status, answer.text).toBe(200);
+    expect(backend.requests.at(-1)!.headers["psu-id"]).toBe(wire);
+  });
+
+  it("the application's own X-Request-ID is kept and comes back", async () => {
+    const id = "3f0c2b1e-8d1a-4c55-9a53-0b0e7f1d2c3a";
+    const answer = await call("/bank/v1/accounts", { headers: { "x-request-id": id } });
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.headers["x-request-id"]).toBe(id);
+  });
+
+  it("a response too large for ingress to sign is a 502 from ingress, never sent unsigned", async () => {
+    const answer = await call("/bank/v1/accounts/big");
+    expect(answer.status).toBe(502);
+    expect(answer.text).toContain("responseSigning.maxBodyBytes");
+    expect(answer.headers["psd2-gateway-response-signature"]).toBe("unsigned-error");
+  });
+});
+
+describe("a response whose body was changed after signing", () => {
+  it("is withheld under enforce: 502 from the gateway saying what failed", async () => {
+    const answer = await call("/te/v1/payments/1");
+    expect(answer.status).toBe(502);
+    expect(answer.headers["psd2-gateway-origin"]).toBe("gateway");
+    const body = JSON.parse(answer.text);
+    expect(body.tppMessages[0].code).toBe("BAD_GATEWAY");
+    expect(body.tppMessages[0].text).toMatch(
+      /bank 'tampered-enforce' answered 200, but its response signature failed .*Digest/,
+    );
+  });
+
+  it("is passed on under advisory, marked invalid and counted", async () => {
+    const answer = await call("/ta/v1/payments/1");
+    expect(answer.status).toBe(200);
+    expect(answer.text).toContain("99.00");
+    expect(answer.headers["psd2-gateway-response-signature"]).toBe("invalid");
+    const metrics = await egress.metrics.registry.metrics();
+    expect(metrics).toMatch(
+      /psd2_gateway_egress_response_verification_failures_total\{bank="tampered-advisory",mode="advisory"\} 1/,
+    );
+  });
+});
+
+describe("what egress refuses itself", () => {
+  it("a body over maxBodyBytes: 413, nothing sent", async () => {
+    const before = backend.requests.length;
+    const answer = await call("/bank/v1/payments/sepa-credit-transfers", {
+      method: "POST",
+      body: "x".repeat(65 * 1024),
+    });
+    expect(answer.status).toBe(413);
+    expect(answer.headers["psd2-gateway-origin"]).toBe("gateway");
+    expect(answer.text).toContain("maxBodyBytes");
+    expect(backend.requests.length).toBe(before);
+  });
+
+  it("a bank that cannot be reached: 502 naming the bank profile", async () => {
+    const answer = await call("/down/v1/accounts");
+    expect(answer.status).toBe(502);
+    expect(JSON.parse(answer.text).tppMessages[0].text).toMatch(
+      /bank 'down' .* could not be reached: ECONNREFUSED/,
+    );
+  });
+
+  it("a path no bank profile serves: 404 listing how the banks are reached", async () => {
+    const answer = await call("/elsewhere/v1/accounts");
+    expect(answer.status).toBe(404);
+    expect(JSON.parse(answer.text).tppMessages[0]).toMatchObject({ code: "RESOURCE_UNKNOWN" });
+    expect(answer.text).toContain("bank (/bank/…)");
+  });
+
+  it("counts requests per bank profile and who answered", async () => {
+    const metrics = await egress.metrics.registry.metrics();
+    expect(metrics).toMatch(
+      /psd2_gateway_egress_requests_total\{bank="bank",status="200",origin="bank"\} \d+/,
+    );
+    expect(metrics).toMatch(
+      /psd2_gateway_egress_requests_total\{bank="down",status="502",origin="gateway"\} 1/,
+    );
+    expect(metrics).toMatch(/psd2_gateway_egress_signing_seconds_count\{bank="bank"\} \d+/);
+  });
+});
