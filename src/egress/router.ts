@@ -18,16 +18,24 @@ export interface Route<P extends Routable> {
 
 export class BankRouter<P extends Routable> {
   private readonly ordered: readonly P[];
+  /** Each profile's host as `hostOnly` writes a Host header's: `::1` → `[::1]`, `bank:8443` → `bank`. */
+  private readonly hosts: Map<P, string>;
 
   constructor(profiles: readonly P[]) {
     const weight = (p: P) => (p.host !== undefined ? 1_000_000 : 0) + (p.prefix?.length ?? 0);
     this.ordered = [...profiles].sort((a, b) => weight(b) - weight(a));
+    this.hosts = new Map();
+    for (const p of profiles) {
+      if (p.host === undefined) continue;
+      const bareIpv6 = !p.host.startsWith("[") && p.host.split(":").length > 2;
+      this.hosts.set(p, hostOnly(bareIpv6 ? `[${p.host}]` : p.host));
+    }
   }
 
   route(hostHeader: string | undefined, target: string): Route<P> | undefined {
     const host = hostOnly(hostHeader);
     for (const profile of this.ordered) {
-      if (profile.host !== undefined && profile.host.toLowerCase() !== host) continue;
+      if (profile.host !== undefined && this.hosts.get(profile) !== host) continue;
       if (profile.prefix === undefined) return { profile, target };
       const rest = belowPrefix(target, profile.prefix);
       if (rest !== undefined) return { profile, target: rest };

@@ -4,8 +4,14 @@
  * `TPP-Signature-Certificate`.
  */
 
-import { sign as cryptoSign, type KeyObject, randomUUID } from "node:crypto";
-import { type AlgorithmName, defaultAlgorithmFor } from "./algorithms.js";
+import { constants, createPublicKey, sign as cryptoSign, type KeyObject, randomUUID } from "node:crypto";
+import { isRejection } from "../errors.js";
+import {
+  type AlgorithmName,
+  canonicalAlgorithm,
+  defaultAlgorithmFor,
+  resolveAlgorithm,
+} from "./algorithms.js";
 import { formatHttpDate } from "./date.js";
 import { computeDigestHeader, type DigestAlgorithm } from "./digest.js";
 import { formatSignatureHeader } from "./header.js";
@@ -132,6 +138,8 @@ export class RequestSigner {
   private readonly certificateHeaderName: string;
   private readonly certificateHeaderValue: string;
   private readonly digestAlgorithms: readonly DigestAlgorithm[];
+  /** Hash and padding: the algorithm's, or what the written token means to a verifier (hs2019). */
+  private readonly how: SignatureScheme;
 
   constructor(options: SignerOptions) {
     this.options = options;
@@ -151,6 +159,18 @@ export class RequestSigner {
       options.certificateHeader?.format ?? "base64-der",
     );
     this.digestAlgorithms = options.digestAlgorithms ?? [options.digestAlgorithm ?? "sha-256"];
+    this.how = { hash: HASH_FOR[this.algorithm] };
+    if (options.algorithmToken !== undefined && canonicalAlgorithm(options.algorithmToken) === "hs2019") {
+      // A verifier derives hs2019's scheme from the key (RSASSA-PSS/SHA-512 for RSA): sign that, or it never verifies.
+      const scheme = resolveAlgorithm("hs2019", createPublicKey(options.privateKey), ["hs2019"]);
+      if (isRejection(scheme)) throw new Error(scheme.text);
+      this.how = {
+        hash: scheme.hash,
+        ...(scheme.padding !== undefined
+          ? { padding: scheme.padding, saltLength: constants.RSA_PSS_SALTLEN_DIGEST }
+          : {}),
+      };
+    }
   }
 
   /** The Digest header for these bytes under the signer's rules; undefined when it is left out. */
@@ -196,7 +216,7 @@ export class RequestSigner {
 
     // Every value is in wire form (one char per byte), so Latin-1 gives the bytes sent.
     const signature = await signAsync(
-      HASH_FOR[this.algorithm],
+      this.how,
       Buffer.from(signingString, "latin1"),
       this.options.privateKey,
     );
@@ -218,8 +238,18 @@ export class RequestSigner {
   }
 }
 
-function signAsync(hash: string, data: Buffer, key: KeyObject): Promise<Buffer> {
+interface SignatureScheme {
+  readonly hash: string | null;
+  readonly padding?: number;
+  readonly saltLength?: number;
+}
+
+function signAsync(how: SignatureScheme, data: Buffer, key: KeyObject): Promise<Buffer> {
+  const keyWithScheme =
+    how.padding !== undefined ? { key, padding: how.padding, saltLength: how.saltLength ?? 0 } : key;
   return new Promise((resolve, reject) => {
-    cryptoSign(hash, data, key, (error, signature) => (error ? reject(error) : resolve(signature)));
+    cryptoSign(how.hash, data, keyWithScheme, (error, signature) =>
+      error ? reject(error) : resolve(signature),
+    );
   });
 }
