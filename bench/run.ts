@@ -22,6 +22,7 @@ import autocannon from "autocannon";
 import { generateDevPki } from "../src/cli/dev-pki.js";
 import type { PresignedRequest, PresignJob } from "./presign.js";
 import { machineLine, replaceSection } from "./results-file.js";
+import { CAN_PIN } from "./taskset.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
@@ -30,17 +31,8 @@ const NEW_CERTS = Number(process.env.BENCH_NEW_CERTS ?? 2000);
 const CONNECTIONS = 50;
 const here = new URL(".", import.meta.url).pathname;
 
-function hasTaskset(): boolean {
-  try {
-    execFileSync("taskset", ["-V"], { stdio: "ignore" });
-    return cpus().length >= 2;
-  } catch {
-    return false;
-  }
-}
-const PIN = hasTaskset();
 function pin(pid: number, core: number) {
-  if (PIN) execFileSync("taskset", ["-cp", String(core), String(pid)], { stdio: "ignore" });
+  if (CAN_PIN) execFileSync("taskset", ["-cp", String(core), String(pid)], { stdio: "ignore" });
 }
 
 interface Child {
@@ -216,7 +208,7 @@ async function benchLimits(
   const { startRedisServer } = await import("../test/helpers/redis-server.js");
   const { Redis } = await import("ioredis");
   const redis = await startRedisServer();
-  if (PIN) {
+  if (CAN_PIN) {
     const pid = execFileSync("pgrep", ["-f", `redis-server.*${redis.port}`])
       .toString()
       .trim()
@@ -294,9 +286,9 @@ Limited ÷ unlimited: memory ${ratio("gateway limited", "gateway unlimited")}, r
 }
 
 async function main() {
-  if (PIN) pin(process.pid, 1);
+  if (CAN_PIN) pin(process.pid, 1);
   const pkiDir = mkdtempSync(join(tmpdir(), "psd2-bench-"));
-  console.error(`bench: PKI in ${pkiDir}; ${SECONDS}s per run, ${ROUNDS} round(s), pinned: ${PIN}`);
+  console.error(`bench: PKI in ${pkiDir}; ${SECONDS}s per run, ${ROUNDS} round(s), pinned: ${CAN_PIN}`);
   const pki = await generateDevPki(pkiDir);
   const extraHeaders: Record<string, string> = {
     Accept: "application/json",
@@ -403,7 +395,7 @@ async function main() {
     (unseen.cpuUsPerRequest ?? 0) - m("gateway GET", (r) => r.cpuUsPerRequest ?? 0)
   ).toFixed(0);
   const report = `
-${machineLine()}. ${PIN ? "Servers (backend and proxy, separate processes) pinned to core 0, autocannon to core 1" : "taskset unavailable: nothing pinned"}; ${CONNECTIONS} connections, ${SECONDS} s per configuration after 1 s of warm-up, ${ROUNDS} round(s), medians. Each request carries ${headerBytes} bytes of headers (TPP-Signature-Certificate, Signature, Digest, X-Request-ID, PSU headers); POST bodies are ${Buffer.byteLength(body)} bytes; the backend answers 313 bytes of JSON. Every request is signed once, with its own X-Request-ID, so replay protection refuses nothing and stays on. Run with \`npm run bench\`.
+${machineLine()}. ${CAN_PIN ? "Servers (backend and proxy, separate processes) pinned to core 0, autocannon to core 1" : "taskset unavailable: nothing pinned"}; ${CONNECTIONS} connections, ${SECONDS} s per configuration after 1 s of warm-up, ${ROUNDS} round(s), medians. Each request carries ${headerBytes} bytes of headers (TPP-Signature-Certificate, Signature, Digest, X-Request-ID, PSU headers); POST bodies are ${Buffer.byteLength(body)} bytes; the backend answers 313 bytes of JSON. Every request is signed once, with its own X-Request-ID, so replay protection refuses nothing and stays on. Run with \`npm run bench\`.
 
 | configuration | method | req/s | p50 ms | p99 ms | proxy CPU µs/request | non-2xx + errors |
 |---|---|---:|---:|---:|---:|---:|

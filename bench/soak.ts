@@ -49,6 +49,7 @@ import { buildKeyId, keyIdTargetFromDer } from "../src/signature/index.js";
 import { machineLine, replaceSection } from "./results-file.js";
 import type { SoakGatewayReady } from "./servers/soak-gateway.js";
 import type { SignBatch, SignedBatch, SignedRecord, SoakSignerData } from "./soak-sign.js";
+import { CAN_PIN } from "./taskset.js";
 
 /** After warm-up, the gateway's RSS may rise by at most this much (MB) over the whole run. */
 export const RSS_GROWTH_BOUND_MB = 64;
@@ -123,18 +124,9 @@ function revision(): string | undefined {
   }
 }
 
-function hasTaskset(): boolean {
-  try {
-    execFileSync("taskset", ["-V"], { stdio: "ignore" });
-    return cpus().length >= 2;
-  } catch {
-    return false;
-  }
-}
-const PIN = hasTaskset();
 /** All threads of the process (V8's and libuv's too), unlike bench/run.ts's main-thread pin. */
 function pin(pid: number, core: number) {
-  if (PIN) execFileSync("taskset", ["-a", "-cp", String(core), String(pid)], { stdio: "ignore" });
+  if (CAN_PIN) execFileSync("taskset", ["-a", "-cp", String(core), String(pid)], { stdio: "ignore" });
 }
 
 interface Child<R> {
@@ -390,7 +382,7 @@ export async function runSoak(settings: Settings = settingsFromEnv()): Promise<S
   // Before any process of ours runs: was the machine busy with other work?
   const loadAtStart = loadavg()[0]!;
   const commit = revision();
-  if (PIN) pin(process.pid, 1);
+  if (CAN_PIN) pin(process.pid, 1);
   const random = prng(settings.seed);
   const pkiDir = mkdtempSync(join(tmpdir(), "psd2-soak-"));
   const seriesFile = settings.series ?? join(pkiDir, "soak-series.csv");
@@ -412,7 +404,7 @@ export async function runSoak(settings: Settings = settingsFromEnv()): Promise<S
   const gatewayPid = gateway.process.pid!;
   const minSeconds = settings.minSeconds ?? (settings.count >= FULL_COUNT ? 2 * g.replayWindowSeconds : 0);
   console.error(
-    `soak: gateway pid ${gatewayPid} on port ${g.ready}; Date tolerance ${g.dateToleranceSeconds} s, replay window ${g.replayWindowSeconds} s, replay.maxEntries ${g.replayMaxEntries}, store ${g.store}, heap limit ${g.heapLimitMb} MB; ${settings.count} requests at least${minSeconds ? `, ${minSeconds} s at least` : ""}; pinned: ${PIN}`,
+    `soak: gateway pid ${gatewayPid} on port ${g.ready}; Date tolerance ${g.dateToleranceSeconds} s, replay window ${g.replayWindowSeconds} s, replay.maxEntries ${g.replayMaxEntries}, store ${g.store}, heap limit ${g.heapLimitMb} MB; ${settings.count} requests at least${minSeconds ? `, ${minSeconds} s at least` : ""}; pinned: ${CAN_PIN}`,
   );
 
   const extraHeaders: Record<string, string> = {
@@ -717,7 +709,7 @@ export async function runSoak(settings: Settings = settingsFromEnv()): Promise<S
     .join(", ");
 
   const markdown = `
-${machineLine()}${commit ? `, commit ${commit}` : ""}. ${PIN ? "Gateway and backend (separate processes) pinned to core 0, the load and its signers to core 1" : "taskset unavailable: nothing pinned"}; load average ${loadAtStart.toFixed(2)} before the soak started (${loadAtStart >= 0.5 ? "other work was running on the machine: the rate is not a throughput figure" : "the machine otherwise idle"}), ${load} at the end. Run with \`npm run bench:soak\` (\`SOAK_COUNT=20000\` for a smoke run).
+${machineLine()}${commit ? `, commit ${commit}` : ""}. ${CAN_PIN ? "Gateway and backend (separate processes) pinned to core 0, the load and its signers to core 1" : "taskset unavailable: nothing pinned"}; load average ${loadAtStart.toFixed(2)} before the soak started (${loadAtStart >= 0.5 ? "other work was running on the machine: the rate is not a throughput figure" : "the machine otherwise idle"}), ${load} at the end. Run with \`npm run bench:soak\` (\`SOAK_COUNT=20000\` for a smoke run).
 
 The gateway runs with the configuration's defaults for everything that bounds memory: Date tolerance ${g.dateToleranceSeconds} s, replay window ${g.replayWindowSeconds} s, \`replay.maxEntries\` ${g.replayMaxEntries.toLocaleString("en")}, the ${g.store} store; \`--max-old-space-size=${settings.heapMb}\`; log level \`info\` (to /dev/null). ${CONNECTIONS} keep-alive connections (1 request in ${CLOSE_EVERY} closes its connection) sent ${done.toLocaleString("en")} requests in ${seconds.toFixed(0)} s (${rate.toFixed(0)} req/s), each signed once just before it was sent, ${Math.round(SHARE_POST * 100)} % POSTs with a ${postBody.length}-byte body. Every Signature header is worst case: a keyId of ${KEYID_MIN}–${KEYID_MAX} characters (serial zero-padded to 80 digits, white space runs in the issuer DN), one of ${USUAL_KEYIDS} spellings or, for ${Math.round(SHARE_FRESH_KEYID * 100)} % of requests and every respelled replay, one never sent before; and an unknown parameter of ${MIN_PAD / 1024} KB up to what fits under Node's 16 KB header limit (mean Signature header ${(signatureBytes / Math.max(1, done)).toFixed(0)} bytes, largest ${signatureMax}; largest request head ${headMax} bytes). Answers: ${outcomeText}; transport errors ${errors}.
 

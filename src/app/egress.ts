@@ -8,7 +8,13 @@ import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { BankProfileConfig, EgressConfig } from "../config/schema.js";
-import { type BankProfile, BankRouter, createEgressHandler, ResponseVerifier } from "../egress/index.js";
+import {
+  type BankProfile,
+  BankRouter,
+  createEgressHandler,
+  GATEWAY_WRITTEN_HEADERS,
+  ResponseVerifier,
+} from "../egress/index.js";
 import { TppVerifier } from "../eidas/index.js";
 import type { EgressEvent } from "../events.js";
 import { Backend } from "../forward/backend.js";
@@ -205,7 +211,7 @@ function loadProfile(bank: BankProfileConfig, env: NodeJS.ProcessEnv, now: () =>
     defaultHeaders: Object.fromEntries(
       Object.entries(bank.defaultHeaders).map(([name, value]) => [name.toLowerCase(), value]),
     ),
-    gatewayHeaders: new Set([rules.certificateHeader.name.toLowerCase(), "tpp-signature-certificate"]),
+    gatewayHeaders: new Set([...GATEWAY_WRITTEN_HEADERS, rules.certificateHeader.name.toLowerCase()]),
     responseMode: responses.mode,
     ...(responseVerifier ? { responseVerifier } : {}),
     maxResponseBytes: responses.maxBodyBytes,

@@ -16,6 +16,7 @@ import { DEFECT_CHANNEL, type DefectEvent, TppRegister, TppVerifier } from "../e
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
 import type { ResponseSigner } from "../forward/forwarder.js";
+import { joinedHeaders } from "../forward/headers.js";
 import { createIngressHandler } from "../ingress/handler.js";
 import { type Listener, startListener } from "../ingress/listener.js";
 import { type LimitStore, UnattendedAccessPolicy } from "../limits/index.js";
@@ -467,12 +468,7 @@ function responseSignerFrom(
   });
   return {
     maxBodyBytes: signing.maxBodyBytes,
-    sign(body, headers) {
-      const flat: Record<string, string> = {};
-      for (const [name, value] of Object.entries(headers))
-        flat[name] = Array.isArray(value) ? value.join(", ") : value;
-      return signer.sign({ method: "", target: "", headers: flat, body });
-    },
+    sign: (body, headers) => signer.sign({ method: "", target: "", headers: joinedHeaders(headers), body }),
   };
 }
 

@@ -7,6 +7,7 @@ import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
 import { PSD2_ROLES, type Psd2Role } from "../eidas/index.js";
 import { DEFAULT_UNATTENDED_ROUTES } from "../limits/index.js";
+import { ELIGIBLE_HEADERS } from "../signature/index.js";
 
 const seconds = (def: number) => z.number().positive().default(def);
 /** The folder relative file paths are resolved against while a config is parsed (see parseConfig). */
@@ -320,15 +321,8 @@ const signedHeaderName = z
   .string()
   .regex(/^(\(request-target\)|[a-z0-9-]+)$/, "a lower-case header name or (request-target)");
 
-export const DEFAULT_SIGNED_HEADERS = [
-  "(request-target)",
-  "date",
-  "digest",
-  "x-request-id",
-  "psu-id",
-  "psu-corporate-id",
-  "tpp-redirect-uri",
-];
+/** SPEC 5.5: `(request-target)` and every eligible header present. */
+export const DEFAULT_SIGNED_HEADERS = ["(request-target)", ...ELIGIBLE_HEADERS];
 
 /** How one bank wants requests signed (BANK-QUIRKS.md); every default is SPEC 5. */
 const signingRules = z

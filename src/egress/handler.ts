@@ -8,10 +8,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { pipeline } from "node:stream/promises";
 import type { Dispatcher } from "undici";
+import { hasBody } from "../checks/index.js";
 import { type Rejection, reject } from "../errors.js";
 import type { EgressEvent, ResponseSignatureStatus } from "../events.js";
 import type { Backend } from "../forward/backend.js";
-import { downstreamResponseHeaders, upstreamRequestHeaders } from "../forward/headers.js";
+import { downstreamResponseHeaders, joinedHeaders, upstreamRequestHeaders } from "../forward/headers.js";
 import { writeRejection } from "../forward/respond.js";
 import type { RequestSigner } from "../signature/index.js";
 import type { ResponseVerifier } from "./response-verifier.js";
@@ -46,8 +47,17 @@ export interface EgressHandlerOptions {
 const GATEWAY_ORIGIN = { [ORIGIN_HEADER]: "gateway" } as const;
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT"]);
 
-/** Headers hop-by-hop or computed from the body: never copied from the application's request. */
-const NEVER_COPIED = new Set(["content-length", "date", "digest", "signature"]);
+/**
+ * Headers the gateway writes itself (from the body, the clock, the signature): never copied from
+ * the application's request. A profile's `gatewayHeaders` holds these and its certificate header.
+ */
+export const GATEWAY_WRITTEN_HEADERS = [
+  "content-length",
+  "date",
+  "digest",
+  "signature",
+  "tpp-signature-certificate",
+];
 
 export function createEgressHandler(options: EgressHandlerOptions) {
   return (req: IncomingMessage, res: ServerResponse): void => {
@@ -95,14 +105,7 @@ class EgressExchange {
     if (body === undefined) return;
 
     const headers = upstreamRequestHeaders(req.headers, profile.gatewayHeaders);
-    const flat: Record<string, string> = {};
-    for (const [name, value] of Object.entries(headers)) {
-      if (NEVER_COPIED.has(name)) {
-        delete headers[name];
-        continue;
-      }
-      flat[name] = Array.isArray(value) ? value.join(", ") : value;
-    }
+    const flat = joinedHeaders(headers);
     for (const [name, value] of Object.entries(profile.defaultHeaders)) {
       if (flat[name] !== undefined) continue;
       flat[name] = value;
@@ -130,7 +133,7 @@ class EgressExchange {
         path: target,
         method: (req.method ?? "GET") as Dispatcher.HttpMethod,
         headers,
-        body: body.length > 0 || hasBody(req) ? body : null,
+        body: body.length > 0 || hasBody(req.headers) ? body : null,
       });
     } catch (error) {
       return this.answer(this.unreachable(error as Error, profile));
@@ -297,10 +300,6 @@ class EgressExchange {
     };
     this.options.onRequest?.(event);
   }
-}
-
-function hasBody(req: IncomingMessage): boolean {
-  return req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined;
 }
 
 async function readBounded(

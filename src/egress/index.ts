@@ -4,6 +4,7 @@ export {
   type BankProfile,
   createEgressHandler,
   type EgressHandlerOptions,
+  GATEWAY_WRITTEN_HEADERS,
   ORIGIN_HEADER,
   RESPONSE_SIGNATURE_HEADER,
   type ResponseVerificationMode,

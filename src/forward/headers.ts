@@ -61,3 +61,11 @@ export function downstreamResponseHeaders(
   }
   return out;
 }
+
+/** One string per header, repeated values joined with `, ` (RFC 9110 5.3): what a signer reads. */
+export function joinedHeaders(headers: Readonly<Record<string, string | string[]>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers))
+    out[name] = Array.isArray(value) ? value.join(", ") : value;
+  return out;
+}
