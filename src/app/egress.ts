@@ -13,16 +13,13 @@ import {
   BankRouter,
   createEgressHandler,
   GATEWAY_WRITTEN_HEADERS,
-  ResponseVerifier,
 } from "../egress/index.js";
-import { TppVerifier } from "../eidas/index.js";
 import type { EgressEvent } from "../events.js";
 import { Backend } from "../forward/backend.js";
 import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
 import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
 import type { Logger } from "../observability/logger.js";
-import { RequestSigner } from "../signature/index.js";
-import { loadTrustMaterial } from "../trust/trust-material.js";
+import { responseVerifierForProfile, signerForProfile } from "./bank-profile.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { drain, Started } from "./started.js";
 
@@ -161,21 +158,7 @@ function loadProfile(bank: BankProfileConfig, env: NodeJS.ProcessEnv, now: () =>
   const qseal = loadCredentials(bank.qseal, `banks.${bank.name}.qseal`, env);
   const qwac = bank.qwac ? loadCredentials(bank.qwac, `banks.${bank.name}.qwac`, env) : undefined;
   const rules = bank.signing;
-  const signer = new RequestSigner({
-    privateKey: qseal.privateKey,
-    certificate: qseal.certificateDer,
-    ...(rules.algorithm ? { algorithm: rules.algorithm } : {}),
-    ...(rules.algorithmToken ? { algorithmToken: rules.algorithmToken } : {}),
-    ...(rules.keyId.value ? { keyId: rules.keyId.value } : {}),
-    keyIdSpelling: rules.keyId,
-    headers: rules.headers,
-    digestAlgorithms: rules.digest.algorithms,
-    digestToken: rules.digest.token,
-    digestOnEmptyBody: rules.digest.emptyBody,
-    certificateHeader: rules.certificateHeader,
-    // Node hands the application's header values over as one char per byte: keep those bytes.
-    headerEncoding: "latin1",
-  });
+  const signer = signerForProfile(bank, qseal);
   const backend = new Backend({
     url: bank.url,
     ...(bank.ca ? { ca: readFileSync(bank.ca, "utf8") } : {}),
@@ -184,24 +167,7 @@ function loadProfile(bank: BankProfileConfig, env: NodeJS.ProcessEnv, now: () =>
     connections: bank.connections,
   });
   const responses = bank.responses;
-  let responseVerifier: ResponseVerifier | undefined;
-  if (responses.mode !== "off" && responses.caDir) {
-    const trust = loadTrustMaterial(responses.caDir, responses.crlDir);
-    responseVerifier = new ResponseVerifier({
-      certificates: new TppVerifier({
-        trustStore: () => trust.store,
-        revocation: () => trust.revocation,
-        now,
-        cacheTtlMs: 300_000,
-        failureTtlMs: 10_000,
-        maxEntries: 100,
-      }),
-      certificateHeader: responses.certificateHeader,
-      dateToleranceMs: responses.dateToleranceSeconds * 1000,
-      algorithms: responses.algorithms,
-      now,
-    });
-  }
+  const responseVerifier = responseVerifierForProfile(bank, now);
   return {
     name: bank.name,
     prefix: bank.prefix,

@@ -454,7 +454,7 @@ function throttled<T>(intervalMs: number, f: (value: T) => void): (value: T) => 
 }
 
 /** The bank's response signer: Digest, Date, X-Request-ID and Signature with the bank's QSealC. */
-function responseSignerFrom(
+export function responseSignerFrom(
   signing: NonNullable<GatewayConfig["responseSigning"]>,
   qseal: Credentials,
 ): ResponseSigner {

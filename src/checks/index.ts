@@ -7,7 +7,14 @@ export { type CharacterPolicy, checkHeaderCharacters, PERMISSIVE_POLICY, Utf8Sca
 export { CheckContext, type Route, type TppIdentity, type TrustedCertificate } from "./context.js";
 export { checkRequiredHeaders, hasBody } from "./required-headers.js";
 export { type RoleRoute, RoleTable, routeClass, routingPath, underPrefix } from "./routes.js";
-export { type MaybePromise, runSteps, type Step, type StepObserver, type StepResult } from "./runner.js";
+export {
+  type MaybePromise,
+  runSteps,
+  type Step,
+  type StepObserver,
+  type StepResult,
+  type StepTrace,
+} from "./runner.js";
 export {
   type CertificateVerifier,
   type CheckOptions,

@@ -10,8 +10,10 @@ export {
   type ResponseVerificationMode,
 } from "./handler.js";
 export {
+  ResponseCheck,
   type ResponseToVerify,
   ResponseVerifier,
   type ResponseVerifierOptions,
+  responseChecks,
 } from "./response-verifier.js";
 export { BankRouter, type Route } from "./router.js";

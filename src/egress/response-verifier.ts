@@ -1,11 +1,20 @@
 /**
  * Checking a bank's signed response (SPEC 5.10: "it may sign response bodies and the TPP should
  * verify them") with the same functions ingress uses on requests: the certificate through a
- * verdict-cached TppVerifier without a register, Digest over the exact body bytes, keyId, coverage,
- * the signature over the signing string, Date, and the X-Request-ID tying it to our request.
+ * CertificateVerifier (egress: a verdict-cached TppVerifier without a register), Digest over the
+ * exact body bytes, keyId, coverage, the signature over the signing string, Date, and the
+ * X-Request-ID tying it to our request. A flat list of named steps, run by the checks' runner, so
+ * that `psd2-gateway verify --response` prints the very checks egress mode applies.
  */
 
-import type { TppVerifier } from "../eidas/index.js";
+import {
+  type CertificateVerifier,
+  runSteps,
+  type Step,
+  type StepObserver,
+  type StepTrace,
+  type TrustedCertificate,
+} from "../checks/index.js";
 import { isRejection, type Rejection, reject } from "../errors.js";
 import {
   type AlgorithmName,
@@ -15,12 +24,13 @@ import {
   headerValue,
   matchSignatureKeyId,
   parseSignatureHeader,
+  type SignatureParams,
   verifyDigest,
   verifySignatureOver,
 } from "../signature/index.js";
 
 export interface ResponseVerifierOptions {
-  readonly certificates: TppVerifier;
+  readonly certificates: CertificateVerifier;
   /** Lower-case name of the header the bank sends its certificate in. */
   readonly certificateHeader: string;
   readonly dateToleranceMs: number;
@@ -39,54 +49,134 @@ export interface ResponseToVerify {
 /** The headers a response signature must cover when the response carries them. */
 const RESPONSE_SIGNED_HEADERS = ["digest", "x-request-id", "date"];
 
-export class ResponseVerifier {
-  private readonly now: () => number;
+/** One response under check: what the steps found so far. */
+export class ResponseCheck implements StepTrace {
+  failedStep: string | undefined;
+  bank: TrustedCertificate | undefined;
+  params: SignatureParams | undefined;
 
-  constructor(private readonly options: ResponseVerifierOptions) {
-    this.now = options.now ?? Date.now;
+  constructor(readonly response: ResponseToVerify) {}
+
+  header(name: string): string | undefined {
+    return headerValue(this.response.headers, name);
+  }
+}
+
+/** The checks of a signed response, in order; each step's name is what `verify --response` prints. */
+export function responseChecks(options: ResponseVerifierOptions): Step<ResponseCheck>[] {
+  const now = options.now ?? Date.now;
+  return [
+    {
+      name: "signature-header",
+      run: (c) =>
+        c.header("signature") === undefined
+          ? reject("SIGNATURE_MISSING", "the response carries no Signature header")
+          : undefined,
+    },
+    {
+      name: "certificate",
+      run: (c) => {
+        const value = c.header(options.certificateHeader);
+        if (value === undefined)
+          return reject(
+            "CERTIFICATE_MISSING",
+            `the response carries no ${options.certificateHeader} header with the bank's signing certificate`,
+          );
+        const keep = (bank: TrustedCertificate | Rejection) => {
+          if (isRejection(bank)) return bank;
+          c.bank = bank;
+          return undefined;
+        };
+        const verdict = options.certificates.verify(value);
+        return verdict instanceof Promise ? verdict.then(keep) : keep(verdict);
+      },
+    },
+    {
+      name: "digest",
+      run: (c) => {
+        const digest = c.header("digest");
+        if (digest === undefined)
+          return reject(
+            "SIGNATURE_INVALID",
+            "the response carries no Digest header, so its body is not signed",
+          );
+        const verified = verifyDigest(digest, c.response.body);
+        return isRejection(verified) ? verified : undefined;
+      },
+    },
+    {
+      name: "signature-parameters",
+      run: (c) => {
+        const params = parseSignatureHeader(c.header("signature"));
+        if (isRejection(params)) return params;
+        c.params = params;
+        return undefined;
+      },
+    },
+    {
+      name: "key-id",
+      run: (c) => {
+        const matched = matchSignatureKeyId(c.params!, c.bank!.keyIdTarget);
+        return matched === true ? undefined : matched;
+      },
+    },
+    {
+      name: "coverage",
+      run: (c) => {
+        const coverage = checkCoverage(c.params!.headers, c.response.headers, RESPONSE_SIGNED_HEADERS);
+        if (coverage !== true) return coverage;
+        return c.params!.headers.includes("digest")
+          ? undefined
+          : reject("SIGNATURE_INVALID", "the response's signature does not cover its Digest header");
+      },
+    },
+    {
+      name: "signature",
+      run: (c) => {
+        const { request, headers } = c.response;
+        const verified = verifySignatureOver(
+          { method: request.method, target: request.target, headers },
+          c.params!,
+          c.bank!.publicKey,
+          options.algorithms,
+        );
+        return isRejection(verified) ? verified : undefined;
+      },
+    },
+    {
+      name: "date",
+      run: (c) => {
+        const date = c.header("date");
+        if (date === undefined) return undefined;
+        const checked = checkDate(date, now(), { toleranceMs: options.dateToleranceMs });
+        return isRejection(checked) ? checked : undefined;
+      },
+    },
+    {
+      name: "request-id",
+      run: (c) => {
+        const requestId = c.header("x-request-id");
+        const ours = c.response.request.requestId;
+        return requestId === undefined || requestId === ours
+          ? undefined
+          : reject(
+              "SIGNATURE_INVALID",
+              `the response's X-Request-ID ${requestId.slice(0, 80)} is not the request's ${ours}: it answers another request`,
+            );
+      },
+    },
+  ];
+}
+
+export class ResponseVerifier {
+  private readonly steps: readonly Step<ResponseCheck>[];
+
+  constructor(options: ResponseVerifierOptions) {
+    this.steps = responseChecks(options);
   }
 
   /** `true`, or a Rejection whose text says what failed. Never throws. */
-  async verify(response: ResponseToVerify): Promise<true | Rejection> {
-    const { headers } = response;
-    const signatureHeader = headerValue(headers, "signature");
-    if (signatureHeader === undefined)
-      return reject("SIGNATURE_MISSING", "the response carries no Signature header");
-    const certificateValue = headerValue(headers, this.options.certificateHeader);
-    if (certificateValue === undefined)
-      return reject(
-        "CERTIFICATE_MISSING",
-        `the response carries no ${this.options.certificateHeader} header with the bank's signing certificate`,
-      );
-    const bank = await this.options.certificates.verify(certificateValue);
-    if (isRejection(bank)) return bank;
-    if (headerValue(headers, "digest") === undefined)
-      return reject("SIGNATURE_INVALID", "the response carries no Digest header, so its body is not signed");
-    const digest = verifyDigest(headerValue(headers, "digest"), response.body);
-    if (isRejection(digest)) return digest;
-    const params = parseSignatureHeader(signatureHeader);
-    if (isRejection(params)) return params;
-    const keyId = matchSignatureKeyId(params, bank.keyIdTarget);
-    if (keyId !== true) return keyId;
-    const coverage = checkCoverage(params.headers, headers, RESPONSE_SIGNED_HEADERS);
-    if (coverage !== true) return coverage;
-    if (!params.headers.includes("digest"))
-      return reject("SIGNATURE_INVALID", "the response's signature does not cover its Digest header");
-    const request = { method: response.request.method, target: response.request.target, headers };
-    const verified = verifySignatureOver(request, params, bank.publicKey, this.options.algorithms);
-    if (isRejection(verified)) return verified;
-    if (headerValue(headers, "date") !== undefined) {
-      const date = checkDate(headerValue(headers, "date"), this.now(), {
-        toleranceMs: this.options.dateToleranceMs,
-      });
-      if (isRejection(date)) return date;
-    }
-    const requestId = headerValue(headers, "x-request-id");
-    if (requestId !== undefined && requestId !== response.request.requestId)
-      return reject(
-        "SIGNATURE_INVALID",
-        `the response's X-Request-ID ${requestId.slice(0, 80)} is not the request's ${response.request.requestId}: it answers another request`,
-      );
-    return true;
+  async verify(response: ResponseToVerify, observer?: StepObserver): Promise<true | Rejection> {
+    return (await runSteps(this.steps, new ResponseCheck(response), observer)) ?? true;
   }
 }

@@ -1,0 +1,160 @@
+/**
+ * `psd2-gateway verify` for a request: runs the gateway's own list of checks
+ * (src/checks/steps.ts) in explain mode, then the body against Digest as the gateway checks it
+ * while the body streams. No second copy of the rules: a check added to the gateway shows up here.
+ */
+
+import { readFileSync } from "node:fs";
+import {
+  type CertificateVerifier,
+  CheckContext,
+  type CheckOptions,
+  PERMISSIVE_POLICY,
+  RoleTable,
+  requestChecks,
+  routingPath,
+  runSteps,
+  type TrustedCertificate,
+} from "../checks/index.js";
+import { DEFAULT_ROLE_ROUTES } from "../config/schema.js";
+import { parseRegisterDocument, requirePsd2, TppRegister, TppVerifier } from "../eidas/index.js";
+import { isRejection, type Rejection } from "../errors.js";
+import { DEFAULT_DATE_TOLERANCE_MS, DigestVerifier } from "../signature/index.js";
+import { crlCheckerFromFolder, trustStoreFromFolder } from "../trust/folders.js";
+import {
+  describeCertificate,
+  describeSignature,
+  type Explanation,
+  failed,
+  Outcomes,
+  parsedCertificate,
+  type StepOutcome,
+} from "./explanation.js";
+import type { DumpedRequest } from "./http-dump.js";
+
+export interface ExplainOptions {
+  readonly now: number;
+  readonly algorithms: CheckOptions["algorithms"];
+  readonly trustDir?: string;
+  readonly registerFile?: string;
+}
+
+/** Runs the gateway's checks over one request and collects what a developer needs to see. */
+export function explain(request: DumpedRequest, options: ExplainOptions): Explanation {
+  const notChecked: string[] = [];
+  const certificates = explainCertificates(options, notChecked);
+  const checkOptions: CheckOptions = {
+    now: () => options.now,
+    dateToleranceMs: DEFAULT_DATE_TOLERANCE_MS,
+    algorithms: options.algorithms,
+    allowDecimalSerial: false,
+    keyIdPolicy: "strict",
+    redirectUriOptionalPrefixes: [],
+    characterPolicy: PERMISSIVE_POLICY,
+    certificates,
+    clientCertificate: { mode: "none", requireSameOrganization: true },
+    replayWindowMs: 0,
+    storeFailOpen: false,
+  };
+  notChecked.push(
+    "replay and the unattended-access limit (they depend on what the bank saw before)",
+    "mutual TLS (the QWAC is part of the connection, not of the request)",
+  );
+  const steps = requestChecks(checkOptions);
+  const path = routingPath(request.target);
+  const context = new CheckContext(
+    request.method,
+    request.target,
+    request.headers,
+    { path, role: new RoleTable(DEFAULT_ROLE_ROUTES).roleFor(path) },
+    undefined,
+  );
+  const outcomes = new Outcomes();
+  // Explain mode has no promise-returning step (no store, the certificate checked synchronously).
+  const result = runSteps(steps, context, outcomes.observer) as Rejection | undefined;
+  const list = outcomes.finish(steps);
+
+  const bodyOutcome = result === undefined ? checkBody(request, context) : undefined;
+  if (bodyOutcome) list.push(bodyOutcome);
+  else if (result === undefined && request.body === undefined && context.digest) {
+    notChecked.push("the body against Digest (the dump holds no body: give --body <file>)");
+  }
+  const passed = list.every((o) => o.outcome === "passed");
+  return {
+    passed,
+    request: { method: request.method, target: request.target },
+    steps: list,
+    notChecked,
+    certificateHeader: "TPP-Signature-Certificate",
+    ...describeCertificate(request.headers, "tpp-signature-certificate"),
+    ...describeSignature(request),
+  };
+}
+
+/** The body against Digest, as the gateway checks it while the body streams. */
+function checkBody(request: DumpedRequest, context: CheckContext): StepOutcome | undefined {
+  if (!context.digest || request.body === undefined) return undefined;
+  const verifier = new DigestVerifier(context.digest);
+  verifier.update(request.body);
+  const result = verifier.finish();
+  return result === true ? { step: "body-digest", outcome: "passed" } : failed("body-digest", result);
+}
+
+function explainCertificates(options: ExplainOptions, notChecked: string[]): CertificateVerifier {
+  if (!options.trustDir) {
+    notChecked.push(
+      "the certificate chain, revocation and the TPP register (give --trust <dir> and --register <file>)",
+    );
+    return parseOnlyCertificates();
+  }
+  let register: TppRegister | undefined;
+  if (options.registerFile) {
+    register = new TppRegister(Number.MAX_SAFE_INTEGER, () => options.now);
+    register.replace(parseRegisterDocument(readFileSync(options.registerFile, "utf8")), options.registerFile);
+  } else {
+    notChecked.push("the TPP register (give --register <file>); the certificate's own roles are used");
+  }
+  return trustedCertificates(options.trustDir, options.now, register);
+}
+
+/** The gateway's certificate checks against a folder of CAs and CRLs (and a register, when given), uncached. */
+export function trustedCertificates(
+  trustDir: string,
+  now: number,
+  register?: TppRegister,
+  crlDir = trustDir,
+): CertificateVerifier {
+  const { store } = trustStoreFromFolder(trustDir);
+  const { checker } = crlCheckerFromFolder(crlDir, store.all);
+  return new TppVerifier({
+    trustStore: () => store,
+    revocation: () => checker,
+    ...(register ? { register } : {}),
+    now: () => now,
+    cacheTtlMs: 0,
+    failureTtlMs: 0,
+    maxEntries: 1,
+  });
+}
+
+/** Without a trust folder: the certificate is parsed and its PSD2 statement read; chain and revocation are not checked. */
+export function parseOnlyCertificates(): CertificateVerifier {
+  return {
+    verify: (header): TrustedCertificate | Rejection => {
+      const certificate = parsedCertificate(header);
+      if (isRejection(certificate)) return certificate;
+      const psd2 = requirePsd2(certificate);
+      if (isRejection(psd2)) return psd2;
+      return {
+        publicKey: certificate.publicKey,
+        keyIdTarget: { serial: certificate.serial, issuer: certificate.issuer },
+        identity: {
+          organizationId: certificate.organizationIdentifier ?? "",
+          name: certificate.subjectRfc2253,
+          roles: new Set(certificate.psd2Roles),
+          fingerprint: certificate.sha256Fingerprint,
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,305 @@
+/**
+ * `psd2-gateway verify --response` explains a bank's signed response with the checks egress mode
+ * applies (src/egress/response-verifier.ts): each failure class is named at the step that refuses
+ * it, with its code. Responses are signed by the ingress gateway's own response signer.
+ */
+
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { stringify as toYaml } from "yaml";
+import { responseSignerFrom } from "../../../src/app/ingress.js";
+import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/cli/dev-pki.js";
+import { explainResponse, parseDump, render } from "../../../src/cli/verify.js";
+import { validateConfig } from "../../../src/config/load.js";
+
+let pki: DevPki;
+let dir: string;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "psd2-verify-response-"));
+  pki = await generateDevPki(join(dir, "pki"));
+});
+
+const REQUEST_ID = "6f0d2c58-8a7e-4b0e-9d43-2f3c5b8a1e77";
+const BODY = JSON.stringify({ accounts: [{ iban: "NO9386011117947", currency: "NOK" }] });
+const REQUEST = `GET /v1/accounts HTTP/1.1\r\nHost: bank.example\r\nX-Request-ID: ${REQUEST_ID}\r\n\r\n`;
+
+interface Made {
+  /** The QSealC the response is signed with (default: the demo bank's). */
+  signer?: (p: DevPki) => IssuedCertificate;
+  /** `responseSigning.headers` (default: the config's). */
+  headers?: string[];
+  requestId?: string;
+  /** Changes the raw response text after signing. */
+  tamper?: (raw: string) => string;
+}
+
+async function rawResponse(made: Made = {}): Promise<string> {
+  const cert = (made.signer ?? ((p) => p.bankQseal))(pki);
+  const config = validateConfig({
+    trust: { caDir: "unused" },
+    register: { file: "unused.json" },
+    responseSigning: {
+      qseal: { cert: "unused.pem", key: "unused.pem" },
+      ...(made.headers ? { headers: made.headers } : {}),
+    },
+  });
+  const signer = responseSignerFrom(config.responseSigning!, {
+    privateKey: cert.privateKey,
+    certificateDer: Buffer.from(cert.der),
+  } as Parameters<typeof responseSignerFrom>[1]);
+  const headers = {
+    "content-type": "application/json",
+    "x-request-id": made.requestId ?? REQUEST_ID,
+  };
+  const signed = await signer.sign(Buffer.from(BODY), headers);
+  // The signer answers in Berlin Group spelling (X-Request-ID): one entry per header, whatever the case.
+  const all: Record<string, string> = { ...headers, "content-length": String(Buffer.byteLength(BODY)) };
+  for (const [name, value] of Object.entries(signed)) {
+    delete all[name.toLowerCase()];
+    all[name] = value;
+  }
+  const raw = `HTTP/1.1 200 OK\r\n${Object.entries(all)
+    .map(([n, v]) => `${n}: ${v}`)
+    .join("\r\n")}\r\n\r\n${BODY}`;
+  return made.tamper ? made.tamper(raw) : raw;
+}
+
+async function run(
+  raw: string,
+  options: { now?: number; trust?: boolean; request?: string | null; certificateHeader?: string } = {},
+) {
+  const response = parseDump(Buffer.from(raw, "latin1"));
+  if (typeof response === "string" || !response.response) throw new Error(String(response));
+  const request =
+    options.request === null ? undefined : parseDump(Buffer.from(options.request ?? REQUEST, "latin1"));
+  if (typeof request === "string") throw new Error(request);
+  return explainResponse(response.response, request?.request, {
+    now: options.now ?? Date.now(),
+    algorithms: ["rsa-sha256"],
+    certificateHeader: options.certificateHeader ?? "ASPSP-Signature-Certificate",
+    dateToleranceMs: 60_000,
+    ...(options.trust === false ? {} : { trustDir: pki.paths.trustDir }),
+  });
+}
+
+describe("psd2-gateway verify --response names the step that refuses and why", () => {
+  it.each<[string, Made, Parameters<typeof run>[1], string, string, RegExp]>([
+    [
+      "no Signature header",
+      { tamper: (r) => r.replace(/\r\nSignature: [^\r]*/, "") },
+      {},
+      "signature-header",
+      "SIGNATURE_MISSING",
+      /no Signature header/,
+    ],
+    [
+      "no certificate header",
+      { tamper: (r) => r.replace(/\r\nASPSP-Signature-Certificate: [^\r]*/, "") },
+      {},
+      "certificate",
+      "CERTIFICATE_MISSING",
+      /ASPSP-Signature-Certificate|aspsp-signature-certificate/,
+    ],
+    [
+      "the certificate in another header than the one configured",
+      {},
+      { certificateHeader: "X-Bank-Certificate" },
+      "certificate",
+      "CERTIFICATE_MISSING",
+      /x-bank-certificate/,
+    ],
+    [
+      "a bank certificate from a CA not trusted",
+      { signer: (p) => p.untrusted },
+      {},
+      "certificate",
+      "CERTIFICATE_INVALID",
+      /.+/,
+    ],
+    [
+      "a revoked bank certificate",
+      { signer: (p) => p.revoked },
+      {},
+      "certificate",
+      "CERTIFICATE_REVOKED",
+      /revoked/,
+    ],
+    [
+      "a body changed after signing",
+      { tamper: (r) => r.replace("NO9386011117947", "NO9386011117948") },
+      {},
+      "digest",
+      "SIGNATURE_INVALID",
+      /.+/,
+    ],
+    [
+      "a keyId naming another serial",
+      { tamper: (r) => r.replace(/keyId="SN=[0-9A-F]+/, 'keyId="SN=0BADC0DE') },
+      {},
+      "key-id",
+      "SIGNATURE_INVALID",
+      /0BADC0DE/,
+    ],
+    [
+      "a signature that leaves Digest out",
+      { headers: ["date", "x-request-id"] },
+      {},
+      "coverage",
+      "SIGNATURE_INVALID",
+      /[Dd]igest/,
+    ],
+    [
+      "a signed header changed after signing",
+      { tamper: (r) => r.replace(/\r\nDate: [^\r]*/, "\r\nDate: Mon, 23 Nov 2026 10:00:00 GMT") },
+      {},
+      "signature",
+      "SIGNATURE_INVALID",
+      /does not verify/,
+    ],
+    ["a Date ten minutes old", {}, { now: Date.now() + 600_000 }, "date", "TIMESTAMP_INVALID", /.+/],
+    [
+      "the answer to another request",
+      { requestId: "0e7a9b52-3c1d-4f6e-8a2b-9d4c5e6f7a8b" },
+      {},
+      "request-id",
+      "SIGNATURE_INVALID",
+      /answers another request/,
+    ],
+  ])("%s", async (_what, made, options, step, code, text) => {
+    const e = await run(await rawResponse(made), options);
+    expect(e.passed).toBe(false);
+    const failed = e.steps.find((s) => s.outcome === "failed");
+    expect(failed?.step).toBe(step);
+    expect(failed?.code).toBe(code);
+    expect(failed?.text).toMatch(text);
+    const at = e.steps.indexOf(failed!);
+    expect(e.steps.slice(0, at).every((s) => s.outcome === "passed")).toBe(true);
+    expect(e.steps.slice(at + 1).every((s) => s.outcome === "not run")).toBe(true);
+  });
+
+  it("passes a good response, with and without the chain, and shows what it compared", async () => {
+    const raw = await rawResponse();
+    for (const trust of [true, false]) {
+      const e = await run(raw, { trust });
+      expect(e.steps.filter((s) => s.outcome !== "passed")).toEqual([]);
+      expect(e.steps.map((s) => s.step)).toEqual([
+        "signature-header",
+        "certificate",
+        "digest",
+        "signature-parameters",
+        "key-id",
+        "coverage",
+        "signature",
+        "date",
+        "request-id",
+      ]);
+      expect(e.certificate?.psd2Roles).toContain("PSP_AS");
+      expect(e.keyId?.serial).toBe(e.certificate?.serial);
+      expect(e.signingString).toContain(`x-request-id: ${REQUEST_ID}`);
+      expect(e.notChecked.some((n) => n.includes("chain"))).toBe(!trust);
+    }
+    const text = render(await run(raw));
+    expect(text).toMatch(/^HTTP 200, the answer to GET \/v1\/accounts\n/);
+    expect(text).toContain("Every check passed.");
+    const refused = render(await run(await rawResponse({ requestId: "x-1" })));
+    expect(refused).toContain("✗ request-id            SIGNATURE_INVALID: the response's X-Request-ID x-1");
+    expect(refused).toContain("withholds it");
+    expect(text).toContain("Certificate (ASPSP-Signature-Certificate):");
+  });
+
+  it("without the request, says the X-Request-ID match was not checked rather than failing it", async () => {
+    const e = await run(await rawResponse({ requestId: "another-id" }), { request: null });
+    expect(e.passed).toBe(true);
+    expect(e.steps.map((s) => s.step)).not.toContain("request-id");
+    expect(e.notChecked.some((n) => n.includes("--request"))).toBe(true);
+  });
+
+  it("reads a curl -v dump: request from the '> ' lines, response from the '< ' lines, body not in it", async () => {
+    const raw = await rawResponse();
+    const head = raw.slice(0, raw.indexOf("\r\n\r\n"));
+    const dump = [
+      "*   Trying 127.0.0.1:8443...",
+      ...REQUEST.trimEnd()
+        .split("\r\n")
+        .map((l) => `> ${l}`),
+      "> ",
+      "< HTTP/1.1 100 Continue",
+      "< ",
+      ...head.split("\r\n").map((l) => `< ${l}`),
+      "< ",
+      "{ [120 bytes data]",
+    ].join("\n");
+    const parsed = parseDump(Buffer.from(dump, "latin1"));
+    if (typeof parsed === "string") throw new Error(parsed);
+    expect(parsed.request?.target).toBe("/v1/accounts");
+    expect(parsed.response?.status).toBe(200);
+    const e = await explainResponse(parsed.response!, parsed.request, {
+      now: Date.now(),
+      algorithms: ["rsa-sha256"],
+      certificateHeader: "ASPSP-Signature-Certificate",
+      dateToleranceMs: 60_000,
+      trustDir: pki.paths.trustDir,
+    });
+    expect(e.passed).toBe(true);
+    expect(e.steps.map((s) => s.step)).toContain("request-id");
+    expect(e.steps.map((s) => s.step)).not.toContain("digest");
+    expect(e.notChecked.some((n) => n.includes("--body"))).toBe(true);
+  });
+
+  it("runs as a command: --profile takes trust and header from the bank profile; exit codes; --json", async () => {
+    const good = join(dir, "good-response.http");
+    const bad = join(dir, "bad-response.http");
+    const request = join(dir, "request.http");
+    writeFileSync(good, await rawResponse());
+    writeFileSync(bad, (await rawResponse()).replace("NO9386011117947", "NO0000000000000"));
+    writeFileSync(request, REQUEST);
+    const profile = join(dir, "egress.yaml");
+    writeFileSync(
+      profile,
+      toYaml({
+        mode: "egress",
+        banks: [
+          {
+            name: "demo",
+            prefix: "/demo",
+            url: "https://127.0.0.1:8443",
+            qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey },
+            responses: { mode: "enforce", caDir: pki.paths.trustDir },
+          },
+        ],
+      }),
+    );
+    const cli = (...args: string[]) =>
+      spawnSync(process.execPath, ["--import", "tsx", "src/main.ts", "verify", ...args], {
+        encoding: "utf8",
+      });
+    const passed = cli("--response", good, "--request", request, "--profile", profile);
+    expect(passed.stderr).toBe("");
+    expect(passed.status).toBe(0);
+    expect(passed.stdout).not.toContain("chain and revocation");
+    const refused = cli("--response", bad, "--request", request, "--profile", profile, "--json");
+    expect(refused.status).toBe(1);
+    const json = JSON.parse(refused.stdout) as {
+      passed: boolean;
+      steps: { step: string; outcome: string }[];
+    };
+    expect(json.steps.find((s) => s.outcome === "failed")?.step).toBe("digest");
+    // Usage errors: exit 2 and one line.
+    for (const args of [
+      [good, "--request", request],
+      ["--response", good, "--bank", "demo"],
+      ["--response", good, "--register", "x.json", "--trust", "y"],
+    ]) {
+      const wrong = cli(...args);
+      expect(wrong.status, args.join(" ")).toBe(2);
+      expect(wrong.stderr.trim().split("\n")).toHaveLength(1);
+    }
+    const missing = cli("--response", good, "--profile", profile, "--bank", "nope");
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toContain("no bank profile 'nope'; its profiles are demo");
+    expect(cli(good).stderr).toContain("add --response");
+  });
+});
