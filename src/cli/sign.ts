@@ -1,74 +1,144 @@
-/** `psd2-gateway sign`: the headers a TPP sends for one request, or a ready curl command line. */
+/**
+ * `psd2-gateway sign`: the headers a TPP sends for one request, a ready curl command line, or the
+ * request sent (`--send`) and the bank's answer shown, its response signature checked when a bank
+ * profile says how. With `--profile` it signs exactly as egress mode does for that bank (the same
+ * signer built from the same profile, src/app/bank-profile.ts).
+ */
 
-import { createPrivateKey, X509Certificate } from "node:crypto";
+import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { Agent, type Dispatcher, request } from "undici";
+import { responseVerifierForProfile, signerForProfile } from "../app/bank-profile.js";
+import { type Credentials, loadCredentials } from "../app/credentials.js";
+import type { BankProfileConfig } from "../config/schema.js";
 import { RequestSigner } from "../signature/index.js";
+import { bankProfileOption } from "./bank-option.js";
 import { defineCommand, USAGE_ERROR } from "./command.js";
 
 export const signCommand = defineCommand({
   name: "sign",
-  summary: "sign one request as a TPP would (headers, or a curl command line)",
-  usage: `psd2-gateway sign --key <pem> --cert <pem> --target </path?query> [options]
+  summary: "sign one request as a TPP would (headers, a curl command line, or sent with --send)",
+  usage: `psd2-gateway sign --target </path?query> <keys> [options]
 
-  --key <pem>            the QSealC's private key (PEM)
-  --cert <pem>           the QSealC (PEM or DER)
+The keys and rules (one of):
+  --profile <yaml>       a bank profile of an egress config: its QSealC and signing rules (signed
+                         headers, keyId spelling, algorithm token, Digest, certificate header) and
+                         its defaultHeaders; --send goes to its url with its QWAC and CA
+  --bank <name>          which profile of --profile (needed when it has several)
+  --key <pem> --cert <pem>
+                         the QSealC's private key (PEM) and certificate (PEM or DER), SPEC 5 rules
+  --p12 <file>           the QSealC as a PKCS#12 bundle, SPEC 5 rules; its password from
+  --password-env <NAME>  an environment variable, or
+  --password-file <file> a file (none of the two: no password)
+
+The request:
   --method <M>           default GET
-  --target <path?query>  the request target exactly as it will be sent
+  --target <path?query>  the request target exactly as it will be sent (with --profile: the path
+                         after the bank url's own path, as the application gives it to egress mode)
   --body <file>          the body, signed byte for byte (Digest over exactly these bytes)
   --header "Name: value" a header to send and sign (repeatable): PSU-ID, TPP-Redirect-URI, …
-  --curl <base url>      print a curl command instead of the headers
-  --no-request-target    leave (request-target) out of the signed headers`,
+  --no-request-target    leave (request-target) out of the signed headers (not with --profile,
+                         whose signing.headers decide)
+
+What it prints:
+  (default)              the headers to send
+  --curl <base url>      a curl command line instead (scheme, host and port of <base url>, then
+                         the target as signed)
+  --send                 send it and print the bank's answer (status, headers, body); exit 0 on a
+                         2xx whose signature, when checked, holds, 1 otherwise
+  --url <base url>       where --send goes: its scheme, host and port (default: the profile's url)
+  --ca <pem>             the CA of the bank's TLS certificate (default: the profile's ca, else
+                         the system's)
+  --qwac <pem> --qwac-key <pem>
+                         the client certificate for mutual TLS (default: the profile's qwac)
+  --json                 print JSON: the headers, the curl line or the answer`,
   options: {
+    profile: { type: "string" },
+    bank: { type: "string" },
     key: { type: "string" },
     cert: { type: "string" },
+    p12: { type: "string" },
+    "password-env": { type: "string" },
+    "password-file": { type: "string" },
     method: { type: "string", default: "GET" },
     target: { type: "string" },
     body: { type: "string" },
     header: { type: "string", multiple: true, default: [] },
-    curl: { type: "string" },
     "no-request-target": { type: "boolean", default: false },
+    curl: { type: "string" },
+    send: { type: "boolean", default: false },
+    url: { type: "string" },
+    ca: { type: "string" },
+    qwac: { type: "string" },
+    "qwac-key": { type: "string" },
+    json: { type: "boolean", default: false },
   },
-  run: (values) => sign(values, (file) => readFileSync(file)),
+  run: (values) => sign(values),
 });
 
 interface SignValues {
+  profile?: string | undefined;
+  bank?: string | undefined;
   key?: string | undefined;
   cert?: string | undefined;
+  p12?: string | undefined;
+  "password-env"?: string | undefined;
+  "password-file"?: string | undefined;
   method?: string | undefined;
   target?: string | undefined;
   body?: string | undefined;
   header?: string[] | undefined;
-  curl?: string | undefined;
   "no-request-target"?: boolean | undefined;
+  curl?: string | undefined;
+  send?: boolean | undefined;
+  url?: string | undefined;
+  ca?: string | undefined;
+  qwac?: string | undefined;
+  "qwac-key"?: string | undefined;
+  json?: boolean | undefined;
 }
 
-async function sign(values: SignValues, read: (file: string) => Buffer): Promise<number> {
-  if (!values.key || !values.cert || !values.target) {
-    console.error(
-      "psd2-gateway sign: needs --key <private key PEM> --cert <certificate PEM> --target </path?query>; see psd2-gateway sign --help",
-    );
+/** What a signing run needs, from whichever key option was given. */
+interface Keys {
+  readonly signer: RequestSigner;
+  readonly profile: BankProfileConfig | undefined;
+}
+
+class UsageError extends Error {}
+
+async function sign(values: SignValues): Promise<number> {
+  let keys: Keys;
+  let headers: Record<string, string>;
+  let origin: string | undefined;
+  try {
+    checkOptions(values);
+    headers = headerOptions(values.header ?? []);
+    origin = originOf(values.curl ?? values.url);
+    keys = loadKeys(values);
+    origin ??= originOf(keys.profile?.url);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`psd2-gateway sign: ${error.message}; see psd2-gateway sign --help`);
     return USAGE_ERROR;
   }
-  const headers: Record<string, string> = {};
-  for (const line of values.header ?? []) {
-    const colon = line.indexOf(":");
-    if (colon <= 0) {
-      console.error(`psd2-gateway sign: --header '${line}' is not "Name: value"`);
-      return USAGE_ERROR;
-    }
-    headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
-  }
-  const body = values.body ? read(values.body) : undefined;
-  const signer = new RequestSigner({
-    privateKey: createPrivateKey(read(values.key)),
-    certificate: new X509Certificate(read(values.cert)).raw,
-    signRequestTarget: !values["no-request-target"],
-  });
+  const { signer, profile } = keys;
+  for (const [name, value] of Object.entries(profile?.defaultHeaders ?? {}))
+    if (!Object.keys(headers).some((n) => n.toLowerCase() === name.toLowerCase())) headers[name] = value;
+  const body = values.body === undefined ? undefined : readFileSync(values.body);
   const method = values.method!.toUpperCase();
-  const signed = await signer.sign({ method, target: values.target, headers, ...(body ? { body } : {}) });
-  const all: Record<string, string> = { ...headers, ...signed };
+  // With a profile, the bank url's own path goes before the target, as egress mode sends it.
+  const basePath = profile ? new URL(profile.url).pathname.replace(/\/+$/, "") : "";
+  const target = basePath + values.target!;
+  const signed = await signer.sign({ method, target, headers, ...(body ? { body } : {}) });
+  const all: Record<string, string> = { ...headers };
   if (body) all["Content-Type"] ??= "application/json";
-  if (values.curl) {
+  for (const [name, value] of Object.entries(signed)) {
+    for (const n of Object.keys(all)) if (n.toLowerCase() === name.toLowerCase()) delete all[n];
+    all[name] = value;
+  }
+
+  if (values.send) return send(values, profile, { method, url: origin! + target, headers: all, body });
+  if (values.curl !== undefined) {
     const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
     const parts = [
       "curl",
@@ -78,12 +148,186 @@ async function sign(values: SignValues, read: (file: string) => Buffer): Promise
       ...Object.entries(all).flatMap(([n, v]) => ["-H", quote(`${n}: ${v}`)]),
     ];
     if (values.body) parts.push("--data-binary", quote(`@${values.body}`));
-    parts.push(quote(values.curl.replace(/\/$/, "") + values.target));
-    printBytes(parts.join(" "));
-  } else {
-    for (const [name, value] of Object.entries(all)) printBytes(`${name}: ${value}`);
+    parts.push(quote(origin + target));
+    const line = parts.join(" ");
+    printBytes(values.json ? JSON.stringify({ headers: all, curl: line }, null, 2) : line);
+    return 0;
   }
+  if (values.json) printBytes(JSON.stringify({ method, target, headers: all }, null, 2));
+  else for (const [name, value] of Object.entries(all)) printBytes(`${name}: ${value}`);
   return 0;
+}
+
+/** The command line's own consistency, before any file is read. */
+function checkOptions(values: SignValues): void {
+  const given = (["profile", "key", "p12"] as const).filter((o) => values[o] !== undefined);
+  if (given.length !== 1 || values.target === undefined)
+    throw new UsageError(
+      given.length > 1
+        ? `give one of --profile, --key/--cert and --p12, not ${given.map((o) => `--${o}`).join(" and ")}`
+        : "needs --target </path?query> and the keys: --profile <egress config>, --key <private key PEM> --cert <certificate PEM>, or --p12 <file>",
+    );
+  if (values.bank !== undefined && values.profile === undefined)
+    throw new UsageError("--bank goes with --profile");
+  if (values.profile === undefined && values.p12 === undefined && values.cert === undefined)
+    throw new UsageError("--key goes with --cert <certificate PEM>");
+  if (values.cert !== undefined && values.key === undefined)
+    throw new UsageError("--cert goes with --key <private key PEM>");
+  if (values.p12 === undefined && (values["password-env"] ?? values["password-file"]) !== undefined)
+    throw new UsageError("--password-env and --password-file go with --p12");
+  if (values.profile !== undefined && values["no-request-target"])
+    throw new UsageError("--no-request-target does not go with --profile: its signing.headers decide");
+  if (values.send && values.curl !== undefined) throw new UsageError("give --send or --curl, not both");
+  if (!values.send && (values.url ?? values.ca ?? values.qwac ?? values["qwac-key"]) !== undefined)
+    throw new UsageError("--url, --ca, --qwac and --qwac-key go with --send");
+  if ((values.qwac === undefined) !== (values["qwac-key"] === undefined))
+    throw new UsageError("--qwac and --qwac-key go together");
+  if (values.send && values.url === undefined && values.profile === undefined)
+    throw new UsageError("--send needs --url <base url> (or a --profile, whose url it takes)");
+}
+
+function loadKeys(values: SignValues): Keys {
+  if (values.profile !== undefined) {
+    const profile = bankProfileOption(values.profile, values.bank);
+    if (typeof profile === "string") throw new UsageError(profile);
+    const qseal = loadCredentials(profile.qseal, `banks.${profile.name}.qseal`);
+    // Command-line header values are text: signed as their UTF-8 bytes.
+    return { signer: signerForProfile(profile, qseal, "utf-8"), profile };
+  }
+  let privateKey: KeyObject;
+  let certificate: Uint8Array;
+  if (values.p12 !== undefined) {
+    const credentials: Credentials = loadCredentials(
+      {
+        p12: values.p12,
+        ...(values["password-env"] !== undefined ? { passwordEnv: values["password-env"] } : {}),
+        ...(values["password-file"] !== undefined ? { passwordFile: values["password-file"] } : {}),
+      },
+      "--p12",
+    );
+    privateKey = credentials.privateKey;
+    certificate = credentials.certificateDer;
+  } else {
+    privateKey = createPrivateKey(readFileSync(values.key!));
+    certificate = new X509Certificate(readFileSync(values.cert!)).raw;
+  }
+  return {
+    signer: new RequestSigner({ privateKey, certificate, signRequestTarget: !values["no-request-target"] }),
+    profile: undefined,
+  };
+}
+
+/** Scheme, host and port: the path sent is the target (after the profile url's path), exactly as signed. */
+function originOf(url: string | undefined): string | undefined {
+  if (url === undefined) return undefined;
+  try {
+    return new URL(url).origin;
+  } catch {
+    throw new UsageError(`'${url}' is not a URL (https://bank.example:8443)`);
+  }
+}
+
+function headerOptions(lines: readonly string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const line of lines) {
+    const colon = line.indexOf(":");
+    if (colon <= 0) throw new UsageError(`--header '${line}' is not "Name: value"`);
+    headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+  }
+  return headers;
+}
+
+interface Outgoing {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: Record<string, string>;
+  readonly body: Buffer | undefined;
+}
+
+/** Sends the signed request once (never retried) and prints the answer; the response signature too when the profile checks it. */
+async function send(
+  values: SignValues,
+  profile: BankProfileConfig | undefined,
+  out: Outgoing,
+): Promise<number> {
+  const read = (file: string | undefined) => (file === undefined ? undefined : readFileSync(file, "utf8"));
+  const qwac =
+    values.qwac !== undefined
+      ? { cert: read(values.qwac)!, key: read(values["qwac-key"])! }
+      : profile?.qwac
+        ? (({ certificatePem, keyPem }) => ({ cert: certificatePem, key: keyPem }))(
+            loadCredentials(profile.qwac, `banks.${profile.name}.qwac`),
+          )
+        : undefined;
+  const ca = read(values.ca ?? profile?.ca);
+  const agent = new Agent({ connect: { ...(ca ? { ca } : {}), ...(qwac ?? {}), rejectUnauthorized: true } });
+  let response: Dispatcher.ResponseData;
+  try {
+    response = await request(out.url, {
+      method: out.method as Dispatcher.HttpMethod,
+      headers: out.headers,
+      body: out.body ?? null,
+      dispatcher: agent,
+      headersTimeout: (profile?.timeoutSeconds ?? 30) * 1000,
+      bodyTimeout: (profile?.timeoutSeconds ?? 30) * 1000,
+    });
+  } catch (error) {
+    await agent.close();
+    const { code, cause } = error as { code?: string; cause?: { code?: string } };
+    console.error(
+      `psd2-gateway sign: ${out.method} ${out.url} could not be sent: ${code ?? cause?.code ?? (error as Error).message}`,
+    );
+    return 1;
+  }
+  const body = Buffer.from(await response.body.arrayBuffer());
+  await agent.close();
+  const verifier = profile ? responseVerifierForProfile(profile, Date.now) : undefined;
+  const verdict = verifier
+    ? await verifier.verify({
+        headers: response.headers as Record<string, string | string[] | undefined>,
+        body,
+        request: {
+          method: out.method,
+          target: new URL(out.url).pathname + new URL(out.url).search,
+          requestId: out.headers["X-Request-ID"] ?? "",
+        },
+      })
+    : undefined;
+  const signature =
+    verdict === undefined
+      ? "not checked"
+      : verdict === true
+        ? "verified"
+        : `${verdict.code}: ${verdict.text}`;
+  if (values.json) {
+    printBytes(
+      JSON.stringify(
+        {
+          request: { method: out.method, url: out.url, headers: out.headers },
+          response: {
+            status: response.statusCode,
+            headers: response.headers,
+            body: body.toString("latin1"),
+            signature,
+          },
+        },
+        null,
+        2,
+      ),
+    );
+  } else {
+    printBytes(`${out.method} ${out.url}\n`);
+    printBytes(`HTTP ${response.statusCode}`);
+    for (const [name, value] of Object.entries(response.headers))
+      for (const v of Array.isArray(value) ? value : [value]) printBytes(`${name}: ${v}`);
+    printBytes("");
+    process.stdout.write(body);
+    if (body.length > 0 && body[body.length - 1] !== 0x0a) process.stdout.write("\n");
+    if (verifier) console.error(`response signature: ${signature}`);
+  }
+  const ok =
+    response.statusCode >= 200 && response.statusCode < 300 && (verdict === undefined || verdict === true);
+  return ok ? 0 : 1;
 }
 
 /** Signed values come back in wire form (one char per byte): printed as those bytes, UTF-8 stays UTF-8. */

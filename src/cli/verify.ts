@@ -8,6 +8,7 @@
 
 import { readFileSync } from "node:fs";
 import type { CheckOptions } from "../checks/index.js";
+import type { BankProfileConfig } from "../config/schema.js";
 import { DEFAULT_DATE_TOLERANCE_MS } from "../signature/index.js";
 import { bankProfileOption } from "./bank-option.js";
 import { defineCommand, USAGE_ERROR } from "./command.js";
@@ -90,6 +91,8 @@ Exits 0 when every check passed, 1 when one failed, 2 on a bad command line.`,
     if (values.bank !== undefined && values.profile === undefined) return usage("--bank goes with --profile");
     const now = values.now === undefined ? Date.now() : Date.parse(values.now);
     if (Number.isNaN(now)) return usage(`--now '${values.now}' is not a date`);
+    const profile = values.profile === undefined ? undefined : bankProfileOption(values.profile, values.bank);
+    if (typeof profile === "string") return usage(profile);
 
     const dump = parseDump(readFileSync(positionals[0] ?? 0));
     if (typeof dump === "string") {
@@ -100,7 +103,7 @@ Exits 0 when every check passed, 1 when one failed, 2 on a bad command line.`,
     const algorithms = (values.algorithm as CheckOptions["algorithms"] | undefined) ?? EVERY_ALGORITHM;
     let explanation: Explanation;
     if (values.response) {
-      const explained = await verifyResponse(dump, values, { now, algorithms, body });
+      const explained = await verifyResponse(dump, values, profile, { now, algorithms, body });
       if (typeof explained === "string") {
         console.error(`psd2-gateway verify: ${explained}`);
         return 1;
@@ -131,8 +134,6 @@ Exits 0 when every check passed, 1 when one failed, 2 on a bad command line.`,
 interface ResponseValues {
   trust?: string | undefined;
   request?: string | undefined;
-  profile?: string | undefined;
-  bank?: string | undefined;
   algorithm?: string[] | undefined;
   "certificate-header"?: string | undefined;
 }
@@ -140,6 +141,7 @@ interface ResponseValues {
 async function verifyResponse(
   dump: Dump,
   values: ResponseValues,
+  profile: BankProfileConfig | undefined,
   given: { now: number; algorithms: CheckOptions["algorithms"]; body: Buffer | undefined },
 ): Promise<Explanation | string> {
   const response = dump.response;
@@ -152,8 +154,6 @@ async function verifyResponse(
     if (!read.request) return `${values.request} holds no request`;
     request = read.request;
   }
-  const profile = values.profile ? bankProfileOption(values.profile, values.bank) : undefined;
-  if (typeof profile === "string") return profile;
   const rules = profile?.responses;
   const trustDir = values.trust ?? rules?.caDir;
   return explainResponse(response, request, {

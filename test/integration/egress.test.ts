@@ -8,7 +8,7 @@
 
 import { execFileSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,10 +18,10 @@ import { type EgressGateway, startGateway } from "../../src/app.js";
 import type { DevPki } from "../../src/cli/dev-pki.js";
 import { validateEgressConfig } from "../../src/config/load.js";
 import { createLogger } from "../../src/observability/logger.js";
-import { RequestSigner } from "../../src/signature/index.js";
 import { testPki } from "../helpers/gateway-fixture.js";
 import { freeLoopbackPort, type GatewayProcess, startGatewayProcess } from "../helpers/gateway-process.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+import { startTamperingBank } from "../helpers/tampering-bank.js";
 
 let pki: DevPki;
 let backend: RecordingBackend;
@@ -30,34 +30,6 @@ let tampering: Server;
 let egress: EgressGateway;
 
 const P12_PASSWORD_ENV = "PSD2_TEST_QSEAL_P12_PASSWORD";
-
-/** A bank that signs its answer like ingress does, then changes the body it sends. */
-async function startTamperingBank(pki: DevPki): Promise<Server> {
-  const { createPrivateKey, X509Certificate } = await import("node:crypto");
-  const { readFileSync } = await import("node:fs");
-  const signer = new RequestSigner({
-    privateKey: createPrivateKey(readFileSync(pki.paths.bankQsealKey)),
-    certificate: new X509Certificate(readFileSync(pki.paths.bankQseal)).raw,
-    headers: ["date", "digest", "x-request-id"],
-    certificateHeader: { name: "ASPSP-Signature-Certificate" },
-  });
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on("end", async () => {
-      const body = JSON.stringify({ amount: "10.00" });
-      const signed = await signer.sign({
-        method: "",
-        target: "",
-        headers: { "x-request-id": String(req.headers["x-request-id"]) },
-        body,
-      });
-      res.writeHead(200, { "content-type": "application/json", ...signed });
-      res.end(body.replace("10.00", "99.00"));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return server;
-}
 
 beforeAll(async () => {
   pki = await testPki();

@@ -298,7 +298,7 @@ describe("psd2-gateway verify --response names the step that refuses and why", (
       expect(wrong.stderr.trim().split("\n")).toHaveLength(1);
     }
     const missing = cli("--response", good, "--profile", profile, "--bank", "nope");
-    expect(missing.status).toBe(1);
+    expect(missing.status).toBe(2);
     expect(missing.stderr).toContain("no bank profile 'nope'; its profiles are demo");
     expect(cli(good).stderr).toContain("add --response");
   });

@@ -1,0 +1,398 @@
+/**
+ * `psd2-gateway sign` as a TPP developer runs it: keys from PEM, from a PKCS#12 bundle made by
+ * the openssl binary (password from the environment or a file, or none), or from a bank profile
+ * of an egress config (its signing rules applied byte for byte); `--send` to a real ingress
+ * gateway process over mutual TLS with response signing on, the signed answer verified, and to a
+ * bank that alters its body after signing.
+ */
+
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stringify as toYaml } from "yaml";
+import type { DevPki } from "../../src/cli/dev-pki.js";
+import { explain, parseRequestDump, withFraming } from "../../src/cli/verify.js";
+import { testPki } from "../helpers/gateway-fixture.js";
+import { type GatewayProcess, REPO_ROOT, startGatewayProcess } from "../helpers/gateway-process.js";
+import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+import { startTamperingBank } from "../helpers/tampering-bank.js";
+
+let pki: DevPki;
+let dir: string;
+let backend: RecordingBackend;
+let ingress: GatewayProcess;
+let tampering: Server;
+let profiles: string;
+let p12: string;
+const P12_PASSWORD = "sign-test-pass";
+
+beforeAll(async () => {
+  pki = await testPki();
+  dir = mkdtempSync(join(tmpdir(), "psd2-sign-"));
+  backend = await startRecordingBackend();
+  ingress = await startGatewayProcess({
+    pki,
+    dir,
+    backendUrl: backend.url,
+    config: {
+      listen: { clientCertificate: "require" },
+      responseSigning: { qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey } },
+    },
+  });
+  tampering = await startTamperingBank(pki);
+
+  const tpp = join(pki.dir, "tpp");
+  p12 = join(dir, "qseal.p12");
+  execFileSync("openssl", [
+    "pkcs12",
+    "-export",
+    "-in",
+    join(tpp, "tpp-a-qseal.pem"),
+    "-inkey",
+    join(tpp, "tpp-a-qseal.key.pem"),
+    "-out",
+    p12,
+    "-passout",
+    `pass:${P12_PASSWORD}`,
+  ]);
+  const qseal = { cert: join(tpp, "tpp-a-qseal.pem"), key: join(tpp, "tpp-a-qseal.key.pem") };
+  const toIngress = {
+    url: ingress.url,
+    ca: join(pki.paths.trustDir, "demo-root-ca.pem"),
+    qwac: { cert: join(tpp, "tpp-a-qwac.pem"), key: join(tpp, "tpp-a-qwac.key.pem") },
+    qseal,
+    defaultHeaders: { "TPP-Redirect-URI": "https://tpp.example/cb" },
+    responses: { mode: "enforce", caDir: pki.paths.trustDir },
+  };
+  profiles = join(dir, "egress.yaml");
+  writeFileSync(
+    profiles,
+    toYaml({
+      mode: "egress",
+      banks: [
+        { name: "bank", prefix: "/bank", ...toIngress },
+        {
+          name: "java-style",
+          prefix: "/java",
+          ...toIngress,
+          signing: {
+            headers: ["date", "digest", "x-request-id", "psu-id", "tpp-redirect-uri"],
+            algorithmToken: "SHA256withRSA",
+            keyId: { serial: "lower-hex", issuerSeparator: ", ", spaces: "percent-20" },
+            digest: { token: "lower" },
+          },
+        },
+        {
+          name: "tampered",
+          prefix: "/t",
+          url: `http://127.0.0.1:${(tampering.address() as AddressInfo).port}`,
+          qseal,
+          responses: { mode: "enforce", caDir: pki.paths.trustDir },
+        },
+      ],
+    }),
+  );
+}, 60_000);
+
+afterAll(async () => {
+  await ingress?.stop();
+  tampering?.close();
+  await backend?.close();
+});
+
+/** Asynchronous: the recording backend answers from this very process while the command runs. */
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "sign", ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+    });
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+/** The printed headers as a raw request, judged by `verify`'s explain (the gateway's own checks). */
+function verdictOf(stdout: string, target: string, method = "GET", body?: string) {
+  const raw = `${method} ${target} HTTP/1.1\r\nHost: bank.example\r\n${stdout.trimEnd().split("\n").join("\r\n")}\r\n\r\n${body ?? ""}`;
+  const request = parseRequestDump(Buffer.from(raw, "latin1"));
+  if (typeof request === "string") throw new Error(request);
+  return explain(withFraming(request), {
+    now: Date.now(),
+    algorithms: ["rsa-sha256"],
+    trustDir: pki.paths.trustDir,
+  });
+}
+
+const PSU = ["--header", "PSU-ID: PSU-1001", "--header", "TPP-Redirect-URI: https://tpp.example/cb"];
+
+describe("psd2-gateway sign: where the keys come from", () => {
+  it.each<[string, string[], Record<string, string>]>([
+    [
+      "PEM files",
+      ["--key", join("tpp", "tpp-a-qseal.key.pem"), "--cert", join("tpp", "tpp-a-qseal.pem")],
+      {},
+    ],
+    [
+      "a PKCS#12 bundle, password from --password-env",
+      ["--p12", "P12", "--password-env", "SIGN_P12"],
+      { SIGN_P12: P12_PASSWORD },
+    ],
+    ["a PKCS#12 bundle, password from --password-file", ["--p12", "P12", "--password-file", "PWFILE"], {}],
+    ["a bank profile of an egress config", ["--profile", "PROFILES", "--bank", "bank"], {}],
+  ])("%s: the headers printed pass every check of the gateway", async (_what, args, env) => {
+    const passwordFile = join(dir, "p12-password");
+    writeFileSync(passwordFile, `${P12_PASSWORD}\n`);
+    const resolved = args.map((a) =>
+      a === "P12"
+        ? p12
+        : a === "PWFILE"
+          ? passwordFile
+          : a === "PROFILES"
+            ? profiles
+            : a.startsWith("tpp")
+              ? join(pki.dir, a)
+              : a,
+    );
+    const out = await cli([...resolved, "--target", "/v1/accounts", ...PSU], env);
+    expect(out.stderr).toBe("");
+    expect(out.status).toBe(0);
+    const e = verdictOf(out.stdout, "/v1/accounts");
+    expect(e.steps.filter((s) => s.outcome !== "passed")).toEqual([]);
+    expect(e.certificate?.organizationIdentifier).toBe("PSDNO-FSA-DEMO0001");
+  });
+
+  it("a PKCS#12 bundle with a wrong or missing password: exit 1, a clear line, never the password", async () => {
+    const wrong = await cli(["--p12", p12, "--password-env", "SIGN_P12", "--target", "/v1/accounts"], {
+      SIGN_P12: "not-the-password",
+    });
+    expect(wrong.status).toBe(1);
+    expect(wrong.stderr).toContain(`cannot open PKCS#12 file ${p12}: wrong password`);
+    expect(wrong.stderr).not.toContain("not-the-password");
+    const unset = await cli(["--p12", p12, "--password-env", "SIGN_P12_UNSET", "--target", "/v1/accounts"]);
+    expect(unset.status).toBe(1);
+    expect(unset.stderr).toContain("SIGN_P12_UNSET");
+  });
+
+  it("a PKCS#12 bundle without a password (openssl -passout pass:)", async () => {
+    const open = join(dir, "open.p12");
+    const tpp = join(pki.dir, "tpp");
+    execFileSync("openssl", [
+      "pkcs12",
+      "-export",
+      "-in",
+      join(tpp, "tpp-a-qseal.pem"),
+      "-inkey",
+      join(tpp, "tpp-a-qseal.key.pem"),
+      "-out",
+      open,
+      "-passout",
+      "pass:",
+    ]);
+    const out = await cli(["--p12", open, "--target", "/v1/accounts", ...PSU]);
+    expect(out.status, out.stderr).toBe(0);
+    expect(verdictOf(out.stdout, "/v1/accounts").passed).toBe(true);
+  });
+
+  it("--profile applies the bank's signing rules (Java-style keyId, algorithm token, Digest token) and its defaultHeaders", async () => {
+    const out = await cli([
+      "--profile",
+      profiles,
+      "--bank",
+      "java-style",
+      "--target",
+      "/v1/accounts",
+      "--header",
+      "PSU-ID: PSU-1001",
+      "--json",
+    ]);
+    expect(out.status, out.stderr).toBe(0);
+    const { headers } = JSON.parse(out.stdout) as { headers: Record<string, string> };
+    expect(headers["TPP-Redirect-URI"]).toBe("https://tpp.example/cb");
+    expect(headers.Digest).toMatch(/^sha-256=/);
+    expect(headers.Signature).toContain('algorithm="SHA256withRSA"');
+    expect(headers.Signature).toMatch(
+      /keyId="SN=[0-9a-f]+,CA=CN=Demo%20Qualified%20Issuing%20CA,%20organizationIdentifier=NTRNO-999999999,%20O=/,
+    );
+    expect(headers.Signature).toContain('headers="date digest x-request-id psu-id tpp-redirect-uri"');
+  });
+});
+
+describe("psd2-gateway sign --send", () => {
+  it("--profile: sent over mutual TLS with the profile's QWAC to the bank, the signed answer verified; exit 0", async () => {
+    const before = backend.requests.length;
+    const out = await cli([
+      "--profile",
+      profiles,
+      "--bank",
+      "bank",
+      "--target",
+      "/v1/accounts?withBalance=true",
+      "--header",
+      "PSU-ID: PSU-1001",
+      "--send",
+    ]);
+    expect(out.status, out.stderr + out.stdout).toBe(0);
+    expect(out.stdout).toMatch(/^GET https:\/\/localhost:\d+\/v1\/accounts\?withBalance=true\n\nHTTP 200\n/);
+    expect(out.stderr).toBe("response signature: verified\n");
+    expect(backend.requests.slice(before).map((r) => r.target)).toEqual(["/v1/accounts?withBalance=true"]);
+    // Ingress checked the QWAC of the connection and the QSealC signature: it attached the identity.
+    expect(backend.requests.at(-1)!.headers["x-tpp-organization-id"]).toBe("PSDNO-FSA-DEMO0001");
+  });
+
+  it("PEM keys with --url, --ca, --qwac/--qwac-key and --json: the answer as JSON, its signature not checked", async () => {
+    const tpp = join(pki.dir, "tpp");
+    const out = await cli([
+      "--key",
+      join(tpp, "tpp-a-qseal.key.pem"),
+      "--cert",
+      join(tpp, "tpp-a-qseal.pem"),
+      "--target",
+      "/v1/payments/sepa-credit-transfers",
+      "--method",
+      "POST",
+      "--body",
+      writeBody(),
+      ...PSU,
+      "--send",
+      "--url",
+      ingress.url,
+      "--ca",
+      join(pki.paths.trustDir, "demo-root-ca.pem"),
+      "--qwac",
+      join(tpp, "tpp-a-qwac.pem"),
+      "--qwac-key",
+      join(tpp, "tpp-a-qwac.key.pem"),
+      "--json",
+    ]);
+    expect(out.status, out.stderr + out.stdout).toBe(0);
+    const json = JSON.parse(out.stdout) as {
+      request: { method: string; headers: Record<string, string> };
+      response: { status: number; headers: Record<string, string>; signature: string };
+    };
+    expect(json.request.method).toBe("POST");
+    expect(json.response.status).toBe(200);
+    expect(json.response.headers["aspsp-signature-certificate"]).toBeDefined();
+    expect(json.response.signature).toBe("not checked");
+    expect(backend.requests.at(-1)!.body.toString()).toBe(PAYMENT);
+  });
+
+  it("a bank whose body was altered after signing: the answer shown, the failure named, exit 1", async () => {
+    const out = await cli([
+      "--profile",
+      profiles,
+      "--bank",
+      "tampered",
+      "--target",
+      "/v1/payments/1",
+      "--send",
+    ]);
+    expect(out.status).toBe(1);
+    expect(out.stdout).toContain("HTTP 200");
+    expect(out.stderr).toMatch(/^response signature: SIGNATURE_INVALID: .*Digest/);
+  });
+
+  it("a bank that cannot be reached: exit 1 and one line naming the URL", async () => {
+    const out = await cli([
+      "--profile",
+      profiles,
+      "--bank",
+      "bank",
+      "--target",
+      "/v1/accounts",
+      "--send",
+      "--url",
+      "https://127.0.0.1:1",
+    ]);
+    expect(out.status).toBe(1);
+    expect(out.stderr.trim().split("\n")).toHaveLength(1);
+
+    expect(out.stderr).toContain("GET https://127.0.0.1:1/v1/accounts could not be sent: ECONNREFUSED");
+  });
+});
+
+const PAYMENT = JSON.stringify({ instructedAmount: { currency: "EUR", amount: "12.50" } });
+
+function writeBody(): string {
+  const file = join(dir, "payment.json");
+  writeFileSync(file, PAYMENT);
+  return file;
+}
+
+describe("psd2-gateway sign: a wrong command line is one line and exit 2", () => {
+  it.each<[string, string[], RegExp]>([
+    ["no keys", ["--target", "/v1/accounts"], /needs --target/],
+    [
+      "two kinds of keys",
+      ["--profile", "x.yaml", "--p12", "x.p12", "--target", "/"],
+      /not --profile and --p12/,
+    ],
+    [
+      "--bank without --profile",
+      ["--key", "k", "--cert", "c", "--bank", "b", "--target", "/"],
+      /--bank goes with --profile/,
+    ],
+    ["--key without --cert", ["--key", "k", "--target", "/"], /--key goes with --cert/],
+    [
+      "a password option without --p12",
+      ["--key", "k", "--cert", "c", "--password-env", "X", "--target", "/"],
+      /go with --p12/,
+    ],
+    [
+      "--send and --curl",
+      ["--key", "k", "--cert", "c", "--target", "/", "--send", "--curl", "https://b"],
+      /not both/,
+    ],
+    [
+      "--url without --send",
+      ["--key", "k", "--cert", "c", "--target", "/", "--url", "https://b"],
+      /go with --send/,
+    ],
+    ["--send without a URL", ["--key", "k", "--cert", "c", "--target", "/", "--send"], /--send needs --url/],
+    [
+      "--qwac without --qwac-key",
+      ["--key", "k", "--cert", "c", "--target", "/", "--send", "--url", "https://b", "--qwac", "q"],
+      /go together/,
+    ],
+    [
+      "a --url that is not a URL",
+      ["--key", "k", "--cert", "c", "--target", "/", "--send", "--url", "bank"],
+      /'bank' is not a URL/,
+    ],
+    [
+      "an unknown bank",
+      ["--profile", "PROFILES", "--bank", "nope", "--target", "/"],
+      /no bank profile 'nope'; its profiles are bank, java-style, tampered/,
+    ],
+    [
+      "several banks and no --bank",
+      ["--profile", "PROFILES", "--target", "/"],
+      /has 3 bank profiles \(bank, java-style, tampered\): choose one with --bank/,
+    ],
+    [
+      "--no-request-target with a profile",
+      ["--profile", "PROFILES", "--bank", "bank", "--target", "/", "--no-request-target"],
+      /signing.headers decide/,
+    ],
+  ])("%s", async (_what, args, message) => {
+    const out = await cli(args.map((a) => (a === "PROFILES" ? profiles : a)));
+    expect(out.status).toBe(2);
+    expect(out.stderr.trim().split("\n")).toHaveLength(1);
+    expect(out.stderr).toMatch(message);
+    expect(out.stdout).toBe("");
+  });
+});
