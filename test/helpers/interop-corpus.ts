@@ -220,3 +220,42 @@ export function loadBerlinGroupExamples(): BerlinGroupExample[] {
     };
   });
 }
+
+// ---------------------------------------------------------------------------------------------
+// certs/EXPECTED.json (OpenSSL's decoding of each certificate: the oracle for keyId spellings)
+
+export interface ExpectedCertificate {
+  readonly file: string;
+  /** Upper-case hex as OpenSSL prints it (leading zero nibbles kept, no DER sign byte). */
+  readonly serialHex: string;
+  readonly serialDecimal: string;
+  /** OpenSSL's RFC 2253 rendering (`\0A` for a line feed). */
+  readonly issuerRfc2253: string;
+  /** The issuer's attributes in DER order (the reverse of RFC 2253 order), values as decoded. */
+  readonly issuerAttributes: readonly { readonly oid: string; readonly value: string }[];
+}
+
+export function loadExpectedCertificates(): ReadonlyMap<string, ExpectedCertificate> {
+  const file = "certs/EXPECTED.json";
+  const root = readInteropJson(file);
+  const out = new Map<string, ExpectedCertificate>();
+  for (const [name, raw] of Object.entries(asObject(root.certificates, `${file}.certificates`))) {
+    const at = `${file}.certificates.${name}`;
+    const entry = asObject(raw, at);
+    const serial = asObject(entry.serial, `${at}.serial`);
+    out.set(name, {
+      file: `certs/${name}`,
+      serialHex: stringField(serial, "opensslHex", `${at}.serial`),
+      serialDecimal: stringField(serial, "decimal", `${at}.serial`),
+      issuerRfc2253: stringField(entry, "issuerRfc2253", at),
+      issuerAttributes: asArray(entry.issuerAttributes, `${at}.issuerAttributes`).map((a, i) => {
+        const attribute = asObject(a, `${at}.issuerAttributes[${i}]`);
+        return {
+          oid: stringField(attribute, "oid", `${at}.issuerAttributes[${i}]`),
+          value: stringField(attribute, "value", `${at}.issuerAttributes[${i}]`),
+        };
+      }),
+    });
+  }
+  return out;
+}
