@@ -129,7 +129,13 @@ async function sign(values: SignValues): Promise<number> {
   // With a profile, the bank url's own path goes before the target, as egress mode sends it.
   const basePath = profile ? new URL(profile.url).pathname.replace(/\/+$/, "") : "";
   const target = basePath + values.target!;
-  const signed = await signer.sign({ method, target, headers, ...(body ? { body } : {}) });
+  // Host and Content-Length are written by curl or undici; the signer sees them as they will be
+  // sent, so rules that sign them (a profile's signing.headers) get them signed.
+  const wire: Record<string, string> = { ...headers };
+  const given = new Set(Object.keys(headers).map((n) => n.toLowerCase()));
+  if (origin && !given.has("host")) wire.host = new URL(origin).host;
+  if (body && !given.has("content-length")) wire["content-length"] = String(body.length);
+  const signed = await signer.sign({ method, target, headers: wire, ...(body ? { body } : {}) });
   const all: Record<string, string> = { ...headers };
   if (body) all["Content-Type"] ??= "application/json";
   for (const [name, value] of Object.entries(signed)) {

@@ -111,6 +111,11 @@ class EgressExchange {
       flat[name] = value;
       headers[name] = value;
     }
+    // Host and Content-Length are the HTTP client's to write; they are handed to the signer as they
+    // will be sent, so that a bank whose rules sign them gets them signed, never silently left out.
+    const sendsBody = body.length > 0 || hasBody(req.headers);
+    flat.host = headers.host = profile.backend.host;
+    if (sendsBody) flat["content-length"] = headers["content-length"] = String(body.length);
     const target = profile.backend.basePath + route.target;
     const signStart = performance.now();
     let signed: Record<string, string>;
@@ -133,7 +138,7 @@ class EgressExchange {
         path: target,
         method: (req.method ?? "GET") as Dispatcher.HttpMethod,
         headers,
-        body: body.length > 0 || hasBody(req.headers) ? body : null,
+        body: sendsBody ? body : null,
       });
     } catch (error) {
       return this.answer(this.unreachable(error as Error, profile));

@@ -18,6 +18,8 @@ export interface BackendOptions {
 
 export class Backend {
   readonly origin: string;
+  /** The Host the HTTP client sends (`core.bank:8443`; no port when it is the scheme's). */
+  readonly host: string;
   /** Path prefix of the backend URL (`/core` in `https://core.bank:8443/core`), without trailing slash. */
   readonly basePath: string;
   readonly pool: Pool;
@@ -26,6 +28,7 @@ export class Backend {
   constructor(options: BackendOptions) {
     const url = new URL(options.url);
     this.origin = url.origin;
+    this.host = url.host;
     this.basePath = url.pathname.replace(/\/+$/, "");
     this.timeoutMs = options.timeoutMs;
     this.pool = new Pool(this.origin, {

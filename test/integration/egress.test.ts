@@ -101,6 +101,25 @@ beforeAll(async () => {
         responses: verified,
       },
       {
+        name: "host-signed",
+        prefix: "/host",
+        ...toIngress,
+        // draft-cavage's examples sign Host and Content-Length, which the HTTP client writes.
+        signing: {
+          headers: [
+            "(request-target)",
+            "host",
+            "date",
+            "digest",
+            "content-length",
+            "x-request-id",
+            "psu-id",
+            "tpp-redirect-uri",
+          ],
+        },
+        responses: verified,
+      },
+      {
         name: "p12",
         prefix: "/p12",
         ...toIngress,
@@ -149,6 +168,7 @@ describe("egress → mTLS → ingress → backend, the response signed and verif
     ["the default SPEC 5 profile", "/bank"],
     ["a Java-style profile (lower-hex serial, ', ', %20, SHA256withRSA, sha-256=)", "/java"],
     ["a QSealC from a PKCS#12 bundle", "/p12"],
+    ["a profile that signs Host and Content-Length", "/host"],
   ])("%s: GET and POST reach the backend signed and come back verified", async (_what, prefix) => {
     const before = backend.requests.length;
     const get = await call(`${prefix}/v1/accounts?withBalance=true`);
@@ -173,6 +193,15 @@ describe("egress → mTLS → ingress → backend, the response signed and verif
     // Ingress verified the QSealC signature and the QWAC: it attached the TPP's identity.
     expect(reached[0]!.headers["x-tpp-organization-id"]).toBe("PSDNO-FSA-DEMO0001");
     expect(reached[1]!.body.toString()).toBe(payment);
+    if (prefix === "/host") {
+      expect(reached[1]!.headers.signature).toContain(
+        'headers="(request-target) host date digest content-length x-request-id psu-id tpp-redirect-uri"',
+      );
+      // A GET carries no Content-Length, so it is not in its list (each header is signed when present).
+      expect(reached[0]!.headers.signature).toContain(
+        'headers="(request-target) host date digest x-request-id psu-id tpp-redirect-uri"',
+      );
+    }
   });
 
   it("a non-ASCII PSU-ID is signed as the bytes sent and verifies at the bank", async () => {

@@ -87,6 +87,23 @@ beforeAll(async () => {
           },
         },
         {
+          name: "host-signed",
+          prefix: "/host",
+          ...toIngress,
+          signing: {
+            headers: [
+              "(request-target)",
+              "host",
+              "date",
+              "digest",
+              "content-length",
+              "x-request-id",
+              "psu-id",
+              "tpp-redirect-uri",
+            ],
+          },
+        },
+        {
           name: "tampered",
           prefix: "/t",
           url: `http://127.0.0.1:${(tampering.address() as AddressInfo).port}`,
@@ -291,6 +308,28 @@ describe("psd2-gateway sign --send", () => {
     expect(backend.requests.at(-1)!.body.toString()).toBe(PAYMENT);
   });
 
+  it("a profile that signs Host and Content-Length: signed as curl and undici write them, and the bank agrees", async () => {
+    const out = await cli([
+      "--profile",
+      profiles,
+      "--bank",
+      "host-signed",
+      "--method",
+      "POST",
+      "--target",
+      "/v1/payments/sepa-credit-transfers",
+      "--body",
+      writeBody(),
+      "--header",
+      "PSU-ID: PSU-1001",
+      "--send",
+    ]);
+    expect(out.status, out.stderr + out.stdout).toBe(0);
+    expect(backend.requests.at(-1)!.headers.signature).toContain(
+      'headers="(request-target) host date digest content-length x-request-id psu-id tpp-redirect-uri"',
+    );
+  });
+
   it("a bank whose body was altered after signing: the answer shown, the failure named, exit 1", async () => {
     const out = await cli([
       "--profile",
@@ -376,12 +415,12 @@ describe("psd2-gateway sign: a wrong command line is one line and exit 2", () =>
     [
       "an unknown bank",
       ["--profile", "PROFILES", "--bank", "nope", "--target", "/"],
-      /no bank profile 'nope'; its profiles are bank, java-style, tampered/,
+      /no bank profile 'nope'; its profiles are bank, java-style, host-signed, tampered/,
     ],
     [
       "several banks and no --bank",
       ["--profile", "PROFILES", "--target", "/"],
-      /has 3 bank profiles \(bank, java-style, tampered\): choose one with --bank/,
+      /has 4 bank profiles \(bank, java-style, host-signed, tampered\): choose one with --bank/,
     ],
     [
       "--no-request-target with a profile",
