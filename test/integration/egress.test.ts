@@ -6,7 +6,6 @@
  * that is down, a PKCS#12 QSealC, and the limits of what egress accepts.
  */
 
-import { execFileSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -18,6 +17,14 @@ import { type EgressGateway, startGateway } from "../../src/app.js";
 import type { DevPki } from "../../src/cli/dev-pki.js";
 import { validateEgressConfig } from "../../src/config/load.js";
 import { createLogger } from "../../src/observability/logger.js";
+import {
+  enforcedResponses,
+  HOST_SIGNING,
+  JAVA_STYLE_SIGNING,
+  qsealPkcs12,
+  toIngress,
+  tppFiles,
+} from "../helpers/egress-profiles.js";
 import { testPki } from "../helpers/gateway-fixture.js";
 import { freeLoopbackPort, type GatewayProcess, startGatewayProcess } from "../helpers/gateway-process.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
@@ -54,31 +61,10 @@ beforeAll(async () => {
   });
   tampering = await startTamperingBank(pki);
 
-  const tpp = join(pki.dir, "tpp");
-  const p12 = join(dir, "qseal.p12");
-  execFileSync("openssl", [
-    "pkcs12",
-    "-export",
-    "-in",
-    join(tpp, "tpp-a-qseal.pem"),
-    "-inkey",
-    join(tpp, "tpp-a-qseal.key.pem"),
-    "-out",
-    p12,
-    "-passout",
-    "pass:egress-test",
-  ]);
-  const qwac = { cert: join(tpp, "tpp-a-qwac.pem"), key: join(tpp, "tpp-a-qwac.key.pem") };
-  const qseal = { cert: join(tpp, "tpp-a-qseal.pem"), key: join(tpp, "tpp-a-qseal.key.pem") };
-  const ca = join(pki.paths.trustDir, "demo-root-ca.pem");
-  const verified = { mode: "enforce", caDir: pki.paths.trustDir };
-  const toIngress = {
-    url: ingress.url,
-    ca,
-    qwac,
-    qseal,
-    defaultHeaders: { "TPP-Redirect-URI": "https://tpp.example/cb" },
-  };
+  const p12 = qsealPkcs12(pki, join(dir, "qseal.p12"), "egress-test");
+  const { qseal } = tppFiles(pki);
+  const verified = enforcedResponses(pki);
+  const bank = toIngress(pki, ingress.url);
   const tamper = `http://127.0.0.1:${(tampering.address() as AddressInfo).port}`;
   const config = validateEgressConfig({
     mode: "egress",
@@ -87,44 +73,14 @@ beforeAll(async () => {
     maxBodyBytes: 64 * 1024,
     log: { level: "silent" },
     banks: [
-      { name: "bank", prefix: "/bank", ...toIngress, responses: verified },
-      {
-        name: "java-style",
-        prefix: "/java",
-        ...toIngress,
-        signing: {
-          headers: ["date", "digest", "x-request-id", "psu-id", "tpp-redirect-uri"],
-          algorithmToken: "SHA256withRSA",
-          keyId: { serial: "lower-hex", issuerSeparator: ", ", spaces: "percent-20" },
-          digest: { token: "lower" },
-        },
-        responses: verified,
-      },
-      {
-        name: "host-signed",
-        prefix: "/host",
-        ...toIngress,
-        // draft-cavage's examples sign Host and Content-Length, which the HTTP client writes.
-        signing: {
-          headers: [
-            "(request-target)",
-            "host",
-            "date",
-            "digest",
-            "content-length",
-            "x-request-id",
-            "psu-id",
-            "tpp-redirect-uri",
-          ],
-        },
-        responses: verified,
-      },
+      { name: "bank", prefix: "/bank", ...bank },
+      { name: "java-style", prefix: "/java", ...bank, signing: JAVA_STYLE_SIGNING },
+      { name: "host-signed", prefix: "/host", ...bank, signing: HOST_SIGNING },
       {
         name: "p12",
         prefix: "/p12",
-        ...toIngress,
+        ...bank,
         qseal: { p12, passwordEnv: P12_PASSWORD_ENV },
-        responses: verified,
       },
       { name: "tampered-enforce", prefix: "/te", url: tamper, qseal, responses: verified },
       {

@@ -6,7 +6,7 @@
  * bank that alters its body after signing.
  */
 
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -16,6 +16,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify as toYaml } from "yaml";
 import type { DevPki } from "../../src/cli/dev-pki.js";
 import { explain, parseRequestDump, withFraming } from "../../src/cli/verify.js";
+import {
+  enforcedResponses,
+  HOST_SIGNING,
+  JAVA_STYLE_SIGNING,
+  qsealPkcs12,
+  toIngress,
+  tppFiles,
+} from "../helpers/egress-profiles.js";
 import { testPki } from "../helpers/gateway-fixture.js";
 import { type GatewayProcess, REPO_ROOT, startGatewayProcess } from "../helpers/gateway-process.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
@@ -45,70 +53,23 @@ beforeAll(async () => {
   });
   tampering = await startTamperingBank(pki);
 
-  const tpp = join(pki.dir, "tpp");
-  p12 = join(dir, "qseal.p12");
-  execFileSync("openssl", [
-    "pkcs12",
-    "-export",
-    "-in",
-    join(tpp, "tpp-a-qseal.pem"),
-    "-inkey",
-    join(tpp, "tpp-a-qseal.key.pem"),
-    "-out",
-    p12,
-    "-passout",
-    `pass:${P12_PASSWORD}`,
-  ]);
-  const qseal = { cert: join(tpp, "tpp-a-qseal.pem"), key: join(tpp, "tpp-a-qseal.key.pem") };
-  const toIngress = {
-    url: ingress.url,
-    ca: join(pki.paths.trustDir, "demo-root-ca.pem"),
-    qwac: { cert: join(tpp, "tpp-a-qwac.pem"), key: join(tpp, "tpp-a-qwac.key.pem") },
-    qseal,
-    defaultHeaders: { "TPP-Redirect-URI": "https://tpp.example/cb" },
-    responses: { mode: "enforce", caDir: pki.paths.trustDir },
-  };
+  p12 = qsealPkcs12(pki, join(dir, "qseal.p12"), P12_PASSWORD);
+  const bank = toIngress(pki, ingress.url);
   profiles = join(dir, "egress.yaml");
   writeFileSync(
     profiles,
     toYaml({
       mode: "egress",
       banks: [
-        { name: "bank", prefix: "/bank", ...toIngress },
-        {
-          name: "java-style",
-          prefix: "/java",
-          ...toIngress,
-          signing: {
-            headers: ["date", "digest", "x-request-id", "psu-id", "tpp-redirect-uri"],
-            algorithmToken: "SHA256withRSA",
-            keyId: { serial: "lower-hex", issuerSeparator: ", ", spaces: "percent-20" },
-            digest: { token: "lower" },
-          },
-        },
-        {
-          name: "host-signed",
-          prefix: "/host",
-          ...toIngress,
-          signing: {
-            headers: [
-              "(request-target)",
-              "host",
-              "date",
-              "digest",
-              "content-length",
-              "x-request-id",
-              "psu-id",
-              "tpp-redirect-uri",
-            ],
-          },
-        },
+        { name: "bank", prefix: "/bank", ...bank },
+        { name: "java-style", prefix: "/java", ...bank, signing: JAVA_STYLE_SIGNING },
+        { name: "host-signed", prefix: "/host", ...bank, signing: HOST_SIGNING },
         {
           name: "tampered",
           prefix: "/t",
           url: `http://127.0.0.1:${(tampering.address() as AddressInfo).port}`,
-          qseal,
-          responses: { mode: "enforce", caDir: pki.paths.trustDir },
+          qseal: tppFiles(pki).qseal,
+          responses: enforcedResponses(pki),
         },
       ],
     }),
@@ -206,20 +167,7 @@ describe("psd2-gateway sign: where the keys come from", () => {
   });
 
   it("a PKCS#12 bundle without a password (openssl -passout pass:)", async () => {
-    const open = join(dir, "open.p12");
-    const tpp = join(pki.dir, "tpp");
-    execFileSync("openssl", [
-      "pkcs12",
-      "-export",
-      "-in",
-      join(tpp, "tpp-a-qseal.pem"),
-      "-inkey",
-      join(tpp, "tpp-a-qseal.key.pem"),
-      "-out",
-      open,
-      "-passout",
-      "pass:",
-    ]);
+    const open = qsealPkcs12(pki, join(dir, "open.p12"), "");
     const out = await cli(["--p12", open, "--target", "/v1/accounts", ...PSU]);
     expect(out.status, out.stderr).toBe(0);
     expect(verdictOf(out.stdout, "/v1/accounts").passed).toBe(true);
@@ -272,12 +220,12 @@ describe("psd2-gateway sign --send", () => {
   });
 
   it("PEM keys with --url, --ca, --qwac/--qwac-key and --json: the answer as JSON, its signature not checked", async () => {
-    const tpp = join(pki.dir, "tpp");
+    const { qseal, qwac, ca } = tppFiles(pki);
     const out = await cli([
       "--key",
-      join(tpp, "tpp-a-qseal.key.pem"),
+      qseal.key,
       "--cert",
-      join(tpp, "tpp-a-qseal.pem"),
+      qseal.cert,
       "--target",
       "/v1/payments/sepa-credit-transfers",
       "--method",
@@ -289,11 +237,11 @@ describe("psd2-gateway sign --send", () => {
       "--url",
       ingress.url,
       "--ca",
-      join(pki.paths.trustDir, "demo-root-ca.pem"),
+      ca,
       "--qwac",
-      join(tpp, "tpp-a-qwac.pem"),
+      qwac.cert,
       "--qwac-key",
-      join(tpp, "tpp-a-qwac.key.pem"),
+      qwac.key,
       "--json",
     ]);
     expect(out.status, out.stderr + out.stdout).toBe(0);
