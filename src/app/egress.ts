@@ -30,7 +30,10 @@ export interface EgressGateway {
   readonly metrics: EgressMetrics;
   readonly adminUrl: string | undefined;
   readiness(): Promise<ReadinessCheck>;
-  /** Nothing is reloaded in place yet: keys and certificates are read at start. */
+  /**
+   * Reads every bank profile's keys, certificates and CAs anew and swaps them in at once (SIGHUP);
+   * throws, keeping the old ones, when any cannot be read.
+   */
   reload(): void;
   close(graceMs?: number): Promise<void>;
 }
@@ -59,8 +62,14 @@ export async function startEgressGateway(
   const started = new Started();
   let draining = false;
   try {
-    const profiles = config.banks.map((bank) => loadProfile(bank, deps.env ?? process.env, now));
-    for (const profile of profiles) started.add(() => profile.backend.close());
+    const env = deps.env ?? process.env;
+    // Replaced whole by reload(); a request in flight keeps the profile it started with.
+    let profiles = config.banks.map((bank) => loadProfile(bank, env, now));
+    let router = new BankRouter<BankProfile>(profiles);
+    const retired = new Set<Promise<void>>();
+    started.add(async () => {
+      await Promise.all([...profiles.map((p) => p.backend.close()), ...retired]);
+    });
     warnExpiring(profiles, logger, now);
 
     const certificates = () =>
@@ -106,7 +115,10 @@ export async function startEgressGateway(
     server.on(
       "request",
       createEgressHandler({
-        router: new BankRouter<BankProfile>(profiles),
+        router: {
+          route: (host, url) => router.route(host, url),
+          describe: () => router.describe(),
+        },
         maxBodyBytes: config.maxBodyBytes,
         onRequest: (event) => {
           recordEgressRequest(event, logger, metrics, (bank) => modes.get(bank) ?? "off");
@@ -139,7 +151,21 @@ export async function startEgressGateway(
       adminUrl: admin?.url,
       readiness,
       reload() {
-        logger.warn("egress mode reads keys and certificates at start; restart it to load new ones");
+        // Every profile is loaded before any is swapped: one bad file keeps all the old ones (it throws).
+        const fresh = config.banks.map((bank) => loadProfile(bank, env, now));
+        const old = profiles;
+        profiles = fresh;
+        router = new BankRouter<BankProfile>(fresh);
+        warnExpiring(fresh, logger, now);
+        // undici's close lets the requests still using the old pools finish first.
+        for (const p of old) {
+          const closing = p.backend.close().finally(() => retired.delete(closing));
+          retired.add(closing);
+        }
+        logger.info(
+          { banks: fresh.map((p) => ({ name: p.name, keyId: p.signer.keyId, mtls: p.qwac !== undefined })) },
+          "bank profiles reloaded: keys and certificates read anew",
+        );
       },
       async close(graceMs = config.shutdown.graceSeconds * 1000) {
         draining = true;

@@ -39,7 +39,7 @@ export interface BankProfile {
 }
 
 export interface EgressHandlerOptions {
-  readonly router: BankRouter<BankProfile>;
+  readonly router: Pick<BankRouter<BankProfile>, "route" | "describe">;
   readonly maxBodyBytes: number;
   readonly onRequest?: (event: EgressEvent) => void;
 }

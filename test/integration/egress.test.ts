@@ -6,7 +6,7 @@
  * that is down, a PKCS#12 QSealC, and the limits of what egress accepts.
  */
 
-import { mkdtempSync } from "node:fs";
+import { copyFileSync, mkdtempSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -243,5 +243,52 @@ describe("what egress refuses itself", () => {
       /psd2_gateway_egress_requests_total\{bank="down",status="502",origin="gateway"\} 1/,
     );
     expect(metrics).toMatch(/psd2_gateway_egress_signing_seconds_count\{bank="bank"\} \d+/);
+  });
+});
+
+describe("reload (SIGHUP): the bank profiles' keys and certificates read anew", () => {
+  it("swaps a rotated QSealC and QWAC in at once; a file that cannot be read keeps the old ones", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "psd2-egress-reload-"));
+    const files = {
+      qseal: { cert: join(dir, "qseal.pem"), key: join(dir, "qseal.key.pem") },
+      qwac: { cert: join(dir, "qwac.pem"), key: join(dir, "qwac.key.pem") },
+    };
+    const install = (tpp: "tpp-a" | "tpp-b") => {
+      for (const [kind, paths] of Object.entries(files)) {
+        copyFileSync(join(pki.dir, "tpp", `${tpp}-${kind}.pem`), paths.cert);
+        copyFileSync(join(pki.dir, "tpp", `${tpp}-${kind}.key.pem`), paths.key);
+      }
+    };
+    install("tpp-a");
+    const rotating = await startGateway(
+      validateEgressConfig({
+        mode: "egress",
+        listen: { port: 0 },
+        admin: { enabled: false },
+        log: { level: "silent" },
+        banks: [{ name: "bank", prefix: "/bank", ...toIngress(pki, ingress.url), ...files }],
+      }),
+      { logger: createLogger("silent") },
+    );
+    const organizationSeen = async () => {
+      const answer = await request(`${rotating.url}/bank/v1/accounts`, { headers: { "psu-id": "PSU-1001" } });
+      const text = await answer.body.text();
+      expect(answer.statusCode, text).toBe(200);
+      expect(answer.headers["psd2-gateway-response-signature"]).toBe("verified");
+      return backend.requests.at(-1)!.headers["x-tpp-organization-id"];
+    };
+    try {
+      expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0001");
+      install("tpp-b");
+      expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0001"); // read at start, not per request
+      rotating.reload();
+      // Ingress saw TPP B's QWAC on the connection and its QSealC on the signature.
+      expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0002");
+      writeFileSync(files.qseal.key, "not a key");
+      expect(() => rotating.reload()).toThrow(/banks\.bank\.qseal: cannot read the private key/);
+      expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0002");
+    } finally {
+      await rotating.close(0);
+    }
   });
 });
