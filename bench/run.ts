@@ -11,16 +11,15 @@
  */
 
 import "reflect-metadata";
-import { type ChildProcess, execFileSync, fork } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { createPrivateKey, createPublicKey, randomUUID, webcrypto } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Worker } from "node:worker_threads";
 import * as x509 from "@peculiar/x509";
-import autocannon from "autocannon";
 import { generateDevPki } from "../src/cli/dev-pki.js";
-import type { PresignedRequest, PresignJob } from "./presign.js";
+import { load, median, pin, presign, type RunResult, startChild, stop } from "./harness.js";
+import type { PresignJob } from "./presign.js";
 import { machineLine, replaceSection } from "./results-file.js";
 import { CAN_PIN } from "./taskset.js";
 
@@ -29,130 +28,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const POOL = Number(process.env.BENCH_POOL ?? 50_000);
 const NEW_CERTS = Number(process.env.BENCH_NEW_CERTS ?? 2000);
 const CONNECTIONS = 50;
-const here = new URL(".", import.meta.url).pathname;
-
-function pin(pid: number, core: number) {
-  if (CAN_PIN) execFileSync("taskset", ["-cp", String(core), String(pid)], { stdio: "ignore" });
-}
-
-interface Child {
-  readonly process: ChildProcess;
-  readonly port: number;
-}
-
-async function startChild(file: string, args: string[]): Promise<Child> {
-  const child = fork(join(here, file), args, {
-    execArgv: ["--import", "tsx"],
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  pin(child.pid!, 0);
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once("message", (m: { ready?: number }) =>
-      m.ready ? resolve(m.ready) : reject(new Error("bad ready")),
-    );
-    child.once("exit", (code) => reject(new Error(`${file} exited with ${code}`)));
-  });
-  return { process: child, port };
-}
-
-function cpuOf(child: Child): Promise<number> {
-  return new Promise((resolve) => {
-    child.process.once("message", (m: { cpu: NodeJS.CpuUsage }) => resolve(m.cpu.user + m.cpu.system));
-    child.process.send("cpu");
-  });
-}
-
-/** Disconnecting lets the child exit on its own (and write its CPU profile); kill it if it lingers. */
-async function stop(child: Child | undefined): Promise<void> {
-  if (!child) return;
-  const exited = new Promise<void>((resolve) => child.process.once("exit", () => resolve()));
-  child.process.disconnect();
-  const timer = setTimeout(() => child.process.kill(), 5000);
-  await exited;
-  clearTimeout(timer);
-}
-
-async function presign(job: PresignJob, workers = Math.max(1, cpus().length)): Promise<PresignedRequest[]> {
-  const per = Math.ceil(job.count / workers);
-  const parts = await Promise.all(
-    Array.from({ length: workers }, (_, w) => {
-      const certificatePems =
-        job.certificatePems.length > 1
-          ? job.certificatePems.slice(w * per, (w + 1) * per)
-          : job.certificatePems;
-      return new Promise<PresignedRequest[]>((resolve, reject) => {
-        // Workers do not take --import from execArgv on Node 20: register tsx inside the worker.
-        const bootstrap = `import("tsx/esm/api").then((m) => { m.register(); return import(${JSON.stringify(join(here, "presign.ts"))}); })`;
-        const worker = new Worker(bootstrap, {
-          eval: true,
-          workerData: {
-            ...job,
-            certificatePems,
-            count: Math.min(per, job.count - w * per),
-            indexOffset: w * per,
-          },
-        });
-        worker.once("message", resolve);
-        worker.once("error", reject);
-      });
-    }),
-  );
-  return parts.flat();
-}
-
-interface RunResult {
-  readonly rps: number;
-  readonly p50: number;
-  readonly p99: number;
-  readonly cpuUsPerRequest: number | undefined;
-  readonly non2xx: number;
-  readonly errors: number;
-  readonly total: number;
-}
-
-/** Where a pool has got to: shared by the warm-up and the run against one gateway process, so no signature is sent twice. */
-interface Cursor {
-  next: number;
-}
-
-async function load(
-  port: number,
-  pool: PresignedRequest[],
-  cursor: Cursor,
-  seconds: number,
-  measured?: Child,
-  amount?: number,
-): Promise<RunResult> {
-  const options = {
-    url: `http://127.0.0.1:${port}`,
-    connections: CONNECTIONS,
-    ...(amount ? { amount } : { duration: seconds }),
-    requests: [
-      {
-        setupRequest: (req: Record<string, unknown>) => {
-          const r = pool[cursor.next++ % pool.length]!;
-          return { ...req, method: r.method, path: r.path, headers: r.headers, body: r.body };
-        },
-      },
-    ],
-  };
-  const before = measured ? await cpuOf(measured) : 0;
-  const result = await autocannon(options as unknown as autocannon.Options);
-  const after = measured ? await cpuOf(measured) : 0;
-  const total = result.requests.total;
-  return {
-    rps: amount ? total / result.duration : result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    cpuUsPerRequest: measured ? (after - before) / total : undefined,
-    non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
-    total,
-  };
-}
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
 async function newCertificates(
   pkiDir: string,
   issuing: { pem: string; keyPem: string },

@@ -1,6 +1,6 @@
 /** The benchmark's backend: answers every request with 313 bytes of JSON, like BENCH-ANCHORS.md's. */
 
-import { createServer } from "node:http";
+import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 
 const SHAPE = {
@@ -12,7 +12,18 @@ const SHAPE = {
 // Padded to exactly 313 bytes, the size the anchors measured with.
 const BODY = Buffer.from(JSON.stringify({ ...SHAPE, pad: "x".repeat(313 - JSON.stringify(SHAPE).length) }));
 
+/**
+ * The next request as received, kept when the parent asks ("capture", then "last"): bench/signing.ts
+ * checks what the egress gateway sent. Nothing is kept otherwise.
+ */
+let capture = false;
+let last: { method?: string | undefined; url?: string | undefined; headers: IncomingHttpHeaders } | undefined;
+
 const server = createServer((req, res) => {
+  if (capture) {
+    capture = false;
+    last = { method: req.method, url: req.url, headers: req.headers };
+  }
   req.resume();
   req.on("end", () => {
     res.writeHead(200, { "content-type": "application/json", "content-length": BODY.length });
@@ -25,5 +36,11 @@ server.listen(0, "127.0.0.1", () => {
 });
 process.on("message", (m) => {
   if (m === "cpu") process.send?.({ cpu: process.cpuUsage() });
+  if (m === "capture") {
+    capture = true;
+    last = undefined;
+    process.send?.({ capturing: true });
+  }
+  if (m === "last") process.send?.({ last: last ?? null });
 });
 process.on("disconnect", () => process.exit(0));

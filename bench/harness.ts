@@ -1,0 +1,165 @@
+/**
+ * What the benchmark scripts share (bench/run.ts, bench/signing.ts): child processes for the
+ * servers (pinned, asked for their CPU), presigning in worker threads, one autocannon run over a
+ * pool of requests, and the median.
+ */
+
+import { type ChildProcess, execFileSync, fork } from "node:child_process";
+import { cpus } from "node:os";
+import { join } from "node:path";
+import { Worker } from "node:worker_threads";
+import autocannon from "autocannon";
+import type { PresignedRequest, PresignJob } from "./presign.js";
+import { CAN_PIN } from "./taskset.js";
+
+export const BENCH_DIR = new URL(".", import.meta.url).pathname;
+
+/**
+ * Pins a process, every thread it has, to a core or a list of cores ("0", "0-1"); nothing without
+ * taskset. All threads (`-a`): a child forked from a pinned parent starts on the parent's cores, and
+ * by the time it can be pinned it already runs libuv's pool (started while tsx loads modules) and
+ * V8's helper threads, which `taskset -p` alone would leave where they were.
+ */
+export function pin(pid: number, cores: number | string): void {
+  if (CAN_PIN) execFileSync("taskset", ["-acp", String(cores), String(pid)], { stdio: "ignore" });
+}
+
+export interface Child {
+  readonly process: ChildProcess;
+  readonly port: number;
+}
+
+/** Forks a bench server (a file under bench/), pins it and waits for its `{ ready: port }`. */
+export async function startChild(
+  file: string,
+  args: string[],
+  cores: number | string = 0,
+  env?: NodeJS.ProcessEnv,
+): Promise<Child> {
+  const child = fork(join(BENCH_DIR, file), args, {
+    execArgv: ["--import", "tsx"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+    ...(env ? { env: { ...process.env, ...env } } : {}),
+  });
+  pin(child.pid!, cores);
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once("message", (m: { ready?: number }) =>
+      m.ready ? resolve(m.ready) : reject(new Error("bad ready")),
+    );
+    child.once("exit", (code) => reject(new Error(`${file} exited with ${code}`)));
+  });
+  return { process: child, port };
+}
+
+/** The child's CPU time so far (user + system, all its threads), µs. */
+export function cpuOf(child: Child): Promise<number> {
+  return new Promise((resolve) => {
+    child.process.once("message", (m: { cpu: NodeJS.CpuUsage }) => resolve(m.cpu.user + m.cpu.system));
+    child.process.send("cpu");
+  });
+}
+
+/** Disconnecting lets the child exit on its own (and write its CPU profile); kill it if it lingers. */
+export async function stop(child: Child | undefined): Promise<void> {
+  if (!child) return;
+  const exited = new Promise<void>((resolve) => child.process.once("exit", () => resolve()));
+  child.process.disconnect();
+  const timer = setTimeout(() => child.process.kill(), 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Signs `job.count` requests ahead of the run, split over worker threads (bench/presign.ts). */
+export async function presign(
+  job: PresignJob,
+  workers = Math.max(1, cpus().length),
+): Promise<PresignedRequest[]> {
+  const per = Math.ceil(job.count / workers);
+  const parts = await Promise.all(
+    Array.from({ length: workers }, (_, w) => {
+      const certificatePems =
+        job.certificatePems.length > 1
+          ? job.certificatePems.slice(w * per, (w + 1) * per)
+          : job.certificatePems;
+      return new Promise<PresignedRequest[]>((resolve, reject) => {
+        // Workers do not take --import from execArgv on Node 20: register tsx inside the worker.
+        const bootstrap = `import("tsx/esm/api").then((m) => { m.register(); return import(${JSON.stringify(join(BENCH_DIR, "presign.ts"))}); })`;
+        const worker = new Worker(bootstrap, {
+          eval: true,
+          workerData: {
+            ...job,
+            certificatePems,
+            count: Math.min(per, job.count - w * per),
+            indexOffset: w * per,
+          },
+        });
+        worker.once("message", resolve);
+        worker.once("error", reject);
+      });
+    }),
+  );
+  return parts.flat();
+}
+
+export interface RunResult {
+  readonly rps: number;
+  readonly p50: number;
+  readonly p99: number;
+  readonly cpuUsPerRequest: number | undefined;
+  readonly non2xx: number;
+  readonly errors: number;
+  readonly total: number;
+  /** Answers by status code ("200": n). */
+  readonly statuses: Record<string, number>;
+}
+
+/** Where a pool has got to: shared by the warm-up and the run against one gateway process, so no signature is sent twice. */
+export interface Cursor {
+  next: number;
+}
+
+/**
+ * One autocannon run over `pool` (each request taken once, in turn, from `cursor`): for `seconds`,
+ * or for `amount` requests. `measured` is the child whose CPU per request is reported.
+ */
+export async function load(
+  port: number,
+  pool: readonly PresignedRequest[],
+  cursor: Cursor,
+  seconds: number,
+  measured?: Child,
+  amount?: number,
+  connections = 50,
+): Promise<RunResult> {
+  const options = {
+    url: `http://127.0.0.1:${port}`,
+    connections,
+    ...(amount ? { amount } : { duration: seconds }),
+    requests: [
+      {
+        setupRequest: (req: Record<string, unknown>) => {
+          const r = pool[cursor.next++ % pool.length]!;
+          return { ...req, method: r.method, path: r.path, headers: r.headers, body: r.body };
+        },
+      },
+    ],
+  };
+  const before = measured ? await cpuOf(measured) : 0;
+  const result = await autocannon(options as unknown as autocannon.Options);
+  const after = measured ? await cpuOf(measured) : 0;
+  const total = result.requests.total;
+  const stats = (result as unknown as { statusCodeStats?: Record<string, { count: number }> })
+    .statusCodeStats;
+  return {
+    rps: amount ? total / result.duration : result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    cpuUsPerRequest: measured ? (after - before) / total : undefined,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+    total,
+    statuses: Object.fromEntries(Object.entries(stats ?? {}).map(([code, s]) => [code, s.count])),
+  };
+}
+
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
