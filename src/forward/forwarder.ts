@@ -203,7 +203,10 @@ class Forwarding implements Dispatcher.DispatchHandler {
       delete headers[name.toLowerCase()];
       headers[name] = value;
     }
-    headers["content-length"] = String(body.length);
+    // Only a response with content is framed by its body: a HEAD answer keeps the backend's
+    // Content-Length (the length a GET would get), a 204 or 304 gets none (RFC 9110 8.6).
+    if (this.call.method !== "HEAD" && held.status !== 204 && held.status !== 304)
+      headers["content-length"] = String(body.length);
     this.call.beforeHead();
     try {
       res.writeHead(held.status, headers);
