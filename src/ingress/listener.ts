@@ -81,6 +81,13 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     : createHttpServer(http, onRequest);
   // Node's switch for that on the HTTP side (untyped; it then ends the connection after the last answer).
   (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
+  if (tls) {
+    // Node's HTTP parser reads a TLS socket natively, and when answers pile up it pauses the
+    // parser while the TLS layer keeps handing it decrypted bytes: a pipelined request arriving
+    // then failed as "Parse Error: Paused" (HPE_PAUSED) and was refused as malformed. A 'data'
+    // listener makes Node feed the parser from the socket stream, which holds bytes while paused.
+    server.on("secureConnection", (socket: Socket) => socket.on("data", () => {}));
+  }
   server.requestTimeout = options.requestTimeoutMs;
   server.keepAliveTimeout = options.keepAliveTimeoutMs;
   // Malformed HTTP never reaches the request listener: answered in the Berlin Group shape.
