@@ -13,6 +13,7 @@ import {
   BankRouter,
   createEgressHandler,
   GATEWAY_WRITTEN_HEADERS,
+  servePipelined,
 } from "../egress/index.js";
 import type { EgressEvent } from "../events.js";
 import { Backend } from "../forward/backend.js";
@@ -112,8 +113,8 @@ export async function startEgressGateway(
       : undefined;
     if (admin) started.add(() => admin.close());
 
-    server.on(
-      "request",
+    servePipelined(
+      server,
       createEgressHandler({
         router: {
           route: (host, url) => router.route(host, url),

@@ -36,8 +36,12 @@ export function writeRejection(
 }
 
 /** The same answer as raw HTTP/1.1, for a socket Node's parser gave up on (no ServerResponse exists). */
-export function rawRejection(rejection: Rejection, profile: StatusProfile): string {
-  const { status, headers, body } = rejectionAnswer(rejection, profile);
+export function rawRejection(
+  rejection: Rejection,
+  profile: StatusProfile,
+  extraHeaders?: Readonly<Record<string, string>>,
+): string {
+  const { status, headers, body } = rejectionAnswer(rejection, profile, undefined, extraHeaders);
   const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
   return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${lines.join("")}connection: close\r\n\r\n${body}`;
 }
