@@ -1,8 +1,10 @@
 /**
- * The gateway process for a fuzz run: `node --import tsx src/main.ts start --config <yaml>`, like
+ * The gateway processes for a fuzz run: `node --import tsx src/main.ts start --config <yaml>`, like
  * test/helpers/gateway-process.ts, but logging at warn (the access log of 100,000 requests would
  * cost the gateway CPU and the harness memory), so readiness is /healthz answering 200 rather than
- * a log line. Keeps only the last warnings and errors it printed.
+ * a log line. Keeps only the last warnings and errors each printed. The ingress gateway listens
+ * with TLS; the egress gateway (startFuzzEgress) with plain HTTP on loopback, as applications
+ * reach it.
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
@@ -14,6 +16,8 @@ import type { DevPki } from "../../src/cli/dev-pki.js";
 import { freeLoopbackPort, REPO_ROOT } from "../helpers/gateway-process.js";
 
 export interface FuzzGateway {
+  /** `ingress` or `egress`: how reports name the process. */
+  readonly name: string;
   readonly child: ChildProcess;
   readonly pid: number;
   readonly port: number;
@@ -61,8 +65,20 @@ export async function startFuzzGateway(options: {
     admin: { host: "127.0.0.1", port: adminPort },
     log: { level: "warn", ...(extra["log"] ?? {}) },
   };
-  const configFile = join(dir, "fuzz-gateway.yaml");
-  writeFileSync(configFile, toYaml(config));
+  return spawnFuzzProcess({ name: "ingress", dir, config, port, adminPort });
+}
+
+/** Writes `config` as YAML, starts the process, waits for /healthz on `adminPort`. */
+export async function spawnFuzzProcess(options: {
+  name: string;
+  dir: string;
+  config: Record<string, unknown>;
+  port: number;
+  adminPort: number;
+}): Promise<FuzzGateway> {
+  const { name, port, adminPort } = options;
+  const configFile = join(options.dir, `fuzz-${name}.yaml`);
+  writeFileSync(configFile, toYaml(options.config));
   const env = { ...process.env };
   delete env["LOG_LEVEL"];
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "start", "--config", configFile], {
@@ -99,16 +115,17 @@ export async function startFuzzGateway(options: {
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (done) throw new Error(`the gateway exited at start:\n${lines.join("\n")}`);
+    if (done) throw new Error(`the ${name} gateway exited at start:\n${lines.join("\n")}`);
     if ((await status(`${adminUrl}/healthz`)) === 200) break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
-      throw new Error(`the gateway did not answer /healthz within 60 s:\n${lines.join("\n")}`);
+      throw new Error(`the ${name} gateway did not answer /healthz within 60 s:\n${lines.join("\n")}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
   // The TPP listener is bound before the admin listener; wait until a handshake would work too.
   return {
+    name,
     child,
     pid: child.pid!,
     port,

@@ -1,7 +1,9 @@
 /**
- * The fuzz harness: a real gateway process over TLS on loopback in front of a recording backend,
- * hostile traffic from seeded families, and the invariants (DESIGN.md, issue 11) checked on every
- * exchange and once more over the backend's whole record at the end:
+ * The fuzz harness: a real ingress gateway process over TLS on loopback in front of a recording
+ * backend, with response signing on (the bank's QSealC), and — for egress families — an egress
+ * gateway process on plain HTTP in front of a second recording backend (egress.ts); hostile
+ * traffic from seeded families, and the invariants (DESIGN.md, issues 11 and 12) checked on every
+ * exchange and once more over each backend's whole record at the end. Ingress:
  *
  * - nothing the gateway refused reached the backend;
  * - every request the backend executed was answered to the client with that answer, in order, on
@@ -9,7 +11,14 @@
  * - no 500, no 5xx with a tppMessages body unless the family provoked it (502/503/504);
  * - no replay passes (a signed request reaches the backend at most once);
  * - the backend never sees a spoofed identity value; a forwarded request carries its signer's identity;
- * - /healthz on the admin listener stays 200, the process never exits, RSS stays under the limit.
+ * - every backend answer reaches the client signed: Signature, Digest over the exact body, Date,
+ *   X-Request-ID of its request and the bank's certificate header, verified with the egress
+ *   ResponseVerifier; its status and body are the backend's, and its framing too (a HEAD answer
+ *   keeps the backend's Content-Length, a 204 or 304 gets none of the gateway's);
+ * - a backend answer over responseSigning.maxBodyBytes is a 502 tppMessages body that carries none
+ *   of the backend's bytes; nothing else leaves the gateway but signed backend answers and
+ *   tppMessages refusals;
+ * - /healthz on each admin listener stays 200, no process exits, each one's RSS stays under the limit.
  */
 
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -17,18 +26,40 @@ import { get as httpGet } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type DevPki, generateDevPki } from "../../src/cli/dev-pki.js";
-import { type BackendRecord, type FuzzBackend, startFuzzBackend } from "./backend.js";
+import { ResponseVerifier } from "../../src/egress/response-verifier.js";
+import { TppVerifier } from "../../src/eidas/index.js";
+import { loadTrustMaterial } from "../../src/trust/trust-material.js";
+import { type BackendRecord, type FuzzBackend, PAD_MARKER, startFuzzBackend } from "./backend.js";
+import { type EgressSide, EgressTarget, startEgressSide } from "./egress.js";
 import { type FuzzGateway, startFuzzGateway } from "./gateway.js";
 import { Rng } from "./prng.js";
 import { type ParsedResponse, RawClient } from "./raw-client.js";
 import { signRequest } from "./request.js";
 import { makeTpps, type TppSet } from "./tpps.js";
-import type { CaseContext, CasePlan, ExchangeResult, ExpectedRequest, Family } from "./types.js";
+import type {
+  AnyFamily,
+  CaseContext,
+  CasePlan,
+  EgressCaseContext,
+  ExchangeResult,
+  ExpectedRequest,
+} from "./types.js";
+import {
+  type Checker,
+  describe,
+  type FamilyStats,
+  isTppMessages,
+  sha256Base64,
+  shown,
+  type Violation,
+} from "./verdicts.js";
+
+export type { FamilyStats, Violation } from "./verdicts.js";
 
 export interface FuzzOptions {
   readonly count: number;
   readonly seed: number;
-  readonly families: readonly Family[];
+  readonly families: readonly AnyFamily[];
   readonly rssLimitMb: number;
   /** Connections in flight at once. */
   readonly concurrency: number;
@@ -36,29 +67,6 @@ export interface FuzzOptions {
   readonly onlyCase?: number;
   /** Progress lines (default: none). */
   readonly log?: (line: string) => void;
-}
-
-export interface Violation {
-  readonly kind: string;
-  readonly family: string;
-  readonly caseIndex: number;
-  readonly label: string;
-  readonly expected: string;
-  readonly got: string;
-  /** What was written on the connection, truncated. */
-  readonly bytes: string;
-  /** Every request of the exchange (in wire order) and every answer read, in a line. */
-  readonly exchange?: string;
-}
-
-export interface FamilyStats {
-  sent: number;
-  refused: number;
-  forwarded: number;
-  /** Neither answer came back (connection closed before, or dropped behind a condemning request). */
-  unanswered: number;
-  violations: number;
-  cases: number;
 }
 
 export interface FuzzReport {
@@ -70,13 +78,13 @@ export interface FuzzReport {
   readonly violations: Violation[];
   readonly passed: number;
   readonly failed: number;
-  readonly rssSamplesMb: { t: number; mb: number }[];
+  /** VmRSS samples of each gateway process, by process name (ingress, egress). */
+  readonly rssSamplesMb: Record<string, { t: number; mb: number }[]>;
   readonly healthChecks: number;
   readonly gatewayWarnings: string[];
 }
 
 const MAX_VIOLATIONS_KEPT = 200;
-const BYTES_SHOWN = 1200;
 
 /** What the run remembers of each tag (request) until the final sweep. */
 interface TagInfo {
@@ -88,33 +96,6 @@ interface TagInfo {
   reported: boolean;
   /** Exchanges that sent this tag (replays send one signed request on several connections). */
   exchanges: number;
-}
-
-function isTppMessages(r: ParsedResponse): { code: string; text: string } | undefined {
-  if (r.body.length === 0 || r.body[0] !== 0x7b) return undefined;
-  try {
-    const json = JSON.parse(r.body.toString("utf8")) as {
-      tppMessages?: { code?: string; text?: string }[];
-    };
-    const first = json.tppMessages?.[0];
-    return first ? { code: String(first.code), text: String(first.text) } : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function describe(r: ParsedResponse | undefined): string {
-  if (!r) return "no answer";
-  const tpp = isTppMessages(r);
-  const seq = r.headers["x-backend-seq"];
-  if (seq !== undefined) return `${r.status} from the backend (x-backend-seq ${seq})`;
-  if (tpp) return `${r.status} ${tpp.code}: ${tpp.text.slice(0, 200)}`;
-  return `${r.status} ${r.body.toString("latin1").slice(0, 200)}`;
-}
-
-function shown(bytes: Buffer): string {
-  const text = bytes.subarray(0, BYTES_SHOWN).toString("latin1");
-  return JSON.stringify(text) + (bytes.length > BYTES_SHOWN ? ` … (${bytes.length} bytes)` : "");
 }
 
 function rssMb(pid: number): number | undefined {
@@ -139,43 +120,110 @@ function healthz(adminUrl: string): Promise<number> {
 }
 
 export const MAX_BODY_BYTES = 65_536;
+/**
+ * The ingress gateway's responseSigning.maxBodyBytes: smaller than the 1 MiB default so that
+ * answers over it (and at it) cost the run little; the backend's large shapes are sized from it.
+ */
+export const RESPONSE_SIGNING_MAX_BYTES = 131_072;
+/** The header the ingress gateway puts the bank's QSealC in (the config default). */
+const BANK_CERTIFICATE_HEADER = "aspsp-signature-certificate";
 
-/** Starts everything, runs the families, checks, stops everything. Never throws for a violation. */
+/** The ingress side of a run: its gateway, backend, TLS client and the verifier of signed answers. */
+interface IngressSide {
+  readonly backend: FuzzBackend;
+  readonly gateway: FuzzGateway;
+  readonly client: RawClient;
+  readonly verifier: ResponseVerifier;
+  /** The bank QSealC as the certificate header must carry it. */
+  readonly bankCertificate: string;
+}
+
+/** Checks the bank's signed answers as a TPP would: egress mode's ResponseVerifier on the dev trust dir. */
+function bankResponseVerifier(pki: DevPki): ResponseVerifier {
+  const trust = loadTrustMaterial(pki.paths.trustDir);
+  return new ResponseVerifier({
+    certificates: new TppVerifier({
+      trustStore: () => trust.store,
+      revocation: () => trust.revocation,
+      cacheTtlMs: 300_000,
+      failureTtlMs: 10_000,
+      maxEntries: 100,
+    }),
+    certificateHeader: BANK_CERTIFICATE_HEADER,
+    dateToleranceMs: 60_000,
+    algorithms: ["rsa-sha256"],
+  });
+}
+
+/** Starts what the selected families need, runs them, checks, stops everything. Never throws for a violation. */
 export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const log = options.log ?? (() => {});
   const dir = mkdtempSync(join(tmpdir(), "psd2-fuzz-"));
   const started = performance.now();
-  let backend: FuzzBackend | undefined;
-  let gateway: FuzzGateway | undefined;
+  const closers: (() => Promise<void>)[] = [];
   try {
     const pki: DevPki = await generateDevPki(join(dir, "pki"));
     const tpps = await makeTpps(pki);
-    backend = await startFuzzBackend();
-    gateway = await startFuzzGateway({
-      pki,
-      dir,
-      backendUrl: backend.url,
-      config: {
-        verification: {
-          algorithms: ["rsa-sha256", "ecdsa-sha256"],
-          maxBodyBytes: MAX_BODY_BYTES,
+    let ingress: IngressSide | undefined;
+    if (options.families.some((f) => f.target !== "egress")) {
+      const backend = await startFuzzBackend({ boundBytes: RESPONSE_SIGNING_MAX_BYTES });
+      closers.push(() => backend.close());
+      const gateway = await startFuzzGateway({
+        pki,
+        dir,
+        backendUrl: backend.url,
+        config: {
+          verification: {
+            algorithms: ["rsa-sha256", "ecdsa-sha256"],
+            maxBodyBytes: MAX_BODY_BYTES,
+          },
+          backend: { timeoutSeconds: 3 },
+          store: { type: "memory" },
+          // As config/default.yaml: the backend's answers signed with the bank's QSealC.
+          responseSigning: {
+            qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey },
+            maxBodyBytes: RESPONSE_SIGNING_MAX_BYTES,
+          },
         },
-        backend: { timeoutSeconds: 3 },
-        store: { type: "memory" },
-      },
-    });
-    log(`gateway pid ${gateway.pid} on port ${gateway.port}, backend ${backend.url}, seed ${options.seed}`);
-    return await new Run(options, pki, tpps, backend, gateway, started).execute();
+      });
+      closers.unshift(() => gateway.stop(5_000));
+      const client = new RawClient({
+        host: "127.0.0.1",
+        port: gateway.port,
+        tls: { ca: pki.root.pem, servername: "localhost" },
+      });
+      ingress = {
+        backend,
+        gateway,
+        client,
+        verifier: bankResponseVerifier(pki),
+        bankCertificate: pki.bankQseal.headerValue,
+      };
+      log(
+        `ingress gateway pid ${gateway.pid} on port ${gateway.port}, backend ${backend.url}, seed ${options.seed}`,
+      );
+    }
+    let egress: EgressSide | undefined;
+    if (options.families.some((f) => f.target === "egress")) {
+      egress = await startEgressSide(pki, dir);
+      const side = egress;
+      closers.unshift(
+        () => side.gateway.stop(5_000),
+        () => side.backend.close(),
+      );
+      log(
+        `egress gateway pid ${egress.gateway.pid} on port ${egress.gateway.port}, backend ${egress.backend.url}`,
+      );
+    }
+    return await new Run(options, pki, tpps, ingress, egress, started).execute();
   } finally {
-    await gateway?.stop(5_000).catch(() => {});
-    await backend?.close().catch(() => {});
+    for (const close of closers) await close().catch(() => {});
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-class Run {
-  private readonly client: RawClient;
-  private readonly stats = new Map<string, FamilyStats>();
+class Run implements Checker {
+  private readonly families = new Map<string, FamilyStats>();
   private readonly violations: Violation[] = [];
   private violationCount = 0;
   private passed = 0;
@@ -185,31 +233,51 @@ class Run {
   /** X-Request-IDs the gateway refused (count), and those answered by the backend (count). */
   private readonly refusedIds = new Map<string, number>();
   private readonly backendAnsweredIds = new Map<string, number>();
-  private readonly rssSamples: { t: number; mb: number }[] = [];
+  private readonly rssSamples: Record<string, { t: number; mb: number }[]> = {};
   private healthChecks = 0;
   private stopped = false;
   private exited = false;
   private sentinelCounter = 0;
+  private readonly egress: EgressTarget | undefined;
 
   constructor(
     private readonly options: FuzzOptions,
     private readonly pki: DevPki,
     private readonly tpps: TppSet,
-    private readonly backend: FuzzBackend,
-    private readonly gateway: FuzzGateway,
+    private readonly ingress: IngressSide | undefined,
+    egressSide: EgressSide | undefined,
     private readonly started: number,
   ) {
-    this.client = new RawClient({
-      host: "127.0.0.1",
-      port: gateway.port,
-      ca: pki.root.pem,
-      servername: "localhost",
-    });
     for (const f of options.families)
-      this.stats.set(f.name, { sent: 0, refused: 0, forwarded: 0, unanswered: 0, violations: 0, cases: 0 });
+      this.families.set(f.name, {
+        sent: 0,
+        refused: 0,
+        forwarded: 0,
+        unanswered: 0,
+        violations: 0,
+        cases: 0,
+      });
+    this.egress = egressSide ? new EgressTarget(this, egressSide, pki) : undefined;
   }
 
-  private check(ok: boolean, violation: () => Violation): boolean {
+  private side(): IngressSide {
+    if (!this.ingress) throw new Error("no ingress gateway in this run");
+    return this.ingress;
+  }
+
+  private get backend(): FuzzBackend {
+    return this.side().backend;
+  }
+
+  /** The gateway processes of this run. */
+  private processes(): FuzzGateway[] {
+    return [
+      ...(this.ingress ? [this.ingress.gateway] : []),
+      ...(this.egress ? [this.egress.side.gateway] : []),
+    ];
+  }
+
+  check(ok: boolean, violation: () => Violation): boolean {
     if (ok) {
       this.passed++;
       return true;
@@ -217,69 +285,87 @@ class Run {
     this.failed++;
     const v = violation();
     this.violationCount++;
-    const s = this.stats.get(v.family);
+    const s = this.families.get(v.family);
     if (s) s.violations++;
     if (this.violations.length < MAX_VIOLATIONS_KEPT) this.violations.push(v);
     this.options.log?.(`VIOLATION ${v.kind} [${v.family} case ${v.caseIndex}] ${v.label}: ${v.got}`);
     return false;
   }
 
+  pass(): void {
+    this.passed++;
+  }
+
+  stats(family: string): FamilyStats {
+    return this.families.get(family)!;
+  }
+
+  countSent(family: string, n: number): void {
+    this.stats(family).sent += n;
+    this.sent += n;
+  }
+
   private monitor(): () => Promise<void> {
-    const pid = this.gateway.pid;
     let busy = false;
     const sample = async () => {
       if (busy || this.exited) return;
       busy = true;
       try {
-        const mb = rssMb(pid);
         const t = Math.round((performance.now() - this.started) / 1000);
-        if (mb !== undefined) {
-          this.rssSamples.push({ t, mb: Math.round(mb * 10) / 10 });
-          this.check(mb <= this.options.rssLimitMb, () => ({
-            kind: "rss-limit",
-            family: "(process)",
-            caseIndex: -1,
-            label: `RSS sample at ${t} s`,
-            expected: `VmRSS ≤ ${this.options.rssLimitMb} MB`,
-            got: `${mb.toFixed(1)} MB`,
-            bytes: "",
-          }));
+        for (const gateway of this.processes()) {
+          const mb = rssMb(gateway.pid);
+          if (mb !== undefined) {
+            const samples = this.rssSamples[gateway.name] ?? [];
+            this.rssSamples[gateway.name] = samples;
+            samples.push({ t, mb: Math.round(mb * 10) / 10 });
+            this.check(mb <= this.options.rssLimitMb, () => ({
+              kind: "rss-limit",
+              family: "(process)",
+              caseIndex: -1,
+              label: `${gateway.name} RSS sample at ${t} s`,
+              expected: `VmRSS ≤ ${this.options.rssLimitMb} MB`,
+              got: `${mb.toFixed(1)} MB`,
+              bytes: "",
+            }));
+          }
+          const status = await healthz(gateway.adminUrl);
+          this.healthChecks++;
+          if (!this.exited)
+            this.check(status === 200, () => ({
+              kind: "healthz",
+              family: "(process)",
+              caseIndex: -1,
+              label: `${gateway.name} /healthz at ${t} s`,
+              expected: "200",
+              got: status === 0 ? "no answer within 5 s" : String(status),
+              bytes: "",
+            }));
         }
-        const status = await healthz(this.gateway.adminUrl);
-        this.healthChecks++;
-        if (!this.exited)
-          this.check(status === 200, () => ({
-            kind: "healthz",
-            family: "(process)",
-            caseIndex: -1,
-            label: `/healthz at ${t} s`,
-            expected: "200",
-            got: status === 0 ? "no answer within 5 s" : String(status),
-            bytes: "",
-          }));
       } finally {
         busy = false;
       }
     };
     const timer = setInterval(() => void sample(), 1_000);
     void sample();
-    void this.gateway.exited.then(({ code, signal }) => {
-      if (this.stopped) return;
-      this.exited = true;
-      this.stopped = true;
-      this.check(false, () => ({
-        kind: "process-exit",
-        family: "(process)",
-        caseIndex: -1,
-        label: "the gateway process exited during the run",
-        expected: "still running",
-        got: `exit code ${code} signal ${signal}; last lines:\n${this.gateway.lines
-          .slice(-10)
-          .map((l) => l.slice(0, 300))
-          .join("\n")}`,
-        bytes: "",
-      }));
-    });
+    for (const gateway of this.processes()) {
+      void gateway.exited.then(({ code, signal }) => {
+        if (this.stopped) return;
+        this.exited = true;
+        this.stopped = true;
+        this.check(false, () => ({
+          kind: "process-exit",
+          family: "(process)",
+          caseIndex: -1,
+          label: `the ${gateway.name} gateway process exited during the run`,
+          expected: "still running",
+          got: `exit code ${code} signal ${signal}; last lines:\n${gateway.lines
+            .slice(-10)
+            .map((l) => l.slice(0, 300))
+            .join("\n")}`,
+          bytes: "",
+        }));
+      });
+    }
     return async () => {
       clearInterval(timer);
       while (busy) await new Promise((r) => setTimeout(r, 20));
@@ -309,27 +395,32 @@ class Run {
         const now = performance.now();
         if (now - lastLog > 10_000) {
           lastLog = now;
-          const rss = this.rssSamples.at(-1)?.mb;
+          const rss = Object.entries(this.rssSamples)
+            .map(([name, samples]) => `${name} ${samples.at(-1)?.mb}`)
+            .join(", ");
           this.options.log?.(
-            `… ${this.sent}/${this.options.count} requests, ${Math.round((now - this.started) / 1000)} s, RSS ${rss} MB, ${this.violationCount} violations`,
+            `… ${this.sent}/${this.options.count} requests, ${Math.round((now - this.started) / 1000)} s, RSS (MB) ${rss}, ${this.violationCount} violations`,
           );
         }
       }, 1_000);
       await Promise.all(Array.from({ length: this.options.concurrency }, worker));
       clearInterval(progress);
     }
-    // Let stragglers reach the backend, then look at everything it ever received.
+    // Let stragglers reach the backends, then look at everything they ever received.
     await new Promise((r) => setTimeout(r, 500));
     await stopMonitor();
     this.stopped = true;
-    this.finalSweep();
-    const gatewayWarnings = this.gateway.lines.slice(-20).map((l) => l.slice(0, 400));
+    if (this.ingress) this.finalSweep();
+    this.egress?.finalSweep();
+    const gatewayWarnings = this.processes().flatMap((g) =>
+      g.lines.slice(-20).map((l) => `${g.name}: ${l.slice(0, 400)}`),
+    );
     return {
       seed,
       count: this.options.count,
       sent: this.sent,
       ms: performance.now() - this.started,
-      families: Object.fromEntries(this.stats),
+      families: Object.fromEntries(this.families),
       violations: this.violations,
       passed: this.passed,
       failed: this.failed,
@@ -339,28 +430,44 @@ class Run {
     };
   }
 
-  private async runCase(family: Family, index: number): Promise<void> {
-    const stats = this.stats.get(family.name)!;
+  private async runCase(family: AnyFamily, index: number): Promise<void> {
+    const stats = this.stats(family.name);
     stats.cases++;
     let tagCounter = 0;
     const tagPrefix = `${family.name}.${index}`;
-    const ctx: CaseContext = {
-      rng: Rng.forCase(this.options.seed, family.name, index),
-      family: family.name,
-      caseIndex: index,
-      pki: this.pki,
-      tpps: this.tpps,
-      maxBodyBytes: MAX_BODY_BYTES,
-      tag: () => `${tagPrefix}.${tagCounter++}`,
-      sign: async (spec) => {
-        const tag = spec.tag ?? ctx.tag();
-        const { request, requestId } = await signRequest({ ...spec, tag });
-        return { request, requestId, tag };
-      },
-      exchange: (plan) => this.exchange(family.name, index, plan),
-    };
+    const rng = Rng.forCase(this.options.seed, family.name, index);
+    const tag = () => `${tagPrefix}.${tagCounter++}`;
     try {
-      await family.run(ctx);
+      if (family.target === "egress") {
+        const egress = this.egress!;
+        const ctx: EgressCaseContext = {
+          rng,
+          family: family.name,
+          caseIndex: index,
+          banks: egress.banks,
+          maxBodyBytes: egress.maxBodyBytes,
+          tag,
+          exchange: (plan) => egress.exchange(family.name, index, plan),
+        };
+        await family.run(ctx);
+      } else {
+        const ctx: CaseContext = {
+          rng,
+          family: family.name,
+          caseIndex: index,
+          pki: this.pki,
+          tpps: this.tpps,
+          maxBodyBytes: MAX_BODY_BYTES,
+          tag,
+          sign: async (spec) => {
+            const signedTag = spec.tag ?? ctx.tag();
+            const { request, requestId } = await signRequest({ ...spec, tag: signedTag });
+            return { request, requestId, tag: signedTag };
+          },
+          exchange: (plan) => this.exchange(family.name, index, plan),
+        };
+        await family.run(ctx);
+      }
     } catch (error) {
       this.check(false, () => ({
         kind: "harness-error",
@@ -375,7 +482,7 @@ class Run {
   }
 
   private async exchange(family: string, caseIndex: number, plan: CasePlan): Promise<ExchangeResult> {
-    const stats = this.stats.get(family)!;
+    const stats = this.stats(family);
     const abandons = plan.abandons === true || plan.after === "cut";
     const requests = [...plan.requests];
     const writes = [...plan.writes];
@@ -408,11 +515,12 @@ class Run {
       else if (!seenHere.has(r.tag)) known.exchanges++;
       seenHere.add(r.tag);
     }
-    stats.sent += plan.requests.length;
-    this.sent += plan.requests.length;
+    this.countSent(family, plan.requests.length);
 
-    const outcome = await this.client.exchange({
+    const bodiless = new Set(plan.bodiless ?? []);
+    const outcome = await this.side().client.exchange({
       writes,
+      ...(bodiless.size > 0 ? { bodiless } : {}),
       ...(plan.after !== undefined ? { after: plan.after } : {}),
       ...(plan.afterMs !== undefined ? { afterMs: plan.afterMs } : {}),
       ...(sentinelId !== undefined ? { sentinelId } : {}),
@@ -452,23 +560,49 @@ class Run {
 
     const answers = new Map<string, ParsedResponse>();
     const refusals = new Map<string, ParsedResponse>();
+    const signatureChecks: Promise<void>[] = [];
     let lastIndex = -1;
     let lastWasFinal: ParsedResponse | undefined;
     for (const [position, r] of outcome.responses.entries()) {
       const tpp = isTppMessages(r);
       const seqText = r.headers["x-backend-seq"];
+      const rid = r.headers["x-request-id"];
+      // A 502 that stands in for a backend answer too large to sign, on this connection.
+      const replaced =
+        seqText === undefined && r.status === 502 && tpp && rid !== undefined
+          ? this.backend
+              .byRequestId(rid)
+              .find(
+                (x) =>
+                  x.answer?.overBound === true && !x.answered && x.tag !== undefined && indexOfTag.has(x.tag),
+              )
+          : undefined;
       // 5xx of the gateway's own.
       this.check(r.status !== 500, () =>
         v("gateway-500", labels, "no 500 from the gateway", `response #${position}: ${describe(r)}`),
       );
       if (seqText === undefined && r.status >= 500 && r.status !== 500)
-        this.check(allowed5xx.has(r.status), () =>
+        this.check(allowed5xx.has(r.status) || replaced !== undefined, () =>
           v(
             "gateway-5xx",
             labels,
             "no 5xx unless the family provoked it",
             `response #${position}: ${describe(r)}`,
           ),
+        );
+      // Nothing but signed backend answers and tppMessages refusals leaves the gateway (a refusal
+      // of a HEAD request has no body to hold them).
+      if (seqText === undefined)
+        this.check(
+          tpp !== undefined ||
+            (bodiless.has(position) && r.status >= 400 && /json/.test(r.headers["content-type"] ?? "")),
+          () =>
+            v(
+              "unsigned-answer",
+              labels,
+              "every answer is the backend's (signed) or a tppMessages refusal",
+              `response #${position}: ${describe(r)}`,
+            ),
         );
       this.check(lastWasFinal === undefined, () =>
         v(
@@ -489,7 +623,6 @@ class Run {
           v("answer-twice", labels, "each backend answer delivered once", `x-backend-seq ${seqText} twice`),
         );
         record.answered = true;
-        const rid = r.headers["x-request-id"];
         if (rid !== undefined) this.backendAnsweredIds.set(rid, (this.backendAnsweredIds.get(rid) ?? 0) + 1);
         index = record.tag !== undefined ? indexOfTag.get(record.tag) : undefined;
         this.check(index !== undefined, () =>
@@ -500,26 +633,61 @@ class Run {
             `x-backend-seq ${seqText} answers tag ${record.tag} (${record.method} ${record.target.slice(0, 120)}), not sent on this connection`,
           ),
         );
-        let body: { seq?: number; xRequestId?: string | null; tag?: string } = {};
-        try {
-          body = JSON.parse(r.body.toString("utf8"));
-        } catch {
-          // checked below
-        }
+        const expected = record.answer;
         this.check(
-          body.seq === record.seq && (body.xRequestId ?? undefined) === record.requestId && r.status === 200,
+          expected !== undefined &&
+            !expected.overBound &&
+            r.status === expected.status &&
+            sha256Base64(r.body) === expected.sha256,
           () =>
             v(
               "answer-mismatch",
               labels,
-              `200 with the backend's body for seq ${record.seq}`,
-              `${r.status} ${r.body.toString("latin1").slice(0, 200)}`,
+              expected === undefined
+                ? "no answer from a backend that never answered"
+                : expected.overBound
+                  ? `a 502 instead of the backend's ${expected.shape} answer over ${RESPONSE_SIGNING_MAX_BYTES} bytes`
+                  : `${expected.status} with the backend's ${expected.shape} body for seq ${record.seq} (${expected.bodyBytes} bytes)`,
+              `${r.status} ${r.body.length} bytes: ${r.body.toString("latin1").slice(0, 160)}`,
             ),
         );
+        this.checkFraming(r, record, bodiless.has(position), (got) =>
+          v(
+            "answer-framing",
+            labels,
+            `the backend's framing: ${
+              bodiless.has(position)
+                ? `a HEAD answer's Content-Length is the backend's (${expected?.contentLength ?? "none"})`
+                : `no Content-Length on a ${r.status}`
+            }`,
+            `response #${position} ${got}`,
+          ),
+        );
+        signatureChecks.push(this.checkSignedAnswer(r, record, position, labels, v));
         if (record.tag !== undefined && !answers.has(record.tag)) answers.set(record.tag, r);
         stats.forwarded++;
+      } else if (replaced) {
+        replaced.answered = true;
+        this.backendAnsweredIds.set(rid!, (this.backendAnsweredIds.get(rid!) ?? 0) + 1);
+        index = indexOfTag.get(replaced.tag!);
+        this.check(
+          tpp!.code === "BAD_GATEWAY" &&
+            tpp!.text.includes("responseSigning.maxBodyBytes") &&
+            !r.body.includes(PAD_MARKER) &&
+            !r.body.includes(`"seq":${replaced.seq},`) &&
+            r.headers[BANK_CERTIFICATE_HEADER] === undefined &&
+            r.headers["signature"] === undefined,
+          () =>
+            v(
+              "over-bound-answer",
+              labels,
+              `a 502 BAD_GATEWAY tppMessages body naming responseSigning.maxBodyBytes, none of the backend's ${replaced.answer!.bodyBytes} bytes`,
+              `response #${position}: ${describe(r)} (${r.body.length} bytes)`,
+            ),
+        );
+        if (!answers.has(replaced.tag!)) answers.set(replaced.tag!, r);
+        stats.forwarded++;
       } else {
-        const rid = r.headers["x-request-id"];
         if (tpp && rid !== undefined) {
           this.refusedIds.set(rid, (this.refusedIds.get(rid) ?? 0) + 1);
           if (!refusals.has(rid)) refusals.set(rid, r);
@@ -544,6 +712,7 @@ class Run {
         lastIndex = Math.max(lastIndex, at);
       }
     }
+    await Promise.all(signatureChecks);
     this.check(outcome.malformed === undefined, () =>
       v("malformed-response", labels, "well-formed HTTP responses", String(outcome.malformed)),
     );
@@ -630,6 +799,66 @@ class Run {
     };
   }
 
+  /**
+   * A backend answer keeps the framing the backend gave it: an answer to HEAD carries the
+   * backend's Content-Length (the length a GET would have), a 204 none, a 304 none unless the
+   * backend's; anything else a Content-Length (if any) equal to its body.
+   */
+  private checkFraming(
+    r: ParsedResponse,
+    record: BackendRecord,
+    head: boolean,
+    violation: (got: string) => Violation,
+  ): void {
+    const declared = r.headers["content-length"];
+    const backend = record.answer?.contentLength;
+    let ok: boolean;
+    if (head) ok = declared === undefined || declared === String(backend);
+    else if (r.status === 204) ok = declared === undefined && r.headers["transfer-encoding"] === undefined;
+    else if (r.status === 304) ok = declared === undefined || declared === String(backend);
+    else ok = declared === undefined || declared === String(r.body.length);
+    this.check(ok, () =>
+      violation(
+        `${r.status} with content-length: ${declared ?? "(none)"} (the backend declared ${backend ?? "none"})`,
+      ),
+    );
+  }
+
+  /** A backend answer as the client got it: signed by the bank's QSealC, over these bytes, for this request. */
+  private async checkSignedAnswer(
+    r: ParsedResponse,
+    record: BackendRecord,
+    position: number,
+    labels: string,
+    v: (kind: string, label: string, expected: string, got: string) => Violation,
+  ): Promise<void> {
+    const { verifier, bankCertificate } = this.side();
+    const requestId = record.requestId ?? "";
+    const verdict = await verifier.verify({
+      headers: r.headers,
+      body: r.body,
+      request: { method: record.method, target: record.target, requestId },
+    });
+    this.check(verdict === true, () =>
+      v(
+        "response-signature",
+        labels,
+        "every backend answer signed with the bank QSealC: Signature, Digest, Date, X-Request-ID and the certificate header, verifying",
+        `response #${position} (${r.status}, ${r.body.length} bytes): ${verdict === true ? "" : `${verdict.code}: ${verdict.text}`}`,
+      ),
+    );
+    this.check(
+      r.headers[BANK_CERTIFICATE_HEADER] === bankCertificate && r.headers["x-request-id"] === requestId,
+      () =>
+        v(
+          "response-signature",
+          labels,
+          `${BANK_CERTIFICATE_HEADER}: the bank QSealC, x-request-id: ${requestId}`,
+          `response #${position}: ${BANK_CERTIFICATE_HEADER} ${r.headers[BANK_CERTIFICATE_HEADER] === undefined ? "absent" : "another certificate"}, x-request-id ${r.headers["x-request-id"]}`,
+        ),
+    );
+  }
+
   /** Identity and spoofed headers of one backend record; then its headers are dropped. */
   private checkRecord(
     record: BackendRecord,
@@ -677,6 +906,7 @@ class Run {
     }
     record.headers = undefined;
     record.rawHeaders = undefined;
+    record.body = undefined;
   }
 
   /** Everything the backend ever received, against what the run expected. */

@@ -1,9 +1,11 @@
 /**
- * Raw TLS exchanges with the gateway: bytes written as a family wants them (in parts, with pauses,
- * half-closed or cut), every response read back and split (Content-Length, chunked, or up to the
- * close), until a sentinel request's answer, the close, or a deadline.
+ * Raw exchanges with a gateway, over TLS (ingress) or plain TCP (egress): bytes written as a
+ * family wants them (in parts, with pauses, half-closed or cut), every response read back and
+ * split (Content-Length, chunked, or up to the close; none for answers to HEAD, 204 and 304),
+ * until a sentinel request's answer, the close, or a deadline.
  */
 
+import { type Socket, connect as tcpConnect } from "node:net";
 import {
   type ConnectionOptions,
   createSecureContext,
@@ -24,10 +26,13 @@ export interface ParsedResponse {
 /**
  * Splits `data` into complete responses; interim 1xx answers are skipped. With `eof`, a response
  * without framing takes the rest. `malformed` is set when the bytes are not HTTP at all.
+ * `bodiless` holds the positions (final responses counted from 0) that answer a HEAD request:
+ * whatever their Content-Length says, no body follows them.
  */
 export function splitResponses(
   data: Buffer,
   eof: boolean,
+  bodiless?: ReadonlySet<number>,
 ): { responses: ParsedResponse[]; consumed: number; malformed?: string } {
   const responses: ParsedResponse[] = [];
   let at = 0;
@@ -59,7 +64,9 @@ export function splitResponses(
       continue;
     }
     let body: Buffer;
-    if (/chunked/i.test(headers["transfer-encoding"] ?? "")) {
+    if (bodiless?.has(responses.length) || status === 204 || status === 304) {
+      body = Buffer.alloc(0);
+    } else if (/chunked/i.test(headers["transfer-encoding"] ?? "")) {
       const parts: Buffer[] = [];
       let pos = next;
       let done = false;
@@ -97,8 +104,6 @@ export function splitResponses(
       if (data.length < next + length) break;
       body = data.subarray(next, next + length);
       next += length;
-    } else if (status === 204 || status === 304) {
-      body = Buffer.alloc(0);
     } else {
       if (!eof) break;
       body = data.subarray(next);
@@ -125,8 +130,14 @@ export interface ExchangePlan {
   /** After the writes: keep reading (default), half-close (FIN), or cut the connection, `afterMs` later. */
   readonly after?: "read" | "fin" | "cut";
   readonly afterMs?: number;
-  /** The X-Request-ID of a sentinel request written last: its answer ends the exchange. */
+  /**
+   * The X-Request-ID of a sentinel request written last: its answer (the response echoing it,
+   * or with `sentinelInBody` the one whose body holds it) ends the exchange.
+   */
   readonly sentinelId?: string;
+  readonly sentinelInBody?: boolean;
+  /** Positions of the responses that answer HEAD requests (see splitResponses). */
+  readonly bodiless?: ReadonlySet<number>;
   /** Reading stops after this long, whatever came (default 10 s). */
   readonly deadlineMs?: number;
   /**
@@ -148,30 +159,41 @@ export interface ExchangeOutcome {
 export interface RawClientOptions {
   readonly host: string;
   readonly port: number;
-  readonly ca: string;
-  readonly servername: string;
+  /** TLS with this CA and server name; plain TCP without (the egress listener). */
+  readonly tls?: { readonly ca: string; readonly servername: string };
 }
 
-/** Opens TLS connections to the gateway, resuming TLS sessions so handshakes stay cheap. */
+/** Opens connections to a gateway; over TLS, resuming sessions so handshakes stay cheap. */
 export class RawClient {
   private session: Buffer | undefined = undefined;
   /** One context for every connection: building one per connection (parsing the CA) was the costliest step. */
-  private readonly context: SecureContext;
+  private readonly context: SecureContext | undefined;
 
   constructor(private readonly options: RawClientOptions) {
-    this.context = createSecureContext({ ca: options.ca });
+    this.context = options.tls ? createSecureContext({ ca: options.tls.ca }) : undefined;
   }
 
-  private connect(): Promise<TLSSocket> {
+  private connect(): Promise<Socket> {
+    if (!this.options.tls) {
+      return new Promise((resolve, reject) => {
+        const socket = tcpConnect({ host: this.options.host, port: this.options.port }, () => {
+          socket.off("error", reject);
+          resolve(socket);
+        });
+        socket.once("error", reject);
+        socket.setTimeout(15_000, () => socket.destroy(new Error("connect timed out")));
+      });
+    }
+    const tls = this.options.tls;
     return new Promise((resolve, reject) => {
       const opts: ConnectionOptions = {
         host: this.options.host,
         port: this.options.port,
-        secureContext: this.context,
-        servername: this.options.servername,
+        ...(this.context ? { secureContext: this.context } : {}),
+        servername: tls.servername,
         ...(this.session ? { session: this.session } : {}),
       };
-      const socket = tlsConnect(opts, () => {
+      const socket: TLSSocket = tlsConnect(opts, () => {
         socket.off("error", reject);
         resolve(socket);
       });
@@ -185,7 +207,7 @@ export class RawClient {
 
   async exchange(plan: ExchangePlan): Promise<ExchangeOutcome> {
     const started = performance.now();
-    let socket: TLSSocket;
+    let socket: Socket;
     try {
       socket = await this.connect();
     } catch (error) {
@@ -200,6 +222,7 @@ export class RawClient {
     return new Promise<ExchangeOutcome>((resolve) => {
       const chunks: Buffer[] = [];
       let received = 0;
+      let sawSentinelId = false;
       let settled = false;
       const timers: NodeJS.Timeout[] = [];
       const finish = (endedBy: ExchangeOutcome["endedBy"], error?: string) => {
@@ -208,7 +231,7 @@ export class RawClient {
         for (const t of timers) clearTimeout(t);
         socket.destroy();
         const all = Buffer.concat(chunks, received);
-        const { responses, malformed } = splitResponses(all, endedBy !== "sentinel");
+        const { responses, malformed } = splitResponses(all, endedBy !== "sentinel", plan.bodiless);
         resolve({
           responses,
           endedBy,
@@ -221,13 +244,19 @@ export class RawClient {
         chunks.push(chunk);
         received += chunk.length;
         if (plan.sentinelId !== undefined) {
-          // Cheap test first: the sentinel's id in the bytes, then a real parse.
-          if (chunk.indexOf(plan.sentinelId, 0, "latin1") < 0 && chunks.length > 1) {
+          // Cheap test first: the sentinel's id in the bytes, then a real parse (on every chunk
+          // once the id was seen: the rest of its answer may come in later chunks).
+          if (!sawSentinelId && chunk.indexOf(plan.sentinelId, 0, "latin1") < 0 && chunks.length > 1) {
             const tail = Buffer.concat(chunks.slice(-2));
             if (tail.indexOf(plan.sentinelId, 0, "latin1") < 0) return;
           }
-          const { responses } = splitResponses(Buffer.concat(chunks, received), false);
-          if (responses.some((r) => r.headers["x-request-id"] === plan.sentinelId)) finish("sentinel");
+          sawSentinelId = true;
+          const { responses } = splitResponses(Buffer.concat(chunks, received), false, plan.bodiless);
+          const id = plan.sentinelId;
+          const isSentinel = plan.sentinelInBody
+            ? (r: ParsedResponse) => r.body.includes(id, 0, "latin1")
+            : (r: ParsedResponse) => r.headers["x-request-id"] === id;
+          if (responses.some(isSentinel)) finish("sentinel");
         }
       });
       // An error (EPIPE on a write after the gateway closed, ECONNRESET) is followed by 'close';

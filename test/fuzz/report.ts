@@ -13,21 +13,21 @@ export function formatReport(report: FuzzReport, familyOrder: readonly string[])
   out.push(
     `seed ${report.seed}: ${report.sent} requests in ${(report.ms / 1000).toFixed(1)} s (${Math.round(report.sent / (report.ms / 1000))}/s)`,
   );
-  out.push("family          cases      sent   refused  forwarded  no-answer  violations");
+  out.push("family               cases      sent   refused  forwarded  no-answer  violations");
   for (const name of familyOrder) {
     const s = report.families[name];
     if (!s) continue;
     out.push(
-      `${name.padEnd(14)} ${String(s.cases).padStart(6)} ${String(s.sent).padStart(9)} ${String(s.refused).padStart(9)} ${String(s.forwarded).padStart(10)} ${String(s.unanswered).padStart(10)} ${String(s.violations).padStart(11)}`,
+      `${name.padEnd(19)} ${String(s.cases).padStart(6)} ${String(s.sent).padStart(9)} ${String(s.refused).padStart(9)} ${String(s.forwarded).padStart(10)} ${String(s.unanswered).padStart(10)} ${String(s.violations).padStart(11)}`,
     );
   }
-  const rss = report.rssSamplesMb;
-  if (rss.length > 0) {
+  for (const [name, rss] of Object.entries(report.rssSamplesMb)) {
+    if (rss.length === 0) continue;
     const step = Math.max(1, Math.ceil(rss.length / 12));
     const shown = rss.filter((_, i) => i % step === 0 || i === rss.length - 1);
     const max = Math.max(...rss.map((s) => s.mb));
     out.push(
-      `gateway RSS (MB, ${rss.length} samples, max ${max}): ${shown.map((s) => `${s.t}s=${s.mb}`).join(" ")}`,
+      `${name} gateway RSS (MB, ${rss.length} samples, max ${max}): ${shown.map((s) => `${s.t}s=${s.mb}`).join(" ")}`,
     );
   }
   out.push(`/healthz checks: ${report.healthChecks}`);

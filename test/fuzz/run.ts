@@ -1,12 +1,14 @@
 /**
- * `npm run fuzz`: a seeded, bounded hostile-traffic run against a real gateway process over TLS
- * on loopback (see harness.ts for the invariants). Environment:
+ * `npm run fuzz`: a seeded, bounded hostile-traffic run against real gateway processes on
+ * loopback: the ingress gateway over TLS (response signing on) and, for the `egress-*` families,
+ * the egress gateway over plain HTTP (see harness.ts and egress.ts for the invariants). Only the
+ * gateways the selected families need are started. Environment:
  *
  *   FUZZ_COUNT         requests to send (default 100000)
  *   FUZZ_SEED          the seed (default: random, printed)
- *   FUZZ_FAMILIES      comma list of families (default: all)
+ *   FUZZ_FAMILIES      comma list of families (default: all; e.g. egress-headers,responses)
  *   FUZZ_CASE          run only this case index of each family (a reproduction)
- *   FUZZ_RSS_LIMIT_MB  the gateway's VmRSS bound (default 400)
+ *   FUZZ_RSS_LIMIT_MB  each gateway process's VmRSS bound (default 400)
  *   FUZZ_CONCURRENCY   connections in flight (default 16)
  *
  * Exit 0 when every invariant check passed, 1 on any violation, 2 on bad arguments.

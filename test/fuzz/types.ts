@@ -1,7 +1,9 @@
 /**
  * The fuzz run's vocabulary: a family gets a `CaseContext` (a seeded Rng, the TPPs, a signer and
  * `exchange`) and runs one case; an exchange is one connection's writes and the requests they
- * hold, in wire order, each with what the harness may expect of it.
+ * hold, in wire order, each with what the harness may expect of it. Egress families (target
+ * `egress`) get an `EgressCaseContext` instead: the application's side of the egress gateway,
+ * which signs what it is sent.
  */
 
 import type { DevPki } from "../../src/cli/dev-pki.js";
@@ -37,6 +39,13 @@ export interface ExpectedRequest {
   readonly allow5xx?: readonly number[];
   /** The target the backend must receive when it is forwarded (the form the role check saw). */
   readonly backendTarget?: string;
+  /** Egress: base64 SHA-256 of the body the backend must receive when it is forwarded. */
+  readonly backendBodySha256?: string;
+  /**
+   * Egress, a connection's only request: the gateway's answer to it must be this refusal (or,
+   * with `orClose`, the connection may close unanswered: the client was still writing a body).
+   */
+  readonly refusedWith?: { readonly status: number; readonly code: string; readonly orClose?: boolean };
 }
 
 /** One connection: what is written, the requests it holds, how the client ends it. */
@@ -55,6 +64,8 @@ export interface CasePlan {
   readonly abandons?: boolean;
   /** The client writes everything before it reads anything (its socket paused meanwhile). */
   readonly readAfterWrites?: boolean;
+  /** Positions of the answers (counted from 0) that answer HEAD requests: no body follows them. */
+  readonly bodiless?: readonly number[];
 }
 
 export interface ExchangeResult {
@@ -88,5 +99,40 @@ export interface Family {
   readonly name: string;
   /** Share of the run's requests, relative to the others. */
   readonly weight: number;
+  /** The ingress gateway (the default) over TLS, as a TPP reaches the bank. */
+  readonly target?: "ingress";
   run(ctx: CaseContext): Promise<void>;
 }
+
+/** How the fuzz egress gateway's bank profiles are reached and where they send. */
+export interface EgressBanks {
+  /** The `bank` profile: this path prefix, sent below `bankBase` on the backend (default signing rules). */
+  readonly prefix: string;
+  readonly bankBase: string;
+  /** The `alt` profile: this Host (any path), sent below `altBase` (Java-style signing rules). */
+  readonly altHost: string;
+  readonly altBase: string;
+}
+
+export interface EgressCaseContext {
+  readonly rng: Rng;
+  readonly family: string;
+  readonly caseIndex: number;
+  readonly banks: EgressBanks;
+  /** The egress gateway's maxBodyBytes. */
+  readonly maxBodyBytes: number;
+  /** A fresh, run-unique fuzz tag. */
+  tag(): string;
+  /** Runs one connection's exchange with the egress listener and checks every invariant on it. */
+  exchange(plan: CasePlan): Promise<ExchangeResult>;
+}
+
+export interface EgressFamily {
+  readonly name: string;
+  readonly weight: number;
+  /** The egress gateway over plain HTTP, as the TPP's application reaches it. */
+  readonly target: "egress";
+  run(ctx: EgressCaseContext): Promise<void>;
+}
+
+export type AnyFamily = Family | EgressFamily;

@@ -1,8 +1,9 @@
 /**
  * A short `npm run fuzz` inside `npm test`: every family, a fixed seed, a few thousand hostile
- * requests against a real gateway process over TLS with the recording backend, and not one
- * invariant broken (test/fuzz/harness.ts lists them). A failure prints the report with a
- * reproduction line per violation (FUZZ_FAMILIES=… FUZZ_SEED=… FUZZ_CASE=… npm run fuzz).
+ * requests against the real gateway processes — ingress over TLS with response signing on, and
+ * egress over plain HTTP for the `egress-*` families — with their recording backends, and not one
+ * invariant broken (test/fuzz/harness.ts and test/fuzz/egress.ts list them). A failure prints the
+ * report with a reproduction line per violation (FUZZ_FAMILIES=… FUZZ_SEED=… FUZZ_CASE=… npm run fuzz).
  */
 
 import { describe, expect, it } from "vitest";
@@ -11,10 +12,10 @@ import { runFuzz } from "../fuzz/harness.js";
 import { formatReport } from "../fuzz/report.js";
 
 const SEED = 20261123;
-const COUNT = 2_500;
+const COUNT = 3_500;
 
 describe("fuzz (short run)", () => {
-  it(`${COUNT} hostile requests from every family break no invariant`, async () => {
+  it(`${COUNT} hostile requests from every family, ingress and egress, break no invariant`, async () => {
     const report = await runFuzz({
       count: COUNT,
       seed: SEED,
@@ -29,6 +30,7 @@ describe("fuzz (short run)", () => {
     expect(report.sent).toBeGreaterThanOrEqual(COUNT);
     for (const family of ALL_FAMILIES)
       expect(report.families[family.name]?.sent, family.name).toBeGreaterThan(0);
+    expect(Object.keys(report.rssSamplesMb).sort()).toEqual(["egress", "ingress"]);
     expect(report.failed, text).toBe(0);
     expect(report.passed).toBeGreaterThan(COUNT);
   }, 120_000);

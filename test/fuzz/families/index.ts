@@ -1,18 +1,25 @@
 /** Every fuzz family, in the order reports list them. */
 
-import type { Family } from "../types.js";
+import type { AnyFamily } from "../types.js";
 import { certificates } from "./certificates.js";
 import { connection } from "./connection.js";
 import { control } from "./control.js";
+import { egressBodies } from "./egress-bodies.js";
+import { egressConnection } from "./egress-connection.js";
+import { egressControl } from "./egress-control.js";
+import { egressHeaders } from "./egress-headers.js";
+import { egressPaths } from "./egress-paths.js";
+import { egressPipelining } from "./egress-pipelining.js";
 import { headers } from "./headers.js";
 import { paths } from "./paths.js";
 import { pipelining } from "./pipelining.js";
 import { replay } from "./replay.js";
+import { responses } from "./responses.js";
 import { slow } from "./slow.js";
 import { smuggling } from "./smuggling.js";
 import { spoof } from "./spoof.js";
 
-export const ALL_FAMILIES: readonly Family[] = [
+export const ALL_FAMILIES: readonly AnyFamily[] = [
   control,
   headers,
   smuggling,
@@ -23,4 +30,11 @@ export const ALL_FAMILIES: readonly Family[] = [
   paths,
   certificates,
   replay,
+  responses,
+  egressControl,
+  egressHeaders,
+  egressBodies,
+  egressPaths,
+  egressPipelining,
+  egressConnection,
 ];

@@ -1,8 +1,9 @@
 /**
  * Pipelining: good and bad requests mixed on one raw TLS connection, including ones that condemn
  * the connection (413 by Content-Length, a missing Host, a malformed request line, a backend that
- * cuts its connection → 502, `Connection: close`), a duplicate of an earlier request, and rarely
- * a backend that stalls past the gateway's timeout (504). Valid requests before the first
+ * cuts its connection before or inside its answer → 502, an answer too large to sign → 502,
+ * `Connection: close`), a duplicate of an earlier request, and rarely a backend that stalls past
+ * the gateway's timeout (504). Valid requests before the first
  * condemning one must be answered by the backend; nothing after it may run unanswered.
  */
 
@@ -21,6 +22,8 @@ type Kind =
   | "malformed"
   | "close"
   | "backend-drop"
+  | "backend-drop-mid"
+  | "backend-too-large"
   | "backend-stall"
   | "expect-continue";
 
@@ -30,6 +33,8 @@ const CONDEMNS: ReadonlySet<Kind> = new Set([
   "malformed",
   "close",
   "backend-drop",
+  "backend-drop-mid",
+  "backend-too-large",
   "backend-stall",
 ]);
 
@@ -70,6 +75,8 @@ export const pipelining: Family = {
         [1, "malformed"],
         [1, "close"],
         [1, "backend-drop"],
+        [0.5, "backend-drop-mid"],
+        [0.5, "backend-too-large"],
         [stalls ? 0 : 0.05, "backend-stall"],
         [0.5, "expect-continue"],
       ]);
@@ -106,6 +113,10 @@ export const pipelining: Family = {
           const valid = await validSigned(ctx, {
             ...(kind === "close" ? { headers: { Connection: "close" } } : {}),
             ...(kind === "backend-drop" ? { headers: { "X-Fuzz-Backend": "drop" } } : {}),
+            ...(kind === "backend-drop-mid" ? { headers: { "X-Fuzz-Backend": "drop-mid" } } : {}),
+            ...(kind === "backend-too-large"
+              ? { headers: { "X-Fuzz-Answer": rng.pick(["too-large", "too-large-chunked"]) } }
+              : {}),
             ...(kind === "backend-stall" ? { headers: { "X-Fuzz-Backend": "delay=3600" } } : {}),
             ...(kind === "expect-continue" ? { pay: true } : {}),
           });
@@ -138,10 +149,12 @@ export const pipelining: Family = {
           } else {
             bytes = serialize(req);
           }
-          if (kind === "backend-drop") {
+          if (kind === "backend-drop" || kind === "backend-drop-mid") {
             expect = "any";
             allow5xx = [502];
           }
+          // Executed, and answered with a 502 standing in for the answer (it counts as the answer).
+          if (kind === "backend-too-large") allow5xx = [502];
           if (kind === "backend-stall") {
             expect = "any";
             allow5xx = [504];
