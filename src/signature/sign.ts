@@ -17,6 +17,7 @@ import { computeDigestHeader, type DigestAlgorithm } from "./digest.js";
 import { formatSignatureHeader } from "./header.js";
 import { buildKeyId, type KeyIdSpelling, keyIdTargetFromDer } from "./keyid.js";
 import { encodeIfNeeded } from "./rfc2047.js";
+import { PROCESS_SIGNING_SLOTS } from "./signing-slots.js";
 import { buildSigningString, ELIGIBLE_HEADERS, type HeaderMap } from "./signing-string.js";
 
 export interface SignerOptions {
@@ -247,9 +248,12 @@ interface SignatureScheme {
 function signAsync(how: SignatureScheme, data: Buffer, key: KeyObject): Promise<Buffer> {
   const keyWithScheme =
     how.padding !== undefined ? { key, padding: how.padding, saltLength: how.saltLength ?? 0 } : key;
-  return new Promise((resolve, reject) => {
-    cryptoSign(how.hash, data, keyWithScheme, (error, signature) =>
-      error ? reject(error) : resolve(signature),
-    );
-  });
+  return PROCESS_SIGNING_SLOTS.run(
+    () =>
+      new Promise<Buffer>((resolve, reject) => {
+        cryptoSign(how.hash, data, keyWithScheme, (error, signature) =>
+          error ? reject(error) : resolve(signature),
+        );
+      }),
+  );
 }
