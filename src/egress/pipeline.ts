@@ -15,6 +15,7 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { reject } from "../errors.js";
+import { closeLingering } from "../forward/linger.js";
 import { rawRejection, writeRejection } from "../forward/respond.js";
 import { ORIGIN_HEADER } from "./handler.js";
 
@@ -113,14 +114,7 @@ class Connection {
     this.lingering = true;
     this.closing = true;
     this.waiting.length = 0;
-    const destroy = () => socket.destroy();
-    const timer = setTimeout(destroy, LINGER_MS);
-    timer.unref();
-    socket.once("close", () => clearTimeout(timer));
-    const clientDone = () => (socket.writableFinished ? destroy() : socket.once("finish", destroy));
-    if (socket.readableEnded) clientDone();
-    else socket.once("end", clientDone);
-    socket.end();
+    closeLingering(socket, LINGER_MS);
   }
 }
 

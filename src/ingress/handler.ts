@@ -25,6 +25,7 @@ import type { Backend } from "../forward/backend.js";
 import { type BodyInspector, inspectedBody } from "../forward/body.js";
 import { type ForwardCall, type ForwardOutcome, forward, type ResponseSigner } from "../forward/forwarder.js";
 import { upstreamRequestHeaders } from "../forward/headers.js";
+import { closeLingering } from "../forward/linger.js";
 import { rawRejection, writeRejection } from "../forward/respond.js";
 import { headerValue } from "../signature/index.js";
 import { characterInspector, digestInspector, sizeInspector } from "./body-inspectors.js";
@@ -132,14 +133,7 @@ class Connection {
     this.lingering = true;
     this.condemned = true;
     this.waiting.length = 0;
-    const destroy = () => socket.destroy();
-    const timer = setTimeout(destroy, LINGER_MS);
-    timer.unref();
-    socket.once("close", () => clearTimeout(timer));
-    const clientDone = () => (socket.writableFinished ? destroy() : socket.once("finish", destroy));
-    if (socket.readableEnded) clientDone();
-    else socket.once("end", clientDone);
-    socket.end();
+    closeLingering(socket, LINGER_MS);
   }
 
   /**
