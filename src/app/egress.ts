@@ -21,6 +21,7 @@ import { type AdminServer, type ReadinessCheck, startAdminServer } from "../obse
 import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
 import type { Logger } from "../observability/logger.js";
 import { responseVerifierForProfile, signerForProfile } from "./bank-profile.js";
+import { type CertificateSummary, summaryOf } from "./certificate-summary.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { drain, Started } from "./started.js";
 
@@ -74,22 +75,13 @@ export async function startEgressGateway(
     warnExpiring(profiles, logger, now);
 
     const certificates = () =>
-      profiles.flatMap((p) => [
-        {
-          kind: "qseal" as const,
-          name: `${p.name}: ${commonName(p.qseal)}`,
-          notAfter: new Date(p.qseal.certificate.validTo),
-        },
-        ...(p.qwac
-          ? [
-              {
-                kind: "qwac" as const,
-                name: `${p.name}: ${commonName(p.qwac)}`,
-                notAfter: new Date(p.qwac.certificate.validTo),
-              },
-            ]
-          : []),
-      ]);
+      profiles.flatMap((p) =>
+        ownCertificates(p).map(({ kind, summary }) => ({
+          kind,
+          name: `${p.name}: ${summary.name}`,
+          notAfter: summary.notAfter,
+        })),
+      );
     const metrics = new EgressMetrics(certificates, now);
     const modes = new Map(profiles.map((p) => [p.name, p.responseMode]));
 
@@ -213,31 +205,31 @@ function loadProfile(bank: BankProfileConfig, env: NodeJS.ProcessEnv, now: () =>
   };
 }
 
+/** A profile's QSealC, and its QWAC when it has one. */
+function ownCertificates(p: LoadedProfile): { kind: "qseal" | "qwac"; summary: CertificateSummary }[] {
+  return [
+    { kind: "qseal", summary: summaryOf(p.qseal.certificate) },
+    ...(p.qwac ? [{ kind: "qwac" as const, summary: summaryOf(p.qwac.certificate) }] : []),
+  ];
+}
+
 function warnExpiring(profiles: readonly LoadedProfile[], logger: Logger, now: () => number): void {
   for (const p of profiles) {
-    for (const [kind, c] of [
-      ["qseal", p.qseal],
-      ["qwac", p.qwac],
-    ] as const) {
-      if (!c) continue;
-      const left = new Date(c.certificate.validTo).getTime() - now();
+    for (const { kind, summary } of ownCertificates(p)) {
+      const left = summary.notAfter.getTime() - now();
       if (left < EXPIRY_WARNING_MS)
         logger.warn(
           {
             bank: p.name,
             kind,
-            name: commonName(c),
-            notAfter: c.certificate.validTo,
+            name: summary.name,
+            notAfter: summary.notAfter.toISOString(),
             days: Math.floor(left / 86_400_000),
           },
           left < 0 ? "certificate has expired" : "certificate expires within 30 days",
         );
     }
   }
-}
-
-function commonName(c: Credentials): string {
-  return /(?:^|\n)CN=([^\n]+)/.exec(c.certificate.subject)?.[1] ?? c.certificate.subject.slice(0, 60);
 }
 
 async function listen(server: Server, options: EgressConfig["listen"]): Promise<string> {

@@ -27,6 +27,7 @@ import { recordRequest } from "../observability/request-log.js";
 import { RequestSigner } from "../signature/index.js";
 import { FileRegisterSource, HttpRegisterSource, type RegisterSource } from "../trust/register-sources.js";
 import { loadTrustMaterial, type TrustMaterial } from "../trust/trust-material.js";
+import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
 import { drain, Started } from "./started.js";
@@ -472,26 +473,8 @@ export function responseSignerFrom(
   };
 }
 
-interface CertificateSummary {
-  readonly name: string;
-  readonly notAfter: Date;
-  readonly fingerprint: string;
-}
-
 function readCertificate(file: string): CertificateSummary {
   return summaryOf(new X509Certificate(readFileSync(file)));
-}
-
-function summaryOf(cert: X509Certificate): CertificateSummary {
-  return {
-    name: commonName(cert.subject.split("\n").reverse().join(",")),
-    notAfter: new Date(cert.validTo),
-    fingerprint: cert.fingerprint256,
-  };
-}
-
-function commonName(dn: string): string {
-  return /(?:^|,)CN=([^,]+)/.exec(dn)?.[1] ?? dn.slice(0, 60);
 }
 
 function logTrust(logger: Logger, trust: TrustMaterial): void {

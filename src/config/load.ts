@@ -54,8 +54,7 @@ function applyEnvironment<C extends AnyGatewayConfig>(config: C, env: NodeJS.Pro
   const level = env.LOG_LEVEL;
   if (level) {
     const parsed = logSchema.safeParse({ level });
-    if (!parsed.success)
-      throw new ConfigError(explain(parsed.error, "LOG_LEVEL").replace("level", "LOG_LEVEL"));
+    if (!parsed.success) throw new ConfigError(explain(parsed.error, "the LOG_LEVEL environment variable"));
     return { ...config, log: parsed.data };
   }
   return config;

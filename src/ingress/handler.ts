@@ -309,11 +309,11 @@ class IngressExchange extends CheckContext implements ForwardCall {
     return writeRejection(this.res, rejection, this.ingress.options.statusProfile, this.requestId);
   }
 
-  /** While draining every answer closes its connection, so no new request arrives on it. */
   get responseSigner(): ResponseSigner | undefined {
     return this.ingress.options.responseSigner;
   }
 
+  /** While draining every answer closes its connection, so no new request arrives on it. */
   beforeHead(): void {
     if (this.ingress.options.draining?.()) this.res.shouldKeepAlive = false;
   }

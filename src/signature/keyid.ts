@@ -21,7 +21,6 @@ export function keyIdTargetFromDer(der: Uint8Array): KeyIdTarget {
   return { serial: fields.serial, issuer: readName(fields.issuer) };
 }
 
-/** `SN=8E5C660AD95E4DBF,CA=CN=Adorsys,OU=Adorsys,…`: what a TPP puts in keyId for its certificate. */
 /**
  * How a signer writes its keyId. SPEC 5.3 is upper-case hex and RFC 2253; banks' verifiers that
  * compare the keyId as text want other spellings (BANK-QUIRKS.md: lower-case hex, Java's `, `
@@ -33,6 +32,7 @@ export interface KeyIdSpelling {
   readonly spaces?: "keep" | "percent-20";
 }
 
+/** `SN=8E5C660AD95E4DBF,CA=CN=Adorsys,OU=Adorsys,…`: what a TPP puts in keyId for its certificate. */
 export function buildKeyId(target: KeyIdTarget, spelling: KeyIdSpelling = {}): string {
   const hex = serialToHex(target.serial);
   const serial =

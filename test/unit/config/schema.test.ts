@@ -116,6 +116,18 @@ describe("the shipped configuration files", () => {
     expect(config.mode).toBe(mode);
   });
 
+  it.each(["default.yaml", "egress.example.yaml"])(
+    "config/%s: LOG_LEVEL overrides log.level in either mode, and a bad one is named",
+    async (name) => {
+      const { loadConfigFile } = await import("../../../src/config/load.js");
+      const file = new URL(`../../../config/${name}`, import.meta.url).pathname;
+      expect(loadConfigFile(file, { LOG_LEVEL: "debug" }).log.level).toBe("debug");
+      expect(() => loadConfigFile(file, { LOG_LEVEL: "loud" })).toThrow(
+        /^invalid configuration in the LOG_LEVEL environment variable:\n {2}- level: /,
+      );
+    },
+  );
+
   it("resolves every file path relative to the configuration file", async () => {
     const { loadConfigFile } = await import("../../../src/config/load.js");
     const root = new URL("../../../", import.meta.url).pathname;
