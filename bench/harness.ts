@@ -163,3 +163,28 @@ export async function load(
 }
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/**
+ * The headers a realistic TPP call carries besides the signature ones (about 2.6 KB signed), and
+ * a 1 KiB payment body: what every bench request is made of.
+ */
+export function tppRequestHeaders(sessionId: string): Record<string, string> {
+  return {
+    Accept: "application/json",
+    "TPP-Redirect-URI": "https://tpp.example.com/psd2/callback?session=7f3c2a",
+    "PSU-ID": "9f1c7c3e-5b8e-4d7e-9a53-3f8c0b1d2e4a",
+    "PSU-IP-Address": "192.0.2.10",
+    "PSU-User-Agent":
+      "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36",
+    "TPP-Session-ID": sessionId,
+    "x-accept-fix": "amount-as-string",
+  };
+}
+
+export const PAYMENT_BODY = JSON.stringify({
+  instructedAmount: { amount: "125.50", currency: "NOK" },
+  debtorAccount: { bban: "12345678903" },
+  creditorAccount: { bban: "98765432105" },
+  creditorName: "Kari Nordmann",
+  remittanceInformationUnstructured: "x".repeat(800),
+}).slice(0, 1024);

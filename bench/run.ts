@@ -18,7 +18,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
 import { generateDevPki } from "../src/cli/dev-pki.js";
-import { load, median, pin, presign, type RunResult, startChild, stop } from "./harness.js";
+import {
+  load,
+  median,
+  PAYMENT_BODY,
+  pin,
+  presign,
+  type RunResult,
+  startChild,
+  stop,
+  tppRequestHeaders,
+} from "./harness.js";
 import type { PresignJob } from "./presign.js";
 import { machineLine, replaceSection } from "./results-file.js";
 import { CAN_PIN } from "./taskset.js";
@@ -165,23 +175,8 @@ async function main() {
   const pkiDir = mkdtempSync(join(tmpdir(), "psd2-bench-"));
   console.error(`bench: PKI in ${pkiDir}; ${SECONDS}s per run, ${ROUNDS} round(s), pinned: ${CAN_PIN}`);
   const pki = await generateDevPki(pkiDir);
-  const extraHeaders: Record<string, string> = {
-    Accept: "application/json",
-    "TPP-Redirect-URI": "https://tpp.example.com/psd2/callback?session=7f3c2a",
-    "PSU-ID": "9f1c7c3e-5b8e-4d7e-9a53-3f8c0b1d2e4a",
-    "PSU-IP-Address": "192.0.2.10",
-    "PSU-User-Agent":
-      "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36",
-    "TPP-Session-ID": randomUUID(),
-    "x-accept-fix": "amount-as-string",
-  };
-  const body = JSON.stringify({
-    instructedAmount: { amount: "125.50", currency: "NOK" },
-    debtorAccount: { bban: "12345678903" },
-    creditorAccount: { bban: "98765432105" },
-    creditorName: "Kari Nordmann",
-    remittanceInformationUnstructured: "x".repeat(800),
-  }).slice(0, 1024);
+  const extraHeaders = tppRequestHeaders(randomUUID());
+  const body = PAYMENT_BODY;
   const base = { keyPem: pki.tppA.qseal.keyPem, certificatePems: [pki.tppA.qseal.pem], extraHeaders };
   console.error(`bench: presigning ${2 * POOL} requests …`);
   const pools = {

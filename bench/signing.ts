@@ -33,11 +33,13 @@ import {
   type Cursor,
   load,
   median,
+  PAYMENT_BODY,
   pin,
   presign,
   type RunResult,
   startChild,
   stop,
+  tppRequestHeaders,
 } from "./harness.js";
 import type { PresignedRequest } from "./presign.js";
 import { machineLine, replaceSection } from "./results-file.js";
@@ -424,23 +426,8 @@ async function main() {
   );
   const code = codeLine();
   const pki = await generateDevPki(pkiDir);
-  const extraHeaders: Record<string, string> = {
-    Accept: "application/json",
-    "TPP-Redirect-URI": "https://tpp.example.com/psd2/callback?session=7f3c2a",
-    "PSU-ID": "9f1c7c3e-5b8e-4d7e-9a53-3f8c0b1d2e4a",
-    "PSU-IP-Address": "192.0.2.10",
-    "PSU-User-Agent":
-      "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/130.0 Safari/537.36",
-    "TPP-Session-ID": "3b0f7a52-6a3c-4d1e-8f55-2c1f0e9d7b61",
-    "x-accept-fix": "amount-as-string",
-  };
-  const body = JSON.stringify({
-    instructedAmount: { amount: "125.50", currency: "NOK" },
-    debtorAccount: { bban: "12345678903" },
-    creditorAccount: { bban: "98765432105" },
-    creditorName: "Kari Nordmann",
-    remittanceInformationUnstructured: "x".repeat(800),
-  }).slice(0, 1024);
+  const extraHeaders = tppRequestHeaders("3b0f7a52-6a3c-4d1e-8f55-2c1f0e9d7b61");
+  const body = PAYMENT_BODY;
   const paths = {
     GET: "/v1/accounts/acc-0001/balances",
     POST: "/v1/payments/norwegian-domestic-credit-transfers",

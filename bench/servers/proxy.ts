@@ -12,8 +12,8 @@ import { join } from "node:path";
 import httpProxy from "http-proxy";
 import { Agent, Pool } from "undici";
 import { startGateway } from "../../src/app.js";
-import { validateConfig } from "../../src/config/load.js";
 import { createLogger } from "../../src/observability/logger.js";
+import { benchGatewayConfig } from "./gateway-config.js";
 
 const [mode, backendUrl, pkiDir, redisUrl] = process.argv.slice(2) as [
   string,
@@ -68,19 +68,11 @@ async function main() {
     server.listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
     void Agent;
   } else {
-    const config = validateConfig({
-      listen: { host: "127.0.0.1", port: 0 },
-      backend: { url: backendUrl },
-      trust: { caDir: `${pkiDir}/trust` },
-      register: { file: `${pkiDir}/register.json` },
-      // Requests are signed before the run; a wide Date window lets one pool serve a whole round.
-      // It changes nothing per request: the Date is still parsed and checked.
-      verification: { dateToleranceSeconds: 3600 },
-      replay: { windowSeconds: 7200 },
-      log: { level: "silent" },
-      admin: { enabled: false },
-      ...(mode === "gateway-redis" ? { store: { type: "redis", url: redisUrl } } : {}),
-    });
+    const config = benchGatewayConfig(
+      pkiDir,
+      backendUrl,
+      mode === "gateway-redis" ? { store: { type: "redis", url: redisUrl } } : {},
+    );
     const gateway = await startGateway(config, { logger: createLogger("silent") });
     ready(Number(new URL(gateway.url).port));
   }

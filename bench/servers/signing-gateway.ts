@@ -18,9 +18,10 @@ import { Session } from "node:inspector";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { startGateway } from "../../src/app.js";
-import { validateConfig, validateEgressConfig } from "../../src/config/load.js";
+import { validateEgressConfig } from "../../src/config/load.js";
 import type { EgressEvent, RequestEvent } from "../../src/events.js";
 import { createLogger } from "../../src/observability/logger.js";
+import { benchGatewayConfig } from "./gateway-config.js";
 
 const [mode, backendUrl, pkiDir] = process.argv.slice(2) as [string, string, string];
 
@@ -88,25 +89,17 @@ async function main() {
     process.send?.({ ready: Number(new URL(gateway.url).port) });
     return;
   }
-  const config = validateConfig({
-    listen: { host: "127.0.0.1", port: 0 },
-    backend: { url: backendUrl },
-    trust: { caDir: `${pkiDir}/trust` },
-    register: { file: `${pkiDir}/register.json` },
-    // Requests are signed before the run; a wide Date window lets one pool serve a whole round
-    // (as in bench/servers/proxy.ts). The Date is still parsed and checked on every request.
-    verification: { dateToleranceSeconds: 3600 },
-    replay: { windowSeconds: 7200 },
-    log: { level: "silent" },
-    admin: { enabled: false },
-    ...(mode === "ingress-signing"
+  const config = benchGatewayConfig(
+    pkiDir,
+    backendUrl,
+    mode === "ingress-signing"
       ? {
           responseSigning: {
             qseal: { cert: `${pkiDir}/bank/bank-qseal.pem`, key: `${pkiDir}/bank/bank-qseal.key.pem` },
           },
         }
-      : {}),
-  });
+      : {},
+  );
   const gateway = await startGateway(config, { logger, onRequest });
   process.send?.({ ready: Number(new URL(gateway.url).port) });
 }
