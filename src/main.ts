@@ -8,6 +8,7 @@ import { healthCommand } from "./cli/health.js";
 import { sandboxCommand } from "./cli/sandbox.js";
 import { signCommand } from "./cli/sign.js";
 import { startCommand } from "./cli/start.js";
+import { trustCommand } from "./cli/trust.js";
 import { verifyCommand } from "./cli/verify.js";
 import { ConfigError } from "./config/load.js";
 
@@ -20,6 +21,7 @@ const COMMANDS: readonly Command<any>[] = [
   demoCommand,
   sandboxCommand,
   healthCommand,
+  trustCommand,
 ];
 
 function usage(): string {

@@ -12,7 +12,14 @@ import type { Server } from "node:http";
 import { AggregatorRegistry } from "prom-client";
 import { type CheckOptions, RoleTable, requestChecks } from "../checks/index.js";
 import type { GatewayConfig } from "../config/schema.js";
-import { DEFECT_CHANNEL, type DefectEvent, TppRegister, TppVerifier } from "../eidas/index.js";
+import {
+  DEFECT_CHANNEL,
+  type DefectEvent,
+  type TppRegister,
+  TppVerifier,
+  TrustStore,
+} from "../eidas/index.js";
+import type { QualifiedAnchor } from "../eidas/trust-store.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
 import type { ResponseSigner } from "../forward/forwarder.js";
@@ -25,11 +32,14 @@ import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
 import { recordRequest } from "../observability/request-log.js";
 import { RequestSigner } from "../signature/index.js";
-import { FileRegisterSource, HttpRegisterSource, type RegisterSource } from "../trust/register-sources.js";
+import type { RegisterSource } from "../trust/register-sources.js";
+import type { TrustSourceStatus } from "../trust/source-status.js";
 import { loadTrustMaterial, type TrustMaterial } from "../trust/trust-material.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
+import { startLiveRevocation, startTrustedLists } from "./live-trust.js";
+import { startRegister } from "./register.js";
 import { drain, Started } from "./started.js";
 import { createLimitStore } from "./store.js";
 
@@ -107,6 +117,7 @@ export async function startIngressGateway(
             : `${Math.round((now() - stats.lastSuccess) / 1000)} s old, ${stats.entries} TPPs`,
       },
       store: { ok: storeReady, detail: config.store.type },
+      trust: trustReadiness(components.trustSources(), now()),
     };
     return { ready: Object.values(checks).every((c) => c.ok), checks };
   };
@@ -125,6 +136,7 @@ export async function startIngressGateway(
               },
             },
             readiness,
+            trust: () => components?.trustSources() ?? [],
           })
         : undefined;
     if (admin) started.add(() => admin.close());
@@ -171,6 +183,10 @@ interface Components {
   readonly metrics: GatewayMetrics;
   readonly backendUrl: string;
   readonly sources: readonly RegisterSource[];
+  /** Every trust source's state: metrics, /readyz, /trust. */
+  trustSources(): TrustSourceStatus[];
+  /** Reads the trusted lists again (SIGHUP); nothing without them. */
+  refreshTrustedLists(): Promise<void> | undefined;
   readonly tlsCertificate: () => CertificateSummary | undefined;
   /**
    * Reads trust material and the TLS certificate again and returns what puts them in place; throws
@@ -191,19 +207,58 @@ async function startComponents(
   let trust: TrustMaterial = loadTrustMaterial(config.trust.caDir, config.trust.crlDir);
   logTrust(logger, trust);
 
-  const register = new TppRegister(config.register.maxAgeSeconds * 1000, now);
-  const sources = await startRegisterSources(config, register, logger);
+  const registerParts = await startRegister(config, logger, now);
+  const { register, sources } = registerParts;
   for (const source of sources) started.add(() => source.stop());
 
+  // The verifier and metrics come after revocation, which reports to both: reached through these.
+  let metricsLater: GatewayMetrics | undefined;
+  let verifierLater: TppVerifier | undefined;
+
+  // The trust store in use: the folder's CAs and the trusted lists' anchors, rebuilt when either changes.
+  let anchors: readonly QualifiedAnchor[] = [];
+  let trustStore: TrustStore = trust.store;
+  const rebuildStore = () => {
+    trustStore = anchors.length > 0 ? new TrustStore(trust.store.all, [...anchors]) : trust.store;
+    verifierLater?.invalidate();
+  };
+  const trustedLists = config.trust.trustedLists
+    ? await startTrustedLists(config.trust.trustedLists, {
+        logger,
+        now,
+        onChange: (next) => {
+          anchors = next;
+          rebuildStore();
+        },
+      })
+    : undefined;
+  if (trustedLists) started.add(() => trustedLists.stop());
+
+  const live = await startLiveRevocation(config, {
+    logger,
+    now,
+    cas: () => [...trustStore.all, ...trustStore.anchors.map((a) => a.certificate)],
+    localList: (issuer) => trust.revocation.listOf(issuer),
+    onChange: () => verifierLater?.invalidate(),
+    events: {
+      ocspAnswered: (outcome, seconds) => metricsLater?.ocspRequests.observe({ outcome }, seconds),
+      unknownStatus: (action) => metricsLater?.revocationUnknown.inc({ action }),
+    },
+  });
+  started.add(() => live.stop());
+
   const verifier = new TppVerifier({
-    trustStore: () => trust.store,
-    revocation: () => trust.revocation,
+    trustStore: () => trustStore,
+    revocation: () => live.revocation,
+    onRevocationWarning: (certificate, warning) =>
+      logger.warn({ certificate: certificate.sha256Fingerprint }, warning),
     register,
     now,
     cacheTtlMs: config.cache.ttlSeconds * 1000,
     failureTtlMs: config.cache.failureTtlSeconds * 1000,
     maxEntries: config.cache.maxEntries,
   });
+  verifierLater = verifier;
 
   const store =
     deps.store ??
@@ -228,13 +283,18 @@ async function startComponents(
   const metrics = new GatewayMetrics({
     certificateCache: () => verifier.stats,
     register: () => register.stats,
+    trustSources: () => [
+      ...registerParts.statuses(),
+      ...(trustedLists?.statuses() ?? []),
+      ...live.statuses(),
+    ],
     store: () => store.stats,
     certificates: () => [
       ...(qsealSummary ? [{ kind: "qseal" as const, ...qsealSummary }] : []),
       ...(tlsCertificate
         ? [{ kind: "tls" as const, name: tlsCertificate.name, notAfter: tlsCertificate.notAfter }]
         : []),
-      ...trust.store.all.map((c) => ({
+      ...trustStore.all.map((c) => ({
         kind: "ca" as const,
         name: commonName(c.subjectRfc2253),
         notAfter: c.notAfter,
@@ -242,6 +302,7 @@ async function startComponents(
     ],
     now,
   });
+  metricsLater = metrics;
 
   // A defect is a bug in our own code that an input reached: logged and counted, never silent.
   const onDefect = (message: unknown) => {
@@ -341,6 +402,12 @@ async function startComponents(
     metrics,
     backendUrl,
     sources,
+    trustSources: () => [
+      ...registerParts.statuses(),
+      ...(trustedLists?.statuses() ?? []),
+      ...live.statuses(),
+    ],
+    refreshTrustedLists: () => trustedLists?.refresh(),
     tlsCertificate: () => tlsCertificate,
     prepareReload() {
       // Everything is read first; only when all of it loads does any of it replace the old state.
@@ -348,6 +415,7 @@ async function startComponents(
       const nextTls = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
       return () => {
         trust = nextTrust;
+        rebuildStore();
         tlsCertificate = nextTls;
         verifier.invalidate();
         logTrust(logger, nextTrust);
@@ -412,6 +480,7 @@ function gatewayOf(
     reload() {
       reload();
       for (const source of components.sources) void source.refresh();
+      void components.refreshTrustedLists();
     },
     async close(graceMs = config.shutdown.graceSeconds * 1000) {
       startDraining();
@@ -424,23 +493,27 @@ function gatewayOf(
   };
 }
 
-async function startRegisterSources(
-  config: GatewayConfig,
-  register: TppRegister,
-  logger: Logger,
-): Promise<RegisterSource[]> {
-  const log = (message: string, error?: boolean) => (error ? logger.warn(message) : logger.info(message));
-  const sources: RegisterSource[] = [];
-  const pollMs = config.register.pollSeconds * 1000;
-  // A file is cheap to look at: checked every few seconds whatever the poll interval.
-  if (config.register.file)
-    sources.push(new FileRegisterSource(config.register.file, register, Math.min(pollMs, 5000), log));
-  if (config.register.url) sources.push(new HttpRegisterSource(config.register.url, register, pollMs, log));
-  for (const source of sources) {
-    await source.refresh();
-    source.start();
-  }
-  return sources;
+/**
+ * Stale sources named: a stale register or trusted list fails every request, so it fails
+ * readiness; a stale CRL or a failing responder refuses only its QTSP's certificates, so it is
+ * named but the gateway stays in rotation for everyone else.
+ */
+export function trustReadiness(
+  sources: readonly TrustSourceStatus[],
+  now: number,
+): { ok: boolean; detail?: string } {
+  const stale = sources.filter((s) => s.stale);
+  if (stale.length === 0) return { ok: true, detail: `${sources.length} sources fresh` };
+  const describe = (s: TrustSourceStatus) =>
+    `${s.kind} ${s.source}${s.lastError ? ` (${s.lastError})` : ""}${
+      s.lastSuccess === undefined
+        ? ", never loaded"
+        : `, ${Math.round((now - s.lastSuccess) / 1000)} s since last success`
+    }`;
+  return {
+    ok: !stale.some((s) => s.failsReadiness),
+    detail: `stale: ${stale.slice(0, 10).map(describe).join("; ")}${stale.length > 10 ? ` and ${stale.length - 10} more` : ""}`,
+  };
 }
 
 /** Calls `f` at most once per interval: a down Redis reports every reconnect attempt. */

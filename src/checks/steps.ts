@@ -27,7 +27,14 @@ import type { MaybePromise, Step, StepResult } from "./runner.js";
 
 /** Implemented by the eIDAS layer's verdict cache: a value at once on a hit, a promise on a miss. */
 export interface CertificateVerifier {
-  verify(headerValue: string): TrustedCertificate | Rejection | Promise<TrustedCertificate | Rejection>;
+  /**
+   * `qseal` for the signing certificate (the default), `qwac` for the TLS client certificate: a
+   * CA on a trusted list may be granted for one kind and not the other.
+   */
+  verify(
+    headerValue: string,
+    purpose?: "qseal" | "qwac",
+  ): TrustedCertificate | Rejection | Promise<TrustedCertificate | Rejection>;
 }
 
 export interface ClientCertificatePolicy {
@@ -360,7 +367,7 @@ function checkClientCertificate(c: CheckContext, options: CheckOptions): MaybePr
     }
     return undefined;
   }
-  const verdict = options.certificates.verify(c.clientCertificate);
+  const verdict = options.certificates.verify(c.clientCertificate, "qwac");
   return verdict instanceof Promise
     ? verdict.then((v) => sameOrganization(c, v, options))
     : sameOrganization(c, verdict, options);

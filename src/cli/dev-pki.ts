@@ -10,6 +10,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
 import { encodeQcStatements, type Psd2Role, type QcTypeName } from "../eidas/index.js";
+import { ebaRegisterDocument, ebaRegisterZip } from "./dev-eba-register.js";
+import { writeDevTrustedLists } from "./dev-trusted-lists.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
@@ -70,6 +72,8 @@ export interface DevPki {
     readonly gatewayKey: string;
     readonly bankQseal: string;
     readonly bankQsealKey: string;
+    /** What the demo QTSP serves: CRL (DER), issuing CA, status.json for OCSP. */
+    readonly qtspDir: string;
   };
 }
 
@@ -136,7 +140,16 @@ interface IssueOptions {
   readonly ipAddresses?: string[];
   readonly qc?: { readonly qcType: QcTypeName; readonly roles: readonly Psd2Role[] };
   readonly label: string;
+  /** The demo QTSP's base URL: the certificate names its CRL distribution point and OCSP responder there. */
+  readonly qtspUrl?: string;
 }
+
+/** Where the demo QTSP publishes the issuing CA's CRL and answers OCSP (src/qtsp/server.ts). */
+export const QTSP_PATHS = {
+  crl: "/crl/demo-issuing-ca.crl",
+  ocsp: "/ocsp",
+  caIssuers: "/ca/demo-issuing-ca.cer",
+} as const;
 
 async function issue(options: IssueOptions): Promise<IssuedCertificate> {
   const keys = await generateKeys();
@@ -153,6 +166,15 @@ async function issue(options: IssueOptions): Promise<IssuedCertificate> {
         ...(options.dnsNames ?? []).map((value) => ({ type: "dns" as const, value })),
         ...(options.ipAddresses ?? []).map((value) => ({ type: "ip" as const, value })),
       ]),
+    );
+  }
+  if (options.qtspUrl) {
+    extensions.push(
+      new x509.CRLDistributionPointsExtension([`${options.qtspUrl}${QTSP_PATHS.crl}`]),
+      new x509.AuthorityInfoAccessExtension({
+        ocsp: [`${options.qtspUrl}${QTSP_PATHS.ocsp}`],
+        caIssuers: [`${options.qtspUrl}${QTSP_PATHS.caIssuers}`],
+      }),
     );
   }
   if (options.qc) {
@@ -189,8 +211,13 @@ async function demoTpp(
   name: string,
   roles: Psd2Role[],
   now: number,
+  qtspUrl: string | undefined,
 ): Promise<DemoTpp> {
-  const validity = { notBefore: new Date(now - DAY), notAfter: new Date(now + 730 * DAY) };
+  const validity = {
+    notBefore: new Date(now - DAY),
+    notAfter: new Date(now + 730 * DAY),
+    ...(qtspUrl ? { qtspUrl } : {}),
+  };
   const qseal = await issue({
     ...validity,
     label: `${name} QSealC`,
@@ -211,8 +238,23 @@ async function demoTpp(
   return { organizationId, name, roles, qseal, qwac };
 }
 
+export interface DevPkiOptions {
+  /**
+   * The demo QTSP's base URL (`npm start` runs it on http://127.0.0.1:8099): the TPP certificates
+   * name their CRL and OCSP responder there. Without it they carry no revocation URLs and only the
+   * CRL file in trust/ speaks for them.
+   */
+  readonly qtspUrl?: string;
+}
+
 /** Generates the whole PKI into `dir` (created when missing). `now` lets tests shift time. */
-export async function generateDevPki(dir: string, now: number = Date.now()): Promise<DevPki> {
+export async function generateDevPki(
+  dir: string,
+  now: number = Date.now(),
+  options: DevPkiOptions = {},
+): Promise<DevPki> {
+  const { qtspUrl } = options;
+  const revocationUrls = qtspUrl ? { qtspUrl } : {};
   const root = await selfSignedCa("C=NO, O=psd2-gateway Demo QTSP, CN=Demo Root CA", now);
   const issuingCa = await issue({
     label: "Demo Qualified Issuing CA",
@@ -239,10 +281,18 @@ export async function generateDevPki(dir: string, now: number = Date.now()): Pro
     dnsNames: ["localhost"],
     ipAddresses: ["127.0.0.1", "::1"],
   });
-  const tppA = await demoTpp(issuingCa, "PSDNO-FSA-DEMO0001", "Demo Payments AS", ["PSP_AI", "PSP_PI"], now);
-  const tppB = await demoTpp(issuingCa, "PSDNO-FSA-DEMO0002", "Demo Insight AS", ["PSP_AI"], now);
+  const tppA = await demoTpp(
+    issuingCa,
+    "PSDNO-FSA-DEMO0001",
+    "Demo Payments AS",
+    ["PSP_AI", "PSP_PI"],
+    now,
+    qtspUrl,
+  );
+  const tppB = await demoTpp(issuingCa, "PSDNO-FSA-DEMO0002", "Demo Insight AS", ["PSP_AI"], now, qtspUrl);
   const expired = await issue({
     label: "expired QSealC",
+    ...revocationUrls,
     subject: tppSubject("PSDNO-FSA-DEMO0001", "Demo Payments AS", "Demo Payments AS expired QSealC"),
     issuer: issuingCa,
     notBefore: new Date(now - 400 * DAY),
@@ -252,6 +302,7 @@ export async function generateDevPki(dir: string, now: number = Date.now()): Pro
   });
   const revoked = await issue({
     label: "revoked QSealC",
+    ...revocationUrls,
     subject: tppSubject("PSDNO-FSA-DEMO0001", "Demo Payments AS", "Demo Payments AS revoked QSealC"),
     issuer: issuingCa,
     notBefore: new Date(now - DAY),
@@ -261,6 +312,7 @@ export async function generateDevPki(dir: string, now: number = Date.now()): Pro
   });
   const unregistered = await issue({
     label: "unregistered QSealC",
+    ...revocationUrls,
     subject: tppSubject("PSDNO-FSA-NOTREG01", "Unregistered AS", "Unregistered AS QSealC"),
     issuer: issuingCa,
     notBefore: new Date(now - DAY),
@@ -270,6 +322,7 @@ export async function generateDevPki(dir: string, now: number = Date.now()): Pro
   });
   const bankQseal = await issue({
     label: "demo bank QSealC",
+    ...revocationUrls,
     subject: tppSubject("PSDNO-FSA-DEMOBANK", "psd2-gateway Demo Bank", "Demo Bank QSealC"),
     issuer: issuingCa,
     notBefore: new Date(now - DAY),
@@ -353,6 +406,41 @@ export async function generateDevPki(dir: string, now: number = Date.now()): Pro
   };
   const registerPath = join(dir, "register.json");
   write(registerPath, `${JSON.stringify(register, null, 2)}\n`);
+  // What the demo QTSP publishes: the CRL (DER, as distribution points serve it), the issuing CA,
+  // and each certificate's status for its OCSP responder.
+  const qtspDir = join(dir, "qtsp");
+  mkdirSync(qtspDir, { recursive: true });
+  writeFileSync(join(qtspDir, "demo-issuing-ca.crl"), Buffer.from(crl.rawData));
+  writeFileSync(join(qtspDir, "demo-issuing-ca.cer"), issuingCa.der);
+  const issued = [tppA.qseal, tppA.qwac, tppB.qseal, tppB.qwac, expired, unregistered, bankQseal, gatewayTls];
+  const status = {
+    issuer: issuingCa.certificate.subject,
+    certificates: {
+      ...Object.fromEntries(
+        issued.map((c) => [c.certificate.serialNumber.toUpperCase(), { status: "good" }]),
+      ),
+      [revoked.certificate.serialNumber.toUpperCase()]: {
+        status: "revoked",
+        revokedAt: new Date(now - 3600 * 1000).toISOString(),
+      },
+    },
+  };
+  // The register as the EBA publishes it (demo QTSP: /eba-register.zip), with an empty overrides
+  // file in our own format in front of it (config/default.yaml reads both).
+  writeFileSync(
+    join(qtspDir, "eba-register.zip"),
+    ebaRegisterZip(
+      ebaRegisterDocument([
+        { organizationId: tppA.organizationId, name: tppA.name, roles: tppA.roles },
+        { organizationId: tppB.organizationId, name: tppB.name, roles: tppB.roles },
+      ]),
+    ),
+  );
+  write(join(dir, "register-overrides.json"), `${JSON.stringify({ tpps: [] }, null, 2)}\n`);
+  // A LOTL and the national list it points to, signed by demo signers (demo QTSP: /lotl.xml).
+  if (qtspUrl) await writeDevTrustedLists(qtspDir, { issuingCa }, `${qtspUrl}/tl-xx.xml`, now);
+  // Last of qtsp/: its presence says the folder is complete (see ensureDevCertificates).
+  write(join(qtspDir, "status.json"), `${JSON.stringify(status, null, 2)}\n`);
   // Written last: its presence says the whole PKI is there (see ensureDevCertificates).
   const bankDir = join(dir, "bank");
   mkdirSync(bankDir, { recursive: true });
@@ -381,6 +469,7 @@ export async function generateDevPki(dir: string, now: number = Date.now()): Pro
       gatewayKey,
       bankQseal: bankQsealPath,
       bankQsealKey: bankQsealKeyPath,
+      qtspDir,
     },
   };
 }

@@ -15,13 +15,16 @@ export async function ensureDevCertificates(
   force = false,
   out = DEV_CERTS_DIR,
 ): Promise<void> {
-  // The newest file the PKI has: an older certs/dev without it is generated again.
-  if (!force && existsSync(`${out}/bank/bank-qseal.pem`)) return;
+  // The newest files the PKI has: an older certs/dev without them is generated again.
+  if (!force && existsSync(`${out}/bank/bank-qseal.pem`) && existsSync(`${out}/qtsp/status.json`)) return;
   log(`generating development certificates in ${out} …`);
   const { generateDevPki } = await import("./dev-pki.js");
-  await generateDevPki(out);
+  await generateDevPki(out, Date.now(), { qtspUrl: DEMO_QTSP_URL });
   log(`development certificates written to ${out} (private keys stay there; never commit them)`);
 }
+
+/** Where config/default.yaml runs the demo QTSP, and so where the dev certificates point. */
+export const DEMO_QTSP_URL = "http://127.0.0.1:8099";
 
 /** The demo bank on a free loopback port; loaded only when a config names `backend.url: sandbox`. */
 async function startDemoBank(): Promise<StartedBackend> {
@@ -51,6 +54,24 @@ config key, unreadable certificates), with the reason on stderr.`,
       await ensureDevCertificates((m) => bootLogger.info(m));
     const config = loadConfigFile(file);
     const logger = createLogger(config.log.level, { pretty: process.stdout.isTTY });
+    // Once per machine, before the gateway that fetches from it (a cluster's workers find it running).
+    const demoQtsp = config.mode === "ingress" ? config.demoQtsp : undefined;
+    if (demoQtsp && !isWorker()) {
+      const { startDemoQtsp } = await import("./demo-qtsp.js");
+      try {
+        const qtsp = await startDemoQtsp({ pkiDir: demoQtsp.pki, ...demoQtsp });
+        logger.info(
+          { url: qtsp.url },
+          "demo QTSP started: CRL, OCSP, trusted lists and EBA register of the dev PKI",
+        );
+      } catch (error) {
+        logger.fatal(
+          { err: (error as Error).message },
+          `the demo QTSP could not start: ${(error as Error).message}`,
+        );
+        return 1;
+      }
+    }
     if (config.mode === "ingress" && config.workers > 1 && isPrimary()) {
       let started: boolean;
       try {

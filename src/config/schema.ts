@@ -120,25 +120,137 @@ const verification = z
   })
   .strict();
 
+/** An http(s) URL as it is, anything else a path relative to the config file. */
+const location = z
+  .string()
+  .min(1)
+  .transform((p) =>
+    /^https?:\/\//i.test(p) || baseDir === undefined || isAbsolute(p) ? p : resolve(baseDir, p),
+  );
+
+const trustedLists = z
+  .object({
+    /** The EU list of the lists (ETSI TS 119 612): a URL or a file. */
+    lotl: location,
+    /** PEM files of the certificates allowed to sign the LOTL (the EU publishes them in the Official Journal). */
+    lotlSigners: z.array(path).min(1),
+    /** Only these countries' lists are followed (ISO alpha-2); all when absent. */
+    territories: z.array(z.string().regex(/^[A-Z]{2}$/, "an ISO 3166 alpha-2 code such as NO")).optional(),
+    /** Read again this often (and sooner after a failure, with back-off). */
+    pollSeconds: seconds(3600),
+    timeoutSeconds: seconds(30),
+  })
+  .strict();
+
 const trust = z
   .object({
     /** Folder of CA certificates (PEM): roots and intermediates of the QTSPs you accept. */
     caDir: path,
     /** Folder of CRL files (PEM or DER); defaults to caDir. */
     crlDir: path.optional(),
+    /**
+     * CAs from the EU trusted lists besides caDir: a CA/QC service granted now (or when a
+     * certificate was issued) is trusted for what the list says it may issue (QWACs, QSealCs).
+     */
+    trustedLists: trustedLists.optional(),
   })
   .strict();
 
-const register = z
+const revocation = z
   .object({
+    /** Which sources are asked, in which order: the certificate's OCSP responder, then CRLs. */
+    order: z.enum(["ocsp-crl", "crl", "ocsp"]).default("ocsp-crl"),
+    /**
+     * When no source can say (no revocation information, responder down, CRL past nextUpdate +
+     * grace) the certificate is refused; true lets it through with a warning and a metric.
+     */
+    softFail: z.boolean().default(false),
+    /** Longest a certificate without a cached answer waits for its first one. */
+    firstAnswerTimeoutSeconds: seconds(2),
+    ocsp: z
+      .object({
+        timeoutSeconds: seconds(2),
+        /** An answer is reused at most this long even when its nextUpdate is later: a revocation shows within it. */
+        maxAgeSeconds: seconds(3600),
+        /** Certificates whose answers are kept. */
+        maxEntries: z.number().int().positive().default(10_000),
+      })
+      .strict()
+      .prefault({}),
+    crl: z
+      .object({
+        /** CRLs fetched and kept fresh besides the certificates' own distribution points. */
+        urls: z.array(z.url({ protocol: /^https?$/ })).default([]),
+        /** Fetched CRLs are kept here too, so a restart does not fetch them all again. */
+        cacheDir: path.optional(),
+        /** Fetched again at least this often (and before nextUpdate): a revocation shows within it. */
+        refreshSeconds: seconds(3600),
+        /** A CRL past its nextUpdate by more than this proves nothing. */
+        graceSeconds: z.number().min(0).default(0),
+        timeoutSeconds: seconds(10),
+        maxBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(20 * 1024 * 1024),
+        /** Distribution points tracked at most. */
+        maxLists: z.number().int().positive().default(256),
+      })
+      .strict()
+      .prefault({}),
+  })
+  .strict();
+
+const registerFormat = z.enum(["auto", "json", "eba-json", "eba-zip"]).default("auto");
+
+/** One register source: a layer of its own, with its own freshness. */
+const registerSource = z
+  .object({
+    /** Names the source in refusals, logs and metrics (`overrides`, `national`, `eba`). */
+    name: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "lower-case letters, digits and '-'"),
     file: path.optional(),
     url: z.url({ protocol: /^https?$/ }).optional(),
+    /** `json`: our own format; `eba-json`/`eba-zip`: the EBA PSD2 register; `auto` tells them apart. */
+    format: registerFormat,
     pollSeconds: seconds(300),
-    /** Older than this, the copy is stale and requests fail closed. */
+    /** Older than this, the source is stale and requests fail closed. */
     maxAgeSeconds: seconds(24 * 3600),
   })
   .strict()
-  .refine((r) => r.file !== undefined || r.url !== undefined, "give register.file or register.url");
+  .refine((s) => (s.file === undefined) !== (s.url === undefined), "give exactly one of file and url");
+
+const register = z
+  .object({
+    /** The simple form: one source (file, URL or both feeding one copy). */
+    file: path.optional(),
+    url: z.url({ protocol: /^https?$/ }).optional(),
+    format: registerFormat,
+    pollSeconds: seconds(300),
+    /** Older than this, the copy is stale and requests fail closed. */
+    maxAgeSeconds: seconds(24 * 3600),
+    /**
+     * Several sources, highest priority first: the first that lists an organizationIdentifier
+     * answers for it (our JSON overrides, then a national register, then the EBA's).
+     */
+    sources: z.array(registerSource).min(1).optional(),
+    /**
+     * The bank's country (ISO 3166 alpha-2): a TPP whose register entry says where each service is
+     * authorised or passported keeps only the roles that cover this country.
+     */
+    bankCountry: z
+      .string()
+      .regex(/^[A-Z]{2}$/, "an ISO 3166 alpha-2 country code such as NO")
+      .optional(),
+  })
+  .strict()
+  .refine(
+    (r) => (r.sources !== undefined) !== (r.file !== undefined || r.url !== undefined),
+    "give register.file and/or register.url, or register.sources (not both)",
+  )
+  .refine(
+    (r) => new Set(r.sources?.map((s) => s.name)).size === (r.sources?.length ?? 0),
+    "register.sources need distinct names",
+  );
 
 const cache = z
   .object({
@@ -269,12 +381,26 @@ export const configSchema = z
     backend: backend.prefault({}),
     verification: verification.prefault({}),
     trust,
+    revocation: revocation.prefault({}),
     register,
     cache: cache.prefault({}),
     identityHeaders: identityHeaders.prefault({}),
     replay: replay.prefault({}),
     /** Absent: responses pass unsigned. */
     responseSigning: responseSigning.optional(),
+    /**
+     * Development only: `start` runs the dev PKI's demo QTSP here (CRL, OCSP, trusted lists, EBA
+     * register on loopback), the URLs the dev certificates and the default config name.
+     */
+    demoQtsp: z
+      .object({
+        host: z.string().default("127.0.0.1"),
+        port: z.number().int().min(0).max(65535).default(8099),
+        /** The dev PKI folder (certs/dev). */
+        pki: path,
+      })
+      .strict()
+      .optional(),
     limits: z
       .object({ unattended: unattended.prefault({}) })
       .strict()

@@ -1,12 +1,22 @@
 /**
  * The TPP register (SPEC 1.5: registration is checked against central registers): who is
- * authorised, for which roles, and optionally with which certificates. The last good copy is
- * served; once it is older than the allowed age, every lookup fails closed.
+ * authorised, for which roles, where, and optionally with which certificates.
+ *
+ * It is made of named layers, one per source (our JSON overrides, a national register, the EBA
+ * register), in the order they are configured: a lookup takes the entry from the first layer
+ * that has the organizationIdentifier, so a layer listed earlier overrides the ones after it
+ * (it can admit a TPP the EBA does not list, or block one it does). Each layer keeps its last good
+ * copy and its own freshness; once any layer is missing or older than its allowed age, every
+ * lookup fails closed, because a lower layer might hold a withdrawal we have not seen.
  */
 
 import { z } from "zod";
 import { type Rejection, reject } from "../errors.js";
+import { parsePsdOrganizationIdentifier } from "./organization-identifier.js";
 import { PSD2_ROLES, type Psd2Role } from "./qcstatements.js";
+
+const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "expected an ISO date (YYYY-MM-DD)");
+const country = z.string().regex(/^[A-Z]{2}$/, "expected an ISO 3166 country code");
 
 const entrySchema = z.object({
   organizationIdentifier: z.string().min(1),
@@ -16,6 +26,9 @@ const entrySchema = z.object({
   status: z.string().min(1),
   /** SHA-256 fingerprints (hex, any case, colons allowed); when given, only these certificates are accepted. */
   certificateFingerprints: z.array(z.string()).optional(),
+  withdrawnOn: isoDate.optional(),
+  /** Where each role may be used; without it, a role counts for every country. */
+  countries: z.partialRecord(z.enum(PSD2_ROLES), z.array(country)).optional(),
 });
 
 const documentSchema = z.object({
@@ -29,10 +42,16 @@ export interface RegisterEntry {
   readonly roles: readonly Psd2Role[];
   readonly status: string;
   readonly certificateFingerprints?: readonly string[];
+  /** ISO date the NCA withdrew the authorisation (status `withdrawn`). */
+  readonly withdrawnOn?: string;
+  /** Countries where each role's service is authorised or passported, home country included. */
+  readonly countries?: Partial<Record<Psd2Role, readonly string[]>>;
+  /** The layer (source name) the entry came from. */
+  readonly source?: string;
 }
 
-/** Parses a register document; throws with the offending path on malformed input. */
-export function parseRegisterDocument(text: string): RegisterEntry[] {
+/** Parses a register document in our own format; throws with the offending path on malformed input. */
+export function parseRegisterDocument(text: string, source?: string): RegisterEntry[] {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -47,38 +66,112 @@ export function parseRegisterDocument(text: string): RegisterEntry[] {
   return parsed.data.tpps.map((e) => ({
     ...e,
     certificateFingerprints: e.certificateFingerprints?.map((f) => f.replace(/:/g, "").toLowerCase()),
+    ...(source !== undefined ? { source } : {}),
   }));
 }
 
-export interface RegisterStats {
+export interface RegisterLayerOptions {
+  /** Short name used in refusals, logs and stats (`overrides`, `national`, `eba`); never a URL or path. */
+  readonly name: string;
+  /** Older than this, the layer is stale and requests fail closed. */
+  readonly maxAgeMs: number;
+}
+
+export interface TppRegisterOptions {
+  /** Highest priority first: the first layer holding an organizationIdentifier answers for it. */
+  readonly sources: readonly RegisterLayerOptions[];
+  readonly now?: () => number;
+  /**
+   * The bank's country (ISO 3166 alpha-2). When set, an entry that says where its roles apply
+   * (`countries`) keeps only the roles whose service covers this country.
+   */
+  readonly bankCountry?: string;
+}
+
+/** What a copy came with, kept for the next conditional request and for the stats. */
+export interface CopyInfo {
+  readonly etag?: string;
+  readonly lastModified?: string;
+  /** Entities the mapping left out (not TPPs, malformed). */
+  readonly skipped?: number;
+}
+
+export interface RegisterSourceStats {
+  readonly name: string;
+  /** The file or URL, once a source has said it; for operators, never sent to TPPs. */
+  readonly description: string | undefined;
   readonly entries: number;
-  /** Epoch ms of the last successful refresh; undefined before the first. */
+  /** Epoch ms of the last successful refresh (or confirmation); undefined before the first. */
   readonly lastSuccess: number | undefined;
   readonly failures: number;
   readonly lastError: string | undefined;
-  readonly source: string | undefined;
+  readonly etag: string | undefined;
+  readonly lastModified: string | undefined;
+  readonly skipped: number | undefined;
+  readonly maxAgeMs: number;
+  readonly fresh: boolean;
 }
 
-export class TppRegister {
-  private entries = new Map<string, RegisterEntry>();
+export interface RegisterStats {
+  /** Sum over the layers (an organizationIdentifier in two layers counts twice). */
+  readonly entries: number;
+  /** The oldest layer's last success: what freshness hangs on. Undefined while any layer is unloaded. */
+  readonly lastSuccess: number | undefined;
+  readonly failures: number;
+  /** The most recent failure of any layer. */
+  readonly lastError: string | undefined;
+  /** The layers' descriptions, comma-separated. */
+  readonly source: string | undefined;
+  readonly sources: readonly RegisterSourceStats[];
+}
+
+/** What a source writes into: a layer, or (compat) a whole register, which writes into its first layer. */
+export interface RegisterSink {
+  /** A new copy arrived. An array is turned into a Map here; a Map (built in slices by the loader) is swapped in as is. */
+  replace(
+    entries: readonly RegisterEntry[] | ReadonlyMap<string, RegisterEntry>,
+    description: string,
+    info?: CopyInfo,
+  ): void;
+  /** The source confirmed the copy is current (HTTP 304, file unchanged). */
+  confirm(): void;
+  recordFailure(message: string): void;
+  /** Names the file or URL before the first load, for the stats. */
+  describe?(description: string): void;
+  /** The validators of the copy held, for conditional requests. */
+  readonly copyInfo?: CopyInfo;
+  /** A layer's name, stamped on the entries a source loads into it. */
+  readonly name?: string;
+}
+
+/** One source's copy and freshness. */
+export class RegisterLayer implements RegisterSink {
+  private entries: ReadonlyMap<string, RegisterEntry> = new Map();
   private lastSuccess: number | undefined;
   private failures = 0;
   private lastError: string | undefined;
-  private source: string | undefined;
+  private failedAt: number | undefined;
+  private description: string | undefined;
+  private info: CopyInfo = {};
 
   constructor(
-    private readonly maxAgeMs: number,
-    private readonly now: () => number = Date.now,
+    readonly name: string,
+    readonly maxAgeMs: number,
+    private readonly now: () => number,
   ) {}
 
-  /** A new copy arrived. */
-  replace(entries: readonly RegisterEntry[], source: string): void {
-    this.entries = new Map(entries.map((e) => [e.organizationIdentifier, e]));
-    this.source = source;
+  replace(
+    entries: readonly RegisterEntry[] | ReadonlyMap<string, RegisterEntry>,
+    description: string,
+    info: CopyInfo = {},
+  ): void {
+    // Built whole before the swap: a lookup sees the old copy or the new one, never half of one.
+    this.entries = isMap(entries) ? entries : new Map(entries.map((e) => [e.organizationIdentifier, e]));
+    this.description = description;
+    this.info = info;
     this.lastSuccess = this.now();
   }
 
-  /** The source confirmed the copy is current (HTTP 304, file unchanged). */
   confirm(): void {
     if (this.lastSuccess !== undefined) this.lastSuccess = this.now();
   }
@@ -86,50 +179,173 @@ export class TppRegister {
   recordFailure(message: string): void {
     this.failures++;
     this.lastError = message;
+    this.failedAt = this.now();
   }
 
-  get stats(): RegisterStats {
+  describe(description: string): void {
+    this.description ??= description;
+  }
+
+  get copyInfo(): CopyInfo {
+    return this.info;
+  }
+
+  /** When the last failure happened, to tell the most recent one across layers. */
+  get lastFailureAt(): number | undefined {
+    return this.failedAt;
+  }
+
+  get(organizationIdentifier: string): RegisterEntry | undefined {
+    return this.entries.get(organizationIdentifier);
+  }
+
+  /** Milliseconds since the last success; undefined before the first. */
+  age(): number | undefined {
+    return this.lastSuccess === undefined ? undefined : this.now() - this.lastSuccess;
+  }
+
+  isFresh(): boolean {
+    const age = this.age();
+    return age !== undefined && age <= this.maxAgeMs;
+  }
+
+  get stats(): RegisterSourceStats {
     return {
+      name: this.name,
+      description: this.description,
       entries: this.entries.size,
       lastSuccess: this.lastSuccess,
       failures: this.failures,
       lastError: this.lastError,
-      source: this.source,
+      etag: this.info.etag,
+      lastModified: this.info.lastModified,
+      skipped: this.info.skipped,
+      maxAgeMs: this.maxAgeMs,
+      fresh: this.isFresh(),
+    };
+  }
+}
+
+export class TppRegister implements RegisterSink {
+  readonly layers: readonly RegisterLayer[];
+  private readonly bankCountry: string | undefined;
+
+  /** `new TppRegister(maxAgeMs, now)` is the one-layer register of before (layer `register`). */
+  constructor(options: TppRegisterOptions);
+  constructor(maxAgeMs: number, now?: () => number);
+  constructor(options: TppRegisterOptions | number, now: () => number = Date.now) {
+    const resolved: TppRegisterOptions =
+      typeof options === "number" ? { sources: [{ name: "register", maxAgeMs: options }], now } : options;
+    const clock = resolved.now ?? Date.now;
+    if (resolved.sources.length === 0) throw new Error("a TPP register needs at least one source");
+    const names = new Set<string>();
+    for (const source of resolved.sources) {
+      if (names.has(source.name)) throw new Error(`register source '${source.name}' is configured twice`);
+      names.add(source.name);
+    }
+    this.layers = resolved.sources.map((s) => new RegisterLayer(s.name, s.maxAgeMs, clock));
+    this.bankCountry = resolved.bankCountry?.toUpperCase();
+  }
+
+  /** The layer a source writes into; throws on a name that was not configured. */
+  layer(name: string): RegisterLayer {
+    const layer = this.layers.find((l) => l.name === name);
+    if (!layer) throw new Error(`no register source named '${name}'`);
+    return layer;
+  }
+
+  // The one-source API of before: writes into the first layer.
+  replace(
+    entries: readonly RegisterEntry[] | ReadonlyMap<string, RegisterEntry>,
+    description: string,
+    info?: CopyInfo,
+  ): void {
+    this.layers[0]!.replace(entries, description, info);
+  }
+
+  confirm(): void {
+    this.layers[0]!.confirm();
+  }
+
+  recordFailure(message: string): void {
+    this.layers[0]!.recordFailure(message);
+  }
+
+  describe(description: string): void {
+    this.layers[0]!.describe(description);
+  }
+
+  get copyInfo(): CopyInfo {
+    return this.layers[0]!.copyInfo;
+  }
+
+  get stats(): RegisterStats {
+    const sources = this.layers.map((l) => l.stats);
+    const loaded = sources.every((s) => s.lastSuccess !== undefined);
+    const latestFailure = [...this.layers]
+      .filter((l) => l.lastFailureAt !== undefined)
+      .sort((a, b) => b.lastFailureAt! - a.lastFailureAt!)[0];
+    const descriptions = sources.flatMap((s) => (s.description ? [s.description] : []));
+    return {
+      entries: sources.reduce((n, s) => n + s.entries, 0),
+      lastSuccess: loaded ? Math.min(...sources.map((s) => s.lastSuccess!)) : undefined,
+      failures: sources.reduce((n, s) => n + s.failures, 0),
+      lastError: latestFailure?.stats.lastError,
+      source: descriptions.length > 0 ? descriptions.join(", ") : undefined,
+      sources,
     };
   }
 
-  /** Fresh enough to decide on: loaded, and younger than the allowed age. */
+  /** Fresh enough to decide on: every layer loaded, and each younger than its allowed age. */
   isFresh(): boolean {
-    return this.lastSuccess !== undefined && this.now() - this.lastSuccess <= this.maxAgeMs;
+    return this.layers.every((l) => l.isFresh());
   }
 
-  /** The refusal every request gets while the copy is missing or stale; undefined when it is fresh. */
+  /**
+   * The refusal every request gets while a layer is missing or stale; undefined when all are
+   * fresh. It names the layer by its short name only: the text goes to TPPs, paths and URLs do not.
+   */
   freshnessRefusal(): Rejection | undefined {
-    if (this.lastSuccess === undefined) {
-      return reject(
-        "SERVICE_UNAVAILABLE",
-        "the TPP register has not been loaded yet, so no TPP can be checked; try again shortly",
-      );
-    }
-    const age = this.now() - this.lastSuccess;
-    if (age > this.maxAgeMs) {
-      return reject(
-        "SERVICE_UNAVAILABLE",
-        `the bank's copy of the TPP register is ${Math.round(age / 1000)} s old, more than the ${Math.round(this.maxAgeMs / 1000)} s allowed; requests are refused until it is refreshed`,
-      );
+    for (const layer of this.layers) {
+      const age = layer.age();
+      if (age === undefined) {
+        return reject(
+          "SERVICE_UNAVAILABLE",
+          `the TPP register source '${layer.name}' has not been loaded yet, so no TPP can be checked; try again shortly`,
+        );
+      }
+      if (age > layer.maxAgeMs) {
+        return reject(
+          "SERVICE_UNAVAILABLE",
+          `the bank's copy of the TPP register source '${layer.name}' is ${Math.round(age / 1000)} s old, more than the ${Math.round(layer.maxAgeMs / 1000)} s allowed; requests are refused until it is refreshed`,
+        );
+      }
     }
     return undefined;
   }
 
-  /** The entry of an authorised TPP, or a refusal that says why not. */
+  /**
+   * The entry of an authorised TPP (with the roles that apply in the bank's country), or a
+   * refusal that says why not.
+   */
   lookup(organizationIdentifier: string, fingerprint: string): RegisterEntry | Rejection {
     const stale = this.freshnessRefusal();
     if (stale) return stale;
-    const entry = this.entries.get(organizationIdentifier);
+    let entry: RegisterEntry | undefined;
+    for (const layer of this.layers) {
+      entry = layer.get(organizationIdentifier);
+      if (entry) break;
+    }
     if (!entry) {
       return reject(
         "CERTIFICATE_BLOCKED",
         `${organizationIdentifier} is not in the TPP register; only TPPs registered with a national competent authority may call this API`,
+      );
+    }
+    if (entry.status === "withdrawn") {
+      return reject(
+        "CERTIFICATE_BLOCKED",
+        `${organizationIdentifier} (${entry.name}) was withdrawn by ${authorityOf(organizationIdentifier)} ${entry.withdrawnOn ? `on ${entry.withdrawnOn}` : "(the register gives no date)"}; only authorised TPPs may call this API`,
       );
     }
     if (entry.status !== "authorised") {
@@ -148,6 +364,35 @@ export class TppRegister {
         `certificate ${fingerprint} is not among the certificates registered for ${organizationIdentifier}; register it with the bank first`,
       );
     }
-    return entry;
+    return this.inBankCountry(entry);
   }
+
+  /** The entry with only the roles whose service covers the bank's country. */
+  private inBankCountry(entry: RegisterEntry): RegisterEntry | Rejection {
+    const bank = this.bankCountry;
+    const countries = entry.countries;
+    if (!bank || !countries) return entry;
+    const roles = entry.roles.filter((r) => countries[r]?.includes(bank));
+    if (roles.length === entry.roles.length) return entry;
+    if (roles.length === 0 && entry.roles.length > 0) {
+      const where = entry.roles.map((r) => `${r} in ${(countries[r] ?? []).join(", ") || "no country"}`);
+      return reject(
+        "ROLE_INVALID",
+        `${entry.organizationIdentifier} (${entry.name}) is authorised for ${where.join("; ")}, not in ${bank} where this bank is; it must passport its services to ${bank} first`,
+      );
+    }
+    return { ...entry, roles };
+  }
+}
+
+/** `FINFSA (FI)` from `PSDFI-FINFSA-…`; the NCA is what a TPP should ask about a withdrawal. */
+function authorityOf(organizationIdentifier: string): string {
+  const id = parsePsdOrganizationIdentifier(organizationIdentifier);
+  return id ? `${id.ncaId} (${id.country})` : "its national competent authority";
+}
+
+function isMap(
+  entries: readonly RegisterEntry[] | ReadonlyMap<string, RegisterEntry>,
+): entries is ReadonlyMap<string, RegisterEntry> {
+  return entries instanceof Map;
 }

@@ -1,7 +1,7 @@
 /**
- * Revocation. `RevocationChecker` is the seam: CRL files today, OCSP can implement the same
- * interface later (its check may return a promise). A CRL is trusted only when its signature
- * verifies with a CA from the trust store.
+ * Revocation. `RevocationChecker` is the seam: local CRL files here, live CRLs and OCSP in
+ * src/trust/live-revocation.ts (whose check may return a promise). A CRL is trusted only when its
+ * signature verifies with a CA from the trust store.
  */
 
 import {
@@ -20,13 +20,62 @@ import { type Rejection, reject } from "../errors.js";
 import type { ParsedCertificate } from "./certificate.js";
 import { verifyTbs } from "./signature-algorithms.js";
 
+/** What a revocation source proved about one certificate, and for how long. */
+export interface RevocationStatus {
+  /** Set when the certificate is revoked, or when its status cannot be known and that fails closed. */
+  readonly refusal?: Rejection;
+  /**
+   * Epoch ms after which the answer proves nothing (the CRL's or OCSP response's nextUpdate, or
+   * earlier): a verdict resting on it must not be cached past this.
+   */
+  readonly validUntil?: number;
+  /** The status is unknown but `softFail` let the certificate through: why (logged and counted). */
+  readonly warning?: string;
+  /** The refusal rests on a passing condition (a responder down): never cached. */
+  readonly transient?: boolean;
+}
+
+export const NOT_REVOKED: RevocationStatus = Object.freeze({});
+
 export interface RevocationChecker {
-  /** A rejection when the certificate (issued by `issuer`) is revoked. */
+  /** The status of `certificate` (issued by `issuer`) at `now`. */
   check(
     certificate: ParsedCertificate,
     issuer: ParsedCertificate,
     now: Date,
-  ): Rejection | undefined | Promise<Rejection | undefined>;
+  ): RevocationStatus | Promise<RevocationStatus>;
+}
+
+/** The refusal for a certificate a CRL or OCSP response lists as revoked. */
+export function revokedRefusal(
+  certificate: ParsedCertificate,
+  issuer: ParsedCertificate,
+  revokedAt: Date,
+  by: string,
+): Rejection {
+  return reject(
+    "CERTIFICATE_REVOKED",
+    `certificate SN=${certificate.serialHex} was revoked by ${issuer.subjectRfc2253} on ${revokedAt.toISOString()} (${by}); obtain a new certificate from your QTSP`,
+  );
+}
+
+/**
+ * The status a verified CRL gives `certificate` at `now`: revoked, not revoked until its
+ * nextUpdate (+ grace), or `undefined` when the list is past that and proves nothing.
+ */
+export function statusFromCrl(
+  list: RevocationList,
+  certificate: ParsedCertificate,
+  issuer: ParsedCertificate,
+  now: Date,
+  graceMs: number,
+): RevocationStatus | undefined {
+  const validUntil = list.nextUpdate ? list.nextUpdate.getTime() + graceMs : undefined;
+  if (validUntil !== undefined && validUntil <= now.getTime()) return undefined;
+  const revokedAt = list.revoked.get(serialKey(certificate.serial));
+  if (revokedAt !== undefined)
+    return { refusal: revokedRefusal(certificate, issuer, revokedAt, `CRL ${list.source}`) };
+  return validUntil === undefined ? NOT_REVOKED : { validUntil };
 }
 
 export interface RevocationList {
@@ -106,15 +155,21 @@ export class CrlRevocationChecker implements RevocationChecker {
     return [...this.byIssuer.values()];
   }
 
-  check(certificate: ParsedCertificate, issuer: ParsedCertificate): Rejection | undefined {
-    const list = this.byIssuer.get(Buffer.from(issuer.subjectDer).toString("hex"));
-    if (!list) return undefined;
+  /** The newest verified list `issuer` published, if any. */
+  listOf(issuer: ParsedCertificate): RevocationList | undefined {
+    return this.byIssuer.get(Buffer.from(issuer.subjectDer).toString("hex"));
+  }
+
+  /**
+   * Files only: a certificate whose issuer has no list here is not checked (egress and the
+   * command line's offline checks); ingress asks src/trust/live-revocation.ts, which fails closed.
+   */
+  check(certificate: ParsedCertificate, issuer: ParsedCertificate): RevocationStatus {
+    const list = this.listOf(issuer);
+    if (!list) return NOT_REVOKED;
     const revokedAt = list.revoked.get(serialKey(certificate.serial));
-    if (revokedAt === undefined) return undefined;
-    return reject(
-      "CERTIFICATE_REVOKED",
-      `certificate SN=${certificate.serialHex} was revoked by ${issuer.subjectRfc2253} on ${revokedAt.toISOString()}; obtain a new certificate from your QTSP`,
-    );
+    if (revokedAt === undefined) return NOT_REVOKED;
+    return { refusal: revokedRefusal(certificate, issuer, revokedAt, `CRL ${list.source}`) };
   }
 }
 
@@ -137,23 +192,32 @@ export function crlsFromFile(
     blocks.push(bytes);
   }
   for (const der of blocks) {
-    try {
-      const { list, tbs, algorithm, signature } = readCrl(der, name);
-      const issuer = cas.find(
-        (ca) => Buffer.compare(Buffer.from(ca.subjectDer), Buffer.from(list.issuerDer)) === 0,
-      );
-      if (!issuer) {
-        problems.push(`${name}: CRL issuer is not in the trust store; ignored`);
-        continue;
-      }
-      if (!verifyTbs(algorithm, tbs, signature, issuer.publicKey)) {
-        problems.push(`${name}: CRL signature does not verify with ${issuer.subjectRfc2253}; ignored`);
-        continue;
-      }
-      lists.push(list);
-    } catch (error) {
-      problems.push(`${name}: not a readable CRL (${(error as Error).message}); ignored`);
-    }
+    const verified = verifiedCrl(der, name, cas);
+    if (typeof verified === "string") problems.push(`${verified}; ignored`);
+    else lists.push(verified);
   }
   return { lists, problems };
+}
+
+/**
+ * One DER CRL whose signature a CA of `cas` (matched by the CRL's issuer name) verifies, or why
+ * not. Never throws: fetched CRLs are network input.
+ */
+export function verifiedCrl(
+  der: Uint8Array,
+  source: string,
+  cas: readonly ParsedCertificate[],
+): RevocationList | string {
+  try {
+    const { list, tbs, algorithm, signature } = readCrl(der, source);
+    const candidates = cas.filter(
+      (ca) => Buffer.compare(Buffer.from(ca.subjectDer), Buffer.from(list.issuerDer)) === 0,
+    );
+    if (candidates.length === 0) return `${source}: CRL issuer is not in the trust store`;
+    const issuer = candidates.find((ca) => verifyTbs(algorithm, tbs, signature, ca.publicKey));
+    if (!issuer) return `${source}: CRL signature does not verify with ${candidates[0]!.subjectRfc2253}`;
+    return list;
+  } catch (error) {
+    return `${source}: not a readable CRL (${(error as Error).message})`;
+  }
 }

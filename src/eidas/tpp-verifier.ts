@@ -16,8 +16,8 @@ import {
 import { reportDefect } from "./defects.js";
 import type { Psd2Role } from "./qcstatements.js";
 import type { TppRegister } from "./register.js";
-import type { RevocationChecker } from "./revocation.js";
-import type { TrustStore } from "./trust-store.js";
+import type { RevocationChecker, RevocationStatus } from "./revocation.js";
+import type { ChainPurpose, TrustStore } from "./trust-store.js";
 import { type Verdict, VerdictCache, type VerdictCacheStats } from "./verdict-cache.js";
 
 export interface TrustedTpp {
@@ -49,6 +49,8 @@ export interface TppVerifierOptions {
   readonly maxRefusals?: number;
   /** Smallest RSA key accepted; ETSI TS 119 312 asks for 2048 bits at least. */
   readonly minRsaBits?: number;
+  /** A certificate let through with an unknown revocation status (`revocation.softFail`). */
+  readonly onRevocationWarning?: (certificate: ParsedCertificate, warning: string) => void;
 }
 
 /**
@@ -85,12 +87,17 @@ export class TppVerifier {
    * certificate code (SERVICE_UNAVAILABLE only while the register is stale). A cached verdict is
    * a plain value.
    */
-  verify(headerValue: string): TrustedTpp | Rejection | Promise<TrustedTpp | Rejection> {
+  verify(
+    headerValue: string,
+    purpose: ChainPurpose = "qseal",
+  ): TrustedTpp | Rejection | Promise<TrustedTpp | Rejection> {
     // A stale register fails every request closed, cached verdicts included.
     const stale = this.options.register?.freshnessRefusal();
     if (stale) return stale;
     if (typeof headerValue !== "string") return decodeCertificateHeader(undefined) as Rejection;
-    return this.cache.get(headerValue, () => this.computeGuarded(headerValue));
+    // A QWAC's verdict is its own: the same bytes may pass as one kind and not the other.
+    const key = purpose === "qseal" ? headerValue : `qwac:${headerValue}`;
+    return this.cache.get(key, () => this.computeGuarded(headerValue, purpose));
   }
 
   private refusal(rejection: Rejection, cacheable = true): Verdict<TrustedTpp> {
@@ -101,9 +108,12 @@ export class TppVerifier {
    * The boundary: an exception here is a defect of ours, but the bytes are the sender's, so the
    * answer is still a refusal, cached like any other, so that retries do not pay again.
    */
-  private computeGuarded(headerValue: string): Verdict<TrustedTpp> | Promise<Verdict<TrustedTpp>> {
+  private computeGuarded(
+    headerValue: string,
+    purpose: ChainPurpose,
+  ): Verdict<TrustedTpp> | Promise<Verdict<TrustedTpp>> {
     try {
-      const result = this.compute(headerValue);
+      const result = this.compute(headerValue, purpose);
       return result instanceof Promise ? result.catch((error: unknown) => this.defect(error)) : result;
     } catch (error) {
       return this.defect(error);
@@ -120,7 +130,10 @@ export class TppVerifier {
     );
   }
 
-  private compute(headerValue: string): Verdict<TrustedTpp> | Promise<Verdict<TrustedTpp>> {
+  private compute(
+    headerValue: string,
+    purpose: ChainPurpose,
+  ): Verdict<TrustedTpp> | Promise<Verdict<TrustedTpp>> {
     const der = decodeCertificateHeader(headerValue);
     if (isRejection(der)) return this.refusal(der);
     const certificate = parseCertificate(der);
@@ -136,15 +149,16 @@ export class TppVerifier {
         ),
       );
     }
-    const chain = this.options.trustStore().verifyChain(certificate, new Date(this.now()));
+    const chain = this.options.trustStore().verifyChain(certificate, new Date(this.now()), purpose);
     if (isRejection(chain)) return this.refusal(chain);
-    const revoked = this.options.revocation().check(certificate, chain.chain[1]!, new Date(this.now()));
-    if (revoked instanceof Promise) return revoked.then((r) => this.finish(certificate, r));
-    return this.finish(certificate, revoked);
+    const status = this.options.revocation().check(certificate, chain.chain[1]!, new Date(this.now()));
+    if (status instanceof Promise) return status.then((s) => this.finish(certificate, s));
+    return this.finish(certificate, status);
   }
 
-  private finish(certificate: ParsedCertificate, revoked: Rejection | undefined): Verdict<TrustedTpp> {
-    if (revoked) return this.refusal(revoked);
+  private finish(certificate: ParsedCertificate, revocation: RevocationStatus): Verdict<TrustedTpp> {
+    if (revocation.refusal) return this.refusal(revocation.refusal, !revocation.transient);
+    if (revocation.warning) this.options.onRevocationWarning?.(certificate, revocation.warning);
     const organizationId = certificate.organizationIdentifier!;
     const entry = this.options.register
       ? this.options.register.lookup(organizationId, certificate.sha256Fingerprint)
@@ -163,8 +177,13 @@ export class TppVerifier {
         keyIdTarget: { serial: certificate.serial, issuer: certificate.issuer },
         identity: { organizationId, name: entry.name, roles, fingerprint: certificate.sha256Fingerprint },
       },
-      // Never past notAfter, so an expiring certificate is refused on time.
-      expiresAt: Math.min(now + this.options.cacheTtlMs, certificate.notAfter.getTime()),
+      // Never past notAfter, so an expiring certificate is refused on time, nor past the
+      // revocation answer it rests on.
+      expiresAt: Math.min(
+        now + this.options.cacheTtlMs,
+        certificate.notAfter.getTime(),
+        revocation.validUntil ?? Number.POSITIVE_INFINITY,
+      ),
       cacheable: true,
     };
   }

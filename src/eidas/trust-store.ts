@@ -2,6 +2,11 @@
  * The trust store: CA certificates (roots and intermediates) from a folder, and chain building
  * from a leaf to a trusted self-signed root with every signature, validity period,
  * basicConstraints and keyUsage checked along the way.
+ *
+ * Trusted-list anchors (ETSI TS 119 612, see trusted-list.ts) are CAs a list names as qualified:
+ * a chain may end at one without reaching a root, and then the list decides: the leaf must have
+ * been issued while the service was granted, and be of a kind (QWAC, QSealC) it was granted for.
+ * A CA that is both in a folder and on a list is judged by the list (the fresher word on withdrawal).
  */
 
 import { X509Certificate } from "node:crypto";
@@ -41,9 +46,27 @@ export function certificatesFromFile(name: string, bytes: Uint8Array): TrustAnch
   return { certificates, problems };
 }
 
+/** A CA named by a trusted list (see src/trust/trusted-lists.ts for how they are made). */
+export interface QualifiedAnchor {
+  readonly certificate: ParsedCertificate;
+  /** What the service was granted for (current and historic extensions). */
+  readonly qualifiedFor: { readonly qwac: boolean; readonly qseal: boolean };
+  /** True when the service was granted at `date` (the leaf's issuance is asked). */
+  grantedAt(date: Date): boolean;
+  /** Names the list and service, for refusal texts and the chain result. */
+  readonly source: string;
+  /** The list's territory, for refusal texts. */
+  readonly territory?: string;
+  /** The status in force at `date`, for refusal texts. */
+  statusAt?(date: Date): { readonly status: string; readonly from: Date } | undefined;
+}
+
+export type ChainPurpose = "qseal" | "qwac";
+
 interface StoredCa {
   readonly parsed: ParsedCertificate;
   readonly selfSigned: boolean;
+  readonly anchor?: QualifiedAnchor;
 }
 
 /** The signed parts of a certificate, to verify its issuer's signature without a full X509Certificate parse. */
@@ -74,8 +97,10 @@ function issuedBy(subject: ParsedCertificate, issuer: ParsedCertificate): true |
 }
 
 export interface ChainResult {
-  /** Leaf first, the trusted root last. */
+  /** Leaf first, the trusted root (or trusted-list anchor) last. */
   readonly chain: readonly ParsedCertificate[];
+  /** Set when the chain ends at a trusted-list anchor. */
+  readonly anchor?: { readonly source: string; readonly qualifiedFor: QualifiedAnchor["qualifiedFor"] };
 }
 
 const MAX_CHAIN = 8;
@@ -105,7 +130,15 @@ export class TrustStore {
   private readonly verifiedLinks = new WeakMap<ParsedCertificate, Set<StoredCa>>();
   readonly size: number;
 
-  constructor(certificates: readonly ParsedCertificate[]) {
+  constructor(certificates: readonly ParsedCertificate[], anchors: readonly QualifiedAnchor[] = []) {
+    // Anchors go first in each subject's list, so a CA on a trusted list is judged by it.
+    for (const anchor of anchors) {
+      const key = bySubject(anchor.certificate);
+      this.bySubject.set(key, [
+        ...(this.bySubject.get(key) ?? []),
+        { parsed: anchor.certificate, selfSigned: false, anchor },
+      ]);
+    }
     for (const parsed of certificates) {
       const selfSigned =
         Buffer.compare(Buffer.from(parsed.subjectDer), Buffer.from(parsed.issuerDer)) === 0 &&
@@ -116,18 +149,31 @@ export class TrustStore {
       this.bySubject.set(key, list);
     }
     this.size = certificates.length;
+    this.anchorCount = anchors.length;
   }
 
-  /** Every certificate in the store (for expiry metrics and startup lines). */
+  /** How many trusted-list anchors the store holds (not counted in `size`). */
+  readonly anchorCount: number;
+
+  /** Every folder certificate in the store (for expiry metrics and startup lines). */
   get all(): ParsedCertificate[] {
-    return [...this.bySubject.values()].flat().map((c) => c.parsed);
+    return [...this.bySubject.values()]
+      .flat()
+      .filter((c) => !c.anchor)
+      .map((c) => c.parsed);
+  }
+
+  /** The trusted-list anchors. */
+  get anchors(): QualifiedAnchor[] {
+    return [...this.bySubject.values()].flat().flatMap((c) => (c.anchor ? [c.anchor] : []));
   }
 
   /**
-   * Builds and checks the chain from a leaf to a self-signed root in the store. `now` is injected
-   * so tests can use real, long-expired certificates.
+   * Builds and checks the chain from a leaf to a self-signed root in the store, or to a
+   * trusted-list anchor. `now` is injected so tests can use real, long-expired certificates.
+   * `purpose` matters only at an anchor: the list must have granted the CA for that kind.
    */
-  verifyChain(leaf: ParsedCertificate, now: Date): ChainResult | Rejection {
+  verifyChain(leaf: ParsedCertificate, now: Date, purpose?: ChainPurpose): ChainResult | Rejection {
     const validity = checkValidity(leaf, now, "the certificate");
     if (validity) return validity;
     if (leaf.basicConstraints?.ca) {
@@ -195,6 +241,7 @@ export class TrustStore {
         );
       }
       chain.push(issuer.parsed);
+      if (issuer.anchor) return anchoredChain(chain, leaf, issuer.anchor, purpose);
       if (issuer.selfSigned) return { chain };
       current = issuer.parsed;
     }
@@ -221,6 +268,49 @@ export class TrustStore {
   private isStored(c: ParsedCertificate): boolean {
     return (this.bySubject.get(bySubject(c)) ?? []).some((s) => s.parsed === c);
   }
+}
+
+const PURPOSE_NAMES: Record<ChainPurpose, string> = {
+  qwac: "website authentication (QWACs)",
+  qseal: "electronic seals (QSealCs)",
+};
+
+/** The trusted list's word on a chain that ends at one of its CAs. */
+function anchoredChain(
+  chain: ParsedCertificate[],
+  leaf: ParsedCertificate,
+  anchor: QualifiedAnchor,
+  purpose: ChainPurpose | undefined,
+): ChainResult | Rejection {
+  const ca = describe(anchor.certificate);
+  const list = `the ${anchor.territory ?? ""}${anchor.territory ? " " : ""}trusted list`;
+  if (!anchor.grantedAt(leaf.notBefore)) {
+    const period = anchor.statusAt?.(leaf.notBefore);
+    const why = period
+      ? `its status there has been ${shortStatus(period.status)} since ${period.from.toISOString()}`
+      : "the list shows no status for it at that date";
+    return reject(
+      "CERTIFICATE_INVALID",
+      `certificate ${describe(leaf)} was issued on ${leaf.notBefore.toISOString()} by CA ${ca}, which was not granted on ${list} then: ${why} (${clip(anchor.source)}); use a certificate from a CA whose qualified status is granted`,
+    );
+  }
+  if (purpose && !anchor.qualifiedFor[purpose]) {
+    const granted = (Object.keys(PURPOSE_NAMES) as ChainPurpose[]).filter((p) => anchor.qualifiedFor[p]);
+    const what =
+      granted.length > 0
+        ? `for ${granted.map((p) => PURPOSE_NAMES[p]).join(" and ")} only`
+        : "without a ForWebSiteAuthentication or ForeSeals extension";
+    return reject(
+      "CERTIFICATE_INVALID",
+      `certificate ${describe(leaf)} chains to CA ${ca}, which is on ${list} ${what}, not for ${PURPOSE_NAMES[purpose]} (${clip(anchor.source)}); use a ${purpose === "qseal" ? "QSealC" : "QWAC"} from a CA granted for it`,
+    );
+  }
+  return { chain, anchor: { source: anchor.source, qualifiedFor: anchor.qualifiedFor } };
+}
+
+/** `…/Svcstatus/withdrawn` → `withdrawn`. */
+function shortStatus(uri: string): string {
+  return clip(uri.slice(uri.lastIndexOf("/") + 1), 60);
 }
 
 function criticalProblem(c: ParsedCertificate, which: string): Rejection | undefined {

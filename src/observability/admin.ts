@@ -1,10 +1,12 @@
 /**
- * The admin listener: /metrics for Prometheus, /healthz (the process is alive) and /readyz (it
- * can serve: register loaded and fresh, store reachable, listener up, not draining).
+ * The admin listener: /metrics for Prometheus, /healthz (the process is alive), /readyz (it
+ * can serve: register loaded and fresh, store reachable, listener up, not draining) and /trust
+ * (every trust source, what it holds and how fresh: `psd2-gateway trust status`).
  */
 
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { TrustSourceStatus } from "../trust/source-status.js";
 
 /** Where /metrics comes from: one registry, or the cluster primary's aggregate of its workers. */
 export interface MetricsSource {
@@ -28,6 +30,8 @@ export async function startAdminServer(options: {
   port: number;
   metrics: MetricsSource;
   readiness: () => Promise<ReadinessCheck>;
+  /** The trust sources; absent where this process holds none (egress, a cluster's primary). */
+  trust?: () => readonly TrustSourceStatus[];
 }): Promise<AdminServer> {
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
@@ -44,6 +48,14 @@ export async function startAdminServer(options: {
       );
       return;
     }
+    if (path === "/trust") {
+      if (!options.trust)
+        return json(404, {
+          error:
+            "this process holds no trust sources (egress mode, or the primary of workers > 1: see /metrics)",
+        });
+      return json(200, { now: new Date().toISOString(), sources: options.trust() });
+    }
     if (path === "/metrics") {
       options.metrics.metrics().then(
         (text) => {
@@ -54,7 +66,7 @@ export async function startAdminServer(options: {
       );
       return;
     }
-    json(404, { error: "not found: /metrics, /healthz, /readyz" });
+    json(404, { error: "not found: /metrics, /healthz, /readyz, /trust" });
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -5,6 +5,7 @@
  */
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { TrustSourceStatus } from "../trust/source-status.js";
 
 /** Latency buckets in seconds: the gateway's own share is sub-millisecond, the backend's can be seconds. */
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -22,6 +23,8 @@ export interface MetricSources {
     name: string;
     notAfter: Date;
   }[];
+  /** Every trust source (CRLs, OCSP responders, register sources, trusted lists), read at scrape time. */
+  readonly trustSources?: () => readonly TrustSourceStatus[];
   readonly now?: () => number;
 }
 
@@ -113,6 +116,21 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  readonly ocspRequests = new Histogram({
+    name: "psd2_gateway_ocsp_request_duration_seconds",
+    help: "OCSP round trips to QTSP responders, by outcome (good, revoked, unknown, error)",
+    labelNames: ["outcome"] as const,
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  readonly revocationUnknown = new Counter({
+    name: "psd2_gateway_revocation_unknown_total",
+    help: "Certificates whose revocation status no source could prove: refused, or allowed by revocation.softFail",
+    labelNames: ["action"] as const,
+    registers: [this.registry],
+  });
+
   constructor(sources: MetricSources = {}, options: { defaultMetrics?: boolean } = {}) {
     const now = sources.now ?? Date.now;
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
@@ -186,6 +204,8 @@ export class GatewayMetrics {
       from(register, (s) => (s.lastSuccess ?? 0) / 1000),
     );
 
+    trustSourceMetrics(this.registry, sources.trustSources, now);
+
     const store = sources.store;
     scrapedCounter(
       "psd2_gateway_store_errors_total",
@@ -208,4 +228,57 @@ export class GatewayMetrics {
   get contentType(): string {
     return this.registry.contentType;
   }
+}
+
+/** One gauge family per trust-source property, labelled by kind and source (URL or file). */
+function trustSourceMetrics(
+  registry: Registry,
+  read: MetricSources["trustSources"],
+  now: () => number,
+): void {
+  const family = (name: string, help: string, value: (s: TrustSourceStatus) => number | undefined) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ["kind", "source"] as const,
+      registers: [registry],
+      collect() {
+        if (!read) return;
+        this.reset();
+        for (const s of read()) {
+          const v = value(s);
+          if (v !== undefined) this.set({ kind: s.kind, source: s.source }, v);
+        }
+      },
+    });
+  family(
+    "psd2_gateway_trust_source_age_seconds",
+    "Seconds since the source was last refreshed (or answered) successfully; -1 before the first time",
+    (s) => (s.lastSuccess === undefined ? -1 : (now() - s.lastSuccess) / 1000),
+  );
+  family(
+    "psd2_gateway_trust_source_last_success_timestamp_seconds",
+    "Unix time of the source's last success (0 before the first)",
+    (s) => (s.lastSuccess ?? 0) / 1000,
+  );
+  family(
+    "psd2_gateway_trust_source_failures",
+    "Failed refreshes of the source since start (the last good copy is kept)",
+    (s) => s.failures,
+  );
+  family(
+    "psd2_gateway_trust_source_entries",
+    "Entries the source's copy holds (revoked serials, TPPs, trusted CAs)",
+    (s) => s.size,
+  );
+  family(
+    "psd2_gateway_trust_source_stale",
+    "1 while the source has no copy that proves anything (never loaded, past nextUpdate or allowed age)",
+    (s) => (s.stale ? 1 : 0),
+  );
+  family(
+    "psd2_gateway_trust_source_next_update_timestamp_seconds",
+    "Unix time the source's copy stops proving anything (nextUpdate, + grace for CRLs)",
+    (s) => (s.nextUpdate === undefined ? undefined : s.nextUpdate / 1000),
+  );
 }

@@ -1,11 +1,17 @@
 /**
- * Where the register comes from: a JSON file (reloaded when it changes) or an HTTP(S) URL polled
- * with ETag / If-None-Match. A failed refresh keeps the last good copy and is counted.
+ * Where a register layer comes from: a file (reloaded when it changes) or an HTTP(S) URL polled
+ * with If-None-Match / If-Modified-Since. Either holds our JSON, the EBA's JSON or the EBA's ZIP
+ * (`format`, or told apart by content); decoding runs off the event loop (register-loading.ts).
+ *
+ * Polling is jittered (±10 %) so that a fleet of gateways does not hit the publisher in step;
+ * after a failure the next try comes sooner and backs off exponentially, up to the poll interval.
+ * A failed refresh keeps the last good copy and is counted on the layer.
  */
 
 import { readFile, stat } from "node:fs/promises";
 import { request } from "undici";
-import { parseRegisterDocument, type TppRegister } from "../eidas/index.js";
+import type { RegisterSink, TppRegister } from "../eidas/register.js";
+import { type LoadRegisterOptions, loadRegister, type RegisterFormat } from "./register-loading.js";
 
 export interface RegisterSource {
   /** Fetches once; resolves whether or not it succeeded (failures are recorded on the register). */
@@ -15,34 +21,138 @@ export interface RegisterSource {
   readonly description: string;
 }
 
+export type RegisterLog = (message: string, error?: boolean) => void;
+
+export interface RegisterSourceOptions {
+  /** What the bytes hold; `auto` (the default) tells a ZIP by its magic and our JSON from the EBA's by shape. */
+  readonly format?: RegisterFormat;
+  /** Stamped on entries as `source` and used in logs; a layer's name by default. */
+  readonly name?: string;
+  /** Larger files or bodies are refused (default 200 MB). */
+  readonly maxBytes?: number;
+  /** Fraction of the poll interval the delay varies by, either way (default 0.1). */
+  readonly jitter?: number;
+  /** The first retry after a failure; doubles per further failure, up to the poll interval (default 10 s). */
+  readonly retryBaseMs?: number;
+  /** Uniform in [0, 1); for tests. */
+  readonly random?: () => number;
+  /** Slice size, inline threshold and worker timeout of the loader. */
+  readonly load?: Pick<
+    LoadRegisterOptions,
+    "sliceSize" | "inlineBelowBytes" | "timeoutMs" | "maxUncompressedBytes"
+  >;
+}
+
+export interface HttpRegisterSourceOptions extends RegisterSourceOptions {
+  /** Waiting for headers, and for each body chunk (default 30 s). */
+  readonly timeoutMs?: number;
+  /** The whole download (default 10 min: a 50 MB file on a slow link). */
+  readonly totalTimeoutMs?: number;
+}
+
+export const DEFAULT_MAX_REGISTER_BYTES = 200 * 1024 * 1024;
+
+/**
+ * The wait before the next refresh: the poll interval after a success; after `failures`
+ * consecutive failures, retryBaseMs·2^(failures−1), capped at the poll interval; then ±jitter.
+ */
+export function pollDelay(
+  pollMs: number,
+  failures: number,
+  options: { jitter?: number; retryBaseMs?: number; random?: () => number } = {},
+): number {
+  const retryBase = Math.min(pollMs, options.retryBaseMs ?? 10_000);
+  const base = failures <= 0 ? pollMs : Math.min(pollMs, retryBase * 2 ** Math.min(failures - 1, 30));
+  const jitter = options.jitter ?? 0.1;
+  const random = options.random ?? Math.random;
+  return Math.max(1, Math.round(base * (1 + jitter * (2 * random() - 1))));
+}
+
+type Fetched =
+  | { readonly unchanged: true }
+  | {
+      readonly unchanged: false;
+      readonly bytes: Uint8Array;
+      readonly commit: () => void;
+      readonly info?: { etag?: string; lastModified?: string };
+    };
+
 abstract class PollingSource implements RegisterSource {
   private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private inFlight: Promise<void> | undefined;
+  private consecutiveFailures = 0;
   abstract readonly description: string;
+  protected readonly name: string | undefined;
 
   constructor(
-    protected readonly register: TppRegister,
+    protected readonly sink: RegisterSink,
     private readonly pollMs: number,
-    protected readonly log: (message: string, error?: boolean) => void,
-  ) {}
+    protected readonly log: RegisterLog,
+    protected readonly options: RegisterSourceOptions,
+  ) {
+    this.name = options.name ?? sink.name;
+  }
 
-  abstract refresh(): Promise<void>;
+  /** The bytes of a new copy, or `unchanged` (304, same file). Throws on failure. */
+  protected abstract fetch(): Promise<Fetched>;
+
+  refresh(): Promise<void> {
+    // One refresh at a time: a timer firing during a slow load joins it instead of starting another.
+    this.inFlight ??= this.refreshOnce().finally(() => {
+      this.inFlight = undefined;
+    });
+    return this.inFlight;
+  }
+
+  private async refreshOnce(): Promise<void> {
+    try {
+      const fetched = await this.fetch();
+      if (fetched.unchanged) {
+        this.sink.confirm();
+      } else {
+        const loaded = await loadRegister(fetched.bytes, {
+          ...this.options.load,
+          ...(this.options.format ? { format: this.options.format } : {}),
+          ...(this.name !== undefined ? { source: this.name } : {}),
+        });
+        this.sink.replace(loaded.entries, this.description, { ...fetched.info, skipped: loaded.skipped });
+        fetched.commit();
+        this.log(
+          `register${this.name ? ` '${this.name}'` : ""} loaded from ${this.description}: ${loaded.entries.size} TPPs${loaded.skipped ? `, ${loaded.skipped} entities skipped ${JSON.stringify(loaded.skippedByReason)}` : ""}`,
+        );
+      }
+      this.consecutiveFailures = 0;
+    } catch (error) {
+      this.consecutiveFailures++;
+      const message = (error as Error).message;
+      this.sink.recordFailure(message);
+      this.log(
+        `register refresh from ${this.description} failed: ${message}; keeping the last good copy`,
+        true,
+      );
+    }
+  }
 
   start(): void {
-    this.timer ??= setInterval(() => void this.refresh(), this.pollMs);
-    this.timer.unref();
+    if (this.running) return;
+    this.running = true;
+    this.schedule();
   }
 
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
   }
 
-  protected fail(message: string): void {
-    this.register.recordFailure(message);
-    this.log(
-      `register refresh from ${this.description} failed: ${message}; keeping the last good copy`,
-      true,
-    );
+  private schedule(): void {
+    if (!this.running) return;
+    const delay = pollDelay(this.pollMs, this.consecutiveFailures, this.options);
+    this.timer = setTimeout(() => {
+      void this.refresh().then(() => this.schedule());
+    }, delay);
+    this.timer.unref();
   }
 }
 
@@ -52,70 +162,141 @@ export class FileRegisterSource extends PollingSource {
 
   constructor(
     private readonly file: string,
-    register: TppRegister,
+    sink: RegisterSink,
     pollMs: number,
-    log: (message: string, error?: boolean) => void = () => {},
+    log: RegisterLog = () => {},
+    options: RegisterSourceOptions = {},
   ) {
-    super(register, pollMs, log);
+    super(sink, pollMs, log, options);
     this.description = file;
+    sink.describe?.(file);
   }
 
-  async refresh(): Promise<void> {
-    try {
-      const info = await stat(this.file);
-      const signature = `${info.mtimeMs}:${info.size}`;
-      if (signature === this.signature) {
-        this.register.confirm();
-        return;
-      }
-      const entries = parseRegisterDocument(await readFile(this.file, "utf8"));
-      this.register.replace(entries, this.file);
-      this.signature = signature;
-      this.log(`register loaded from ${this.file}: ${entries.length} TPPs`);
-    } catch (error) {
-      this.fail((error as Error).message);
-    }
+  protected async fetch(): Promise<Fetched> {
+    const info = await stat(this.file);
+    const signature = `${info.mtimeMs}:${info.size}`;
+    if (signature === this.signature) return { unchanged: true };
+    const max = this.options.maxBytes ?? DEFAULT_MAX_REGISTER_BYTES;
+    if (info.size > max) throw new Error(`${info.size} bytes, more than the ${max} allowed`);
+    const bytes = await readFile(this.file);
+    return { unchanged: false, bytes, commit: () => (this.signature = signature) };
   }
 }
 
 export class HttpRegisterSource extends PollingSource {
   private etag: string | undefined;
+  private lastModified: string | undefined;
   readonly description: string;
 
+  /** `options` may be a number: the timeout in ms, as before. */
   constructor(
     private readonly url: string,
-    register: TppRegister,
+    sink: RegisterSink,
     pollMs: number,
-    log: (message: string, error?: boolean) => void = () => {},
-    private readonly timeoutMs = 10_000,
+    log: RegisterLog = () => {},
+    options: HttpRegisterSourceOptions | number = {},
   ) {
-    super(register, pollMs, log);
-    this.description = url;
+    const resolved = typeof options === "number" ? { timeoutMs: options } : options;
+    super(sink, pollMs, log, resolved);
+    this.description = withoutCredentials(url);
+    sink.describe?.(this.description);
   }
 
-  async refresh(): Promise<void> {
-    try {
-      const headers: Record<string, string> = { accept: "application/json" };
-      if (this.etag) headers["if-none-match"] = this.etag;
-      const response = await request(this.url, {
-        headers,
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: this.timeoutMs,
-      });
-      if (response.statusCode === 304) {
-        await response.body.dump();
-        this.register.confirm();
-        return;
-      }
-      const text = await response.body.text();
-      if (response.statusCode !== 200) throw new Error(`HTTP ${response.statusCode}`);
-      const entries = parseRegisterDocument(text);
-      this.register.replace(entries, this.url);
-      const etag = response.headers.etag;
-      this.etag = typeof etag === "string" ? etag : undefined;
-      this.log(`register loaded from ${this.url}: ${entries.length} TPPs`);
-    } catch (error) {
-      this.fail((error as Error).message);
+  protected async fetch(): Promise<Fetched> {
+    const options = this.options as HttpRegisterSourceOptions;
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    const max = options.maxBytes ?? DEFAULT_MAX_REGISTER_BYTES;
+    const headers: Record<string, string> = { accept: "application/zip, application/json;q=0.9, */*;q=0.5" };
+    if (this.etag) headers["if-none-match"] = this.etag;
+    if (this.lastModified) headers["if-modified-since"] = this.lastModified;
+    const response = await request(this.url, {
+      headers,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+      signal: AbortSignal.timeout(options.totalTimeoutMs ?? 600_000),
+    });
+    const { body } = response;
+    if (response.statusCode === 304) {
+      await body.dump();
+      return { unchanged: true };
     }
+    if (response.statusCode !== 200) {
+      await body.dump();
+      throw new Error(`HTTP ${response.statusCode}`);
+    }
+    const declared = Number(response.headers["content-length"]);
+    if (Number.isFinite(declared) && declared > max) {
+      body.destroy();
+      throw new Error(`the body announces ${declared} bytes, more than the ${max} allowed`);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > max) {
+        body.destroy();
+        throw new Error(`the body is larger than the ${max} bytes allowed`);
+      }
+      chunks.push(chunk);
+    }
+    // One buffer of its own, so that the loader can move it to its worker instead of copying it.
+    const bytes = new Uint8Array(size);
+    let offset = 0;
+    for (const chunk of chunks) {
+      bytes.set(chunk, offset);
+      offset += chunk.length;
+    }
+    const etag = header(response.headers.etag);
+    const lastModified = header(response.headers["last-modified"]);
+    return {
+      unchanged: false,
+      bytes,
+      info: { ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) },
+      // Validators are kept only once the copy is in: a body that failed to load is fetched whole next time.
+      commit: () => {
+        this.etag = etag;
+        this.lastModified = lastModified;
+      },
+    };
+  }
+}
+
+export interface RegisterSourceConfig extends HttpRegisterSourceOptions {
+  /** The register layer this source fills (see TppRegister's `sources`). */
+  readonly name: string;
+  readonly file?: string;
+  readonly url?: string;
+  readonly pollMs: number;
+}
+
+/** The source for one configured layer: a file or a URL (exactly one). */
+export function createRegisterSource(
+  config: RegisterSourceConfig,
+  register: TppRegister,
+  log: RegisterLog = () => {},
+): RegisterSource {
+  const layer = register.layer(config.name);
+  if ((config.file === undefined) === (config.url === undefined)) {
+    throw new Error(`register source '${config.name}' needs exactly one of file and url`);
+  }
+  return config.file !== undefined
+    ? new FileRegisterSource(config.file, layer, config.pollMs, log, config)
+    : new HttpRegisterSource(config.url!, layer, config.pollMs, log, config);
+}
+
+function header(value: string | string[] | undefined): string | undefined {
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+/** A URL fit for logs and stats: user and password removed. */
+function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (!parsed.username && !parsed.password) return url;
+    parsed.username = "";
+    parsed.password = "";
+    return parsed.toString();
+  } catch {
+    return url;
   }
 }

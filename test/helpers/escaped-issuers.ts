@@ -200,3 +200,20 @@ export async function tppQseal(
 export function onTheWire(keyId: string, as: "latin1" | "utf-8"): string {
   return as === "latin1" ? keyId : Buffer.from(keyId, "utf8").toString("latin1");
 }
+
+/**
+ * An empty CRL of `ca`, PEM: the gateway refuses a certificate whose revocation status nobody
+ * can prove, so a CA in a trust folder publishes one.
+ */
+export async function emptyCrlPem(ca: Issued): Promise<string> {
+  const now = Date.now();
+  const crl = await x509.X509CrlGenerator.create({
+    issuer: ca.certificate.subjectName,
+    thisUpdate: new Date(now - 60_000),
+    nextUpdate: new Date(now + DAY),
+    entries: [],
+    signingKey: ca.keys.privateKey as never,
+    signingAlgorithm: RSA,
+  });
+  return `${crl.toString("pem").replace(/(BEGIN|END) CRL/g, "$1 X509 CRL")}\n`;
+}

@@ -53,10 +53,12 @@ export interface GatewayOptions {
   readonly now?: () => number;
   readonly store?: LimitStore;
   readonly tls?: boolean;
+  /** Another PKI than the file's shared one (one whose certificates name a test QTSP). */
+  readonly pki?: DevPki;
 }
 
 export async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
-  const pki = await testPki();
+  const pki = options.pki ?? (await testPki());
   const tls = options.tls ?? true;
   const overrides = options.config ?? {};
   const listen: Record<string, unknown> = { host: "127.0.0.1", port: 0, ...(overrides.listen ?? {}) };

@@ -18,6 +18,7 @@ import { buildKeyId, keyIdTargetFromDer, RequestSigner } from "../../src/signatu
 import {
   ESCAPED_ISSUERS,
   type EscapedIssuer,
+  emptyCrlPem,
   generateKeys,
   type Issued,
   issuingCa,
@@ -49,6 +50,7 @@ const env = useGatewayAndBackend(async (pki) => {
   for (const issuer of ESCAPED_ISSUERS) {
     const ca = await issuingCa(issuer.name, { parent: pki.root, keys: caKeys });
     writeFileSync(join(trustDir, `escaped-ca-${++n}.pem`), ca.pem);
+    writeFileSync(join(trustDir, `escaped-ca-${n}.crl.pem`), await emptyCrlPem(ca));
     const [qseal, other] = await Promise.all([
       tppQseal(ca, { ...TPP, keys: tppKeys }),
       tppQseal(ca, { ...TPP, keys: tppKeys }),

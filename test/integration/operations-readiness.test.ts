@@ -87,6 +87,7 @@ describe("/readyz and a stale TPP register", () => {
       listener: { ok: true },
       register: { ok: true, detail: expect.stringMatching(/^\d+ s old, 2 TPPs$/) },
       store: { ok: true, detail: "memory" },
+      trust: { ok: true, detail: expect.stringMatching(/^\d+ sources fresh$/) },
     });
   });
 

@@ -47,7 +47,7 @@ describe("configuration validation", () => {
   it("needs a URL for the redis store and a register source", () => {
     expect(() => validateConfig({ ...BASE, store: { type: "redis" } })).toThrow("store.url");
     expect(() => validateConfig({ trust: { caDir: "/t" }, register: {} })).toThrow(
-      "give register.file or register.url",
+      "give register.file and/or register.url, or register.sources",
     );
   });
 });
@@ -136,7 +136,10 @@ describe("the shipped configuration files", () => {
     expect(config.responseSigning?.qseal.cert).toBe(`${root}certs/dev/bank/bank-qseal.pem`);
     expect(config.store.snapshotFile).toBe(`${root}var/limits-snapshot.json`);
     expect(config.trust.caDir).toBe(`${root}certs/dev/trust`);
-    expect(config.register.file).toBe(`${root}certs/dev/register.json`);
+    expect(config.register.sources?.[0]?.file).toBe(`${root}certs/dev/register-overrides.json`);
+    expect(config.trust.trustedLists?.lotlSigners).toEqual([`${root}certs/dev/qtsp/lotl-signer.pem`]);
+    expect(config.trust.trustedLists?.lotl).toBe("http://127.0.0.1:8099/lotl.xml");
+    expect(config.revocation.crl.cacheDir).toBe(`${root}var/crl-cache`);
     expect(config.listen.tls?.cert).toBe(`${root}certs/dev/gateway.pem`);
   });
 });

@@ -15,7 +15,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { type DevPki, generateDevPki } from "../../../src/cli/dev-pki.js";
 import { DEFECT_CHANNEL, type DefectEvent } from "../../../src/eidas/defects.js";
 import { TppRegister } from "../../../src/eidas/register.js";
-import type { RevocationChecker } from "../../../src/eidas/revocation.js";
+import type { RevocationChecker, RevocationStatus } from "../../../src/eidas/revocation.js";
 import { MAX_REFUSAL_TEXT, TppVerifier } from "../../../src/eidas/tpp-verifier.js";
 import { isRejection, type Rejection } from "../../../src/errors.js";
 import { loadTrustMaterial, type TrustMaterial } from "../../../src/trust/trust-material.js";
@@ -412,7 +412,7 @@ describe("the verifier's boundary", () => {
   class FailingRevocation implements RevocationChecker {
     calls = 0;
     constructor(private readonly how: "throw" | "reject") {}
-    check(): undefined | Promise<undefined> {
+    check(): RevocationStatus | Promise<RevocationStatus> {
       this.calls++;
       if (this.how === "throw") throw new TypeError("responder answer has no certStatus");
       return Promise.reject(new Error("socket hang up"));

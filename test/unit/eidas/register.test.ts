@@ -4,7 +4,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parseRegisterDocument, TppRegister } from "../../../src/eidas/register.js";
+import type { Psd2Role } from "../../../src/eidas/qcstatements.js";
+import { parseRegisterDocument, type RegisterEntry, TppRegister } from "../../../src/eidas/register.js";
 import { isRejection } from "../../../src/errors.js";
 import { FileRegisterSource, HttpRegisterSource } from "../../../src/trust/register-sources.js";
 
@@ -36,7 +37,9 @@ describe("TPP register", () => {
     expect(isRejection(unknown) && unknown.code).toBe("CERTIFICATE_BLOCKED");
     expect(isRejection(unknown) && unknown.text).toContain("PSDNO-FSA-9 is not in the TPP register");
     const withdrawn = register.lookup("PSDNO-FSA-2", "ff");
-    expect(isRejection(withdrawn) && withdrawn.text).toContain("status 'withdrawn'");
+    expect(isRejection(withdrawn) && withdrawn.text).toContain(
+      "PSDNO-FSA-2 (One AS) was withdrawn by FSA (NO)",
+    );
   });
 
   it("accepts only pinned certificates when fingerprints are listed", () => {
@@ -66,6 +69,204 @@ describe("TPP register", () => {
   it("refuses malformed documents, naming the entry", () => {
     expect(() => parseRegisterDocument("{")).toThrow("not valid JSON");
     expect(() => parseRegisterDocument(doc([{ ...ENTRY, roles: ["PSP_XX"] }]))).toThrow("tpps.0.roles.0");
+  });
+});
+
+const tpp = (organizationIdentifier: string, more: Partial<RegisterEntry> = {}): RegisterEntry => ({
+  organizationIdentifier,
+  name: `${organizationIdentifier} Ltd`,
+  roles: ["PSP_AI", "PSP_PI"],
+  status: "authorised",
+  ...more,
+});
+
+describe("TPP register with several sources", () => {
+  const layered = (now: () => number, bankCountry?: string) =>
+    new TppRegister({
+      sources: [
+        { name: "overrides", maxAgeMs: 60_000 },
+        { name: "national", maxAgeMs: 60_000 },
+        { name: "eba", maxAgeMs: 120_000 },
+      ],
+      now,
+      ...(bankCountry ? { bankCountry } : {}),
+    });
+
+  it("says when and by whom a TPP was withdrawn", () => {
+    const register = layered(clock().now);
+    register.layer("overrides").replace([], "o.json");
+    register.layer("national").replace([], "n.json");
+    register
+      .layer("eba")
+      .replace([tpp("PSDFI-FINFSA-29884997", { status: "withdrawn", withdrawnOn: "2024-03-01" })], "eba.zip");
+    const r = register.lookup("PSDFI-FINFSA-29884997", "ff");
+    expect(isRejection(r) && r.code).toBe("CERTIFICATE_BLOCKED");
+    expect(isRejection(r) && r.text).toContain("was withdrawn by FINFSA (FI) on 2024-03-01");
+  });
+
+  it.each([
+    // Rows: which layer holds which copy → what the lookup answers.
+    { name: "only the EBA has it", overrides: [], national: [], eba: ["authorised"], expected: "eba" },
+    {
+      name: "national overrides the EBA",
+      overrides: [],
+      national: ["authorised"],
+      eba: ["withdrawn"],
+      expected: "national",
+    },
+    {
+      name: "our JSON blocks what the EBA admits",
+      overrides: ["suspended"],
+      national: [],
+      eba: ["authorised"],
+      expected: "status 'suspended'",
+    },
+    {
+      name: "our JSON admits what the EBA withdrew",
+      overrides: ["authorised"],
+      national: ["withdrawn"],
+      eba: ["withdrawn"],
+      expected: "overrides",
+    },
+    { name: "nobody has it", overrides: [], national: [], eba: [], expected: "not in the TPP register" },
+  ])("first configured source wins: $name", ({ overrides, national, eba, expected }) => {
+    const register = layered(clock().now);
+    const id = "PSDNO-FSA-1";
+    const copies = { overrides, national, eba };
+    for (const [name, statuses] of Object.entries(copies)) {
+      register.layer(name).replace(
+        statuses.map((status) => tpp(id, { status, source: name })),
+        `${name}.json`,
+      );
+    }
+    const r = register.lookup(id, "ff");
+    expect(isRejection(r) ? r.text : r.source).toContain(expected);
+  });
+
+  it.each([
+    {
+      name: "no bank country: all roles",
+      bank: undefined,
+      countries: { PSP_PI: ["FI"], PSP_AI: ["FI", "NO"] },
+      roles: ["PSP_AI", "PSP_PI"],
+    },
+    {
+      name: "AIS passported to NO, PIS not",
+      bank: "NO",
+      countries: { PSP_PI: ["FI"], PSP_AI: ["FI", "NO"] },
+      roles: ["PSP_AI"],
+    },
+    {
+      name: "both passported",
+      bank: "no",
+      countries: { PSP_PI: ["FI", "NO"], PSP_AI: ["FI", "NO"] },
+      roles: ["PSP_AI", "PSP_PI"],
+    },
+    {
+      name: "entry without countries (our JSON): all roles",
+      bank: "NO",
+      countries: undefined,
+      roles: ["PSP_AI", "PSP_PI"],
+    },
+    {
+      name: "nothing in the bank's country",
+      bank: "SE",
+      countries: { PSP_PI: ["FI"], PSP_AI: ["FI", "NO"] },
+      roles: "not in SE",
+    },
+  ] as {
+    name: string;
+    bank?: string;
+    countries?: Partial<Record<Psd2Role, string[]>>;
+    roles: string[] | string;
+  }[])("bank country restricts roles: $name", ({ bank, countries, roles }) => {
+    const register = new TppRegister({
+      sources: [{ name: "eba", maxAgeMs: 1000 }],
+      now: clock().now,
+      ...(bank ? { bankCountry: bank } : {}),
+    });
+    register.layer("eba").replace([tpp("PSDFI-FINFSA-1", countries ? { countries } : {})], "eba");
+    const r = register.lookup("PSDFI-FINFSA-1", "ff");
+    if (typeof roles === "string") {
+      expect(isRejection(r) && r.code).toBe("ROLE_INVALID");
+      expect(isRejection(r) && r.text).toContain("authorised for PSP_AI in FI, NO; PSP_PI in FI, not in SE");
+    } else {
+      expect(isRejection(r) ? r.text : [...r.roles].sort()).toEqual(roles);
+    }
+  });
+
+  it("fails closed naming the source that is unloaded or stale, and reports each source's stats", () => {
+    const c = clock();
+    const register = layered(c.now);
+    const refusal = () => {
+      const r = register.freshnessRefusal();
+      return r ? `${r.code}: ${r.text}` : "fresh";
+    };
+    register.layer("overrides").replace([tpp("PSDNO-FSA-1")], "/etc/o.json");
+    register
+      .layer("eba")
+      .replace([tpp("PSDFI-FINFSA-1"), tpp("PSDFI-FINFSA-2")], "https://eba.example/r.zip", {
+        etag: '"e1"',
+        skipped: 3,
+      });
+    expect(refusal()).toContain(
+      "SERVICE_UNAVAILABLE: the TPP register source 'national' has not been loaded yet",
+    );
+    expect(register.isFresh()).toBe(false);
+    expect(register.stats.lastSuccess).toBeUndefined();
+
+    register.layer("national").replace([], "/etc/n.json");
+    expect(refusal()).toBe("fresh");
+    c.advance(61_000);
+    register.layer("overrides").confirm();
+    expect(refusal()).toContain("source 'national' is 61 s old, more than the 60 s allowed");
+    expect(refusal()).not.toContain("/etc/"); // paths and URLs are for operators, not TPPs
+    register.layer("national").recordFailure("ENOENT");
+    register.layer("national").confirm();
+    c.advance(60_000);
+    register.layer("overrides").confirm();
+    register.layer("national").confirm();
+    expect(refusal()).toContain("source 'eba' is 121 s old, more than the 120 s allowed");
+
+    const stats = register.stats;
+    expect(stats.entries).toBe(3);
+    expect(stats.failures).toBe(1);
+    expect(stats.lastError).toBe("ENOENT");
+    expect(stats.lastSuccess).toBe(c.now() - 121_000);
+    expect(stats.sources.map((s) => [s.name, s.entries, s.fresh, s.description])).toEqual([
+      ["overrides", 1, true, "/etc/o.json"],
+      ["national", 0, true, "/etc/n.json"],
+      ["eba", 2, false, "https://eba.example/r.zip"],
+    ]);
+    expect(stats.sources[2]).toMatchObject({ etag: '"e1"', skipped: 3, maxAgeMs: 120_000 });
+  });
+
+  it("refuses a source configured twice and an unknown layer name", () => {
+    expect(
+      () =>
+        new TppRegister({
+          sources: [
+            { name: "eba", maxAgeMs: 1 },
+            { name: "eba", maxAgeMs: 1 },
+          ],
+        }),
+    ).toThrow("configured twice");
+    expect(() => new TppRegister(1000).layer("eba")).toThrow("no register source named 'eba'");
+  });
+
+  it("reads withdrawals and countries from our own JSON format too", () => {
+    const [entry] = parseRegisterDocument(
+      doc([{ ...ENTRY, status: "withdrawn", withdrawnOn: "2025-01-31", countries: { PSP_AI: ["NO"] } }]),
+      "overrides",
+    );
+    expect(entry).toMatchObject({
+      withdrawnOn: "2025-01-31",
+      countries: { PSP_AI: ["NO"] },
+      source: "overrides",
+    });
+    expect(() => parseRegisterDocument(doc([{ ...ENTRY, withdrawnOn: "31.01.2025" }]))).toThrow(
+      "tpps.0.withdrawnOn",
+    );
   });
 });
 

@@ -1,0 +1,255 @@
+/**
+ * CRLs fetched over HTTP: from the distribution points of the certificates the gateway meets and
+ * from configured URLs. Each list is verified against the trust store, kept in memory and (when a
+ * cache folder is configured) on disk so a restart does not fetch everything again, and fetched
+ * again in the background before its nextUpdate, with conditional requests, jitter and back-off.
+ */
+
+import { createHash } from "node:crypto";
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { ParsedCertificate, RevocationList } from "../eidas/index.js";
+import { verifiedCrl } from "../eidas/revocation.js";
+import { fetchDocument, type Validators } from "./http-fetch.js";
+import type { TrustSourceStatus } from "./source-status.js";
+
+export interface CrlCacheOptions {
+  /** The CAs a CRL may be signed by (the trust store's, read when a list arrives). */
+  readonly cas: () => readonly ParsedCertificate[];
+  /** Fetched again at least this often, and before nextUpdate. */
+  readonly refreshMs: number;
+  /** Past nextUpdate by more than this, a list proves nothing. */
+  readonly graceMs: number;
+  readonly timeoutMs: number;
+  readonly maxBytes: number;
+  /** Distribution points tracked at most (configured URLs are never dropped). */
+  readonly maxLists: number;
+  readonly cacheDir?: string;
+  readonly now?: () => number;
+  /** A list with new content replaced the old one: verdicts resting on the old must go. */
+  readonly onChange?: (url: string) => void;
+  readonly log?: (message: string, error?: boolean) => void;
+}
+
+interface Entry {
+  readonly url: string;
+  readonly pinned: boolean;
+  list?: RevocationList;
+  validators: Validators;
+  lastSuccess?: number;
+  failures: number;
+  lastError?: string;
+  failingSince?: number;
+  lastUsed: number;
+  inFlight?: Promise<void>;
+  timer?: NodeJS.Timeout;
+}
+
+/** Shortest wait before trying a failed URL again; doubles up to the refresh interval. */
+const FIRST_BACKOFF_MS = 5_000;
+
+export class CrlCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly now: () => number;
+  private stopped = false;
+
+  constructor(private readonly options: CrlCacheOptions) {
+    this.now = options.now ?? Date.now;
+    if (options.cacheDir) mkdirSync(options.cacheDir, { recursive: true });
+  }
+
+  /** Configured URLs: fetched now and kept fresh for as long as the gateway runs. */
+  async pin(urls: readonly string[]): Promise<void> {
+    await Promise.all(urls.map((url) => this.fetch(this.entryFor(url, true))));
+  }
+
+  /** Lists the disk cache holds, verified again (the trust store may have changed), scheduled for refresh. */
+  loadFromDisk(): void {
+    const dir = this.options.cacheDir;
+    if (!dir) return;
+    for (const name of readdirSync(dir).filter((n) => n.endsWith(".json"))) {
+      try {
+        const meta = JSON.parse(readFileSync(join(dir, name), "utf8")) as {
+          url: string;
+          etag?: string;
+          lastModified?: string;
+          fetchedAt: number;
+        };
+        const der = readFileSync(join(dir, name.replace(/\.json$/, ".crl")));
+        const list = verifiedCrl(der, meta.url, this.options.cas());
+        if (typeof list === "string") {
+          this.options.log?.(`CRL cache: ${list}; fetching it again`, true);
+          continue;
+        }
+        const entry = this.entryFor(meta.url, false);
+        entry.list = list;
+        entry.validators = {
+          ...(meta.etag ? { etag: meta.etag } : {}),
+          ...(meta.lastModified ? { lastModified: meta.lastModified } : {}),
+        };
+        entry.lastSuccess = meta.fetchedAt;
+        this.schedule(entry, this.refreshAt(entry));
+      } catch (error) {
+        this.options.log?.(`CRL cache: cannot read ${name}: ${(error as Error).message}`, true);
+      }
+    }
+  }
+
+  /** The list held for `url`, fresh or not (the caller judges it with statusFromCrl). */
+  listAt(url: string): RevocationList | undefined {
+    const entry = this.entries.get(url);
+    if (entry) entry.lastUsed = this.now();
+    return entry?.list;
+  }
+
+  /** Why `url` has no fresh list, for refusal texts. */
+  problemOf(url: string): string | undefined {
+    const entry = this.entries.get(url);
+    if (!entry) return undefined;
+    const since = entry.failingSince ? ` (failing since ${new Date(entry.failingSince).toISOString()})` : "";
+    if (entry.lastError) return `${entry.lastError}${since}`;
+    return undefined;
+  }
+
+  /** Lists from configured URLs (any issuer): looked up by the issuer's name. */
+  pinnedLists(): RevocationList[] {
+    return [...this.entries.values()].filter((e) => e.pinned && e.list).map((e) => e.list!);
+  }
+
+  /**
+   * Fetches `url` unless a fetch is under way (then waits for that one) and keeps it fresh from
+   * then on. Resolves whether or not the fetch worked (see problemOf).
+   */
+  ensure(url: string): Promise<void> {
+    const entry = this.entryFor(url, false);
+    entry.lastUsed = this.now();
+    return this.fetch(entry);
+  }
+
+  get statuses(): TrustSourceStatus[] {
+    const now = this.now();
+    return [...this.entries.values()].map((e) => {
+      const nextUpdate = e.list?.nextUpdate ? e.list.nextUpdate.getTime() + this.options.graceMs : undefined;
+      return {
+        kind: "crl" as const,
+        source: e.url,
+        lastSuccess: e.lastSuccess,
+        failures: e.failures,
+        ...(e.lastError ? { lastError: e.lastError } : {}),
+        ...(e.failingSince ? { failingSince: e.failingSince } : {}),
+        size: e.list?.revoked.size ?? 0,
+        ...(nextUpdate !== undefined ? { nextUpdate } : {}),
+        stale: !e.list || (nextUpdate !== undefined && nextUpdate <= now),
+        failsReadiness: false,
+      };
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const entry of this.entries.values()) clearTimeout(entry.timer);
+  }
+
+  private entryFor(url: string, pinned: boolean): Entry {
+    let entry = this.entries.get(url);
+    if (!entry) {
+      if (!pinned) this.evictIfFull();
+      entry = { url, pinned, validators: {}, failures: 0, lastUsed: this.now() };
+      this.entries.set(url, entry);
+    }
+    return entry;
+  }
+
+  /** The least recently used distribution point goes: certificates name their own, without bound. */
+  private evictIfFull(): void {
+    const unpinned = [...this.entries.values()].filter((e) => !e.pinned);
+    if (unpinned.length < this.options.maxLists) return;
+    const oldest = unpinned.reduce((a, b) => (a.lastUsed <= b.lastUsed ? a : b));
+    clearTimeout(oldest.timer);
+    this.entries.delete(oldest.url);
+  }
+
+  private fetch(entry: Entry): Promise<void> {
+    entry.inFlight ??= this.fetchOnce(entry).finally(() => {
+      entry.inFlight = undefined;
+    });
+    return entry.inFlight;
+  }
+
+  private async fetchOnce(entry: Entry): Promise<void> {
+    clearTimeout(entry.timer);
+    try {
+      const result = await fetchDocument(entry.url, {
+        timeoutMs: this.options.timeoutMs,
+        maxBytes: this.options.maxBytes,
+        accept: "application/pkix-crl",
+        ...(entry.list ? { validators: entry.validators } : {}),
+      });
+      if (result.status === "fresh") {
+        const list = verifiedCrl(result.body, entry.url, this.options.cas());
+        if (typeof list === "string") throw new Error(list.replace(`${entry.url}: `, ""));
+        const previous = entry.list;
+        entry.list = list;
+        entry.validators = {
+          ...(result.etag ? { etag: result.etag } : {}),
+          ...(result.lastModified ? { lastModified: result.lastModified } : {}),
+        };
+        this.persist(entry, result.body);
+        if (previous && previous.thisUpdate.getTime() !== list.thisUpdate.getTime())
+          this.options.onChange?.(entry.url);
+      }
+      entry.lastSuccess = this.now();
+      entry.lastError = undefined;
+      entry.failingSince = undefined;
+      this.schedule(entry, this.refreshAt(entry));
+    } catch (error) {
+      entry.failures++;
+      entry.lastError = (error as Error).message;
+      entry.failingSince ??= this.now();
+      this.options.log?.(`CRL ${entry.url}: ${entry.lastError}; keeping the last good copy`, true);
+      const backoff = Math.min(
+        FIRST_BACKOFF_MS * 2 ** Math.min(entry.failures - 1, 16),
+        this.options.refreshMs,
+      );
+      this.schedule(entry, this.now() + backoff);
+    }
+  }
+
+  /** The refresh interval, or earlier so the next list is in before this one's nextUpdate. */
+  private refreshAt(entry: Entry): number {
+    const fetched = entry.lastSuccess ?? this.now();
+    let at = fetched + this.options.refreshMs;
+    const next = entry.list?.nextUpdate?.getTime();
+    if (next !== undefined) {
+      const lifetime = next - (entry.list?.thisUpdate.getTime() ?? fetched);
+      // A tenth of the list's lifetime ahead of nextUpdate, so a slow QTSP still has time.
+      at = Math.min(at, next - Math.max(lifetime / 10, 0));
+    }
+    return Math.max(at, this.now() + 1000);
+  }
+
+  private schedule(entry: Entry, at: number): void {
+    if (this.stopped) return;
+    clearTimeout(entry.timer);
+    // ±10 % jitter so many gateways do not hit a QTSP in the same second.
+    const delay = Math.max(at - this.now(), 0) * (0.9 + Math.random() * 0.2);
+    entry.timer = setTimeout(() => void this.fetch(entry), Math.min(delay, 2 ** 31 - 1));
+    entry.timer.unref();
+  }
+
+  private persist(entry: Entry, der: Buffer): void {
+    const dir = this.options.cacheDir;
+    if (!dir) return;
+    const base = join(dir, createHash("sha256").update(entry.url).digest("hex").slice(0, 32));
+    try {
+      // Written aside and renamed, so a crash never leaves half a file behind.
+      writeFileSync(`${base}.crl.tmp`, der);
+      renameSync(`${base}.crl.tmp`, `${base}.crl`);
+      const meta = { url: entry.url, ...entry.validators, fetchedAt: this.now() };
+      writeFileSync(`${base}.json.tmp`, JSON.stringify(meta));
+      renameSync(`${base}.json.tmp`, `${base}.json`);
+    } catch (error) {
+      this.options.log?.(`CRL cache: cannot write ${base}: ${(error as Error).message}`, true);
+    }
+  }
+}

@@ -1,0 +1,406 @@
+/**
+ * The edge that keeps ETSI trusted lists fresh: reads the LOTL (file or http(s)), verifies it with
+ * the configured LOTL signer certificates, follows its XML pointers, verifies each national list
+ * with the signers the LOTL names for that territory, and turns granted CA/QC services into
+ * trust-store anchors. One bad list is reported and skipped; its last good copy is kept.
+ */
+
+import { readFile, stat } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import { request } from "undici";
+import { parseCertificate } from "../eidas/certificate.js";
+import type { QualifiedAnchor } from "../eidas/trust-store.js";
+import {
+  type CaService,
+  grantedAt,
+  isGrantedStatus,
+  readTrustedList,
+  statusAt,
+  TRUSTED_LIST_LIMITS,
+  type TrustedList,
+  TrustedListError,
+} from "../eidas/trusted-list.js";
+import { isRejection } from "../errors.js";
+
+export type FetchedDocument =
+  | { readonly status: "ok"; readonly body: string; readonly etag?: string; readonly lastModified?: string }
+  | { readonly status: "not-modified" };
+
+export interface ConditionalRequest {
+  readonly etag?: string;
+  readonly lastModified?: string;
+}
+
+/** Fetches one list; throws with a readable message when it cannot. */
+export type TrustedListFetch = (
+  location: string,
+  conditional: ConditionalRequest,
+) => Promise<FetchedDocument>;
+
+export interface TrustedListsOptions {
+  /** File path, file: URL or http(s) URL of the list of the lists. */
+  readonly lotl: string;
+  /** DER of the certificates allowed to sign the LOTL (published in the Official Journal). */
+  readonly lotlSigners: readonly Uint8Array[];
+  readonly fetch?: TrustedListFetch;
+  /** Only these territories' lists are followed (two-letter codes); all when absent. */
+  readonly territories?: readonly string[];
+  readonly now?: Date;
+  /** Per-document timeout for the default fetch (default 30 s). */
+  readonly timeoutMs?: number;
+  /** Per-document size cap for the default fetch (default 20 MB). */
+  readonly maxBytes?: number;
+}
+
+export interface TrustedListStatus {
+  readonly kind: "lotl" | "national";
+  readonly territory: string;
+  readonly location: string;
+  /** Of the copy in use (the last good one when this refresh failed). */
+  readonly sequenceNumber: number | undefined;
+  readonly nextUpdate: Date | undefined;
+  /** False when this refresh failed (a last good copy may still be in use, see `inUse`). */
+  readonly ok: boolean;
+  readonly error?: string;
+  /** A copy of this list is in use. */
+  readonly inUse: boolean;
+  readonly stale: boolean;
+}
+
+export interface TrustedListStats {
+  readonly location: string;
+  readonly territory: string;
+  readonly lastSuccess: Date | undefined;
+  readonly failures: number;
+  readonly lastError: string | undefined;
+  readonly etag: string | undefined;
+  readonly lastModified: string | undefined;
+}
+
+export interface TrustedListsResult {
+  readonly anchors: QualifiedAnchor[];
+  readonly lists: TrustedListStatus[];
+  /** Certificates on a list that could not be read, and the like: reported, not fatal. */
+  readonly problems: string[];
+}
+
+interface ListState {
+  readonly location: string;
+  territory: string;
+  good?: { readonly text: string; readonly list: TrustedList };
+  lastSuccess?: Date;
+  failures: number;
+  lastError?: string;
+  etag?: string;
+  lastModified?: string;
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+const CONCURRENCY = 4;
+
+/**
+ * Stateful: each `refresh()` re-reads the LOTL and the lists it points to, keeping per list the
+ * last good copy, so a list that fails to download or verify does not drop its CAs at once.
+ */
+export class TrustedListSet {
+  private readonly states = new Map<string, ListState>();
+  private readonly fetchList: TrustedListFetch;
+  private result: TrustedListsResult = { anchors: [], lists: [], problems: [] };
+
+  constructor(private readonly options: TrustedListsOptions) {
+    const limits = {
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      maxBytes: options.maxBytes ?? TRUSTED_LIST_LIMITS.maxBytes,
+    };
+    this.fetchList =
+      options.fetch ?? ((location, conditional) => fetchDocument(location, conditional, limits));
+  }
+
+  /** What the last refresh produced. */
+  get current(): TrustedListsResult {
+    return this.result;
+  }
+
+  get anchors(): QualifiedAnchor[] {
+    return this.result.anchors;
+  }
+
+  async refresh(now: Date = this.options.now ?? new Date()): Promise<TrustedListsResult> {
+    const lotlState = this.state(this.options.lotl, "EU");
+    const lotlOk = await this.update(lotlState, this.options.lotlSigners, now, "lotl");
+    const lists: TrustedListStatus[] = [status(lotlState, lotlOk, "lotl", now)];
+    const anchors: QualifiedAnchor[] = [];
+    const problems: string[] = [];
+    const lotl = lotlState.good?.list;
+    if (lotl) {
+      const wanted = this.options.territories?.map((t) => t.toUpperCase());
+      const pointers = lotl.pointers.filter((p) => !wanted || wanted.includes(p.territory));
+      const outcomes = await inBatches(pointers, CONCURRENCY, async (pointer) => {
+        const state = this.state(pointer.location, pointer.territory);
+        const ok = await this.update(state, pointer.signers, now, "national", pointer.territory);
+        return { state, ok };
+      });
+      for (const { state, ok } of outcomes) {
+        lists.push(status(state, ok, "national", now));
+        if (state.good) anchors.push(...anchorsOf(state.good.list, state.location, problems));
+      }
+    }
+    this.result = { anchors, lists, problems };
+    return this.result;
+  }
+
+  /** Lists in use whose NextUpdate has passed (or which have none: a closed list). */
+  stale(now: Date = new Date()): TrustedListStatus[] {
+    return this.result.lists
+      .filter((l) => l.inUse && isStale(l.nextUpdate, now))
+      .map((l) => ({ ...l, stale: true }));
+  }
+
+  stats(): TrustedListStats[] {
+    return [...this.states.values()].map((s) => ({
+      location: s.location,
+      territory: s.territory,
+      lastSuccess: s.lastSuccess,
+      failures: s.failures,
+      lastError: s.lastError,
+      etag: s.etag,
+      lastModified: s.lastModified,
+    }));
+  }
+
+  private state(location: string, territory: string): ListState {
+    let state = this.states.get(location);
+    if (!state) {
+      state = { location, territory, failures: 0 };
+      this.states.set(location, state);
+    }
+    state.territory = territory;
+    return state;
+  }
+
+  /** Fetches and verifies one list into `state.good`; true when this refresh succeeded. */
+  private async update(
+    state: ListState,
+    signers: readonly Uint8Array[],
+    now: Date,
+    kind: "lotl" | "national",
+    territory?: string,
+  ): Promise<boolean> {
+    try {
+      const conditional = state.good ? { etag: state.etag, lastModified: state.lastModified } : {};
+      const fetched = await this.fetchList(state.location, conditional);
+      // 304: the copy we hold is still current; verified again, as the signers may have changed.
+      const text = fetched.status === "ok" ? fetched.body : state.good?.text;
+      if (text === undefined) throw new Error("answered 304 Not Modified, but no earlier copy is held");
+      const list = readTrustedList(text, signers, { now });
+      if (list.kind !== kind)
+        throw new TrustedListError(`is a ${list.kind} list where a ${kind} list was expected`);
+      if (territory && list.territory !== territory) {
+        throw new TrustedListError(
+          `is the list of ${list.territory}, but the LOTL points to it for ${territory}`,
+        );
+      }
+      const previous = state.good?.list.sequenceNumber;
+      if (previous !== undefined && list.sequenceNumber < previous) {
+        // A validly signed older list is a replay (it may still name a CA since withdrawn).
+        throw new TrustedListError(
+          `has sequence number ${list.sequenceNumber}, older than the ${previous} already held`,
+        );
+      }
+      state.good = { text, list };
+      if (fetched.status === "ok") {
+        state.etag = fetched.etag;
+        state.lastModified = fetched.lastModified;
+      }
+      state.lastSuccess = now;
+      state.lastError = undefined;
+      return true;
+    } catch (error) {
+      state.failures += 1;
+      state.lastError = `${state.location}: ${error instanceof Error ? error.message : String(error)}`;
+      this.recheckGood(state, signers, now);
+      return false;
+    }
+  }
+
+  /** The last good copy stays only while the signers named now still verify it. */
+  private recheckGood(state: ListState, signers: readonly Uint8Array[], now: Date): void {
+    if (!state.good) return;
+    try {
+      readTrustedList(state.good.text, signers, { now });
+    } catch {
+      state.good = undefined;
+    }
+  }
+}
+
+/** One-shot form of TrustedListSet.refresh(). */
+export async function loadTrustedLists(options: TrustedListsOptions): Promise<TrustedListsResult> {
+  return new TrustedListSet(options).refresh();
+}
+
+function isStale(nextUpdate: Date | undefined, now: Date): boolean {
+  return nextUpdate === undefined || nextUpdate.getTime() < now.getTime();
+}
+
+function status(state: ListState, ok: boolean, kind: "lotl" | "national", now: Date): TrustedListStatus {
+  const list = state.good?.list;
+  return {
+    kind,
+    territory: list?.territory ?? state.territory,
+    location: state.location,
+    sequenceNumber: list?.sequenceNumber,
+    nextUpdate: list?.nextUpdate,
+    ok,
+    ...(ok ? {} : { error: state.lastError ?? "failed" }),
+    inUse: list !== undefined,
+    stale: list !== undefined && isStale(list.nextUpdate, now),
+  };
+}
+
+/**
+ * One anchor per certificate of each CA/QC service that was ever granted and is qualified for
+ * QWACs or QSealCs: a CA listed only for e-signatures issues nothing a PSD2 gateway accepts.
+ */
+function anchorsOf(list: TrustedList, location: string, problems: string[]): QualifiedAnchor[] {
+  const anchors: QualifiedAnchor[] = [];
+  for (const service of list.services) {
+    if (!service.qualifiedFor.qwac && !service.qualifiedFor.qseal) continue;
+    if (!everGranted(service)) continue;
+    const source = `${list.territory} trusted list ${location}: ${service.providerName} / ${service.serviceName}`;
+    for (const der of service.certificates) {
+      const certificate = parseCertificate(der, {
+        label: `a CA certificate on the ${list.territory} trusted list`,
+      });
+      if (isRejection(certificate)) {
+        problems.push(`${source}: ${certificate.text}`);
+        continue;
+      }
+      anchors.push({
+        certificate,
+        qualifiedFor: service.qualifiedFor,
+        grantedAt: (date) => grantedAt(service, date),
+        statusAt: (date) => statusAt(service, date),
+        source,
+        territory: list.territory,
+      });
+    }
+  }
+  return anchors;
+}
+
+function everGranted(service: CaService): boolean {
+  return (
+    isGrantedStatus(service.status) ||
+    service.history.some((h) => h.type === undefined && isGrantedStatus(h.status))
+  );
+}
+
+async function inBatches<T, R>(
+  items: readonly T[],
+  width: number,
+  work: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
+  return results;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The default fetch: http(s) with undici (conditional, bounded, timed), files with fs.
+
+const MAX_REDIRECTS = 3;
+
+export async function fetchDocument(
+  location: string,
+  conditional: ConditionalRequest,
+  limits: { readonly timeoutMs: number; readonly maxBytes: number },
+): Promise<FetchedDocument> {
+  if (/^https?:\/\//i.test(location)) return fetchHttp(location, conditional, limits);
+  const path = /^file:/i.test(location) ? fileURLToPath(location) : location;
+  const info = await stat(path);
+  if (info.size > limits.maxBytes)
+    throw new Error(`is ${info.size} bytes, more than the ${limits.maxBytes} allowed`);
+  return { status: "ok", body: decode(await readFile(path)) };
+}
+
+async function fetchHttp(
+  location: string,
+  conditional: ConditionalRequest,
+  limits: { readonly timeoutMs: number; readonly maxBytes: number },
+): Promise<FetchedDocument> {
+  const signal = AbortSignal.timeout(limits.timeoutMs);
+  let url = location;
+  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+    const headers: Record<string, string> = {
+      accept: "application/vnd.etsi.tsl+xml, application/xml, text/xml",
+    };
+    if (conditional.etag) headers["if-none-match"] = conditional.etag;
+    if (conditional.lastModified) headers["if-modified-since"] = conditional.lastModified;
+    const response = await request(url, {
+      method: "GET",
+      headers,
+      signal,
+      headersTimeout: limits.timeoutMs,
+      bodyTimeout: limits.timeoutMs,
+    });
+    const { statusCode } = response;
+    if ([301, 302, 303, 307, 308].includes(statusCode) && typeof response.headers.location === "string") {
+      await response.body.dump();
+      const next = new URL(response.headers.location, url);
+      if (next.protocol !== "https:" && next.protocol !== "http:")
+        throw new Error(`redirects to ${next.protocol}`);
+      url = next.href;
+      continue;
+    }
+    if (statusCode === 304) {
+      await response.body.dump();
+      return { status: "not-modified" };
+    }
+    if (statusCode !== 200) {
+      await response.body.dump();
+      throw new Error(`answered HTTP ${statusCode}`);
+    }
+    const declared = Number(response.headers["content-length"]);
+    if (Number.isFinite(declared) && declared > limits.maxBytes) {
+      response.body.destroy();
+      throw new Error(`is ${declared} bytes, more than the ${limits.maxBytes} allowed`);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of response.body) {
+      size += (chunk as Buffer).length;
+      if (size > limits.maxBytes) {
+        response.body.destroy();
+        throw new Error(`is more than the ${limits.maxBytes} bytes allowed`);
+      }
+      chunks.push(chunk as Buffer);
+    }
+    const header = (name: string) => {
+      const value = response.headers[name];
+      return typeof value === "string" ? value : undefined;
+    };
+    const etag = header("etag");
+    const lastModified = header("last-modified");
+    return {
+      status: "ok",
+      body: decode(Buffer.concat(chunks)),
+      ...(etag ? { etag } : {}),
+      ...(lastModified ? { lastModified } : {}),
+    };
+  }
+  throw new Error(`redirected more than ${MAX_REDIRECTS} times`);
+}
+
+/** UTF-8, a byte-order mark dropped (trusted lists are UTF-8 per TS 119 612). */
+function decode(bytes: Buffer): string {
+  const text = bytes.toString("utf8");
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
