@@ -131,7 +131,11 @@ export async function startTrustedLists(
         "trusted list refresh failed; keeping the last good copy",
       );
     for (const problem of result.problems) logger.warn(problem);
-    const key = result.anchors.map((a) => `${a.source}:${a.certificate.sha256Fingerprint}`).join(",");
+    // A new sequence number may change a CA's qualification or history without changing the CA.
+    const key = [
+      ...result.lists.map((l) => `${l.location}#${l.sequenceNumber}`),
+      ...result.anchors.map((a) => `${a.source}:${a.certificate.sha256Fingerprint}`),
+    ].join(",");
     if (key !== anchorsKey) {
       anchorsKey = key;
       logger.info(

@@ -35,6 +35,8 @@ interface Entry {
   readonly url: string;
   readonly pinned: boolean;
   list?: RevocationList;
+  /** SHA-256 of the list's DER, to tell a new list from the same one served again. */
+  digest?: string;
   validators: Validators;
   lastSuccess?: number;
   failures: number;
@@ -83,6 +85,7 @@ export class CrlCache {
         }
         const entry = this.entryFor(meta.url, false);
         entry.list = list;
+        entry.digest = createHash("sha256").update(der).digest("base64");
         entry.validators = {
           ...(meta.etag ? { etag: meta.etag } : {}),
           ...(meta.lastModified ? { lastModified: meta.lastModified } : {}),
@@ -189,14 +192,17 @@ export class CrlCache {
         const list = verifiedCrl(result.body, entry.url, this.options.cas());
         if (typeof list === "string") throw new Error(list.replace(`${entry.url}: `, ""));
         const previous = entry.list;
+        const digest = createHash("sha256").update(result.body).digest("base64");
+        // Any other bytes count as a change: two lists may share a thisUpdate (whole seconds).
+        const changed = previous !== undefined && digest !== entry.digest;
+        entry.digest = digest;
         entry.list = list;
         entry.validators = {
           ...(result.etag ? { etag: result.etag } : {}),
           ...(result.lastModified ? { lastModified: result.lastModified } : {}),
         };
         this.persist(entry, result.body);
-        if (previous && previous.thisUpdate.getTime() !== list.thisUpdate.getTime())
-          this.options.onChange?.(entry.url);
+        if (changed) this.options.onChange?.(entry.url);
       }
       entry.lastSuccess = this.now();
       entry.lastError = undefined;

@@ -134,10 +134,16 @@ export class LiveRevocation implements RevocationChecker {
     });
     const crl = (): Step => ({
       cached: () => this.cachedCrl(certificate, issuer, now, sources.crl),
-      fetch: async () => {
-        await Promise.all(sources.crl.map((url) => this.options.crls.ensure(url)));
-        const answer = this.cachedCrl(certificate, issuer, new Date(this.now()), sources.crl);
-        return answer === "network" ? { reason: "the CRL could not be fetched" } : answer;
+      fetch: async (deadline) => {
+        const fetched = Promise.all(sources.crl.map((url) => this.options.crls.ensure(url)));
+        const waited = await this.before(
+          deadline,
+          fetched.then(() => ({ reason: "" })),
+        );
+        // Fetched, failed or too slow: whatever lists are in hand (a local file) answer now.
+        const answer = this.cachedCrl(certificate, issuer, new Date(this.now()), sources.crl, false);
+        if (answer !== "network") return answer;
+        return { reason: ("reason" in waited && waited.reason) || "the CRL could not be fetched" };
       },
     });
     switch (this.options.order) {
@@ -156,7 +162,7 @@ export class LiveRevocation implements RevocationChecker {
     const reasons: string[] = [];
     for (const step of steps) {
       const cached = step.cached();
-      const answer = cached === "network" ? await this.before(deadline, step.fetch()) : cached;
+      const answer = cached === "network" ? await this.before(deadline, step.fetch(deadline)) : cached;
       if ("status" in answer) return answer.status;
       reasons.push(answer.reason);
       if (this.now() >= deadline) break;
@@ -285,6 +291,7 @@ export class LiveRevocation implements RevocationChecker {
     issuer: ParsedCertificate,
     now: Date,
     urls: readonly string[],
+    fetchFirst = true,
   ): SourceAnswer | "network" {
     const { crls, graceMs } = this.options;
     const lists = [
@@ -292,14 +299,16 @@ export class LiveRevocation implements RevocationChecker {
       ...crls.pinnedLists().filter((l) => sameName(l.issuerDer, issuer.subjectDer)),
       this.options.localList(issuer),
     ].filter((l): l is RevocationList => l !== undefined && sameName(l.issuerDer, issuer.subjectDer));
+    // The certificate's own distribution points are fetched once before anything else answers:
+    // a local file may be older than what the QTSP publishes (after that they refresh on their own).
+    const unfetched = urls.filter((url) => !crls.listAt(url) && !crls.problemOf(url));
+    if (fetchFirst && unfetched.length > 0) return "network";
     // The newest list decides: a revocation it lists is final, its absence holds until nextUpdate.
     lists.sort((a, b) => b.thisUpdate.getTime() - a.thisUpdate.getTime());
     for (const list of lists) {
       const status = statusFromCrl(list, certificate, issuer, now, graceMs);
       if (status) return { status };
     }
-    const unfetched = urls.filter((url) => !crls.listAt(url) && !crls.problemOf(url));
-    if (unfetched.length > 0) return "network";
     const stale = lists.map(
       (l) => `CRL ${l.source} is past its nextUpdate ${l.nextUpdate?.toISOString() ?? ""}`,
     );
@@ -360,7 +369,8 @@ export class LiveRevocation implements RevocationChecker {
 interface Step {
   /** The answer from memory, or "network" when only a fetch can tell. */
   cached(): SourceAnswer | "network";
-  fetch(): Promise<SourceAnswer>;
+  /** Asks the network, giving up on it at `deadline` (epoch ms). */
+  fetch(deadline: number): Promise<SourceAnswer>;
 }
 
 function ocspKey(certificate: ParsedCertificate, issuer: ParsedCertificate): string {

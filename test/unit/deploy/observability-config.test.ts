@@ -454,6 +454,48 @@ describe("deploy/prometheus-alerts.yaml", () => {
     expect(exprOf("Psd2GatewayLimitStoreEvictions")).toContain("psd2_gateway_store_evictions_total");
     expect(exprOf("Psd2GatewayUpstream5xx")).toContain('status=~"5.."');
     expect(exprOf("Psd2GatewayDown")).toMatch(/^up\{.*\} == 0$/);
+    expect(severityOf("Psd2GatewayTrustSourceStale")).toBe("critical");
+    expect(severityOf("Psd2GatewayCrlStale")).toBe("warning");
+    expect(severityOf("Psd2GatewayOcspResponderFailing")).toBe("warning");
+    expect(exprOf("Psd2GatewayTrustSourceNextUpdateSoon")).toContain("psd2_gateway_trust_source_age_seconds");
+    expect(exprOf("Psd2GatewayTrustSourceNextUpdateSoon")).toMatch(
+      /next_update_timestamp_seconds.*- time\(\) < 3600/,
+    );
+    expect(exprOf("Psd2GatewayOcspErrorRatioHigh")).toContain('outcome="error"');
+    expect(exprOf("Psd2GatewayRevocationUnknownRefusals")).toContain('action="refused"');
+    expect(exprOf("Psd2GatewayRevocationSoftFailInUse")).toContain('action="allowed"');
+  });
+
+  it("pages for stale sources that fail every request, warns for those that fail one QTSP's TPPs", () => {
+    // TrustSourceStatus.failsReadiness (src/trust/source-status.ts): a stale register or trusted list
+    // fails /readyz and every request; a stale CRL or failing OCSP responder only its QTSP's TPPs.
+    const FAILS_READINESS = ["register", "trusted-list"];
+    const ALL_KINDS = ["crl", "ocsp", "register", "trusted-list"];
+    const staleKinds = (severity: string) =>
+      alerts
+        .filter((a) => a.labels?.severity === severity)
+        .flatMap((a) =>
+          selectors(String(a.expr))
+            .filter((s) => s.name === "psd2_gateway_trust_source_stale")
+            .flatMap((s) => {
+              const m = /kind\s*(=~?)\s*"([^"]*)"/.exec(s.matchers);
+              expect(m, `${a.alert}: the stale alerts name their kinds`).not.toBeNull();
+              return m![2]!.split("|");
+            }),
+        );
+    expect(ruleFile.groups.map((g) => g.name)).toContain("psd2-gateway-trust");
+    expect([...new Set(staleKinds("critical"))].sort()).toEqual(FAILS_READINESS);
+    expect([...new Set([...staleKinds("critical"), ...staleKinds("warning")])].sort()).toEqual(ALL_KINDS);
+    // The per-source alerts keep kind and source, so on-call sees which URL or file to fix.
+    for (const name of [
+      "Psd2GatewayTrustSourceStale",
+      "Psd2GatewayCrlStale",
+      "Psd2GatewayOcspResponderFailing",
+    ]) {
+      const a = alerts.find((r) => r.alert === name);
+      expect(String(a?.expr), name).not.toMatch(/\b(sum|max|min|avg|count)\b/);
+      expect(String(a?.annotations?.summary), name).toContain("{{ $labels.source }}");
+    }
   });
 });
 
@@ -514,6 +556,17 @@ const requests = (instance: string, outcome: string, status: string, values: str
     values,
   );
 const at = (instance: string, extra: Record<string, string> = {}) => ({ job: JOB, instance, ...extra });
+/** psd2_gateway_trust_source_<property>{kind, source}: sources named as the code names them. */
+const REGISTER = "eba: https://euclid.eba.europa.eu/register/pir/psd2.zip";
+const TRUSTED_LIST = "NO https://tl.example.no/tsl.xml";
+const CRL = "http://crl.qtsp.example/issuing-ca.crl";
+const CRL_OK = "http://crl.other-qtsp.example/ca.crl";
+const OCSP = "http://ocsp.qtsp.example";
+const OCSP_IDLE = "http://ocsp.other-qtsp.example";
+const trust = (property: string, instance: string, kind: string, source: string, values: string) =>
+  series(`psd2_gateway_trust_source_${property}`, { instance, kind, source }, values);
+const ocsp = (instance: string, outcome: string, values: string) =>
+  series("psd2_gateway_ocsp_request_duration_seconds_count", { instance, outcome }, values);
 function expect_(evalTime: string, alertname: string, ...labels: Record<string, string>[]) {
   return { eval_time: evalTime, alertname, exp_alerts: labels.map((l) => ({ exp_labels: l })) };
 }
@@ -681,6 +734,118 @@ const PROMTOOL_TESTS = [
       expect_("8m", "Psd2GatewayUpstreamErrors", at(GW1, { severity: "critical" })),
       expect_("8m", "Psd2GatewayUpstream5xx"),
       expect_("20m", "Psd2GatewayUpstream5xx", at(GW1, { severity: "warning" })),
+    ],
+  },
+  {
+    name: "stale trust sources",
+    interval: "1m",
+    input_series: [
+      // gw1: its register source never loads (critical: every request refused); its trusted list is fresh.
+      trust("stale", GW1, "register", REGISTER, "1x30"),
+      trust("stale", GW1, "trusted-list", TRUSTED_LIST, "0x30"),
+      // gw2: the trusted list goes stale at minute 10.
+      trust("stale", GW2, "trusted-list", TRUSTED_LIST, "0x9 1x20"),
+      // gw1: one CRL goes stale at minute 6, another stays fresh.
+      trust("stale", GW1, "crl", CRL, "0x5 1x30"),
+      trust("stale", GW1, "crl", CRL_OK, "0x30"),
+    ],
+    alert_rule_test: [
+      // for: 3m
+      expect_("2m", "Psd2GatewayTrustSourceStale"),
+      expect_(
+        "5m",
+        "Psd2GatewayTrustSourceStale",
+        at(GW1, { kind: "register", source: REGISTER, severity: "critical" }),
+      ),
+      expect_(
+        "15m",
+        "Psd2GatewayTrustSourceStale",
+        at(GW1, { kind: "register", source: REGISTER, severity: "critical" }),
+        at(GW2, { kind: "trusted-list", source: TRUSTED_LIST, severity: "critical" }),
+      ),
+      // for: 5m, and a CRL is never a reason to page.
+      expect_("9m", "Psd2GatewayCrlStale"),
+      expect_("15m", "Psd2GatewayCrlStale", at(GW1, { kind: "crl", source: CRL, severity: "warning" })),
+    ],
+  },
+  {
+    name: "OCSP responders",
+    interval: "1m",
+    input_series: [
+      // R1 fails every minute; R2 failed three times long ago and nobody has needed it since.
+      trust("stale", GW1, "ocsp", OCSP, "1x40"),
+      trust("failures", GW1, "ocsp", OCSP, "0+1x40"),
+      trust("stale", GW1, "ocsp", OCSP_IDLE, "1x40"),
+      trust("failures", GW1, "ocsp", OCSP_IDLE, "3x40"),
+      // gw1: 3 of 13 requests a minute fail; gw2: 1 of 101; gw3: only errors, but 2 in 10 minutes.
+      ocsp(GW1, "error", "0+3x40"),
+      ocsp(GW1, "good", "0+10x40"),
+      ocsp(GW2, "error", "0+1x40"),
+      ocsp(GW2, "good", "0+100x40"),
+      ocsp(GW3, "error", "0+0.2x40"),
+    ],
+    alert_rule_test: [
+      expect_("3m", "Psd2GatewayOcspResponderFailing"),
+      expect_(
+        "10m",
+        "Psd2GatewayOcspResponderFailing",
+        at(GW1, { kind: "ocsp", source: OCSP, severity: "warning" }),
+      ),
+      // Refresh failures are about fetched sources: OCSP has its own two alerts.
+      expect_("30m", "Psd2GatewayTrustSourceRefreshFailing"),
+      expect_("8m", "Psd2GatewayOcspErrorRatioHigh"),
+      expect_("15m", "Psd2GatewayOcspErrorRatioHigh", at(GW1, { severity: "warning" })),
+    ],
+  },
+  {
+    name: "trust source refreshes",
+    interval: "1m",
+    input_series: [
+      // A CRL 50 min (3000 s) from its nextUpdate whose last refresh is 100 min old: refreshes fail.
+      trust("next_update_timestamp_seconds", GW1, "crl", CRL, "3000x60"),
+      trust("age_seconds", GW1, "crl", CRL, "6000+60x60"),
+      trust("failures", GW1, "crl", CRL, "0+1x60"),
+      // As close to its nextUpdate but refreshed a minute ago: the QTSP has not published yet.
+      trust("next_update_timestamp_seconds", GW1, "crl", CRL_OK, "3000x60"),
+      trust("age_seconds", GW1, "crl", CRL_OK, "60x60"),
+      // A trusted list not refreshed for 2.5 h, but with months to go.
+      trust("next_update_timestamp_seconds", GW1, "trusted-list", TRUSTED_LIST, `${180 * 86400}x60`),
+      trust("age_seconds", GW1, "trusted-list", TRUSTED_LIST, "9000+60x60"),
+      trust("failures", GW1, "register", REGISTER, "2x60"),
+    ],
+    alert_rule_test: [
+      expect_("3m", "Psd2GatewayTrustSourceNextUpdateSoon"),
+      expect_(
+        "10m",
+        "Psd2GatewayTrustSourceNextUpdateSoon",
+        at(GW1, { kind: "crl", source: CRL, severity: "warning" }),
+      ),
+      // Past its nextUpdate it is stale (Psd2GatewayCrlStale), no longer "soon".
+      expect_("55m", "Psd2GatewayTrustSourceNextUpdateSoon"),
+      expect_("10m", "Psd2GatewayTrustSourceRefreshFailing"),
+      expect_(
+        "20m",
+        "Psd2GatewayTrustSourceRefreshFailing",
+        at(GW1, { kind: "crl", source: CRL, severity: "warning" }),
+      ),
+    ],
+  },
+  {
+    name: "revocation status unknown",
+    interval: "1m",
+    input_series: [
+      series("psd2_gateway_revocation_unknown_total", { instance: GW1, action: "refused" }, "0x5 1+1x30"),
+      series("psd2_gateway_revocation_unknown_total", { instance: GW2, action: "refused" }, "0x40"),
+      // gw2 runs with revocation.softFail: one certificate let through at minute 10.
+      series("psd2_gateway_revocation_unknown_total", { instance: GW2, action: "allowed" }, "0x9 1x30"),
+    ],
+    alert_rule_test: [
+      expect_("4m", "Psd2GatewayRevocationUnknownRefusals"),
+      expect_("15m", "Psd2GatewayRevocationUnknownRefusals", at(GW1, { severity: "warning" })),
+      expect_("5m", "Psd2GatewayRevocationSoftFailInUse"),
+      expect_("12m", "Psd2GatewayRevocationSoftFailInUse", at(GW2, { severity: "warning" })),
+      // Fifteen minutes without another: resolved.
+      expect_("30m", "Psd2GatewayRevocationSoftFailInUse"),
     ],
   },
 ];

@@ -1,0 +1,289 @@
+/**
+ * Live trust end to end, through a real gateway over TLS with a real QTSP on loopback: a TPP
+ * revoked while the gateway runs (CRL and OCSP) is refused within one refresh interval; the EBA
+ * register's withdrawn and AIS-only TPPs; the EU trusted lists (granted, website-only, withdrawn
+ * before or after issuance, a broken signature keeping the last good copy).
+ */
+
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ebaRegisterDocument, ebaRegisterZip } from "../../src/cli/dev-eba-register.js";
+import type { DevPki } from "../../src/cli/dev-pki.js";
+import { buildTrustedLists, generateTrustedListSigner } from "../../src/cli/dev-trusted-lists.js";
+import type { QtspServer } from "../../src/qtsp/server.js";
+import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
+import { type CallResult, signedCall, type TestGateway } from "../helpers/gateway-fixture.js";
+import { issuingCaCrl, type QtspPki, qtspPki, startTestQtsp } from "../helpers/test-qtsp.js";
+
+const DAY = 24 * 3600 * 1000;
+const PAYMENT = {
+  method: "POST",
+  target: "/v1/payments/sepa-credit-transfers",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify({
+    instructedAmount: { currency: "EUR", amount: "12.50" },
+    debtorAccount: { iban: "NO9386011117947" },
+    creditorAccount: { iban: "NO9386011117947" },
+    creditorName: "Merchant AS",
+  }),
+};
+
+/** Calls until `done` holds or `ms` passes; the last answer. */
+async function until(call: () => Promise<CallResult>, done: (r: CallResult) => boolean, ms: number) {
+  const deadline = Date.now() + ms;
+  let r = await call();
+  while (!done(r) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    r = await call();
+  }
+  return r;
+}
+
+const code = (r: CallResult) => r.json.tppMessages?.[0]?.code;
+
+let q: QtspPki;
+let qtsp: QtspServer;
+let revokedSerials = new Set<string>();
+let crl: Uint8Array;
+
+beforeAll(async () => {
+  q = await qtspPki();
+  crl = await issuingCaCrl(q.pki, {});
+  qtsp = await startTestQtsp(q, {
+    crl: () => crl,
+    status: (serial) =>
+      revokedSerials.has(serial)
+        ? { status: "revoked", revokedAt: new Date(Date.now() - 1000) }
+        : { status: "good" },
+  });
+}, 60_000);
+afterAll(() => qtsp?.close());
+
+describe.each([
+  { order: "crl" as const, how: "its CRL distribution point publishes a new list", refreshSeconds: 1 },
+  { order: "ocsp-crl" as const, how: "its OCSP responder says revoked", refreshSeconds: 3600 },
+])("a TPP revoked while the gateway runs ($order)", ({ order, how, refreshSeconds }) => {
+  const env = useGatewayAndBackend(() => ({
+    pki: q.pki,
+    config: { revocation: { order, ocsp: { maxAgeSeconds: 1 }, crl: { refreshSeconds } } },
+  }));
+
+  it(`is refused within one refresh interval once ${how}`, async () => {
+    revokedSerials = new Set();
+    crl = await issuingCaCrl(q.pki, {});
+    const call = () => signedCall(env.gw, { signer: q.pki.tppB.qseal, target: "/v1/accounts" });
+    expect((await call()).status).toBe(200);
+    const revokedAt = Date.now();
+    revokedSerials = new Set([q.pki.tppB.qseal.certificate.serialNumber.toUpperCase()]);
+    crl = await issuingCaCrl(q.pki, { revoked: [q.pki.tppB.qseal.certificate] });
+    const after = await until(call, (r) => r.status !== 200, 8_000);
+    expect(code(after), after.text).toBe("CERTIFICATE_REVOKED");
+    // One refresh interval (1 s) plus jitter and a request's time.
+    expect(Date.now() - revokedAt).toBeLessThan(4_000);
+    expect((await signedCall(env.gw, { signer: q.pki.tppA.qseal, target: "/v1/accounts" })).status).toBe(200);
+  });
+});
+
+describe("the EBA register as a source", () => {
+  const env = useGatewayAndBackend((pki: DevPki) => {
+    const dir = mkdtempSync(join(tmpdir(), "psd2-eba-"));
+    const file = join(dir, "eba.zip");
+    writeFileSync(
+      file,
+      ebaRegisterZip(
+        ebaRegisterDocument([
+          {
+            organizationId: pki.tppA.organizationId,
+            name: pki.tppA.name,
+            roles: ["PSP_PI", "PSP_AI"],
+            withdrawnOn: "2026-03-01",
+          },
+          // Authorised at home for AIS only, passported nowhere else.
+          { organizationId: pki.tppB.organizationId, name: pki.tppB.name, roles: ["PSP_AI"] },
+        ]),
+      ),
+    );
+    writeFileSync(join(dir, "overrides.json"), JSON.stringify({ tpps: [] }));
+    return {
+      config: {
+        register: {
+          file: undefined,
+          bankCountry: "NO",
+          sources: [
+            { name: "overrides", file: join(dir, "overrides.json") },
+            { name: "eba", file, format: "eba-zip" as const },
+          ],
+        },
+      },
+    };
+  });
+
+  it("refuses a withdrawn TPP with CERTIFICATE_BLOCKED naming the withdrawal date", async () => {
+    const r = await signedCall(env.gw, { signer: env.gw.pki.tppA.qseal, target: "/v1/accounts" });
+    expect(r.status).toBe(400);
+    expect(code(r)).toBe("CERTIFICATE_BLOCKED");
+    expect(r.json.tppMessages?.[0]?.text).toContain("withdrawn");
+    expect(r.json.tppMessages?.[0]?.text).toContain("2026-03-01");
+    expect(env.backend.requests).toHaveLength(0);
+  });
+
+  it("lets an AIS-only TPP read accounts and refuses its payment with ROLE_INVALID", async () => {
+    const read = await signedCall(env.gw, { signer: env.gw.pki.tppB.qseal, target: "/v1/accounts" });
+    expect(read.status, read.text).toBe(200);
+    const pay = await signedCall(env.gw, { signer: env.gw.pki.tppB.qseal, ...PAYMENT });
+    expect(code(pay)).toBe("ROLE_INVALID");
+  });
+
+  it("names each register source in /trust", async () => {
+    const sources = await trustSources(env.gw);
+    expect(sources.filter((s) => s.kind === "register").map((s) => s.source.split(":")[0])).toEqual([
+      "overrides",
+      "eba",
+    ]);
+  });
+});
+
+async function trustSources(gw: TestGateway) {
+  const response = await fetch(`${gw.gateway.adminUrl}/trust`);
+  return (
+    (await response.json()) as {
+      sources: { kind: string; source: string; stale: boolean; lastError?: string }[];
+    }
+  ).sources;
+}
+
+describe("the EU trusted lists as trust anchors", () => {
+  let lists: QtspServer;
+  let sequence = 0;
+  let signers: {
+    lotl: Awaited<ReturnType<typeof generateTrustedListSigner>>;
+    national: Awaited<ReturnType<typeof generateTrustedListSigner>>;
+  };
+
+  /** Publishes a new LOTL and national list naming the demo issuing CA as this service. */
+  const publish = (
+    service: { qwac: boolean; qseal: boolean; withdrawnAt?: Date },
+    breakSignature?: "national",
+  ) => {
+    sequence++;
+    const { lotlXml, nationalXml } = buildTrustedLists({
+      lotlSigner: signers.lotl,
+      nationalSigner: signers.national,
+      nationalListUrl: `${lists.url}/tl-xx.xml`,
+      nextUpdate: new Date(Date.now() + 30 * DAY),
+      lotlSequenceNumber: sequence,
+      nationalSequenceNumber: sequence,
+      ...(breakSignature ? { breakSignature } : {}),
+      services: [
+        {
+          serviceName: "Demo Qualified Issuing CA",
+          certificate: q.pki.issuingCa.der,
+          qualifiedFor: { qwac: service.qwac, qseal: service.qseal },
+          grantedFrom: new Date(Date.now() - 60 * DAY),
+          ...(service.withdrawnAt ? { withdrawnAt: service.withdrawnAt } : {}),
+        },
+      ],
+    });
+    lists.setDocument("/lotl.xml", { body: Buffer.from(lotlXml), contentType: "application/xml" });
+    lists.setDocument("/tl-xx.xml", { body: Buffer.from(nationalXml), contentType: "application/xml" });
+  };
+
+  const env = useGatewayAndBackend(async () => {
+    signers = {
+      lotl: await generateTrustedListSigner("Test LOTL signer", Date.now()),
+      national: await generateTrustedListSigner("Test XX signer", Date.now()),
+    };
+    lists = await startTestQtsp({ ...q, port: 0 } as QtspPki);
+    publish({ qwac: true, qseal: true });
+    const dir = mkdtempSync(join(tmpdir(), "psd2-tl-"));
+    // The folder holds the root only: the issuing CA is trusted through the list or not at all.
+    const caDir = join(dir, "cas");
+    mkdirSync(caDir);
+    writeFileSync(join(caDir, "demo-root-ca.pem"), q.pki.root.pem);
+    writeFileSync(join(dir, "lotl-signer.pem"), signers.lotl.pem);
+    return {
+      pki: q.pki,
+      config: {
+        trust: {
+          caDir,
+          crlDir: q.pki.paths.trustDir,
+          trustedLists: { lotl: `${lists.url}/lotl.xml`, lotlSigners: [join(dir, "lotl-signer.pem")] },
+        },
+        revocation: { order: "crl" as const },
+      },
+    };
+  });
+  afterAll(() => lists?.close());
+
+  const seal = () => signedCall(env.gw, { signer: q.pki.tppA.qseal, target: "/v1/accounts" });
+  const republish = async (
+    service: { qwac: boolean; qseal: boolean; withdrawnAt?: Date },
+    breakSignature?: "national",
+  ) => {
+    publish(service, breakSignature);
+    env.gw.gateway.reload();
+  };
+
+  it.each([
+    {
+      name: "granted for QWACs and QSealCs: a QSealC under it passes",
+      service: { qwac: true, qseal: true },
+      expect: (r: CallResult) => expect(r.status, r.text).toBe(200),
+    },
+    {
+      name: "granted for website authentication only: a QSealC under it is refused",
+      service: { qwac: true, qseal: false },
+      expect: (r: CallResult) => {
+        expect(code(r)).toBe("CERTIFICATE_INVALID");
+        expect(r.json.tppMessages?.[0]?.text).toMatch(/website authentication/);
+      },
+    },
+    {
+      name: "withdrawn after the certificate was issued: it still passes (ServiceHistory)",
+      service: { qwac: true, qseal: true, withdrawnAt: new Date(Date.now() - 3600_000) },
+      expect: (r: CallResult) => expect(r.status, r.text).toBe(200),
+    },
+    {
+      name: "withdrawn before the certificate was issued: refused, naming the withdrawal",
+      service: { qwac: true, qseal: true, withdrawnAt: new Date(Date.now() - 10 * DAY) },
+      expect: (r: CallResult) => {
+        expect(code(r)).toBe("CERTIFICATE_INVALID");
+        expect(r.json.tppMessages?.[0]?.text).toMatch(/withdrawn/);
+      },
+    },
+  ])("$name", async (row) => {
+    await republish(row.service);
+    const r = await until(
+      seal,
+      (x) => {
+        try {
+          row.expect(x);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      5_000,
+    );
+    row.expect(r);
+  });
+
+  it("a national list whose signature is broken is refused; the last good copy stays in use and /trust says why", async () => {
+    await republish({ qwac: true, qseal: true });
+    expect((await until(seal, (r) => r.status === 200, 5_000)).status).toBe(200);
+    await republish({ qwac: true, qseal: false }, "national");
+    const failing = async () =>
+      (await trustSources(env.gw)).find((s) => s.kind === "trusted-list" && s.source.includes("tl-xx.xml"));
+    const deadline = Date.now() + 5_000;
+    let national = await failing();
+    while (!national?.lastError && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      national = await failing();
+    }
+    expect(national?.lastError).toMatch(/signature/i);
+    // The broken copy said "website only"; the last good one (both) still decides.
+    expect((await seal()).status).toBe(200);
+  });
+});
