@@ -14,8 +14,12 @@ import { type GatewayProcess, REPO_ROOT, startGatewayProcess } from "../helpers/
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 
 function health(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return cli(["health", ...args]);
+}
+
+function cli(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "health", ...args], {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
       cwd: REPO_ROOT,
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -36,7 +40,7 @@ function health(args: readonly string[]): Promise<{ code: number | null; stdout:
   });
 }
 
-describe("psd2-gateway health (the Docker HEALTHCHECK)", () => {
+describe("psd2-gateway health (the Docker HEALTHCHECK) and trust status", () => {
   let backend: RecordingBackend;
   let gateway: GatewayProcess;
 
@@ -52,6 +56,21 @@ describe("psd2-gateway health (the Docker HEALTHCHECK)", () => {
   afterAll(async () => {
     await gateway?.stop();
     await backend?.close();
+  });
+
+  it("trust status: every source of the running gateway with its state; --json the admin listener's /trust", async () => {
+    const [text, json] = await Promise.all([
+      cli(["trust", "status", "--config", gateway.configFile]),
+      cli(["trust", "status", "--config", gateway.configFile, "--json"]),
+    ]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^register\s+fresh\s+register: \S+register\.json$/m);
+    expect(text.stdout).toMatch(/last success \d{4}-\d\d-\d\dT.*; 2 entries; 0 failures/);
+    const parsed = JSON.parse(json.stdout) as { sources: { kind: string; stale: boolean }[] };
+    expect(parsed.sources.some((s) => s.kind === "register" && !s.stale)).toBe(true);
+    const usage = await cli(["trust", "--config", gateway.configFile]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain("psd2-gateway trust status");
   });
 
   it("a running gateway: exit 0 for /healthz, and for /readyz with --ready --json", async () => {
