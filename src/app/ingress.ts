@@ -204,7 +204,8 @@ async function startComponents(
   const { logger } = deps;
   const now = deps.now ?? Date.now;
 
-  let trust: TrustMaterial = loadTrustMaterial(config.trust.caDir, config.trust.crlDir);
+  const listsToo = config.trust.trustedLists !== undefined;
+  let trust: TrustMaterial = loadTrustMaterial(config.trust.caDir, config.trust.crlDir, listsToo);
   logTrust(logger, trust);
 
   const registerParts = await startRegister(config, logger, now);
@@ -411,7 +412,7 @@ async function startComponents(
     tlsCertificate: () => tlsCertificate,
     prepareReload() {
       // Everything is read first; only when all of it loads does any of it replace the old state.
-      const nextTrust = loadTrustMaterial(config.trust.caDir, config.trust.crlDir);
+      const nextTrust = loadTrustMaterial(config.trust.caDir, config.trust.crlDir, listsToo);
       const nextTls = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
       return () => {
         trust = nextTrust;
@@ -457,7 +458,7 @@ function gatewayOf(
     }
   };
   const watched = [
-    config.trust.caDir,
+    ...(config.trust.caDir ? [config.trust.caDir] : []),
     ...(config.trust.crlDir ? [config.trust.crlDir] : []),
     ...(config.listen.tls ? [config.listen.tls.cert, config.listen.tls.key] : []),
   ];

@@ -144,8 +144,8 @@ const trustedLists = z
 
 const trust = z
   .object({
-    /** Folder of CA certificates (PEM): roots and intermediates of the QTSPs you accept. */
-    caDir: path,
+    /** Folder of CA certificates (PEM): roots and intermediates of the QTSPs you accept (optional with trustedLists). */
+    caDir: path.optional(),
     /** Folder of CRL files (PEM or DER); defaults to caDir. */
     crlDir: path.optional(),
     /**
@@ -154,7 +154,11 @@ const trust = z
      */
     trustedLists: trustedLists.optional(),
   })
-  .strict();
+  .strict()
+  .refine(
+    (t) => t.caDir !== undefined || t.trustedLists !== undefined,
+    "give trust.caDir, trust.trustedLists or both",
+  );
 
 const revocation = z
   .object({

@@ -3,7 +3,7 @@
  * on reload: a reload that fails keeps the previous material.
  */
 
-import type { CrlRevocationChecker, TrustStore } from "../eidas/index.js";
+import { CrlRevocationChecker, TrustStore } from "../eidas/index.js";
 import { crlCheckerFromFolder, trustStoreFromFolder } from "./folders.js";
 
 export interface TrustMaterial {
@@ -12,12 +12,24 @@ export interface TrustMaterial {
   readonly problems: readonly string[];
 }
 
-export function loadTrustMaterial(caDir: string, crlDir: string = caDir): TrustMaterial {
-  const { store, problems } = trustStoreFromFolder(caDir);
-  if (store.size === 0)
+/**
+ * The folder's CAs and CRLs. An empty (or absent) folder is refused unless `listsToo`: then the
+ * EU trusted lists supply the CAs and the folder only adds to them.
+ */
+export function loadTrustMaterial(
+  caDir: string | undefined,
+  crlDir: string | undefined = caDir,
+  listsToo = false,
+): TrustMaterial {
+  const { store, problems } = caDir
+    ? trustStoreFromFolder(caDir)
+    : { store: new TrustStore([]), problems: [] };
+  if (store.size === 0 && !listsToo)
     throw new Error(
-      `no CA certificates found in ${caDir}; put the PEM files of the QTSP CAs you accept there`,
+      `no CA certificates found in ${caDir ?? "trust.caDir"}; put the PEM files of the QTSP CAs you accept there (or configure trust.trustedLists)`,
     );
-  const crl = crlCheckerFromFolder(crlDir, store.all);
+  const crl = crlDir
+    ? crlCheckerFromFolder(crlDir, store.all)
+    : { checker: new CrlRevocationChecker([]), problems: [] };
   return { store, revocation: crl.checker, problems: [...problems, ...crl.problems] };
 }

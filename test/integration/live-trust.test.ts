@@ -5,7 +5,7 @@
  * before or after issuance, a broken signature keeping the last good copy).
  */
 
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -198,17 +198,13 @@ describe("the EU trusted lists as trust anchors", () => {
     lists = await startTestQtsp({ ...q, port: 0 } as QtspPki);
     publish({ qwac: true, qseal: true });
     const dir = mkdtempSync(join(tmpdir(), "psd2-tl-"));
-    // The folder holds the root only: the issuing CA is trusted through the list or not at all.
-    const caDir = join(dir, "cas");
-    mkdirSync(caDir);
-    writeFileSync(join(caDir, "demo-root-ca.pem"), q.pki.root.pem);
     writeFileSync(join(dir, "lotl-signer.pem"), signers.lotl.pem);
     return {
       pki: q.pki,
       config: {
+        // No CA folder: the issuing CA is trusted through the list or not at all.
         trust: {
-          caDir,
-          crlDir: q.pki.paths.trustDir,
+          caDir: undefined,
           trustedLists: { lotl: `${lists.url}/lotl.xml`, lotlSigners: [join(dir, "lotl-signer.pem")] },
         },
         revocation: { order: "crl" as const },

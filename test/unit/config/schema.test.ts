@@ -49,6 +49,23 @@ describe("configuration validation", () => {
     expect(() => validateConfig({ trust: { caDir: "/t" }, register: {} })).toThrow(
       "give register.file and/or register.url, or register.sources",
     );
+    expect(() => validateConfig({ ...BASE, trust: {} })).toThrow(
+      "give trust.caDir, trust.trustedLists or both",
+    );
+    expect(() =>
+      validateConfig({ ...BASE, register: { file: "/r", sources: [{ name: "eba", file: "/e" }] } }),
+    ).toThrow("not both");
+    expect(() =>
+      validateConfig({
+        ...BASE,
+        register: {
+          sources: [
+            { name: "a", file: "/a" },
+            { name: "a", url: "https://r.example/x" },
+          ],
+        },
+      }),
+    ).toThrow("distinct names");
   });
 });
 
