@@ -88,6 +88,26 @@ export function ocspErrorResponse(status: OcspErrorStatus): Uint8Array {
   );
 }
 
+/** Parsed once per certificate: a responder answers with the same CA for its whole life. */
+const parsedCas = new WeakMap<
+  Uint8Array,
+  { certificate: Certificate; name: Uint8Array; keyBits: Uint8Array }
+>();
+
+function parsedCa(der: Uint8Array): { certificate: Certificate; name: Uint8Array; keyBits: Uint8Array } {
+  let parsed = parsedCas.get(der);
+  if (!parsed) {
+    const certificate = AsnConvert.parse(der, Certificate);
+    parsed = {
+      certificate,
+      name: new Uint8Array(AsnConvert.serialize(certificate.tbsCertificate.subject)),
+      keyBits: new Uint8Array(certificate.tbsCertificate.subjectPublicKeyInfo.subjectPublicKey),
+    };
+    parsedCas.set(der, parsed);
+  }
+  return parsed;
+}
+
 /**
  * The DER OCSPResponse answering `options.request`. A request that cannot be read gets
  * malformedRequest; a CertID naming another issuer (or an unknown hash) gets `unknown`.
@@ -104,12 +124,10 @@ export function buildOcspResponse(options: BuildOcspResponseOptions): Uint8Array
     return ocspErrorResponse("malformedRequest");
   }
 
-  const ca = AsnConvert.parse(options.ca.certificate, Certificate);
-  const caName = new Uint8Array(AsnConvert.serialize(ca.tbsCertificate.subject));
-  const caKeyBits = new Uint8Array(ca.tbsCertificate.subjectPublicKeyInfo.subjectPublicKey);
+  const { certificate: ca, name: caName, keyBits: caKeyBits } = parsedCa(options.ca.certificate);
   const signer = options.responder
     ? {
-        certificate: AsnConvert.parse(options.responder.certificate, Certificate),
+        certificate: parsedCa(options.responder.certificate).certificate,
         privateKey: options.responder.privateKey,
       }
     : options.ca.privateKey

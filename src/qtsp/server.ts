@@ -32,6 +32,11 @@ export interface QtspServerOptions {
   readonly documents?: ReadonlyMap<string, QtspDocument>;
   /** nextUpdate − thisUpdate of OCSP answers; one hour unless set. */
   readonly ocspValidityMs?: number;
+  /**
+   * Serve an answer made for the same request again for this long (RFC 5019 responders
+   * pre-produce answers instead of signing each one); 0, the default, signs every answer.
+   */
+  readonly answerReuseMs?: number;
 }
 
 export interface QtspServerStats {
@@ -51,6 +56,8 @@ export interface QtspServer {
 /** RFC 5019 keeps requests small; larger bodies are refused with 413 before they are read whole. */
 export const MAX_OCSP_REQUEST_BYTES = 16 * 1024;
 const DEFAULT_OCSP_VALIDITY_MS = 3600 * 1000;
+/** Answers kept for reuse at most; the lot is dropped when full (a demo, not a cache to tune). */
+const MAX_REUSED_ANSWERS = 100_000;
 
 interface Served {
   readonly document: QtspDocument;
@@ -76,8 +83,21 @@ export async function startQtspServer(options: QtspServerOptions): Promise<QtspS
   };
   for (const [path, document] of options.documents ?? []) setDocument(path, document);
 
+  const reuseMs = options.answerReuseMs ?? 0;
+  const made = new Map<string, { answer: Uint8Array; until: number }>();
   const answerOcsp = (request: Uint8Array): Uint8Array => {
     const now = Date.now();
+    const key = reuseMs > 0 ? Buffer.from(request).toString("base64") : "";
+    const ready = reuseMs > 0 ? made.get(key) : undefined;
+    if (ready && ready.until > now) return ready.answer;
+    const answer = signAnswer(request, now);
+    if (reuseMs > 0) {
+      if (made.size >= MAX_REUSED_ANSWERS) made.clear();
+      made.set(key, { answer, until: now + reuseMs });
+    }
+    return answer;
+  };
+  const signAnswer = (request: Uint8Array, now: number): Uint8Array => {
     try {
       return buildOcspResponse({
         request,

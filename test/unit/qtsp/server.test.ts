@@ -132,6 +132,31 @@ describe("QTSP OCSP responder over HTTP", () => {
     expect(read(response.bytes, good, nonce)).toMatchObject({ status: "good", signer: "issuer" });
   });
 
+  it("with answerReuseMs serves the answer it made for the same request again; without, signs anew", async () => {
+    const reusing = await startQtspServer({
+      ca: { certificatePem: ca.pem, privateKeyPem: ca.keyPem },
+      status,
+      answerReuseMs: 60_000,
+    });
+    try {
+      const body = buildOcspRequest(good.parsed, ca.parsed);
+      const [first, second] = [await post(reusing.url, body), await post(reusing.url, body)];
+      expect(Buffer.from(second.bytes).equals(Buffer.from(first.bytes))).toBe(true);
+      expect(read(second.bytes, good)).toMatchObject({ status: "good" });
+      expect(reusing.stats.ocspRequests).toBe(2);
+      const other = await post(reusing.url, buildOcspRequest(revoked.parsed, ca.parsed));
+      expect(read(other.bytes, revoked).status).toBe("revoked");
+    } finally {
+      await reusing.close();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // thisUpdate is in whole seconds
+    const body = buildOcspRequest(good.parsed, ca.parsed);
+    const a = await post(server.url, body);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const b = await post(server.url, body);
+    expect(Buffer.from(a.bytes).equals(Buffer.from(b.bytes))).toBe(false);
+  });
+
   it("answers a GET with the request in base64url, cacheable until nextUpdate", async () => {
     const encoded = Buffer.from(buildOcspRequest(revoked.parsed, ca.parsed)).toString("base64url");
     const response = await get(`${server.url}/ocsp/${encoded}`);
