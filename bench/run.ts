@@ -12,12 +12,12 @@
 
 import "reflect-metadata";
 import { execFileSync } from "node:child_process";
-import { createPrivateKey, createPublicKey, randomUUID, webcrypto } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as x509 from "@peculiar/x509";
 import { generateDevPki } from "../src/cli/dev-pki.js";
+import { freshCertificates } from "./fresh-certificates.js";
 import {
   load,
   median,
@@ -38,49 +38,6 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const POOL = Number(process.env.BENCH_POOL ?? 50_000);
 const NEW_CERTS = Number(process.env.BENCH_NEW_CERTS ?? 2000);
 const CONNECTIONS = 50;
-async function newCertificates(
-  pkiDir: string,
-  issuing: { pem: string; keyPem: string },
-  subjectKeyPem: string,
-  count: number,
-): Promise<string[]> {
-  x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
-  const alg = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
-  const issuerCert = new x509.X509Certificate(issuing.pem);
-  const issuerKey = await webcrypto.subtle.importKey(
-    "pkcs8",
-    createPrivateKey(issuing.keyPem).export({ format: "der", type: "pkcs8" }),
-    alg,
-    false,
-    ["sign"],
-  );
-  const subjectPublic = await webcrypto.subtle.importKey(
-    "spki",
-    createPublicKey(subjectKeyPem).export({ format: "der", type: "spki" }),
-    alg,
-    true,
-    ["verify"],
-  );
-  // The QCStatements of TPP A's QSealC, reused: each new certificate differs in serial only.
-  const template = new x509.X509Certificate(readFileSync(join(pkiDir, "tpp", "tpp-a-qseal.pem"), "utf8"));
-  const out: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const cert = await x509.X509CertificateGenerator.create({
-      serialNumber: `5a${randomUUID().replace(/-/g, "").slice(0, 16)}`,
-      subject: template.subjectName,
-      issuer: issuerCert.subjectName,
-      notBefore: template.notBefore,
-      notAfter: template.notAfter,
-      signingAlgorithm: alg,
-      publicKey: subjectPublic as never,
-      signingKey: issuerKey as never,
-      extensions: template.extensions.filter((e) => e.type !== "2.5.29.35" && e.type !== "2.5.29.14"),
-    });
-    out.push(cert.toString("pem"));
-  }
-  return out;
-}
-
 /**
  * Issue 5: the unattended-limited route (no PSU-IP-Address, one account per request so each call
  * reserves a slot) beside the unlimited route, with the memory store and with Redis (which also
@@ -224,12 +181,7 @@ async function main() {
   const limits = await benchLimits(pkiDir, base);
 
   console.error(`bench: issuing ${NEW_CERTS} never-seen certificates …`);
-  const fresh = await newCertificates(
-    pkiDir,
-    { pem: pki.issuingCa.pem, keyPem: pki.issuingCa.keyPem },
-    pki.tppA.qseal.keyPem,
-    NEW_CERTS,
-  );
+  const fresh = (await freshCertificates(pkiDir, NEW_CERTS, "5a")).map((c) => c.toString("pem"));
   const freshPool = await presign({
     ...base,
     certificatePems: fresh,

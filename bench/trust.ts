@@ -27,7 +27,7 @@
 
 import "reflect-metadata";
 import { execFileSync } from "node:child_process";
-import { createPrivateKey, createPublicKey, randomBytes, webcrypto } from "node:crypto";
+import { createPrivateKey } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { loadavg, tmpdir } from "node:os";
@@ -45,6 +45,7 @@ import { createLogger } from "../src/observability/logger.js";
 import { buildOcspResponse } from "../src/qtsp/ocsp-responder.js";
 import { loadTrustMaterial } from "../src/trust/trust-material.js";
 import { qtspPki } from "../test/helpers/test-qtsp.js";
+import { freshCertificates } from "./fresh-certificates.js";
 import {
   type Child,
   load,
@@ -249,52 +250,13 @@ async function cachedRequests(pkiDir: string, qtspUrl: string, qtspPort: number,
 
 // ---- (b) never-seen certificates ------------------------------------------------------------------------
 
-/** `count` certificates like TPP A's QSealC (its extensions: QCStatements, CDP, AIA), one key, distinct serials. */
+/** `count` never-seen certificates like TPP A's QSealC (CDP and AIA naming the bench's QTSP), parsed. */
 async function issueFresh(pkiDir: string, count: number): Promise<ParsedCertificate[]> {
-  x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
-  const alg = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
-  const issuerCert = new x509.X509Certificate(
-    readFileSync(join(pkiDir, "trust", "demo-issuing-ca.pem"), "utf8"),
-  );
-  const issuerKey = await webcrypto.subtle.importKey(
-    "pkcs8",
-    createPrivateKey(readFileSync(join(pkiDir, "issuing-ca.key.pem"), "utf8")).export({
-      format: "der",
-      type: "pkcs8",
-    }),
-    alg,
-    false,
-    ["sign"],
-  );
-  const subjectPublic = await webcrypto.subtle.importKey(
-    "spki",
-    createPublicKey(readFileSync(join(pkiDir, "tpp", "tpp-a-qseal.key.pem"), "utf8")).export({
-      format: "der",
-      type: "spki",
-    }),
-    alg,
-    true,
-    ["verify"],
-  );
-  const template = new x509.X509Certificate(readFileSync(join(pkiDir, "tpp", "tpp-a-qseal.pem"), "utf8"));
-  const out: ParsedCertificate[] = [];
-  for (let i = 0; i < count; i++) {
-    const cert = await x509.X509CertificateGenerator.create({
-      serialNumber: `5b${randomBytes(12).toString("hex")}`,
-      subject: template.subjectName,
-      issuer: issuerCert.subjectName,
-      notBefore: template.notBefore,
-      notAfter: template.notAfter,
-      signingAlgorithm: alg,
-      publicKey: subjectPublic as never,
-      signingKey: issuerKey as never,
-      extensions: template.extensions.filter((e) => e.type !== "2.5.29.35" && e.type !== "2.5.29.14"),
-    });
+  return (await freshCertificates(pkiDir, count, "5b")).map((cert) => {
     const parsed = parseCertificate(new Uint8Array(cert.rawData));
     if (isRejection(parsed)) throw new Error(`a fresh certificate does not parse: ${parsed.text}`);
-    out.push(parsed);
-  }
-  return out;
+    return parsed;
+  });
 }
 
 type SeriesKey = "check" | "verify" | "bare";
