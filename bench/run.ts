@@ -8,6 +8,7 @@
  * Environment: BENCH_SECONDS (default 5), BENCH_ROUNDS (default 1; the anchors used 3),
  * BENCH_POOL (presigned requests per method, default 50000), BENCH_NEW_CERTS (default 2000).
  * Last comes the memory soak (bench/soak.ts, its SOAK_* variables; SOAK_COUNT=0 skips it).
+ * BENCH_LIMITS_ONLY=1 runs the limit-store routes alone (memory, Redis, Redis Cluster) and prints them.
  */
 
 import "reflect-metadata";
@@ -40,28 +41,37 @@ const NEW_CERTS = Number(process.env.BENCH_NEW_CERTS ?? 2000);
 const CONNECTIONS = 50;
 /**
  * Issue 5: the unattended-limited route (no PSU-IP-Address, one account per request so each call
- * reserves a slot) beside the unlimited route, with the memory store and with Redis (which also
- * holds the replay keys then). Redis runs on the servers' core.
+ * reserves a slot) beside the unlimited route, with the memory store, with one Redis (which also
+ * holds the replay keys then) and with a Redis Cluster of three primaries (issue 15: the keys
+ * spread over the three, one connection per primary). Every Redis runs on the servers' core.
  */
 async function benchLimits(
   pkiDir: string,
   base: Omit<PresignJob, "count" | "method" | "target">,
 ): Promise<string> {
   const { startRedisServer } = await import("../test/helpers/redis-server.js");
+  const { startRedisCluster } = await import("../test/helpers/redis-cluster.js");
   const { Redis } = await import("ioredis");
   const redis = await startRedisServer();
+  const cluster = await startRedisCluster(3);
   if (CAN_PIN) {
-    const pid = execFileSync("pgrep", ["-f", `redis-server.*${redis.port}`])
-      .toString()
-      .trim()
-      .split("\n")[0];
-    if (pid) pin(Number(pid), 0);
+    for (const port of [redis.port, ...cluster.nodes.map((n) => n.port)]) {
+      // redis-server names itself "redis-server 127.0.0.1:<port>" (with " [cluster]" in a cluster).
+      const pid = execFileSync("pgrep", ["-f", `redis-server [0-9.]+:${port}( |$)`])
+        .toString()
+        .trim()
+        .split("\n")[0];
+      if (pid) pin(Number(pid), 0);
+    }
   }
   const flush = async () => {
-    const client = new Redis(redis.url);
-    await client.flushall();
-    client.disconnect();
+    for (const port of [redis.port, ...cluster.nodes.map((n) => n.port)]) {
+      const client = new Redis(port, "127.0.0.1");
+      await client.flushall();
+      client.disconnect();
+    }
   };
+  const clusterNodes = cluster.startupNodes.map((n) => `${n.host}:${n.port}`).join(",");
   const { "PSU-IP-Address": _present, ...withoutPsu } = base.extraHeaders;
   console.error(`bench: presigning ${POOL} unattended requests …`);
   const pools = {
@@ -81,7 +91,7 @@ async function benchLimits(
   };
   const runs: Record<string, RunResult[]> = {};
   for (let round = 0; round < ROUNDS; round++) {
-    for (const mode of ["gateway", "gateway-redis"] as const) {
+    for (const mode of ["gateway", "gateway-redis", "gateway-redis-cluster"] as const) {
       for (const route of ["unlimited", "limited"] as const) {
         await flush();
         const backend = await startChild("servers/backend.ts", []);
@@ -89,13 +99,13 @@ async function benchLimits(
           mode,
           `http://127.0.0.1:${backend.port}`,
           pkiDir,
-          redis.url,
+          mode === "gateway-redis-cluster" ? clusterNodes : redis.url,
         ]);
         const cursor = { next: 0 };
         await load(proxy.port, pools[route], cursor, 1);
         const r = await load(proxy.port, pools[route], cursor, SECONDS, proxy);
         console.error(
-          `${mode.padEnd(14)} ${route.padEnd(10)} ${Math.round(r.rps)} req/s cpu ${r.cpuUsPerRequest?.toFixed(0)} µs/req non2xx ${r.non2xx}`,
+          `${mode.padEnd(22)} ${route.padEnd(10)} ${Math.round(r.rps)} req/s cpu ${r.cpuUsPerRequest?.toFixed(0)} µs/req non2xx ${r.non2xx}`,
         );
         const key = `${mode} ${route}`;
         runs[key] = [...(runs[key] ?? []), r];
@@ -105,6 +115,7 @@ async function benchLimits(
     }
   }
   await redis.stop();
+  await cluster.stop();
   const m = (key: string, f: (r: RunResult) => number) => median((runs[key] ?? []).map(f));
   const row = (mode: string, store: string, route: string) => {
     const key = `${mode} ${route}`;
@@ -112,9 +123,9 @@ async function benchLimits(
   };
   const ratio = (a: string, b: string) => (m(a, (r) => r.rps) / m(b, (r) => r.rps)).toFixed(2);
   return `
-### Unattended-access limit (issue 5)
+### Unattended-access limit (issues 5 and 15)
 
-GET balances, every request for another account so that every limited call reserves a slot (and no call is refused); replay keys live in the same store.
+GET balances, every request for another account so that every limited call reserves a slot (and no call is refused); replay keys live in the same store. Redis Cluster: three primaries on the servers' core, store.cluster.
 
 | store | route | req/s | p50 ms | p99 ms | gateway CPU µs/request | non-2xx + errors |
 |---|---|---:|---:|---:|---:|---:|
@@ -122,14 +133,29 @@ ${row("gateway", "memory", "unlimited")}
 ${row("gateway", "memory", "limited")}
 ${row("gateway-redis", "redis", "unlimited")}
 ${row("gateway-redis", "redis", "limited")}
+${row("gateway-redis-cluster", "redis cluster (3 primaries)", "unlimited")}
+${row("gateway-redis-cluster", "redis cluster (3 primaries)", "limited")}
 
-Limited ÷ unlimited: memory ${ratio("gateway limited", "gateway unlimited")}, redis ${ratio("gateway-redis limited", "gateway-redis unlimited")}; redis ÷ memory on the limited route: ${ratio("gateway-redis limited", "gateway limited")}.
+Limited ÷ unlimited: memory ${ratio("gateway limited", "gateway unlimited")}, redis ${ratio("gateway-redis limited", "gateway-redis unlimited")}, cluster ${ratio("gateway-redis-cluster limited", "gateway-redis-cluster unlimited")}; redis ÷ memory on the limited route: ${ratio("gateway-redis limited", "gateway limited")}; cluster ÷ single Redis: ${ratio("gateway-redis-cluster limited", "gateway-redis limited")} limited, ${ratio("gateway-redis-cluster unlimited", "gateway-redis unlimited")} unlimited.
 `;
 }
 
 async function main() {
   if (CAN_PIN) pin(process.pid, 1);
   const pkiDir = mkdtempSync(join(tmpdir(), "psd2-bench-"));
+  if (process.env.BENCH_LIMITS_ONLY === "1") {
+    // The limit-store routes alone, printed; RESULTS.md is left as it is.
+    const pki = await generateDevPki(pkiDir);
+    const extraHeaders = tppRequestHeaders(randomUUID());
+    console.log(
+      await benchLimits(pkiDir, {
+        keyPem: pki.tppA.qseal.keyPem,
+        certificatePems: [pki.tppA.qseal.pem],
+        extraHeaders,
+      }),
+    );
+    process.exit(0);
+  }
   console.error(`bench: PKI in ${pkiDir}; ${SECONDS}s per run, ${ROUNDS} round(s), pinned: ${CAN_PIN}`);
   const pki = await generateDevPki(pkiDir);
   const extraHeaders = tppRequestHeaders(randomUUID());

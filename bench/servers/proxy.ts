@@ -71,7 +71,20 @@ async function main() {
     const config = benchGatewayConfig(
       pkiDir,
       backendUrl,
-      mode === "gateway-redis" ? { store: { type: "redis", url: redisUrl } } : {},
+      mode === "gateway-redis"
+        ? { store: { type: "redis", url: redisUrl } }
+        : mode === "gateway-redis-cluster"
+          ? {
+              // host:port,host:port — the Cluster's startup nodes.
+              store: {
+                type: "redis",
+                cluster: (redisUrl ?? "").split(",").map((node) => {
+                  const [host, port] = node.split(":");
+                  return { host: host!, port: Number(port) };
+                }),
+              },
+            }
+          : {},
     );
     const gateway = await startGateway(config, { logger: createLogger("silent") });
     ready(Number(new URL(gateway.url).port));

@@ -1,4 +1,7 @@
-/** Builds the configured LimitStore: memory (the embedded default) or Redis (shared by several gateways). */
+/**
+ * Builds the configured LimitStore: memory (the embedded default) or Redis (shared by several
+ * gateways): one URL, a Sentinel-managed primary or a Cluster.
+ */
 
 import type { GatewayConfig } from "../config/schema.js";
 import type { LimitStore } from "../limits/index.js";
@@ -22,10 +25,23 @@ export async function createLimitStore(
   if (config.type === "redis") {
     // Loaded only when configured, so the memory default needs no Redis client at all.
     const RedisLimitStore = await loadRedisStore();
-    const store = new RedisLimitStore({
-      url: config.url!,
+    const common = {
       ...(events.onConnectionError ? { onConnectionError: events.onConnectionError } : {}),
-    });
+      ...(config.replicaAcks !== undefined ? { replicaAcks: config.replicaAcks } : {}),
+    };
+    const password = config.password !== undefined ? { password: config.password } : {};
+    // The schema guarantees exactly one of url, sentinels (with name) and cluster.
+    const store = config.sentinels
+      ? new RedisLimitStore({
+          ...common,
+          ...password,
+          sentinels: config.sentinels,
+          name: config.name!,
+          ...(config.sentinelPassword !== undefined ? { sentinelPassword: config.sentinelPassword } : {}),
+        })
+      : config.cluster
+        ? new RedisLimitStore({ ...common, ...password, cluster: config.cluster })
+        : new RedisLimitStore({ ...common, url: config.url! });
     // Give the first connection a moment; without it limited calls answer 503 until Redis is up.
     await waitUntilReady(store, 2_000);
     return store;

@@ -309,15 +309,38 @@ const unattended = z
   })
   .strict();
 
+/** One Redis node or Sentinel: a host name or address and its port. */
+const redisNode = z
+  .object({
+    host: z.string().min(1),
+    port: z.number().int().min(1).max(65535),
+  })
+  .strict();
+
 const store = z
   .object({
     /** `memory` (one process) or `redis` (several gateways share one limit). */
     type: z.enum(["memory", "redis"]).default("memory"),
-    /** For `redis`: redis://host:port/db or rediss://… */
+    /** For `redis`, one Redis: redis://host:port/db or rediss://… */
     url: z
       .string()
       .regex(/^rediss?:\/\//, "a redis:// or rediss:// URL")
       .optional(),
+    /** For `redis` behind Redis Sentinel: the Sentinels to ask where the primary of `name` is. */
+    sentinels: z.array(redisNode).min(1, "list at least one Sentinel").optional(),
+    /** With `sentinels`: the master group's name (`sentinel monitor <name> …`). */
+    name: z.string().min(1).optional(),
+    /** With `sentinels`: the Sentinels' own password (`requirepass` in sentinel.conf), if any. */
+    sentinelPassword: z.string().min(1).optional(),
+    /** For `redis` on Redis Cluster: startup nodes (any few; the rest is discovered). */
+    cluster: z.array(redisNode).min(1, "list at least one Cluster node").optional(),
+    /** With `sentinels` or `cluster`: the data nodes' password (with `url` it sits in the URL). */
+    password: z.string().min(1).optional(),
+    /**
+     * Replicas that must hold each granted slot and replay record before the gateway acts on it
+     * (Redis WAIT); fewer within the command timeout → 503. Default: 1 with `sentinels`, else 0.
+     */
+    replicaAcks: z.number().int().min(0).optional(),
     /** Memory store: limit windows kept; evictions are counted and logged. */
     maxWindows: z.number().int().positive().default(500_000),
     /** Memory store: written on shutdown and read at start, so a restart keeps every TPP's quota. */
@@ -326,9 +349,42 @@ const store = z
     failOpen: z.boolean().default(false),
   })
   .strict()
-  .refine((s) => s.type !== "redis" || s.url !== undefined, {
-    message: "store.type redis needs store.url",
-    path: ["url"],
+  .superRefine((s, ctx) => {
+    const where = (["url", "sentinels", "cluster"] as const).filter((k) => s[k] !== undefined);
+    const issue = (path: string, message: string) => ctx.addIssue({ code: "custom", path: [path], message });
+    if (s.type !== "redis") {
+      for (const k of [
+        "sentinels",
+        "cluster",
+        "name",
+        "sentinelPassword",
+        "password",
+        "replicaAcks",
+      ] as const) {
+        if (s[k] !== undefined) issue(k, `store.${k} is for store.type redis, not ${s.type}`);
+      }
+      return;
+    }
+    if (where.length === 0) {
+      issue(
+        "url",
+        "store.type redis needs one of store.url, store.sentinels (with store.name) or store.cluster",
+      );
+    } else if (where.length > 1) {
+      issue(where[1]!, `store.${where.join(" and store.")}: give exactly one way to reach Redis`);
+    }
+    if (s.sentinels !== undefined && s.name === undefined) {
+      issue("name", "store.sentinels needs store.name, the master group the Sentinels monitor");
+    }
+    if (s.sentinels === undefined) {
+      if (s.name !== undefined)
+        issue("name", "store.name is the Sentinel master group: only with store.sentinels");
+      if (s.sentinelPassword !== undefined)
+        issue("sentinelPassword", "store.sentinelPassword is only for store.sentinels");
+    }
+    if (s.url !== undefined && s.password !== undefined) {
+      issue("password", "with store.url the password goes in the URL (redis://:password@host:6379)");
+    }
   });
 
 /** A key and its certificate: PEM files, or a PKCS#12 bundle whose password is in an env variable or a file. */

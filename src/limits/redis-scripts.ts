@@ -12,10 +12,16 @@ import type { Cluster, Redis, Result } from "ioredis";
  * ARGV: now, windowMs, limit, slotId.
  * Returns { 1, used } when the slot was taken, { 0, used, oldestScore } when the window is full.
  * Entries at or before now − window are gone first, so the window is (now − window, now].
+ * Idempotent per slot id: run again with the same id (a resend after a lost reply), it finds its
+ * slot and answers taken without taking a second one.
+ * One key only, so the script runs on that key's Cluster slot; its caller hash-tags the key.
  * The oldest score comes back as the string Redis stores, not a Lua number, which Redis would
  * truncate to an integer on the way out.
  */
 const RESERVE_LUA = `
+if redis.call('ZSCORE', KEYS[1], ARGV[4]) then
+  return { 1, redis.call('ZCARD', KEYS[1]) }
+end
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local limit = tonumber(ARGV[3])

@@ -6,7 +6,7 @@
  */
 
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -53,14 +53,24 @@ export function describeWithRedis(name: string, body: () => void): void {
   describe.skip(`${name} (skipped: ${reason})`, body);
 }
 
-export async function startRedisServer(): Promise<RedisServer> {
+export interface RedisServerOptions {
+  /** More arguments after the defaults (`--cluster-enabled yes`, `--replicaof 127.0.0.1 6379`, …). */
+  readonly args?: (port: number, dir: string) => readonly string[];
+  /**
+   * Runs `redis-server <file> --sentinel`: the file is written into the server's own directory
+   * before each start (Sentinel rewrites it as it learns), from this function of the port.
+   */
+  readonly sentinelConfig?: (port: number) => string;
+}
+
+export async function startRedisServer(options: RedisServerOptions = {}): Promise<RedisServer> {
   const port = await freeLoopbackPort();
   const dir = mkdtempSync(join(tmpdir(), "psd2gw-redis-"));
   let child: ChildProcess | undefined;
 
   const start = async (): Promise<void> => {
     if (child) throw new Error(`redis-server on port ${port} is already running`);
-    const launched = launch(port, dir);
+    const launched = launch(port, dir, options);
     child = launched.process;
     try {
       await waitForPong(port, launched);
@@ -104,8 +114,14 @@ interface Launched {
   recentOutput(): string;
 }
 
-function launch(port: number, dir: string): Launched {
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+function launch(port: number, dir: string, options: RedisServerOptions): Launched {
+  let args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"];
+  if (options.sentinelConfig) {
+    const file = join(dir, "sentinel.conf");
+    writeFileSync(file, options.sentinelConfig(port));
+    args = [file, "--sentinel", "--port", String(port), "--bind", "127.0.0.1"];
+  }
+  args.push(...(options.args?.(port, dir) ?? []));
   const child = spawn(BINARY, [...args, "--dir", dir, "--daemonize", "no"], {
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -161,7 +177,7 @@ function terminate(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
 }
 
 /** A port the kernel just handed out and released; redis-server binds it right after. */
-function freeLoopbackPort(): Promise<number> {
+export function freeLoopbackPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
@@ -171,4 +187,23 @@ function freeLoopbackPort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** Polls `check` every 100 ms until it answers true; errors count as not yet. */
+export async function waitFor(
+  check: () => Promise<boolean>,
+  what: string,
+  timeoutMs = 20_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      if (await check()) return;
+    } catch (error) {
+      last = error;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ""}`);
 }
