@@ -1,7 +1,8 @@
 /**
- * The network edge of the trust sources: one bounded HTTP exchange, with conditional requests
- * (ETag / Last-Modified) so an unchanged CRL or list costs a 304. Every failure is an Error whose
- * message says what went wrong in a few words (it ends up in refusal texts and /readyz).
+ * The network edge of the trust sources (CRLs, OCSP, register sources, trusted lists): one bounded
+ * HTTP exchange, with conditional requests (ETag / Last-Modified) so an unchanged copy costs a 304.
+ * Every failure is an Error whose message says what went wrong in a few words (it ends up in
+ * refusal texts, logs and /readyz).
  */
 
 import { request } from "undici";
@@ -12,17 +13,24 @@ export interface Validators {
 }
 
 export type FetchResult =
-  | ({ readonly status: "fresh"; readonly body: Buffer } & Validators)
-  | { readonly status: "not-modified" };
+  /** `body` has an ArrayBuffer of its own (never Node's shared pool): it may be transferred to a worker. */
+  ({ readonly status: "fresh"; readonly body: Buffer } & Validators) | { readonly status: "not-modified" };
 
 export interface FetchOptions {
+  /** For the headers, and between body chunks; also the whole exchange unless `totalTimeoutMs`. */
   readonly timeoutMs: number;
+  /** The whole exchange (a large register on a slow link); defaults to `timeoutMs`. */
+  readonly totalTimeoutMs?: number;
+  /** Redirects followed (http and https only); none by default. */
+  readonly maxRedirects?: number;
   readonly maxBytes: number;
   readonly accept?: string;
   readonly validators?: Validators;
   /** POST this body (OCSP); GET otherwise. */
   readonly post?: { readonly body: Uint8Array; readonly contentType: string };
 }
+
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /** Fetches `url` once: no retries here, the schedulers above decide when to try again. */
 export async function fetchDocument(url: string, options: FetchOptions): Promise<FetchResult> {
@@ -31,50 +39,69 @@ export async function fetchDocument(url: string, options: FetchOptions): Promise
   if (options.validators?.etag) headers["if-none-match"] = options.validators.etag;
   if (options.validators?.lastModified) headers["if-modified-since"] = options.validators.lastModified;
   if (options.post) headers["content-type"] = options.post.contentType;
+  const total = options.totalTimeoutMs ?? options.timeoutMs;
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), options.timeoutMs);
+  const timer = setTimeout(() => controller.abort(), total);
   try {
-    const response = await request(url, {
-      method: options.post ? "POST" : "GET",
-      headers,
-      ...(options.post ? { body: Buffer.from(options.post.body) } : {}),
-      signal: controller.signal,
-      headersTimeout: options.timeoutMs,
-      bodyTimeout: options.timeoutMs,
-    });
-    if (response.statusCode === 304 && options.validators) {
-      await response.body.dump();
-      return { status: "not-modified" };
-    }
-    if (response.statusCode !== 200) {
-      await response.body.dump().catch(() => {});
-      throw new Error(`HTTP ${response.statusCode}`);
-    }
-    const declared = Number(response.headers["content-length"]);
-    if (declared > options.maxBytes) {
-      await response.body.dump().catch(() => {});
-      throw new Error(`${declared} bytes, more than the ${options.maxBytes} allowed`);
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of response.body) {
-      size += (chunk as Buffer).length;
-      if (size > options.maxBytes) {
-        response.body.destroy();
-        throw new Error(`more than the ${options.maxBytes} bytes allowed`);
+    let location = url;
+    for (let hop = 0; ; hop++) {
+      const response = await request(location, {
+        method: options.post ? "POST" : "GET",
+        headers,
+        ...(options.post ? { body: Buffer.from(options.post.body) } : {}),
+        signal: controller.signal,
+        headersTimeout: options.timeoutMs,
+        bodyTimeout: options.timeoutMs,
+      });
+      const next = response.headers.location;
+      if (REDIRECTS.has(response.statusCode) && typeof next === "string" && !options.post) {
+        await response.body.dump();
+        if (hop >= (options.maxRedirects ?? 0))
+          throw new Error(`HTTP ${response.statusCode} (redirected too often)`);
+        const target = new URL(next, location);
+        if (target.protocol !== "https:" && target.protocol !== "http:")
+          throw new Error(`redirects to ${target.protocol}`);
+        location = target.href;
+        continue;
       }
-      chunks.push(chunk as Buffer);
+      if (response.statusCode === 304 && options.validators) {
+        await response.body.dump();
+        return { status: "not-modified" };
+      }
+      if (response.statusCode !== 200) {
+        await response.body.dump().catch(() => {});
+        throw new Error(`HTTP ${response.statusCode}`);
+      }
+      const declared = Number(response.headers["content-length"]);
+      if (declared > options.maxBytes) {
+        response.body.destroy();
+        throw new Error(`${declared} bytes, more than the ${options.maxBytes} allowed`);
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of response.body) {
+        size += (chunk as Buffer).length;
+        if (size > options.maxBytes) {
+          response.body.destroy();
+          throw new Error(`more than the ${options.maxBytes} bytes allowed`);
+        }
+        chunks.push(chunk as Buffer);
+      }
+      // Buffer.alloc, not concat: a small concat comes from the shared pool, which must not be transferred.
+      const body = Buffer.alloc(size);
+      let offset = 0;
+      for (const chunk of chunks) offset += chunk.copy(body, offset);
+      const etag = header(response.headers.etag);
+      const lastModified = header(response.headers["last-modified"]);
+      return {
+        status: "fresh",
+        body,
+        ...(etag ? { etag } : {}),
+        ...(lastModified ? { lastModified } : {}),
+      };
     }
-    const etag = header(response.headers.etag);
-    const lastModified = header(response.headers["last-modified"]);
-    return {
-      status: "fresh",
-      body: Buffer.concat(chunks, size),
-      ...(etag ? { etag } : {}),
-      ...(lastModified ? { lastModified } : {}),
-    };
   } catch (error) {
-    if (controller.signal.aborted) throw new Error(`no answer within ${options.timeoutMs / 1000} s`);
+    if (controller.signal.aborted) throw new Error(`no answer within ${total / 1000} s`);
     throw new Error(describeNetworkError(error));
   } finally {
     clearTimeout(timer);

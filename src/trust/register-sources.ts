@@ -9,8 +9,8 @@
  */
 
 import { readFile, stat } from "node:fs/promises";
-import { request } from "undici";
 import type { RegisterSink, TppRegister } from "../eidas/register.js";
+import { fetchDocument } from "./http-fetch.js";
 import { type LoadRegisterOptions, loadRegister, type RegisterFormat } from "./register-loading.js";
 
 export interface RegisterSource {
@@ -206,48 +206,20 @@ export class HttpRegisterSource extends PollingSource {
     const options = this.options as HttpRegisterSourceOptions;
     const timeoutMs = options.timeoutMs ?? 30_000;
     const max = options.maxBytes ?? DEFAULT_MAX_REGISTER_BYTES;
-    const headers: Record<string, string> = { accept: "application/zip, application/json;q=0.9, */*;q=0.5" };
-    if (this.etag) headers["if-none-match"] = this.etag;
-    if (this.lastModified) headers["if-modified-since"] = this.lastModified;
-    const response = await request(this.url, {
-      headers,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-      signal: AbortSignal.timeout(options.totalTimeoutMs ?? 600_000),
+    const result = await fetchDocument(this.url, {
+      timeoutMs,
+      totalTimeoutMs: options.totalTimeoutMs ?? 600_000,
+      maxBytes: max,
+      accept: "application/zip, application/json;q=0.9, */*;q=0.5",
+      validators: {
+        ...(this.etag ? { etag: this.etag } : {}),
+        ...(this.lastModified ? { lastModified: this.lastModified } : {}),
+      },
     });
-    const { body } = response;
-    if (response.statusCode === 304) {
-      await body.dump();
-      return { unchanged: true };
-    }
-    if (response.statusCode !== 200) {
-      await body.dump();
-      throw new Error(`HTTP ${response.statusCode}`);
-    }
-    const declared = Number(response.headers["content-length"]);
-    if (Number.isFinite(declared) && declared > max) {
-      body.destroy();
-      throw new Error(`the body announces ${declared} bytes, more than the ${max} allowed`);
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of body as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > max) {
-        body.destroy();
-        throw new Error(`the body is larger than the ${max} bytes allowed`);
-      }
-      chunks.push(chunk);
-    }
-    // One buffer of its own, so that the loader can move it to its worker instead of copying it.
-    const bytes = new Uint8Array(size);
-    let offset = 0;
-    for (const chunk of chunks) {
-      bytes.set(chunk, offset);
-      offset += chunk.length;
-    }
-    const etag = header(response.headers.etag);
-    const lastModified = header(response.headers["last-modified"]);
+    if (result.status === "not-modified") return { unchanged: true };
+    // The body has a buffer of its own: the loader moves it to its worker instead of copying it.
+    const bytes = new Uint8Array(result.body.buffer, result.body.byteOffset, result.body.byteLength);
+    const { etag, lastModified } = result;
     return {
       unchanged: false,
       bytes,
@@ -282,10 +254,6 @@ export function createRegisterSource(
   return config.file !== undefined
     ? new FileRegisterSource(config.file, layer, config.pollMs, log, config)
     : new HttpRegisterSource(config.url!, layer, config.pollMs, log, config);
-}
-
-function header(value: string | string[] | undefined): string | undefined {
-  return typeof value === "string" && value !== "" ? value : undefined;
 }
 
 /** A URL fit for logs and stats: user and password removed. */

@@ -7,7 +7,6 @@
 
 import { readFile, stat } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { request } from "undici";
 import { parseCertificate } from "../eidas/certificate.js";
 import type { QualifiedAnchor } from "../eidas/trust-store.js";
 import {
@@ -21,6 +20,7 @@ import {
   TrustedListError,
 } from "../eidas/trusted-list.js";
 import { isRejection } from "../errors.js";
+import { fetchDocument as fetchBounded } from "./http-fetch.js";
 
 export type FetchedDocument =
   | { readonly status: "ok"; readonly body: string; readonly etag?: string; readonly lastModified?: string }
@@ -336,67 +336,20 @@ async function fetchHttp(
   conditional: ConditionalRequest,
   limits: { readonly timeoutMs: number; readonly maxBytes: number },
 ): Promise<FetchedDocument> {
-  const signal = AbortSignal.timeout(limits.timeoutMs);
-  let url = location;
-  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-    const headers: Record<string, string> = {
-      accept: "application/vnd.etsi.tsl+xml, application/xml, text/xml",
-    };
-    if (conditional.etag) headers["if-none-match"] = conditional.etag;
-    if (conditional.lastModified) headers["if-modified-since"] = conditional.lastModified;
-    const response = await request(url, {
-      method: "GET",
-      headers,
-      signal,
-      headersTimeout: limits.timeoutMs,
-      bodyTimeout: limits.timeoutMs,
-    });
-    const { statusCode } = response;
-    if ([301, 302, 303, 307, 308].includes(statusCode) && typeof response.headers.location === "string") {
-      await response.body.dump();
-      const next = new URL(response.headers.location, url);
-      if (next.protocol !== "https:" && next.protocol !== "http:")
-        throw new Error(`redirects to ${next.protocol}`);
-      url = next.href;
-      continue;
-    }
-    if (statusCode === 304) {
-      await response.body.dump();
-      return { status: "not-modified" };
-    }
-    if (statusCode !== 200) {
-      await response.body.dump();
-      throw new Error(`answered HTTP ${statusCode}`);
-    }
-    const declared = Number(response.headers["content-length"]);
-    if (Number.isFinite(declared) && declared > limits.maxBytes) {
-      response.body.destroy();
-      throw new Error(`is ${declared} bytes, more than the ${limits.maxBytes} allowed`);
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of response.body) {
-      size += (chunk as Buffer).length;
-      if (size > limits.maxBytes) {
-        response.body.destroy();
-        throw new Error(`is more than the ${limits.maxBytes} bytes allowed`);
-      }
-      chunks.push(chunk as Buffer);
-    }
-    const header = (name: string) => {
-      const value = response.headers[name];
-      return typeof value === "string" ? value : undefined;
-    };
-    const etag = header("etag");
-    const lastModified = header("last-modified");
-    return {
-      status: "ok",
-      body: decode(Buffer.concat(chunks)),
-      ...(etag ? { etag } : {}),
-      ...(lastModified ? { lastModified } : {}),
-    };
-  }
-  throw new Error(`redirected more than ${MAX_REDIRECTS} times`);
+  const result = await fetchBounded(location, {
+    timeoutMs: limits.timeoutMs,
+    maxBytes: limits.maxBytes,
+    maxRedirects: MAX_REDIRECTS,
+    accept: "application/vnd.etsi.tsl+xml, application/xml, text/xml",
+    validators: conditional,
+  });
+  if (result.status === "not-modified") return result;
+  return {
+    status: "ok",
+    body: decode(result.body),
+    ...(result.etag ? { etag: result.etag } : {}),
+    ...(result.lastModified ? { lastModified: result.lastModified } : {}),
+  };
 }
 
 /** UTF-8, a byte-order mark dropped (trusted lists are UTF-8 per TS 119 612). */
