@@ -96,8 +96,11 @@ export class TppVerifier {
     if (stale) return stale;
     if (typeof headerValue !== "string") return decodeCertificateHeader(undefined) as Rejection;
     // A QWAC's verdict is its own: the same bytes may pass as one kind and not the other.
-    const key = purpose === "qseal" ? headerValue : `qwac:${headerValue}`;
-    return this.cache.get(key, () => this.computeGuarded(headerValue, purpose));
+    return this.cache.get(
+      headerValue,
+      () => this.computeGuarded(headerValue, purpose),
+      purpose === "qseal" ? "" : "qwac:",
+    );
   }
 
   private refusal(rejection: Rejection, cacheable = true): Verdict<TrustedTpp> {

@@ -61,16 +61,21 @@ export class VerdictCache<T extends object> {
     });
   }
 
-  static keyOf(raw: string): string {
-    return createHash("sha256").update(raw).digest("base64");
+  /** `kind` keeps verdicts of the same bytes checked for different uses apart (a QWAC, a QSealC). */
+  static keyOf(raw: string, kind = ""): string {
+    return createHash("sha256").update(kind).update(raw).digest("base64");
   }
 
   /**
    * The cached verdict for `raw`, or the result of `compute` (run once however many callers
    * ask at the same time). Returns synchronously on a hit so the hot path awaits nothing.
    */
-  get(raw: string, compute: () => Verdict<T> | Promise<Verdict<T>>): T | Rejection | Promise<T | Rejection> {
-    const key = VerdictCache.keyOf(raw);
+  get(
+    raw: string,
+    compute: () => Verdict<T> | Promise<Verdict<T>>,
+    kind = "",
+  ): T | Rejection | Promise<T | Rejection> {
+    const key = VerdictCache.keyOf(raw, kind);
     const cached = this.accepted.get(key) ?? this.refused.get(key);
     if (cached && cached.expiresAt > this.now()) {
       this.hits++;
