@@ -11,8 +11,11 @@ import { prepareSignedCall, send, startTestGateway, type TestGateway } from "../
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 import { type RedisClusterServers, startRedisCluster } from "../helpers/redis-cluster.js";
 import { describeWithRedis } from "../helpers/redis-server.js";
-
-const UNATTENDED = { omitHeaders: ["PSU-IP-Address"] } as const;
+import {
+  expectFourOfFiftyAcross,
+  expectReplayRefusedAcross,
+  UNATTENDED,
+} from "../helpers/shared-store-gateways.js";
 
 describeWithRedis("two gateways sharing a Redis Cluster (3 primaries)", () => {
   let cluster: RedisClusterServers;
@@ -39,31 +42,10 @@ describeWithRedis("two gateways sharing a Redis Cluster (3 primaries)", () => {
   });
   beforeEach(() => backend.reset());
 
-  it("let exactly four of 50 concurrent unattended calls through, split between the gateways", async () => {
-    const prepared = await Promise.all(
-      Array.from({ length: 50 }, () =>
-        prepareSignedCall({
-          signer: a.pki.tppA.qseal,
-          target: "/v1/accounts/cl-shared/balances",
-          ...UNATTENDED,
-        }),
-      ),
-    );
-    const results = await Promise.all(
-      prepared.map((p, i) => send(i % 2 === 0 ? a : b, p.method, p.target, p.headers)),
-    );
-    expect(results.filter((r) => r.status === 200)).toHaveLength(4);
-    expect(results.filter((r) => r.status === 429)).toHaveLength(46);
-    expect(backend.requests).toHaveLength(4);
-  });
+  it("let exactly four of 50 concurrent unattended calls through, split between the gateways", () =>
+    expectFourOfFiftyAcross(a, b, backend, "cl-shared"));
 
-  it("refuse a replay across the gateways", async () => {
-    const p = await prepareSignedCall({ signer: a.pki.tppA.qseal, target: "/v1/accounts" });
-    expect((await send(a, p.method, p.target, p.headers)).status).toBe(200);
-    const again = await send(b, p.method, p.target, p.headers);
-    expect(again.status).toBe(400);
-    expect(again.json.tppMessages?.[0]?.text).toContain("already used");
-  });
+  it("refuse a replay across the gateways", () => expectReplayRefusedAcross(a, b));
 
   it("spread many accounts' windows over all three primaries, four calls each", async () => {
     const accounts = Array.from({ length: 24 }, (_, i) => `cl-spread-${i}`);

@@ -13,8 +13,8 @@ import { prepareSignedCall, send, startTestGateway, type TestGateway } from "../
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 import { type RedisSentinelSet, startRedisSentinelSet } from "../helpers/redis-sentinel.js";
 import { describeWithRedis } from "../helpers/redis-server.js";
+import { UNATTENDED } from "../helpers/shared-store-gateways.js";
 
-const UNATTENDED = { omitHeaders: ["PSU-IP-Address"] } as const;
 const LIMIT = 4;
 
 describeWithRedis("two gateways on a Redis Sentinel set, through a failover", () => {

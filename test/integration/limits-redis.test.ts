@@ -1,16 +1,13 @@
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
-import {
-  prepareSignedCall,
-  send,
-  signedCall,
-  startTestGateway,
-  type TestGateway,
-} from "../helpers/gateway-fixture.js";
+import { signedCall, startTestGateway, type TestGateway } from "../helpers/gateway-fixture.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 import { describeWithRedis, type RedisServer, startRedisServer } from "../helpers/redis-server.js";
-
-const UNATTENDED = { omitHeaders: ["PSU-IP-Address"] } as const;
+import {
+  expectFourOfFiftyAcross,
+  expectReplayRefusedAcross,
+  UNATTENDED,
+} from "../helpers/shared-store-gateways.js";
 
 describeWithRedis("two gateways sharing one Redis", () => {
   let redis: RedisServer;
@@ -33,31 +30,10 @@ describeWithRedis("two gateways sharing one Redis", () => {
   });
   beforeEach(() => backend.reset());
 
-  it("enforce 4 in total: 50 concurrent unattended calls split between them let exactly 4 through", async () => {
-    const prepared = await Promise.all(
-      Array.from({ length: 50 }, () =>
-        prepareSignedCall({
-          signer: a.pki.tppA.qseal,
-          target: "/v1/accounts/shared/balances",
-          ...UNATTENDED,
-        }),
-      ),
-    );
-    const results = await Promise.all(
-      prepared.map((p, i) => send(i % 2 === 0 ? a : b, p.method, p.target, p.headers)),
-    );
-    expect(results.filter((r) => r.status === 200)).toHaveLength(4);
-    expect(results.filter((r) => r.status === 429)).toHaveLength(46);
-    expect(backend.requests).toHaveLength(4);
-  });
+  it("enforce 4 in total: 50 concurrent unattended calls split between them let exactly 4 through", () =>
+    expectFourOfFiftyAcross(a, b, backend, "shared"));
 
-  it("refuse a replay across gateways", async () => {
-    const p = await prepareSignedCall({ signer: a.pki.tppA.qseal, target: "/v1/accounts" });
-    expect((await send(a, p.method, p.target, p.headers)).status).toBe(200);
-    const again = await send(b, p.method, p.target, p.headers);
-    expect(again.status).toBe(400);
-    expect(again.json.tppMessages?.[0]?.text).toContain("already used");
-  });
+  it("refuse a replay across gateways", () => expectReplayRefusedAcross(a, b));
 
   it("give the slot back after a backend 500, across gateways", async () => {
     backend.behave((_req, res) => res.writeHead(500).end());

@@ -5,9 +5,9 @@ import { describe, expect, it } from "vitest";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import { prepareSignedCall, send, signedCall, startTestGateway } from "../helpers/gateway-fixture.js";
 import { startRecordingBackend } from "../helpers/recording-backend.js";
+import { UNATTENDED } from "../helpers/shared-store-gateways.js";
 
 const BALANCES = "/v1/accounts/acc-1/balances";
-const UNATTENDED = { omitHeaders: ["PSU-IP-Address"] } as const;
 
 describe("unattended access through the gateway (memory store)", () => {
   const env = useGatewayAndBackend();
