@@ -17,6 +17,7 @@ import type { Socket } from "node:net";
 import { reject } from "../errors.js";
 import { closeLingering } from "../forward/linger.js";
 import { rawRejection, writeRejection } from "../forward/respond.js";
+import { keepAnsweringAfterConnect } from "../forward/tunnel.js";
 import { ORIGIN_HEADER } from "./handler.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -137,9 +138,10 @@ export function servePipelined(server: Server, handler: Handler): void {
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) =>
     connectionOf(socket).clientError(error),
   );
-  server.on("connect", (_req: IncomingMessage, socket: Socket) =>
-    connectionOf(socket).clientError(TUNNEL_REFUSED),
-  );
+  server.on("connect", (_req: IncomingMessage, socket: Socket) => {
+    keepAnsweringAfterConnect(socket);
+    connectionOf(socket).clientError(TUNNEL_REFUSED);
+  });
   // Node would answer an Expect it does not know with a bare 417.
   server.on("checkExpectation", (req: IncomingMessage, res: ServerResponse) =>
     connectionOf(req.socket).accept(req, res, () => {

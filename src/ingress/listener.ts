@@ -11,6 +11,7 @@ import { createServer as createHttpsServer, type Server as HttpsServer } from "n
 import type { AddressInfo, Socket } from "node:net";
 import { reject } from "../errors.js";
 import { writeRejection } from "../forward/respond.js";
+import { keepAnsweringAfterConnect } from "../forward/tunnel.js";
 import type { IngressHandler } from "./handler.js";
 
 export interface ListenerOptions {
@@ -95,9 +96,10 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   // Node answers an unknown Expect with a bare 417: the checks refuse it instead, in its turn.
   server.on("checkExpectation", onRequest);
   // Without a listener Node destroys the socket at once, cutting the answers still in flight.
-  server.on("connect", (_req: IncomingMessage, socket: Socket) =>
-    handler.onClientError(TUNNEL_REFUSED, socket),
-  );
+  server.on("connect", (_req: IncomingMessage, socket: Socket) => {
+    keepAnsweringAfterConnect(socket);
+    handler.onClientError(TUNNEL_REFUSED, socket);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => {

@@ -26,6 +26,7 @@ import { named } from "../helpers/named-rows.js";
 import type { RecordingBackend } from "../helpers/recording-backend.js";
 
 const MAX_BODY = 1024;
+const LARGE_ANSWER = 1024 * 1024;
 
 // ---------------------------------------------------------------------------------------------
 // Pipelined requests on one raw connection, and the answers read back from it.
@@ -180,7 +181,8 @@ async function good(gw: TestGateway, label: string, extra: Record<string, string
 
 /**
  * The backend answers every request with a body naming it, after `delayMs`, and records how many
- * it was answering at once. Targets ending in `/reset` get their connection reset instead.
+ * it was answering at once. Targets ending in `/reset` get their connection reset instead; those
+ * ending in `/large` a body of LARGE_ANSWER bytes, more than a socket takes without a drain.
  */
 function answerEach(backend: RecordingBackend, delayFor: (target: string) => number = () => 0) {
   const seen = { concurrent: 0, maxConcurrent: 0, answered: [] as string[] };
@@ -196,7 +198,8 @@ function answerEach(backend: RecordingBackend, delayFor: (target: string) => num
       seen.concurrent--;
       seen.answered.push(requestId);
       res.writeHead(200, { "content-type": "application/json", "x-backend": "recording" });
-      res.end(JSON.stringify({ answeredBy: "backend", requestId, target: recorded.target }));
+      const padding = recorded.target.endsWith("/large") ? { padding: "x".repeat(LARGE_ANSWER) } : {};
+      res.end(JSON.stringify({ answeredBy: "backend", requestId, target: recorded.target, ...padding }));
     }, delayFor(recorded.target));
   });
   return seen;
@@ -227,7 +230,7 @@ function expectInvariant(
     after = at;
     const answer = result.answers[at]!;
     expect(answer.status, answer.body).toBe(200);
-    expect(JSON.parse(answer.body)).toEqual({
+    expect(JSON.parse(answer.body)).toMatchObject({
       answeredBy: "backend",
       requestId: sent.requestId,
       target: sent.target,
@@ -658,6 +661,21 @@ describe("pipelined requests on one connection", () => {
     },
   );
 
+  it("[good, good with a 1 MB answer, CONNECT] → both answers whole, in order, then the 400", async () => {
+    // Node detaches its socket plumbing on CONNECT (its 'drain' relay among it): an answer larger
+    // than the socket takes at once waited for a drain that never came, and hung.
+    const { gw, backend } = env;
+    answerEach(backend, (target) => (target.endsWith("acc-0") ? 100 : 0));
+    const first = await good(gw, "acc-0");
+    const second = await good(gw, "acc-1/large");
+    const tunnel = MALFORMED.find((row) => row.name.startsWith("CONNECT"))!;
+    const result = await pipeline(gw, [first.bytes, second.bytes, tunnel.bytes]);
+    expectInvariant(backend, result, [first, second]);
+    expect(JSON.parse(result.answers[1]!.body).padding).toHaveLength(LARGE_ANSWER);
+    expectMalformedRefusal(result.answers[2]);
+    expect(result.answers).toHaveLength(3);
+  });
+
   it("[good with a slow backend answer, 32 KB header] → the backend's answer, then a Berlin Group refusal", async () => {
     const { gw, backend } = env;
     answerEach(backend, () => 300);
@@ -736,5 +754,30 @@ describe("pipelined requests on one connection", () => {
     const only = await good(gw, "acc-9");
     const result = await pipeline(gw, [only.bytes], { answers: 1 });
     expectInvariant(backend, result, [only]);
+  });
+});
+
+describe("a CONNECT on a plain-HTTP listener (TLS ended in front of the gateway)", () => {
+  const plain = useGatewayAndBackend({ tls: false });
+
+  it("[good with a 1 MB answer, CONNECT] and a client that resets while it is written → the gateway stays up", async () => {
+    // After a CONNECT Node no longer listens for the socket's errors: the reset was thrown, and
+    // took the gateway (and every other client's request) down.
+    const { gw, backend } = plain;
+    answerEach(backend, () => 100);
+    const first = await good(gw, "acc-0/large");
+    const tunnel = MALFORMED.find((row) => row.name.startsWith("CONNECT"))!;
+    const socket = await rawConnect(gw);
+    socket.on("error", () => {});
+    socket.pause();
+    socket.write(first.bytes + tunnel.bytes);
+    await sleep(300);
+    // Unread input makes the kernel answer the close with a RST.
+    socket.destroy();
+    await sleep(200);
+    backend.reset();
+    answerEach(backend);
+    const after = await good(gw, "acc-1");
+    expectInvariant(backend, await pipeline(gw, [after.bytes], { answers: 1 }), [after]);
   });
 });
