@@ -7,6 +7,8 @@ import type { IdentityHeaderNames } from "./identity.js";
 import type { PaymentStore } from "./payment-store.js";
 
 export interface BankSettings {
+  /** Milliseconds since the epoch: the bank's clock (tests control it). */
+  readonly now: () => number;
   readonly identityHeaders: IdentityHeaderNames;
   /** Where a PSU without consent is sent (SPEC 5.11); the sandbox has no real SCA page. */
   readonly scaRedirectUrl: string;
@@ -20,9 +22,13 @@ export interface BankSettings {
   readonly drainBytes: number;
 }
 
-/** Replaced as a whole on reset, so a request in flight keeps a consistent view. */
+/**
+ * Replaced as a whole on reset, so a request in flight keeps a consistent view. A sandbox
+ * operation that changes the data replaces `catalogue` with one built from the new data (the
+ * catalogue itself is never changed in place: requests only look up what it serialised).
+ */
 export interface BankState {
-  readonly catalogue: Catalogue;
+  catalogue: Catalogue;
   readonly payments: PaymentStore;
 }
 

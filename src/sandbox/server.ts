@@ -80,6 +80,7 @@ export function createSandboxBank(options: SandboxBankOptions = {}): SandboxBank
   );
   const maxBodyBytes = positiveInteger("maxBodyBytes", options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
   const settings: BankSettings = {
+    now: clock,
     identityHeaders: normaliseIdentityHeaders(options.identityHeaders),
     scaRedirectUrl: options.scaRedirectUrl ?? DEFAULT_SCA_REDIRECT_URL,
     pendingIgnoresDateFilter: options.pendingIgnoresDateFilter ?? true,
