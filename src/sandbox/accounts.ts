@@ -4,18 +4,49 @@ import type { AccountEntry, CardEntry, Fragment, TransactionListParts } from "./
 import type { RequestContext } from "./context.js";
 import { isIsoDate } from "./dates.js";
 import { errorReply, formatError, isReply, jsonReply, quote, type Reply } from "./http.js";
-import { resolvePsu } from "./psu.js";
+import { mayReach, resolvePsu } from "./psu.js";
+import { consentRequired } from "./sca-flow.js";
 
+/** The whole list is served as serialised; a consent's share is joined from the accounts' own. */
 export function listAccounts(context: RequestContext): Reply {
-  const customer = resolvePsu(context);
-  if (isReply(customer)) return customer;
-  return jsonReply(200, context.state.catalogue.accountLists.get(customer.customerId)!);
+  const access = resolvePsu(context);
+  if (isReply(access)) return access;
+  const { catalogue } = context.state;
+  const { customer, granted } = access;
+  if (granted === undefined) return jsonReply(200, catalogue.accountLists.get(customer.customerId)!);
+  const chosen = customer.accounts.filter((account) => granted.has(account.resourceId));
+  return jsonReply(
+    200,
+    joinList(
+      "accounts",
+      chosen.map((a) => catalogue.accounts.get(a.resourceId)!.details),
+    ),
+  );
 }
 
 export function listCardAccounts(context: RequestContext): Reply {
-  const customer = resolvePsu(context);
-  if (isReply(customer)) return customer;
-  return jsonReply(200, context.state.catalogue.cardAccountLists.get(customer.customerId)!);
+  const access = resolvePsu(context);
+  if (isReply(access)) return access;
+  const { catalogue } = context.state;
+  const { customer, granted } = access;
+  if (granted === undefined) return jsonReply(200, catalogue.cardAccountLists.get(customer.customerId)!);
+  const chosen = customer.cardAccounts.filter((card) => granted.has(card.resourceId));
+  return jsonReply(
+    200,
+    joinList(
+      "cardAccounts",
+      chosen.map((c) => catalogue.cards.get(c.resourceId)!.details),
+    ),
+  );
+}
+
+/** `{"account":{…}}` details bodies → `{"accounts":[{…},…]}`. */
+function joinList(name: "accounts" | "cardAccounts", details: readonly Buffer[]): string {
+  const members = details.map((body) => {
+    const text = body.toString("utf8");
+    return text.slice(text.indexOf(":") + 1, -1);
+  });
+  return `{"${name}":[${members.join(",")}]}`;
 }
 
 /**
@@ -23,22 +54,44 @@ export function listCardAccounts(context: RequestContext): Reply {
  * one, so that a TPP cannot probe which ids exist.
  */
 function ownAccount(context: RequestContext): AccountEntry | Reply {
-  const customer = resolvePsu(context);
-  if (isReply(customer)) return customer;
+  const access = resolvePsu(context);
+  if (isReply(access)) return access;
   const accountId = context.params[0]!;
   const entry = context.state.catalogue.accounts.get(accountId);
-  if (entry === undefined || entry.account.ownerCustomerId !== customer.customerId) {
+  if (
+    entry !== undefined &&
+    entry.account.ownerCustomerId === access.customer.customerId &&
+    !mayReach(access, accountId, entry.account.ownerCustomerId)
+  ) {
+    return consentRequired(
+      context,
+      "CONSENT_INVALID",
+      `The PSU's consent does not cover account ${quote(accountId)}`,
+    );
+  }
+  if (entry === undefined || !mayReach(access, accountId, entry.account.ownerCustomerId)) {
     return errorReply(404, "RESOURCE_UNKNOWN", `The PSU has no account ${quote(accountId)}`);
   }
   return entry;
 }
 
 function ownCard(context: RequestContext): CardEntry | Reply {
-  const customer = resolvePsu(context);
-  if (isReply(customer)) return customer;
+  const access = resolvePsu(context);
+  if (isReply(access)) return access;
   const cardId = context.params[0]!;
   const entry = context.state.catalogue.cards.get(cardId);
-  if (entry === undefined || entry.card.ownerCustomerId !== customer.customerId) {
+  if (
+    entry !== undefined &&
+    entry.card.ownerCustomerId === access.customer.customerId &&
+    !mayReach(access, cardId, entry.card.ownerCustomerId)
+  ) {
+    return consentRequired(
+      context,
+      "CONSENT_INVALID",
+      `The PSU's consent does not cover card account ${quote(cardId)}`,
+    );
+  }
+  if (entry === undefined || !mayReach(access, cardId, entry.card.ownerCustomerId)) {
     return errorReply(404, "RESOURCE_UNKNOWN", `The PSU has no card account ${quote(cardId)}`);
   }
   return entry;

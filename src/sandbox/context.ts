@@ -5,13 +5,17 @@ import type { Catalogue } from "./catalogue.js";
 import type { Reply } from "./http.js";
 import type { IdentityHeaderNames } from "./identity.js";
 import type { PaymentStore } from "./payment-store.js";
+import type { ScaStore } from "./sca-store.js";
 
 export interface BankSettings {
   /** Milliseconds since the epoch: the bank's clock (tests control it). */
   readonly now: () => number;
   readonly identityHeaders: IdentityHeaderNames;
-  /** Where a PSU without consent is sent (SPEC 5.11); the sandbox has no real SCA page. */
-  readonly scaRedirectUrl: string;
+  /**
+   * Where PSUs' browsers reach this bank (its SCA page, SPEC 5.11): the listener's own URL unless
+   * configured; set when the bank starts listening.
+   */
+  readonly publicUrl: { value: string };
   /** Reproduce the SPEC 4.5 known issue: pending transactions ignore dateFrom, dateTo and limit. */
   readonly pendingIgnoresDateFilter: boolean;
   readonly maxBodyBytes: number;
@@ -30,6 +34,7 @@ export interface BankSettings {
 export interface BankState {
   catalogue: Catalogue;
   readonly payments: PaymentStore;
+  readonly sca: ScaStore;
 }
 
 export interface RequestContext {

@@ -21,7 +21,7 @@ export { DOMESTIC_PRODUCT } from "./payment-body.js";
 export {
   createSandboxBank,
   DEFAULT_MAX_BODY_BYTES,
-  DEFAULT_SCA_REDIRECT_URL,
+  DEFAULT_PUBLIC_URL,
   type SandboxBank,
   type SandboxBankOptions,
   type SandboxListener,

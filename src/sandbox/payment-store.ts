@@ -7,8 +7,8 @@
 import type { DomesticPaymentRequest } from "./payment-body.js";
 import { SeededRandom } from "./random.js";
 
-/** RCVD until the PSU authorises; ACCP after, even without funds (SPEC 3 rule 2). */
-export type TransactionStatus = "RCVD" | "ACCP";
+/** RCVD until the PSU authorises; ACCP after, even without funds (SPEC 3 rule 2); RJCT when the PSU refuses. */
+export type TransactionStatus = "RCVD" | "ACCP" | "RJCT";
 
 export interface StoredPayment {
   readonly paymentId: string;
@@ -27,6 +27,7 @@ export class PaymentStore {
   private readonly payments = new Map<string, StoredPayment>();
   /** `${organizationId}\n${logicalKey}` → the latest payment with that key. */
   private readonly byLogicalKey = new Map<string, StoredPayment>();
+  private readonly byId = new Map<string, StoredPayment>();
   private readonly ids: SeededRandom;
 
   constructor(
@@ -48,12 +49,18 @@ export class PaymentStore {
 
   add(payment: StoredPayment): void {
     this.payments.set(storeKey(payment.organizationId, payment.paymentId), payment);
+    this.byId.set(payment.paymentId, payment);
     this.byLogicalKey.set(storeKey(payment.organizationId, payment.logicalKey), payment);
     while (this.payments.size > this.capacity) this.evictOldest();
   }
 
   find(organizationId: string, paymentId: string): StoredPayment | undefined {
     return this.payments.get(storeKey(organizationId, paymentId));
+  }
+
+  /** The payment whatever TPP made it: for the SCA page, where the PSU, not a TPP, acts. */
+  findAny(paymentId: string): StoredPayment | undefined {
+    return this.byId.get(paymentId);
   }
 
   duplicateOf(organizationId: string, logicalKey: string): StoredPayment | undefined {
@@ -65,6 +72,7 @@ export class PaymentStore {
     if (oldest.done === true) return;
     const [key, payment] = oldest.value;
     this.payments.delete(key);
+    this.byId.delete(payment.paymentId);
     const duplicateKey = storeKey(payment.organizationId, payment.logicalKey);
     if (this.byLogicalKey.get(duplicateKey) === payment) this.byLogicalKey.delete(duplicateKey);
   }

@@ -1,6 +1,6 @@
 /** Payment initiation (PIS): create a domestic credit transfer, authorise it, read it and its status. */
 
-import type { RequestContext } from "./context.js";
+import type { BankState, RequestContext } from "./context.js";
 import {
   booleanParam,
   errorReply,
@@ -12,10 +12,12 @@ import {
   readBody,
 } from "./http.js";
 import { readIdentity } from "./identity.js";
+import type { Customer } from "./model.js";
 import { DOMESTIC_PRODUCT, logicalKey, parseDomesticPayment } from "./payment-body.js";
 import type { StoredPayment } from "./payment-store.js";
-import { resolvePsu } from "./psu.js";
 import { availableMinor, hrefs } from "./render.js";
+import { readScaRequest, scaPageUrl } from "./sca-flow.js";
+import type { Authorisation, AuthorisationSubject } from "./sca-store.js";
 
 /** POST /v1/payments/{product} for any product but the one this bank offers. */
 export function unknownProduct({ params }: RequestContext): Reply {
@@ -131,22 +133,106 @@ export function getPayment(context: RequestContext): Reply {
 }
 
 /**
- * POST {startAuthorisation}: the sandbox has no SCA page, so it exempts the authorisation at once
- * (scaStatus EXEMPTED, SPEC 2.4) and the payment becomes ACCP. The body is ignored, as the SPEC
- * has TPPs post an empty one. The PSU must be identified (PSU-ID), as for account information.
+ * POST {startAuthorisation} (empty body, SPEC 4.5): an authorisation resource whose scaRedirect
+ * link the PSU opens; the payment stays RCVD until the PSU approves it at the SCA page (then
+ * ACCP) or cancels (RJCT, and the failure redirect says PAYMENT_FAILED, SPEC 7). A payment needs
+ * SCA with dynamic linking, so an SCA session of TPP-Session-ID never exempts it (SPEC 5.15).
  */
 export function startAuthorisation(context: RequestContext): Reply {
-  const psu = resolvePsu(context);
-  if (isReply(psu)) return psu;
   const payment = ownPayment(context);
   if (isReply(payment)) return payment;
+  if (payment.transactionStatus !== "RCVD") {
+    return errorReply(
+      409,
+      "STATUS_INVALID",
+      `Payment ${payment.paymentId} is ${payment.transactionStatus}: only a payment waiting for authorisation (RCVD) can be authorised`,
+    );
+  }
+  const request = readScaRequest(context);
+  if (isReply(request)) return request;
+  const subject = { kind: "payment", product: payment.product, paymentId: payment.paymentId } as const;
+  const authorisation = context.state.sca.startAuthorisation(request, subject, context.settings.now());
+  return jsonReply(201, JSON.stringify(authorisationBody(context, authorisation)), {
+    location: hrefs.authorisation(payment.product, payment.paymentId, authorisation.authorisationId),
+  });
+}
+
+/** GET /v1/payments/{product}/{paymentId}/authorisations: the ids of its authorisations. */
+export function listAuthorisations(context: RequestContext): Reply {
+  const payment = ownPayment(context);
+  if (isReply(payment)) return payment;
+  const ids = context.state.sca
+    .authorisationsOf({ kind: "payment", product: payment.product, paymentId: payment.paymentId })
+    .map((a) => a.authorisationId);
+  return jsonReply(200, JSON.stringify({ authorisationIds: ids }));
+}
+
+/** GET /v1/payments/{product}/{paymentId}/authorisations/{authorisationId}: SPEC 2.4. */
+export function getAuthorisationStatus(context: RequestContext): Reply {
+  const payment = ownPayment(context);
+  if (isReply(payment)) return payment;
+  const authorisation = context.state.sca.authorisation(context.params[2]!);
+  const subject = authorisation?.subject;
+  if (subject?.kind !== "payment" || subject.paymentId !== payment.paymentId) {
+    return errorReply(
+      404,
+      "RESOURCE_UNKNOWN",
+      `Payment ${payment.paymentId} has no authorisation ${quote(context.params[2]!)}`,
+    );
+  }
+  return jsonReply(200, JSON.stringify(authorisationBody(context, authorisation!)));
+}
+
+function authorisationBody(context: RequestContext, authorisation: Authorisation) {
+  const subject = authorisation.subject as { product: string; paymentId: string };
+  const self = hrefs.authorisation(subject.product, subject.paymentId, authorisation.authorisationId);
+  return {
+    scaStatus: authorisation.scaStatus,
+    authorisationId: authorisation.authorisationId,
+    _links: {
+      scaRedirect: { href: scaPageUrl(context, authorisation.authorisationId) },
+      scaStatus: { href: self },
+      status: { href: hrefs.paymentStatus(subject.product, subject.paymentId) },
+    },
+  };
+}
+
+/** What the SCA page shows the PSU before approval (dynamic linking: amount and payee). */
+export function describePaymentForSca(state: BankState, subject: AuthorisationSubject): [string, string][] {
+  if (subject.kind !== "payment") return [];
+  const payment = state.payments.findAny(subject.paymentId);
+  if (payment === undefined) return [["Payment", "no longer known"]];
+  const request = payment.request;
+  return [
+    ["Amount", `${request.amount} ${request.currency}`],
+    ["To", `${request.creditorName} (${request.creditorBban})`],
+    ["From account", request.debtorBban],
+    ...(request.remittance !== undefined ? ([["Message", request.remittance]] as [string, string][]) : []),
+  ];
+}
+
+/**
+ * The PSU approved (`approved`) or cancelled the payment at the SCA page. Approval needs the
+ * debtor account to be the PSU's; the answer is true or the reason it failed.
+ */
+export function settlePaymentAuthorisation(
+  state: BankState,
+  subject: AuthorisationSubject,
+  customer: Customer | undefined,
+  approved: boolean,
+): true | string {
+  if (subject.kind !== "payment") return "not a payment authorisation";
+  const payment = state.payments.findAny(subject.paymentId);
+  if (payment === undefined) return "the payment no longer exists";
+  if (!approved || customer === undefined) {
+    if (payment.transactionStatus === "RCVD") payment.transactionStatus = "RJCT";
+    return "the PSU did not approve the payment";
+  }
+  const debtor = state.catalogue.accountsByBban.get(payment.request.debtorBban);
+  if (debtor === undefined || debtor.ownerCustomerId !== customer.customerId) {
+    payment.transactionStatus = "RJCT";
+    return `the debtor account ${payment.request.debtorBban} is not an account of ${customer.customerName}`;
+  }
   payment.transactionStatus = "ACCP";
-  return jsonReply(
-    201,
-    JSON.stringify({
-      scaStatus: "EXEMPTED",
-      authorisationId: context.state.payments.nextId(),
-      _links: { status: { href: hrefs.paymentStatus(payment.product, payment.paymentId) } },
-    }),
-  );
+  return true;
 }

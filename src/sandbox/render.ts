@@ -40,6 +40,8 @@ export const hrefs = {
   paymentStatus: (product: string, paymentId: string) => `/v1/payments/${product}/${paymentId}/status`,
   authorisations: (product: string, paymentId: string) =>
     `/v1/payments/${product}/${paymentId}/authorisations`,
+  authorisation: (product: string, paymentId: string, authorisationId: string) =>
+    `/v1/payments/${product}/${paymentId}/authorisations/${authorisationId}`,
 };
 
 export function amount(money: Money): Json {
@@ -240,7 +242,7 @@ export function renderCardTransaction(card: CardAccount, transaction: CardTransa
     markupFeePercentage: transaction.markupFeePercentage,
     merchantCategoryCode: transaction.merchantCategoryCode,
     cardAcceptorId: transaction.cardAcceptorId,
-    cardAcceptorAddress: { city: transaction.cardAcceptorCity, country: transaction.cardAcceptorCountry },
+    cardAcceptorAddress: { ...transaction.cardAcceptorAddress },
     maskedPan: card.maskedPan,
     transactionDetails: transaction.transactionDetails,
     invoiced: String(transaction.invoiced),

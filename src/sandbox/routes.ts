@@ -11,17 +11,30 @@ import {
   listAccounts,
   listCardAccounts,
 } from "./accounts.js";
+import {
+  createConsent,
+  deleteConsent,
+  getConsent,
+  getConsentStatus,
+  getUser,
+  listAgreements,
+  listUsers,
+  revokeConsent,
+} from "./consents.js";
 import type { RouteHandler } from "./context.js";
 import { getAgreement, getAgreementEngagements, getCustomer, listCustomers } from "./customers.js";
 import { DOMESTIC_PRODUCT } from "./payment-body.js";
 import {
   createDomesticPayment,
+  getAuthorisationStatus,
   getPayment,
   getPaymentStatus,
+  listAuthorisations,
   startAuthorisation,
   unknownProduct,
 } from "./payments.js";
 import { type RouteDefinition, Router } from "./router.js";
+import { showScaPage, submitScaPage } from "./sca.js";
 
 export const ROUTES: readonly RouteDefinition<RouteHandler>[] = [
   { method: "GET", path: "/v1/sandbox/customers", handler: listCustomers },
@@ -53,6 +66,27 @@ export const ROUTES: readonly RouteDefinition<RouteHandler>[] = [
   { method: "GET", path: "/v1/payments/:product/:paymentId", handler: getPayment },
   { method: "GET", path: "/v1/payments/:product/:paymentId/status", handler: getPaymentStatus },
   { method: "POST", path: "/v1/payments/:product/:paymentId/authorisations", handler: startAuthorisation },
+  { method: "GET", path: "/v1/payments/:product/:paymentId/authorisations", handler: listAuthorisations },
+  {
+    method: "GET",
+    path: "/v1/payments/:product/:paymentId/authorisations/:authorisationId",
+    handler: getAuthorisationStatus,
+  },
+
+  // Consent and PSU identification (SPEC 1.9, 5.12); /v1/consents is the deprecated name (9.3).
+  { method: "POST", path: "/v1/bank-offered-consents", handler: createConsent },
+  { method: "POST", path: "/v1/consents", handler: createConsent },
+  { method: "GET", path: "/v1/bank-offered-consents/:consentId", handler: getConsent },
+  { method: "GET", path: "/v1/bank-offered-consents/:consentId/status", handler: getConsentStatus },
+  { method: "DELETE", path: "/v1/bank-offered-consents/:consentId", handler: deleteConsent },
+  { method: "POST", path: "/v1/sandbox/consents/:consentId/revoke", handler: revokeConsent },
+  { method: "GET", path: "/v1/agreements", handler: listAgreements },
+  { method: "GET", path: "/v1/user", handler: getUser },
+  { method: "GET", path: "/v1/users", handler: listUsers },
+
+  // The SCA page the PSU's browser opens (HTML, not the API).
+  { method: "GET", path: "/sca/:authorisationId", handler: showScaPage },
+  { method: "POST", path: "/sca/:authorisationId", handler: submitScaPage },
 ];
 
 export function createRouter(): Router<RouteHandler> {

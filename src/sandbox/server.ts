@@ -31,6 +31,7 @@ import { type IdentityHeaderNames, normaliseIdentityHeaders } from "./identity.j
 import type { BankData } from "./model.js";
 import { DEFAULT_PAYMENT_CAPACITY, PaymentStore } from "./payment-store.js";
 import { createRouter } from "./routes.js";
+import { ScaStore } from "./sca-store.js";
 
 export interface SandboxBankOptions {
   /** Milliseconds since the epoch; transaction dates are relative to it at start and at reset. */
@@ -38,8 +39,11 @@ export interface SandboxBankOptions {
   /** Same seed, same customers, ids, amounts and payment ids. */
   readonly seed?: number;
   readonly identityHeaders?: Partial<IdentityHeaderNames>;
-  /** Where the 401 for a missing PSU-ID sends the PSU. */
-  readonly scaRedirectUrl?: string;
+  /**
+   * Where PSUs' browsers reach this bank, for the SCA page links (e.g. https://sandbox.example);
+   * default: the URL it listens on (http://127.0.0.1:<port>).
+   */
+  readonly publicUrl?: string;
   /** Default true: reproduce the SPEC 4.5 known issue (pending transactions are not filtered). */
   readonly pendingIgnoresDateFilter?: boolean;
   /** Default 1 MiB; larger bodies get 413. */
@@ -67,7 +71,8 @@ export interface SandboxBank {
   readonly data: BankData;
 }
 
-export const DEFAULT_SCA_REDIRECT_URL = "https://sca.sandbox.invalid/authorize";
+/** The SCA links of a bank mounted as a plain request listener without `publicUrl`. */
+export const DEFAULT_PUBLIC_URL = "http://127.0.0.1:8081";
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 const DRAIN_FACTOR = 8;
 
@@ -82,7 +87,7 @@ export function createSandboxBank(options: SandboxBankOptions = {}): SandboxBank
   const settings: BankSettings = {
     now: clock,
     identityHeaders: normaliseIdentityHeaders(options.identityHeaders),
-    scaRedirectUrl: options.scaRedirectUrl ?? DEFAULT_SCA_REDIRECT_URL,
+    publicUrl: { value: (options.publicUrl ?? DEFAULT_PUBLIC_URL).replace(/\/+$/, "") },
     pendingIgnoresDateFilter: options.pendingIgnoresDateFilter ?? true,
     maxBodyBytes,
     drainBytes: maxBodyBytes * DRAIN_FACTOR,
@@ -91,6 +96,7 @@ export function createSandboxBank(options: SandboxBankOptions = {}): SandboxBank
   const initialState = (): BankState => ({
     catalogue: buildCatalogue(buildInitialData(seed, clock())),
     payments: new PaymentStore(seed, capacity),
+    sca: new ScaStore(seed),
   });
   let state = initialState();
 
@@ -139,7 +145,11 @@ export function createSandboxBank(options: SandboxBankOptions = {}): SandboxBank
 
   return {
     handler,
-    listen: (port = 0, host = "127.0.0.1") => listen(handler, port, host),
+    listen: async (port = 0, host = "127.0.0.1") => {
+      const listener = await listen(handler, port, host);
+      if (options.publicUrl === undefined) settings.publicUrl.value = listener.url;
+      return listener;
+    },
     reset: () => {
       state = initialState();
     },

@@ -15,6 +15,7 @@ import {
   tppCode,
   tppText,
 } from "./helpers.js";
+import { walkSca } from "./sca-walk.js";
 
 interface Link {
   href: string;
@@ -220,7 +221,7 @@ describe("the sandbox customer list (SPEC 1.7, 2.1, 4.2)", () => {
 });
 
 describe("account information (SPEC 4.5, 5.11, 5.12)", () => {
-  it("answers the first call without PSU-ID with 401 and an scaRedirect link", async () => {
+  it("answers the first call without PSU-ID with 401 and the scaRedirect link of a new consent", async () => {
     const account = kari.accounts[0]!;
     for (const path of [
       "/v1/accounts",
@@ -228,12 +229,16 @@ describe("account information (SPEC 4.5, 5.11, 5.12)", () => {
       `/v1/accounts/${account}/transactions?bookingStatus=both`,
       "/v1/card-accounts",
     ]) {
-      const answer = await get(path);
+      const answer = await get(path, { "TPP-Redirect-URI": "https://tpp.example/cb" });
       expect(answer.status, path).toBe(401);
       expect(tppCode(answer.json)).toBe("CONSENT_INVALID");
       const links = (answer.json as { _links?: { scaRedirect?: { href?: string } } })._links;
-      expect(links?.scaRedirect?.href).toMatch(/^https:\/\//);
+      expect(links?.scaRedirect?.href).toMatch(new RegExp(`^${running.listener.url}/sca/`));
     }
+    // Without TPP-Redirect-URI there is nowhere to send the PSU back: the text says so instead.
+    const bare = await get("/v1/accounts");
+    expect(bare.status).toBe(401);
+    expect(bare.text).toMatch(/send TPP-Redirect-URI/);
   });
 
   it("lists the accounts of the customer whose customerId or customerNumber is the PSU-ID", async () => {
@@ -253,11 +258,13 @@ describe("account information (SPEC 4.5, 5.11, 5.12)", () => {
     }
   });
 
-  it("maps any other PSU-ID to the first private customer", async () => {
-    const answer = await get("/v1/accounts", { "PSU-ID": "0b6f2c1e-3d4a-4f5b-8c6d-7e8f9a0b1c2d" });
-    expect(
-      (answer.json as { accounts: AccountJson[] }).accounts.map((account) => account.resourceId),
-    ).toEqual(kari.accounts);
+  it("answers a PSU-ID no SCA gave this TPP with 401 and a new scaRedirect", async () => {
+    const answer = await get("/v1/accounts", {
+      "PSU-ID": "0b6f2c1e-3d4a-4f5b-8c6d-7e8f9a0b1c2d",
+      "TPP-Redirect-URI": "https://tpp.example/cb",
+    });
+    expect(answer.status).toBe(401);
+    expect(tppCode(answer.json)).toBe("CONSENT_INVALID");
   });
 
   it("reaches a corporate customer's accounts only through PSU-Corporate-ID (SPEC 1.8, 7)", async () => {
@@ -563,7 +570,7 @@ describe("payment initiation (SPEC 4.5, 3)", () => {
     });
   });
 
-  it("reports RCVD, then ACCP once the PSU authorises; fundsAvailable tells whether the money is there", async () => {
+  it("reports RCVD, then ACCP once the PSU approves at the SCA page; fundsAvailable tells whether the money is there", async () => {
     const created = (await postPayment(payment())).json as {
       paymentId: string;
       _links: Record<string, { href: string }>;
@@ -573,14 +580,14 @@ describe("payment initiation (SPEC 4.5, 3)", () => {
       fundsAvailable: true,
     });
 
-    const withoutPsu = await running.call(created._links.startAuthorisation!.href, { method: "POST" });
-    expect(withoutPsu.status).toBe(401);
     const authorisation = await running.call(created._links.startAuthorisation!.href, {
       method: "POST",
-      headers: { "PSU-ID": kari.customerId },
+      headers: { "TPP-Redirect-URI": "https://tpp.example/cb" },
     });
     expect(authorisation.status).toBe(201);
-    expect(authorisation.json).toMatchObject({ scaStatus: "EXEMPTED" });
+    const started = authorisation.json as { scaStatus: string; _links: { scaRedirect: { href: string } } };
+    expect(started.scaStatus).toBe("RECEIVED");
+    await walkSca(started._links.scaRedirect.href, { identity: kari.customerNumber });
     expect((await get(created._links.status!.href)).json).toEqual({
       transactionStatus: "ACCP",
       fundsAvailable: true,
@@ -589,10 +596,16 @@ describe("payment initiation (SPEC 4.5, 3)", () => {
     const tooMuch = (
       await postPayment(payment({ instructedAmount: { amount: "99999999.00", currency: "NOK" } }))
     ).json as { _links: Record<string, { href: string }> };
-    await running.call(tooMuch._links.startAuthorisation!.href, {
+    const tooMuchAuthorisation = await running.call(tooMuch._links.startAuthorisation!.href, {
       method: "POST",
-      headers: { "PSU-ID": kari.customerId },
+      headers: { "TPP-Redirect-URI": "https://tpp.example/cb" },
     });
+    await walkSca(
+      (tooMuchAuthorisation.json as { _links: { scaRedirect: { href: string } } })._links.scaRedirect.href,
+      {
+        identity: kari.customerNumber,
+      },
+    );
     expect((await get(tooMuch._links.status!.href)).json).toEqual({
       transactionStatus: "ACCP",
       fundsAvailable: false,

@@ -1,0 +1,316 @@
+/**
+ * SCA by redirect, consents and payment authorisation in the sandbox bank (SPEC 1.8, 1.9, 2.4,
+ * 2.6, 5.11–5.15, 7, 8), walked at the real SCA page over HTTP (sca-walk.ts).
+ */
+
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Customer } from "../../../src/sandbox/index.js";
+import { NOW, type RunningBank, startBank } from "./helpers.js";
+import { walkSca } from "./sca-walk.js";
+
+const TPP = "PSDNO-FSA-TPPA";
+const OTHER_TPP = "PSDNO-FSA-TPPB";
+const REDIRECT = "https://tpp.example/callback?state=abc";
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const DAY = 86_400_000;
+
+let now = NOW;
+let running: RunningBank;
+let kari: Customer;
+let ola: Customer;
+let nordvik: Customer;
+
+beforeAll(async () => {
+  running = await startBank({ clock: () => now });
+  const customers = running.bank.data.customers;
+  kari = customers[0]!;
+  ola = customers[1]!;
+  nordvik = customers[3]!;
+});
+afterAll(() => running.listener.close());
+beforeEach(() => {
+  now = NOW;
+});
+
+function tppHeaders(extra: Record<string, string> = {}, tpp = TPP): Record<string, string> {
+  return { "X-TPP-Organization-Id": tpp, "TPP-Redirect-URI": REDIRECT, ...extra };
+}
+
+async function startConsent(extra: Record<string, string> = {}, tpp = TPP) {
+  const answer = await running.call("/v1/bank-offered-consents", {
+    method: "POST",
+    headers: tppHeaders(extra, tpp),
+    body: "{}",
+  });
+  return answer as typeof answer & {
+    json: { consentId: string; consentStatus: string; _links: Record<string, { href: string }> };
+  };
+}
+
+/** A consent granted at the page; the redirect's parameters. */
+async function grant(
+  customer: Customer,
+  options: { accounts?: readonly string[]; agreement?: string; session?: string; tpp?: string } = {},
+) {
+  const started = await startConsent(
+    options.session ? { "TPP-Session-ID": options.session } : {},
+    options.tpp,
+  );
+  expect(started.status).toBe(201);
+  const walk = await walkSca(started.json._links.scaRedirect!.href, {
+    identity: customer.customerNumber,
+    ...(options.accounts ? { accounts: options.accounts } : {}),
+    ...(options.agreement ? { agreement: options.agreement } : {}),
+  });
+  return { consentId: started.json.consentId, params: walk.redirect.searchParams, walk };
+}
+
+function read(path: string, psu: Record<string, string>, tpp = TPP) {
+  return running.call(path, { headers: { ...tppHeaders({}, tpp), ...psu } });
+}
+
+const code = (json: unknown) => (json as { tppMessages?: { code: string }[] }).tppMessages?.[0]?.code;
+
+describe("bank-offered consent through the SCA page (SPEC 1.9, 2.6)", () => {
+  it("answers POST with received and an scaRedirect to the bank's own page, ignoring the body", async () => {
+    const started = await startConsent();
+    expect(started.status).toBe(201);
+    expect(started.json.consentStatus).toBe("received");
+    expect(started.json._links.scaRedirect!.href).toMatch(new RegExp(`^${running.listener.url}/sca/`));
+    const page = await fetch(started.json._links.scaRedirect!.href);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(await page.text()).toContain('<label for="identity">');
+  });
+
+  it("redirects back with psu-id, tpp-session-id and context, keeping the TPP's own query", async () => {
+    const { params, consentId } = await grant(kari, { session: "session-1" });
+    expect(params.get("state")).toBe("abc");
+    expect(params.get("psu-id")).toMatch(UUID);
+    expect(params.get("tpp-session-id")).toBe("session-1");
+    expect(params.get("context")).toBe("PRIVATE");
+    expect(params.has("psu-corporate-id")).toBe(false);
+    const status = await running.call(`/v1/bank-offered-consents/${consentId}/status`, {
+      headers: tppHeaders(),
+    });
+    expect(status.json).toEqual({ consentStatus: "valid" });
+  });
+
+  it("gives one stable psu-id per TPP and PSU, and another TPP's psu-id reaches nothing", async () => {
+    const first = (await grant(kari)).params.get("psu-id");
+    const again = (await grant(kari)).params.get("psu-id");
+    const otherTpp = (await grant(kari, { tpp: OTHER_TPP })).params.get("psu-id");
+    expect(again).toBe(first);
+    expect(otherTpp).not.toBe(first);
+    const crossed = await read("/v1/accounts", { "PSU-ID": first! }, OTHER_TPP);
+    expect(crossed.status).toBe(401);
+  });
+
+  it("reaches only the accounts the PSU chose; another of the PSU's accounts asks for consent", async () => {
+    const [chosen, left] = kari.accounts;
+    const { params } = await grant(ola); // another PSU's consent must not widen Kari's
+    expect(params.get("psu-id")).toMatch(UUID);
+    const kariGrant = await grant(kari, { accounts: [chosen!.resourceId], tpp: "PSDNO-FSA-TPPC" });
+    const psu = { "PSU-ID": kariGrant.params.get("psu-id")! };
+    const list = await read("/v1/accounts", psu, "PSDNO-FSA-TPPC");
+    expect((list.json as { accounts: { resourceId: string }[] }).accounts.map((a) => a.resourceId)).toEqual([
+      chosen!.resourceId,
+    ]);
+    expect((await read(`/v1/accounts/${chosen!.resourceId}/balances`, psu, "PSDNO-FSA-TPPC")).status).toBe(
+      200,
+    );
+    const other = await read(`/v1/accounts/${left!.resourceId}/balances`, psu, "PSDNO-FSA-TPPC");
+    expect(other.status).toBe(401);
+    expect(code(other.json)).toBe("CONSENT_INVALID");
+    expect((other.json as { _links: { scaRedirect: { href: string } } })._links.scaRedirect.href).toContain(
+      "/sca/",
+    );
+  });
+
+  it("lets a corporate PSU choose the agreement; PSU-Corporate-ID is then required (SPEC 1.8, 5.12, 7)", async () => {
+    const accountant = nordvik.agreements[1]!; // grants one of the two accounts
+    const { params } = await grant(nordvik, { agreement: accountant.id, accounts: accountant.engagements });
+    expect(params.get("context")).toBe("CORPORATE");
+    const psuId = params.get("psu-id")!;
+    const corporateId = params.get("psu-corporate-id")!;
+    expect(corporateId).toMatch(UUID);
+    expect((await read("/v1/accounts", { "PSU-ID": psuId })).status).toBe(400);
+    const list = await read("/v1/accounts", { "PSU-ID": psuId, "PSU-Corporate-ID": corporateId });
+    expect((list.json as { accounts: { resourceId: string }[] }).accounts.map((a) => a.resourceId)).toEqual(
+      accountant.engagements,
+    );
+    const agreements = await read("/v1/agreements", { "PSU-ID": psuId });
+    expect(agreements.status).toBe(200);
+    const listed = (agreements.json as { agreements: { id: string; corporateId: string }[] }).agreements;
+    expect(listed.map((a) => a.id)).toEqual(nordvik.agreements.map((a) => a.id));
+    expect(listed.find((a) => a.id === accountant.id)!.corporateId).toBe(corporateId);
+    // The other agreement's context has no consent yet: a new consent flow runs.
+    const other = listed.find((a) => a.id !== accountant.id)!;
+    expect(
+      (await read("/v1/accounts", { "PSU-ID": psuId, "PSU-Corporate-ID": other.corporateId })).status,
+    ).toBe(401);
+  });
+
+  it("refuses, on the page, an account outside the chosen agreement", async () => {
+    const accountant = nordvik.agreements[1]!;
+    const outside = nordvik.accounts.find((a) => !accountant.engagements.includes(a.resourceId))!;
+    await expect(
+      grant(nordvik, { agreement: accountant.id, accounts: [outside.resourceId] }),
+    ).rejects.toThrow(/SCA form answered 400.*does not grant/s);
+  });
+
+  it("sends a cancelled SCA back with the failure parameters; the consent is rejected", async () => {
+    for (const cancel of ["at-identify", "after-identify"] as const) {
+      const started = await startConsent();
+      const walk = await walkSca(started.json._links.scaRedirect!.href, {
+        identity: kari.customerNumber,
+        cancel,
+      });
+      const params = walk.redirect.searchParams;
+      expect(Object.fromEntries(params)).toMatchObject({
+        system: "sandbox-sca",
+        status: "400",
+        code: "CANCELLED",
+      });
+      expect(params.get("message")).toMatch(/cancelled/);
+      expect(params.has("psu-id")).toBe(false);
+      const status = await running.call(started.json._links.status!.href, { headers: tppHeaders() });
+      expect(status.json).toEqual({ consentStatus: "rejected" });
+    }
+  });
+
+  it("turns reads into 401 with a new scaRedirect once the PSU revokes the consent with the bank", async () => {
+    const { params, consentId } = await grant(ola, { tpp: "PSDNO-FSA-TPPD" });
+    const psu = { "PSU-ID": params.get("psu-id")! };
+    expect((await read("/v1/accounts", psu, "PSDNO-FSA-TPPD")).status).toBe(200);
+    const revoked = await running.call(`/v1/sandbox/consents/${consentId}/revoke`, { method: "POST" });
+    expect(revoked.json).toMatchObject({ consentStatus: "revokedByPsu" });
+    const after = await read("/v1/accounts", psu, "PSDNO-FSA-TPPD");
+    expect(after.status).toBe(401);
+    expect(code(after.json)).toBe("CONSENT_INVALID");
+    expect((after.json as { _links: { scaRedirect: { href: string } } })._links.scaRedirect.href).toContain(
+      "/sca/",
+    );
+  });
+});
+
+describe("time rules (SPEC 5.15, 8)", () => {
+  it.each([
+    ["same session within the hour: valid at once, no new SCA", "s-1", 59 * 60_000, "valid"],
+    ["same session after the hour: a new SCA", "s-1", 61 * 60_000, "received"],
+    ["a new session id: a new SCA", "s-2", 60_000, "received"],
+  ])("%s", async (_what, session, later, expected) => {
+    const tpp = `PSDNO-FSA-SESSION-${session}-${later}`;
+    const { params } = await grant(kari, { session: "s-1", tpp });
+    now = NOW + later;
+    const again = await startConsent({ "PSU-ID": params.get("psu-id")!, "TPP-Session-ID": session }, tpp);
+    expect(again.json.consentStatus).toBe(expected);
+    expect("scaRedirect" in again.json._links).toBe(expected !== "valid");
+  });
+
+  it.each([
+    ["attended, 200 days after SCA", 200, "true", 200],
+    ["unattended, 179 days after SCA", 179, "false", 200],
+    ["unattended, 181 days after SCA: renew SCA", 181, "false", 401],
+  ])("%s", async (_what, days, present, status) => {
+    const tpp = `PSDNO-FSA-RENEWAL-${days}-${present}`;
+    const { params } = await grant(kari, { tpp });
+    now = NOW + days * DAY;
+    const answer = await read(
+      "/v1/accounts",
+      { "PSU-ID": params.get("psu-id")!, "X-PSU-Present": present },
+      tpp,
+    );
+    expect(answer.status).toBe(status);
+    if (status === 401) expect(code(answer.json)).toBe("CONSENT_EXPIRED");
+  });
+});
+
+describe("payment authorisation by redirect (SPEC 2.4, 3, 7)", () => {
+  async function newPayment(amount = "10.00") {
+    const debtor = kari.accounts[0]!.bban;
+    const created = await running.call("/v1/payments/norwegian-domestic-credit-transfers", {
+      method: "POST",
+      headers: { ...tppHeaders(), "content-type": "application/json" },
+      body: JSON.stringify({
+        instructedAmount: { amount, currency: "NOK" },
+        debtorAccount: { bban: debtor },
+        creditorAccount: { bban: ola.accounts[0]!.bban },
+        creditorName: "Ola Fjellheim",
+        remittanceInformationUnstructured: `sca ${Math.random()}`,
+      }),
+    });
+    expect(created.status).toBe(201);
+    const links = (created.json as { _links: Record<string, { href: string }> })._links;
+    const started = await running.call(links.startAuthorisation!.href, {
+      method: "POST",
+      headers: tppHeaders(),
+    });
+    expect(started.status).toBe(201);
+    const authorisation = started.json as { scaStatus: string; _links: Record<string, { href: string }> };
+    expect(authorisation.scaStatus).toBe("RECEIVED");
+    return { links, authorisation };
+  }
+
+  it.each([
+    ["the debtor's owner approves", () => kari, {}, "ACCP", "FINALISED"],
+    ["another customer approves", () => ola, {}, "RJCT", "FAILED"],
+    ["the PSU cancels", () => kari, { cancel: "after-identify" as const }, "RJCT", "FAILED"],
+  ])("%s → payment %s, authorisation %s", async (_what, who, extra, transactionStatus, scaStatus) => {
+    const { links, authorisation } = await newPayment();
+    const walk = await walkSca(authorisation._links.scaRedirect!.href, {
+      identity: who().customerNumber,
+      ...extra,
+    });
+    if (scaStatus === "FINALISED") {
+      expect(walk.redirect.searchParams.get("psu-id")).toMatch(UUID);
+      expect(walk.pages.at(-1)).toContain("10.00 NOK");
+    } else {
+      expect(walk.redirect.searchParams.get("code")).toBe("PAYMENT_FAILED");
+    }
+    const status = await running.call(links.status!.href, { headers: tppHeaders() });
+    expect((status.json as { transactionStatus: string }).transactionStatus).toBe(transactionStatus);
+    const sca = await running.call(authorisation._links.scaStatus!.href, { headers: tppHeaders() });
+    expect((sca.json as { scaStatus: string }).scaStatus).toBe(scaStatus);
+  });
+});
+
+describe("the page itself", () => {
+  it("refuses a form without the page's cookie or with another token (CSRF)", async () => {
+    const started = await startConsent();
+    const link = started.json._links.scaRedirect!.href;
+    const html = await (await fetch(link)).text();
+    const token = /name="token" value="([^"]+)"/.exec(html)![1]!;
+    const post = (headers: Record<string, string>, sentToken: string) =>
+      fetch(link, {
+        method: "POST",
+        redirect: "manual",
+        headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+        body: new URLSearchParams({
+          token: sentToken,
+          action: "identify",
+          identity: kari.customerNumber,
+        }).toString(),
+      });
+    expect((await post({}, token)).status).toBe(403);
+    expect((await post({ cookie: `sca_token=${token}` }, "x".repeat(token.length))).status).toBe(403);
+    expect((await post({ cookie: `sca_token=${token}` }, token)).status).toBe(303);
+  });
+
+  it("preselects X-PSU-IDENTITY, shows X-PSU-AuthMethod-Preferred and escapes what it echoes", async () => {
+    const started = await startConsent({
+      "X-PSU-IDENTITY": '"><script>x</script>',
+      "X-PSU-AuthMethod-Preferred": "NATIONALEID_MOBILE",
+    });
+    const html = await (await fetch(started.json._links.scaRedirect!.href)).text();
+    expect(html).toContain('value="&#34;&#62;&#60;script&#62;x&#60;/script&#62;"');
+    expect(html).not.toContain("<script>");
+    expect(html).toContain("NATIONALEID_MOBILE");
+  });
+
+  it("answers an unknown identification number on the page, 400, and an unknown link 404", async () => {
+    await expect(
+      walkSca((await startConsent()).json._links.scaRedirect!.href, { identity: "00000000000" }),
+    ).rejects.toThrow(/SCA form answered 400/);
+    expect((await fetch(`${running.listener.url}/sca/unknown`)).status).toBe(404);
+  });
+});
