@@ -10,8 +10,12 @@ import { SeededRandom } from "./random.js";
 /** RCVD until the PSU authorises; ACCP after, even without funds (SPEC 3 rule 2); RJCT when the PSU refuses. */
 export type TransactionStatus = "RCVD" | "ACCP" | "RJCT";
 
+/** Berlin Group payment services: a signing basket takes single payments only (SPEC 4.1, 7). */
+export type PaymentService = "payments" | "periodic-payments" | "bulk-payments";
+
 export interface StoredPayment {
   readonly paymentId: string;
+  readonly service: PaymentService;
   readonly product: string;
   /** The TPP that created it ("" when the bank was called directly, without the gateway). */
   readonly organizationId: string;
@@ -21,6 +25,13 @@ export interface StoredPayment {
   transactionStatus: TransactionStatus;
 }
 
+/** SPEC 4.1: payments authorised together, each keeping its own status (not atomic, 3.1). */
+export interface SigningBasket {
+  readonly basketId: string;
+  readonly organizationId: string;
+  readonly paymentIds: readonly string[];
+}
+
 export const DEFAULT_PAYMENT_CAPACITY = 100_000;
 
 export class PaymentStore {
@@ -28,6 +39,7 @@ export class PaymentStore {
   /** `${organizationId}\n${logicalKey}` → the latest payment with that key. */
   private readonly byLogicalKey = new Map<string, StoredPayment>();
   private readonly byId = new Map<string, StoredPayment>();
+  private readonly baskets = new Map<string, SigningBasket>();
   private readonly ids: SeededRandom;
 
   constructor(
@@ -56,6 +68,17 @@ export class PaymentStore {
 
   find(organizationId: string, paymentId: string): StoredPayment | undefined {
     return this.payments.get(storeKey(organizationId, paymentId));
+  }
+
+  addBasket(basket: SigningBasket): void {
+    this.baskets.set(basket.basketId, basket);
+    while (this.baskets.size > this.capacity) this.baskets.delete(this.baskets.keys().next().value!);
+  }
+
+  /** A basket of this TPP; `organizationId` undefined: whatever TPP made it (the SCA page). */
+  findBasket(organizationId: string | undefined, basketId: string): SigningBasket | undefined {
+    const basket = this.baskets.get(basketId);
+    return organizationId === undefined || basket?.organizationId === organizationId ? basket : undefined;
   }
 
   /** The payment whatever TPP made it: for the SCA page, where the PSU, not a TPP, acts. */

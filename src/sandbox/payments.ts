@@ -66,6 +66,7 @@ export async function createDomesticPayment(context: RequestContext): Promise<Re
 
   const payment: StoredPayment = {
     paymentId: state.payments.nextId(),
+    service: "payments",
     product: DOMESTIC_PRODUCT,
     organizationId,
     request,
@@ -91,7 +92,7 @@ export async function createDomesticPayment(context: RequestContext): Promise<Re
 }
 
 /** The calling TPP's payment named by the path; other TPPs' payments do not exist for it. */
-function ownPayment(context: RequestContext): StoredPayment | Reply {
+export function ownPayment(context: RequestContext): StoredPayment | Reply {
   const [product, paymentId] = context.params as [string, string];
   const organizationId = readIdentity(context.req, context.settings.identityHeaders).organizationId ?? "";
   const payment = context.state.payments.find(organizationId, paymentId);
@@ -199,16 +200,29 @@ function authorisationBody(context: RequestContext, authorisation: Authorisation
 
 /** What the SCA page shows the PSU before approval (dynamic linking: amount and payee). */
 export function describePaymentForSca(state: BankState, subject: AuthorisationSubject): [string, string][] {
-  if (subject.kind !== "payment") return [];
-  const payment = state.payments.findAny(subject.paymentId);
-  if (payment === undefined) return [["Payment", "no longer known"]];
-  const request = payment.request;
-  return [
-    ["Amount", `${request.amount} ${request.currency}`],
-    ["To", `${request.creditorName} (${request.creditorBban})`],
-    ["From account", request.debtorBban],
-    ...(request.remittance !== undefined ? ([["Message", request.remittance]] as [string, string][]) : []),
-  ];
+  if (subject.kind === "consent") return [];
+  const lines: [string, string][] = [];
+  const payments = subjectPayments(state, subject);
+  payments.forEach((payment, index) => {
+    const request = payment.request;
+    const n = payments.length > 1 ? ` ${index + 1}` : "";
+    lines.push([`Amount${n}`, `${request.amount} ${request.currency}`]);
+    lines.push([`To${n}`, `${request.creditorName} (${request.creditorBban})`]);
+    lines.push([`From account${n}`, request.debtorBban]);
+    if (request.remittance !== undefined) lines.push([`Message${n}`, request.remittance]);
+  });
+  return lines.length > 0 ? lines : [["Payment", "no longer known"]];
+}
+
+/** The payments an authorisation approves: one, or a basket's. */
+function subjectPayments(state: BankState, subject: AuthorisationSubject): StoredPayment[] {
+  const ids =
+    subject.kind === "payment"
+      ? [subject.paymentId]
+      : subject.kind === "basket"
+        ? (state.payments.findBasket(undefined, subject.basketId)?.paymentIds ?? [])
+        : [];
+  return ids.flatMap((id) => state.payments.findAny(id) ?? []);
 }
 
 /**
@@ -221,18 +235,23 @@ export function settlePaymentAuthorisation(
   customer: Customer | undefined,
   approved: boolean,
 ): true | string {
-  if (subject.kind !== "payment") return "not a payment authorisation";
-  const payment = state.payments.findAny(subject.paymentId);
-  if (payment === undefined) return "the payment no longer exists";
+  const payments = subjectPayments(state, subject).filter((p) => p.transactionStatus === "RCVD");
+  if (payments.length === 0) return "the payment no longer waits for authorisation";
   if (!approved || customer === undefined) {
-    if (payment.transactionStatus === "RCVD") payment.transactionStatus = "RJCT";
+    for (const payment of payments) payment.transactionStatus = "RJCT";
     return "the PSU did not approve the payment";
   }
-  const debtor = state.catalogue.accountsByBban.get(payment.request.debtorBban);
-  if (debtor === undefined || debtor.ownerCustomerId !== customer.customerId) {
-    payment.transactionStatus = "RJCT";
-    return `the debtor account ${payment.request.debtorBban} is not an account of ${customer.customerName}`;
+  // Not atomic (SPEC 3.1): in a basket each payment stands or falls on its own debtor account.
+  const refused: string[] = [];
+  for (const payment of payments) {
+    const debtor = state.catalogue.accountsByBban.get(payment.request.debtorBban);
+    if (debtor === undefined || debtor.ownerCustomerId !== customer.customerId) {
+      payment.transactionStatus = "RJCT";
+      refused.push(payment.request.debtorBban);
+    } else {
+      payment.transactionStatus = "ACCP";
+    }
   }
-  payment.transactionStatus = "ACCP";
-  return true;
+  if (refused.length < payments.length) return true;
+  return `the debtor account ${refused.join(", ")} is not an account of ${customer.customerName}`;
 }

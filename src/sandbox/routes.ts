@@ -12,6 +12,13 @@ import {
   listCardAccounts,
 } from "./accounts.js";
 import {
+  createBasket,
+  getBasket,
+  getBasketAuthorisation,
+  getBasketStatus,
+  startBasketAuthorisation,
+} from "./baskets.js";
+import {
   createConsent,
   deleteConsent,
   getConsent,
@@ -23,6 +30,13 @@ import {
 } from "./consents.js";
 import type { RouteHandler } from "./context.js";
 import { getAgreement, getAgreementEngagements, getCustomer, listCustomers } from "./customers.js";
+import {
+  createAccountTransaction,
+  createCardAccount,
+  createCardTransactions,
+  createCustomer,
+  resetSandbox,
+} from "./mock-operations.js";
 import { DOMESTIC_PRODUCT } from "./payment-body.js";
 import {
   createDomesticPayment,
@@ -44,6 +58,20 @@ export const ROUTES: readonly RouteDefinition<RouteHandler>[] = [
     method: "GET",
     path: "/v1/sandbox/customers/:customerId/agreements/:agreementId/engagements",
     handler: getAgreementEngagements,
+  },
+  // Mock data (SPEC 1.7, 4.3, 4.5). SPEC 1.7 names no path for initialising the sandbox: this one is ours.
+  { method: "POST", path: "/v1/sandbox/reset", handler: resetSandbox },
+  { method: "POST", path: "/v1/sandbox/customers", handler: createCustomer },
+  { method: "POST", path: "/v1/sandbox/card-accounts", handler: createCardAccount },
+  {
+    method: "POST",
+    path: "/v1/sandbox/card-accounts/:mockCardAccountId/transactions",
+    handler: createCardTransactions,
+  },
+  {
+    method: "POST",
+    path: "/v1/sandbox/accounts/:mockAccountId/transactions",
+    handler: createAccountTransaction,
   },
 
   { method: "GET", path: "/v1/accounts", handler: listAccounts },
@@ -71,6 +99,17 @@ export const ROUTES: readonly RouteDefinition<RouteHandler>[] = [
     method: "GET",
     path: "/v1/payments/:product/:paymentId/authorisations/:authorisationId",
     handler: getAuthorisationStatus,
+  },
+
+  // Signing baskets (SPEC 4.1).
+  { method: "POST", path: "/v1/signing-baskets", handler: createBasket },
+  { method: "GET", path: "/v1/signing-baskets/:basketId", handler: getBasket },
+  { method: "GET", path: "/v1/signing-baskets/:basketId/status", handler: getBasketStatus },
+  { method: "POST", path: "/v1/signing-baskets/:basketId/authorisations", handler: startBasketAuthorisation },
+  {
+    method: "GET",
+    path: "/v1/signing-baskets/:basketId/authorisations/:authorisationId",
+    handler: getBasketAuthorisation,
   },
 
   // Consent and PSU identification (SPEC 1.9, 5.12); /v1/consents is the deprecated name (9.3).

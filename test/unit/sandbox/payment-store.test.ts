@@ -16,6 +16,7 @@ const request: DomesticPaymentRequest = {
 function stored(store: PaymentStore, logicalKey: string, organizationId = "tpp"): StoredPayment {
   const payment: StoredPayment = {
     paymentId: store.nextId(),
+    service: "payments",
     product: "norwegian-domestic-credit-transfers",
     organizationId,
     request,

@@ -274,6 +274,96 @@ describe("payment authorisation by redirect (SPEC 2.4, 3, 7)", () => {
   });
 });
 
+describe("signing baskets (SPEC 3.1, 4.1, 7)", () => {
+  async function payment(debtor: string) {
+    const created = await running.call("/v1/payments/norwegian-domestic-credit-transfers", {
+      method: "POST",
+      headers: { ...tppHeaders(), "content-type": "application/json" },
+      body: JSON.stringify({
+        instructedAmount: { amount: "5.00", currency: "NOK" },
+        debtorAccount: { bban: debtor },
+        creditorAccount: { bban: "12345678903" },
+        creditorName: "Per Hansen",
+        remittanceInformationUnstructured: `basket ${Math.random()}`,
+      }),
+    });
+    return (created.json as { paymentId: string }).paymentId;
+  }
+  const basketHeaders = {
+    "x-accept-fix": "amount-as-string",
+    "TPP-Session-ID": "basket-session",
+    "PSU-ID": "ignored-until-sca",
+    "PSU-IP-Address": "192.0.2.10",
+  };
+  async function basket(ids: string[]) {
+    const created = await running.call("/v1/signing-baskets", {
+      method: "POST",
+      headers: { ...tppHeaders(), "content-type": "application/json" },
+      body: JSON.stringify({ paymentIds: ids }),
+    });
+    return created as typeof created & {
+      json: { basketId: string; transactionStatus: string; _links: Record<string, { href: string }> };
+    };
+  }
+
+  it.each([
+    ["without x-accept-fix", { "x-accept-fix": "" }, /amount-as-string/],
+    ["without TPP-Session-ID", { "TPP-Session-ID": "" }, /TPP-Session-ID/],
+    ["without PSU-IP-Address", { "PSU-IP-Address": "" }, /PSU-IP-Address/],
+  ])("refuses the authorisation start %s", async (_what, change, text) => {
+    const created = await basket([await payment(kari.accounts[0]!.bban)]);
+    const headers = Object.fromEntries(
+      Object.entries({ ...tppHeaders(), ...basketHeaders, ...change }).filter(([, v]) => v !== ""),
+    );
+    const answer = await running.call(created.json._links.startAuthorisation!.href, {
+      method: "POST",
+      headers,
+    });
+    expect(answer.status).toBe(400);
+    expect(answer.text).toMatch(text);
+  });
+
+  it("authorises all its payments with one SCA; each keeps its own status, the basket shows the worst", async () => {
+    const mine = await payment(kari.accounts[0]!.bban);
+    const notMine = await payment(ola.accounts[0]!.bban);
+    const created = await basket([mine, notMine]);
+    expect(created.status).toBe(201);
+    expect(created.json.transactionStatus).toBe("RCVD");
+    const started = await running.call(created.json._links.startAuthorisation!.href, {
+      method: "POST",
+      headers: { ...tppHeaders(), ...basketHeaders },
+    });
+    expect(started.status).toBe(201);
+    const links = (started.json as { _links: Record<string, { href: string }> })._links;
+    const walk = await walkSca(links.scaRedirect!.href, { identity: kari.customerNumber });
+    expect(walk.redirect.searchParams.get("psu-id")).toMatch(UUID);
+    const status = (id: string) =>
+      running.call(`/v1/payments/norwegian-domestic-credit-transfers/${id}/status`, {
+        headers: tppHeaders(),
+      });
+    expect(((await status(mine)).json as { transactionStatus: string }).transactionStatus).toBe("ACCP");
+    expect(((await status(notMine)).json as { transactionStatus: string }).transactionStatus).toBe("RJCT");
+    const basketStatus = await running.call(created.json._links.status!.href, { headers: tppHeaders() });
+    expect(basketStatus.json).toEqual({ transactionStatus: "RJCT" });
+    expect(
+      ((await running.call(links.scaStatus!.href, { headers: tppHeaders() })).json as { scaStatus: string })
+        .scaStatus,
+    ).toBe("FINALISED");
+  });
+
+  it("refuses an unknown or repeated payment id, and another TPP's payment", async () => {
+    const mine = await payment(kari.accounts[0]!.bban);
+    expect((await basket([mine, mine])).status).toBe(400);
+    expect((await basket(["no-such-payment"])).status).toBe(400);
+    const other = await running.call("/v1/signing-baskets", {
+      method: "POST",
+      headers: { ...tppHeaders({}, OTHER_TPP), "content-type": "application/json" },
+      body: JSON.stringify({ paymentIds: [mine] }),
+    });
+    expect(other.status).toBe(400);
+  });
+});
+
 describe("the page itself", () => {
   it("refuses a form without the page's cookie or with another token (CSRF)", async () => {
     const started = await startConsent();
