@@ -1,164 +1,161 @@
 /**
- * Reading a norwegian-domestic-credit-transfers request body. Pure and total: any bytes give
- * either a payment or a text naming the field to fix, never an exception.
+ * Reading payment request bodies: bytes and the bank's today → a parsed request, or a refusal
+ * with a Berlin Group code and a text that names the field to fix. Pure and total: no I/O, no
+ * clock of its own, never an exception, whatever the bytes.
+ *
+ * Products offered (PAYMENT_PRODUCTS):
+ * - single payments (/v1/payments/{product}): norwegian-domestic-credit-transfers
+ *   (./payment-body/domestic.ts) and norwegian-cross-border-credit-transfers
+ *   (./payment-body/cross-border.ts);
+ * - periodic payments (/v1/periodic-payments/{product}): norwegian-domestic-credit-transfers
+ *   (./payment-body/periodic.ts).
+ *
+ * Refusals: 404 PRODUCT_UNKNOWN for a product not offered for that kind of payment; 400
+ * FORMAT_ERROR for everything else (SPEC 7: an invalid KID, duplicate months, missing structured
+ * creditor data once enforced).
  */
 
-import { parsePositiveAmount } from "./money.js";
+import {
+  CROSS_BORDER_MEMBERS,
+  CROSS_BORDER_PRODUCT,
+  type CrossBorderPaymentRequest,
+  crossBorderKeyParts,
+  readCrossBorderPayment,
+} from "./payment-body/cross-border.js";
+import {
+  DOMESTIC_MEMBERS,
+  DOMESTIC_PRODUCT,
+  type DomesticPaymentRequest,
+  domesticKeyParts,
+  readDomesticPayment,
+} from "./payment-body/domestic.js";
+import { type Refusal, readJsonObject } from "./payment-body/fields.js";
+import {
+  PERIODIC_MEMBERS,
+  type PeriodicPaymentRequest,
+  periodicKeyParts,
+  readPeriodicPayment,
+} from "./payment-body/periodic.js";
 
-export const DOMESTIC_PRODUCT = "norwegian-domestic-credit-transfers";
+export type { PostalAddress } from "./address.js";
+export type {
+  CrossBorderPaymentRequest,
+  ForeignAccount,
+  RegulatoryReporting,
+} from "./payment-body/cross-border.js";
+export type { Refusal, RefusalCode } from "./payment-body/fields.js";
+export type { ExecutionRule, Frequency, PeriodicPaymentRequest } from "./payment-body/periodic.js";
+export { CROSS_BORDER_PRODUCT, DOMESTIC_PRODUCT, type DomesticPaymentRequest };
 
-export interface DomesticPaymentRequest {
-  /** As the TPP sent it, e.g. "10.5". */
-  readonly amount: string;
-  readonly amountMinor: number;
-  readonly currency: "NOK";
-  readonly debtorBban: string;
-  readonly creditorBban: string;
-  readonly creditorName: string;
-  readonly remittance: string | undefined;
+export type PaymentKind = "single" | "periodic";
+
+/** The products offered, per kind of payment. */
+export const PAYMENT_PRODUCTS: { readonly [kind in PaymentKind]: readonly string[] } = {
+  single: [DOMESTIC_PRODUCT, CROSS_BORDER_PRODUCT],
+  periodic: [DOMESTIC_PRODUCT],
+};
+
+export function isOfferedProduct(kind: PaymentKind, product: string): boolean {
+  return PAYMENT_PRODUCTS[kind]?.includes(product) ?? false;
 }
+
+export interface SingleDomesticPayment extends DomesticPaymentRequest {
+  readonly kind: "single";
+  readonly product: typeof DOMESTIC_PRODUCT;
+}
+
+export interface SingleCrossBorderPayment extends CrossBorderPaymentRequest {
+  readonly kind: "single";
+  readonly product: typeof CROSS_BORDER_PRODUCT;
+}
+
+export interface PeriodicDomesticPayment extends PeriodicPaymentRequest {
+  readonly kind: "periodic";
+  readonly product: typeof DOMESTIC_PRODUCT;
+}
+
+export type PaymentRequest = SingleDomesticPayment | SingleCrossBorderPayment | PeriodicDomesticPayment;
+
+export type PaymentRequestResult = { readonly ok: true; readonly payment: PaymentRequest } | Refusal;
+
+/**
+ * The one entry point: `kind` and `product` from the path, the body's bytes, and the bank's today
+ * (YYYY-MM-DD, UTC), which dates such as startDate and the structured-address rule are judged by.
+ */
+export function parsePaymentRequest(
+  kind: PaymentKind,
+  product: string,
+  bytes: Uint8Array,
+  today: string,
+): PaymentRequestResult {
+  if (!isOfferedProduct(kind, product)) {
+    const offered = PAYMENT_PRODUCTS[kind] ?? [];
+    return {
+      ok: false,
+      status: 404,
+      code: "PRODUCT_UNKNOWN",
+      text: `Payment product ${JSON.stringify(product.slice(0, 60))} is not offered for ${kind} payments; this sandbox offers ${offered.join(" and ")}`,
+    };
+  }
+  if (kind === "periodic") {
+    const body = readJsonObject(bytes, PERIODIC_MEMBERS);
+    if (!body.ok) return body;
+    const payment = readPeriodicPayment(body.value, today);
+    if (!payment.ok) return payment;
+    return { ok: true, payment: { ...payment.value, kind, product: DOMESTIC_PRODUCT } };
+  }
+  if (product === CROSS_BORDER_PRODUCT) {
+    const body = readJsonObject(bytes, CROSS_BORDER_MEMBERS);
+    if (!body.ok) return body;
+    const payment = readCrossBorderPayment(body.value, today);
+    if (!payment.ok) return payment;
+    return { ok: true, payment: { ...payment.value, kind, product: CROSS_BORDER_PRODUCT } };
+  }
+  const body = readJsonObject(bytes, DOMESTIC_MEMBERS);
+  if (!body.ok) return body;
+  const payment = readDomesticPayment(body.value);
+  if (!payment.ok) return payment;
+  return { ok: true, payment: { ...payment.value, kind, product: DOMESTIC_PRODUCT } };
+}
+
+/**
+ * The logical-duplicate key (the store refuses a second payment with the same key unless
+ * allowLogicalDuplicate=true): kind and product, then debtor, creditor, amount and remittance
+ * (text or KID), plus currency for cross-border and start date and frequency for periodic
+ * payments. JSON-encoded, so no text inside can make two different payments collide.
+ */
+export function paymentLogicalKey(payment: PaymentRequest): string {
+  switch (payment.product) {
+    case CROSS_BORDER_PRODUCT:
+      return JSON.stringify([payment.kind, payment.product, ...crossBorderKeyParts(payment)]);
+    case DOMESTIC_PRODUCT:
+      return payment.kind === "periodic"
+        ? JSON.stringify([
+            payment.kind,
+            payment.product,
+            ...domesticKeyParts(payment),
+            ...periodicKeyParts(payment),
+          ])
+        : logicalKey(payment);
+  }
+}
+
+// Kept for the existing route (payments.ts) ---------------------------------------------------
 
 export type PaymentBodyResult =
   | { readonly ok: true; readonly payment: DomesticPaymentRequest }
   | { readonly ok: false; readonly text: string };
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
-const BBAN = /^\d{11}$/;
-/** Surrogates: characters outside the Basic Multilingual Plane (emoji) or broken halves of them. */
-const OUTSIDE_BMP = /[\ud800-\udfff]/;
-const MAX_CREDITOR_NAME = 70;
-const MAX_REMITTANCE = 140;
-
-function problem(text: string): PaymentBodyResult {
-  return { ok: false, text };
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function describe(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "string") return `the string ${JSON.stringify(value.slice(0, 40))}`;
-  if (typeof value === "object") return "an object";
-  return `the ${typeof value} ${String(value)}`;
-}
-
+/** A single norwegian-domestic-credit-transfers body; the same as parsePaymentRequest("single", DOMESTIC_PRODUCT, …). */
 export function parseDomesticPayment(bytes: Uint8Array): PaymentBodyResult {
-  let text: string;
-  try {
-    text = utf8.decode(bytes);
-  } catch {
-    return problem("Body is not valid UTF-8");
-  }
-  if (text.trim().length === 0) {
-    return problem(
-      "Body is empty; send a JSON object with instructedAmount, debtorAccount, creditorAccount and creditorName",
-    );
-  }
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch (error) {
-    return problem(
-      `Body is not valid JSON: ${error instanceof Error ? error.message.slice(0, 100) : "parse error"}`,
-    );
-  }
-  if (!isObject(body)) return problem(`Body must be a JSON object; got ${describe(body)}`);
-
-  const instructedAmount = body["instructedAmount"];
-  if (!isObject(instructedAmount)) {
-    return problem(
-      `instructedAmount must be an object {amount, currency}; got ${describe(instructedAmount)}`,
-    );
-  }
-  const amount = instructedAmount["amount"];
-  if (typeof amount !== "string") {
-    return problem(
-      `instructedAmount.amount must be a decimal string such as "10.00" (amounts are strings); got ${describe(amount)}`,
-    );
-  }
-  const amountMinor = parsePositiveAmount(amount);
-  if (amountMinor === undefined) {
-    return problem(
-      `instructedAmount.amount must be a positive decimal with at most 2 decimals, such as "10.00"; got ${describe(amount)}`,
-    );
-  }
-  const currency = instructedAmount["currency"];
-  if (currency !== "NOK") {
-    return problem(
-      `instructedAmount.currency must be "NOK" for a ${DOMESTIC_PRODUCT} payment; got ${describe(currency)}`,
-    );
-  }
-
-  const debtorBban = bbanOf(body, "debtorAccount");
-  if (!debtorBban.ok) return debtorBban;
-  const creditorBban = bbanOf(body, "creditorAccount");
-  if (!creditorBban.ok) return creditorBban;
-
-  const creditorName = body["creditorName"];
-  if (typeof creditorName !== "string" || creditorName.trim().length === 0) {
-    return problem(`creditorName must be a non-empty string; got ${describe(creditorName)}`);
-  }
-  if (creditorName.length > MAX_CREDITOR_NAME) {
-    return problem(
-      `creditorName is ${creditorName.length} characters long; at most ${MAX_CREDITOR_NAME} are allowed`,
-    );
-  }
-  const remittance = body["remittanceInformationUnstructured"];
-  if (remittance !== undefined && typeof remittance !== "string") {
-    return problem(
-      `remittanceInformationUnstructured must be a string when present; got ${describe(remittance)}`,
-    );
-  }
-  if (remittance !== undefined && remittance.length > MAX_REMITTANCE) {
-    return problem(
-      `remittanceInformationUnstructured is ${remittance.length} characters long; at most ${MAX_REMITTANCE} are allowed`,
-    );
-  }
-  // SPEC 1.3: the core system cannot store characters such as emoji, so the request is refused.
-  for (const [name, value] of [
-    ["creditorName", creditorName],
-    ["remittanceInformationUnstructured", remittance],
-  ] as const) {
-    if (value !== undefined && OUTSIDE_BMP.test(value)) {
-      return problem(`${name} contains a character the core system cannot process (such as an emoji)`);
-    }
-  }
-
-  return {
-    ok: true,
-    payment: {
-      amount,
-      amountMinor,
-      currency: "NOK",
-      debtorBban: debtorBban.bban,
-      creditorBban: creditorBban.bban,
-      creditorName,
-      remittance,
-    },
-  };
+  const body = readJsonObject(bytes, DOMESTIC_MEMBERS);
+  if (!body.ok) return body;
+  const payment = readDomesticPayment(body.value);
+  if (!payment.ok) return payment;
+  return { ok: true, payment: payment.value };
 }
 
-function bbanOf(
-  body: Record<string, unknown>,
-  name: "debtorAccount" | "creditorAccount",
-): { readonly ok: true; readonly bban: string } | { readonly ok: false; readonly text: string } {
-  const account = body[name];
-  if (!isObject(account))
-    return { ok: false, text: `${name} must be an object {bban}; got ${describe(account)}` };
-  const bban = account["bban"];
-  if (typeof bban !== "string" || !BBAN.test(bban)) {
-    return {
-      ok: false,
-      text: `${name}.bban must be an 11-digit Norwegian account number string; got ${describe(bban)}`,
-    };
-  }
-  return { ok: true, bban };
-}
-
-/** What makes two payments the same payment: debtor, creditor, amount and remittance text. */
+/** The logical-duplicate key of a single domestic payment: debtor, creditor, amount and remittance (text or KID). */
 export function logicalKey(payment: DomesticPaymentRequest): string {
-  return `${payment.debtorBban}|${payment.creditorBban}|${payment.amountMinor}|${payment.remittance ?? ""}`;
+  return JSON.stringify(["single", DOMESTIC_PRODUCT, ...domesticKeyParts(payment)]);
 }

@@ -4,11 +4,14 @@
  * be the original of a logical duplicate.
  */
 
-import type { DomesticPaymentRequest } from "./payment-body.js";
+import type { PaymentRequest } from "./payment-body.js";
 import { SeededRandom } from "./random.js";
 
-/** RCVD until the PSU authorises; ACCP after, even without funds (SPEC 3 rule 2); RJCT when the PSU refuses. */
-export type TransactionStatus = "RCVD" | "ACCP" | "RJCT";
+/**
+ * RCVD until the PSU authorises; ACCP after, even without funds (SPEC 3 rule 2); RJCT when the
+ * PSU refuses; CANC once cancelled; ACSC once the payment batch executed it (SPEC 1.7).
+ */
+export type TransactionStatus = "RCVD" | "ACCP" | "RJCT" | "CANC" | "ACSC";
 
 /** Berlin Group payment services: a signing basket takes single payments only (SPEC 4.1, 7). */
 export type PaymentService = "payments" | "periodic-payments" | "bulk-payments";
@@ -19,7 +22,7 @@ export interface StoredPayment {
   readonly product: string;
   /** The TPP that created it ("" when the bank was called directly, without the gateway). */
   readonly organizationId: string;
-  readonly request: DomesticPaymentRequest;
+  readonly request: PaymentRequest;
   readonly logicalKey: string;
   readonly fundsAvailable: boolean;
   transactionStatus: TransactionStatus;

@@ -1,6 +1,7 @@
-/** Payment initiation (PIS): create a domestic credit transfer, authorise it, read it and its status. */
+/** Payment initiation (PIS): create a payment, authorise it by redirect, read it and its status, cancel it. */
 
 import type { BankState, RequestContext } from "./context.js";
+import { isoDate } from "./dates.js";
 import {
   booleanParam,
   errorReply,
@@ -13,32 +14,58 @@ import {
 } from "./http.js";
 import { readIdentity } from "./identity.js";
 import type { Customer } from "./model.js";
-import { DOMESTIC_PRODUCT, logicalKey, parseDomesticPayment } from "./payment-body.js";
-import type { StoredPayment } from "./payment-store.js";
-import { availableMinor, hrefs } from "./render.js";
+import {
+  CROSS_BORDER_PRODUCT,
+  isOfferedProduct,
+  PAYMENT_PRODUCTS,
+  type PaymentRequest,
+  parsePaymentRequest,
+  paymentLogicalKey,
+} from "./payment-body.js";
+import type { PaymentService, StoredPayment } from "./payment-store.js";
+import { availableMinor } from "./render.js";
 import { readScaRequest, scaPageUrl } from "./sca-flow.js";
 import type { Authorisation, AuthorisationSubject } from "./sca-store.js";
 
-/** POST /v1/payments/{product} for any product but the one this bank offers. */
-export function unknownProduct({ params }: RequestContext): Reply {
-  return errorReply(
-    404,
-    "PRODUCT_UNKNOWN",
-    `Payment product ${quote(params[0]!)} is not offered; this sandbox offers ${DOMESTIC_PRODUCT}`,
-  );
+/** Where a payment lives: /v1/payments/… or /v1/periodic-payments/…, by the service it was made under. */
+export function paymentPath(payment: {
+  service: PaymentService;
+  product: string;
+  paymentId: string;
+}): string {
+  return `/v1/${payment.service}/${payment.product}/${payment.paymentId}`;
 }
 
-/** POST /v1/payments/norwegian-domestic-credit-transfers?allowLogicalDuplicate= */
-export async function createDomesticPayment(context: RequestContext): Promise<Reply> {
+/** The payment service a request's path names (the routes give both the same handlers). */
+function serviceOf(context: RequestContext): PaymentService {
+  return context.req.url?.startsWith("/v1/periodic-payments/") === true ? "periodic-payments" : "payments";
+}
+
+/**
+ * POST /v1/payments/{product} and /v1/periodic-payments/{product} (?allowLogicalDuplicate=):
+ * domestic and cross-border credit transfers (SPEC 2.5, 4.4, 9.4), periodic ones with months of
+ * execution (9.5), KID references (7). Created RCVD with a startAuthorisation link (4.5).
+ */
+export async function createPayment(context: RequestContext): Promise<Reply> {
   const { req, query, state, settings } = context;
+  const service = serviceOf(context);
+  const product = context.params[0]!;
+  const kind = service === "periodic-payments" ? "periodic" : "single";
+  if (!isOfferedProduct(kind, product)) {
+    return errorReply(
+      404,
+      "PRODUCT_UNKNOWN",
+      `Payment product ${quote(product)} is not offered under /v1/${service}; this sandbox offers ${PAYMENT_PRODUCTS[kind].join(", ")}`,
+    );
+  }
   const allowDuplicate = booleanParam(query, "allowLogicalDuplicate", false);
   if (isReply(allowDuplicate)) return allowDuplicate;
 
   const body = await readBody(req, settings.maxBodyBytes, settings.drainBytes);
   if (body.kind === "reply") return body.reply;
   if (body.kind === "aborted") return formatError("The request body was cut off");
-  const parsed = parseDomesticPayment(body.bytes);
-  if (!parsed.ok) return formatError(parsed.text);
+  const parsed = parsePaymentRequest(kind, product, body.bytes, isoDate(settings.now()));
+  if (!parsed.ok) return errorReply(parsed.status, parsed.code, parsed.text);
   const request = parsed.payment;
 
   const debtor = state.catalogue.accountsByBban.get(request.debtorBban);
@@ -47,12 +74,12 @@ export async function createDomesticPayment(context: RequestContext): Promise<Re
       `debtorAccount.bban ${request.debtorBban} is not an account of this bank; GET /v1/accounts lists the PSU's accounts`,
     );
   }
-  if (request.creditorBban === request.debtorBban) {
+  if (creditorOf(request) === request.debtorBban) {
     return formatError("creditorAccount.bban is the debtor account; a credit transfer needs two accounts");
   }
 
   const organizationId = readIdentity(req, settings.identityHeaders).organizationId ?? "";
-  const key = logicalKey(request);
+  const key = paymentLogicalKey(request);
   if (!allowDuplicate) {
     const original = state.payments.duplicateOf(organizationId, key);
     if (original !== undefined) {
@@ -66,8 +93,8 @@ export async function createDomesticPayment(context: RequestContext): Promise<Re
 
   const payment: StoredPayment = {
     paymentId: state.payments.nextId(),
-    service: "payments",
-    product: DOMESTIC_PRODUCT,
+    service,
+    product,
     organizationId,
     request,
     logicalKey: key,
@@ -75,20 +102,25 @@ export async function createDomesticPayment(context: RequestContext): Promise<Re
     transactionStatus: "RCVD",
   };
   state.payments.add(payment);
-  const self = hrefs.payment(DOMESTIC_PRODUCT, payment.paymentId);
+  const self = paymentPath(payment);
   return jsonReply(
     201,
     JSON.stringify({
       transactionStatus: payment.transactionStatus,
       paymentId: payment.paymentId,
       _links: {
-        startAuthorisation: { href: hrefs.authorisations(DOMESTIC_PRODUCT, payment.paymentId) },
+        startAuthorisation: { href: `${self}/authorisations` },
         self: { href: self },
-        status: { href: hrefs.paymentStatus(DOMESTIC_PRODUCT, payment.paymentId) },
+        status: { href: `${self}/status` },
       },
     }),
     { location: self },
   );
+}
+
+/** The creditor's account as one string (a BBAN, or a cross-border IBAN or account number). */
+function creditorOf(request: PaymentRequest): string {
+  return request.product === CROSS_BORDER_PRODUCT ? request.creditorAccount.identifier : request.creditorBban;
 }
 
 /** The calling TPP's payment named by the path; other TPPs' payments do not exist for it. */
@@ -96,7 +128,7 @@ export function ownPayment(context: RequestContext): StoredPayment | Reply {
   const [product, paymentId] = context.params as [string, string];
   const organizationId = readIdentity(context.req, context.settings.identityHeaders).organizationId ?? "";
   const payment = context.state.payments.find(organizationId, paymentId);
-  if (payment === undefined || payment.product !== product) {
+  if (payment === undefined || payment.product !== product || payment.service !== serviceOf(context)) {
     return errorReply(
       404,
       "RESOURCE_UNKNOWN",
@@ -104,6 +136,24 @@ export function ownPayment(context: RequestContext): StoredPayment | Reply {
     );
   }
   return payment;
+}
+
+/**
+ * DELETE /v1/payments/{product}/{paymentId}: cancels a payment not yet executed (CANC). Its id
+ * stays valid: status and details still answer (SPEC 3.5).
+ */
+export function cancelPayment(context: RequestContext): Reply {
+  const payment = ownPayment(context);
+  if (isReply(payment)) return payment;
+  if (payment.transactionStatus !== "RCVD" && payment.transactionStatus !== "ACCP") {
+    return errorReply(
+      409,
+      "STATUS_INVALID",
+      `Payment ${payment.paymentId} is ${payment.transactionStatus} and can no longer be cancelled`,
+    );
+  }
+  payment.transactionStatus = "CANC";
+  return jsonReply(200, JSON.stringify({ transactionStatus: payment.transactionStatus }));
 }
 
 /** GET /v1/payments/{product}/{paymentId}/status: fundsAvailable shows a hold for lack of funds (SPEC 3 rule 2). */
@@ -119,18 +169,58 @@ export function getPaymentStatus(context: RequestContext): Reply {
 export function getPayment(context: RequestContext): Reply {
   const payment = ownPayment(context);
   if (isReply(payment)) return payment;
-  const request = payment.request;
   return jsonReply(
     200,
-    JSON.stringify({
-      instructedAmount: { amount: request.amount, currency: request.currency },
-      debtorAccount: { bban: request.debtorBban },
-      creditorAccount: { bban: request.creditorBban },
-      creditorName: request.creditorName,
-      remittanceInformationUnstructured: request.remittance,
-      transactionStatus: payment.transactionStatus,
-    }),
+    JSON.stringify({ ...renderRequest(payment.request), transactionStatus: payment.transactionStatus }),
   );
+}
+
+/** The payment as the TPP sent it, in Berlin Group field names (amounts as strings). */
+function renderRequest(request: PaymentRequest): Record<string, unknown> {
+  const common = {
+    instructedAmount: { amount: request.amount, currency: request.currency },
+    debtorAccount: { bban: request.debtorBban },
+    ...(request.creditorName !== undefined ? { creditorName: request.creditorName } : {}),
+    ...(request.remittance !== undefined ? { remittanceInformationUnstructured: request.remittance } : {}),
+  };
+  if (request.product === CROSS_BORDER_PRODUCT) {
+    return {
+      ...common,
+      creditorAccount: {
+        [request.creditorAccount.scheme]: request.creditorAccount.identifier,
+        ...(request.creditorAccount.currency !== undefined
+          ? { currency: request.creditorAccount.currency }
+          : {}),
+      },
+      ...(request.creditorAgent !== undefined ? { creditorAgent: request.creditorAgent } : {}),
+      ...(request.creditorAddress !== undefined ? { creditorAddress: request.creditorAddress } : {}),
+      regulatoryReportingCode: request.regulatoryReporting.code,
+      regulatoryReportingAmount: {
+        amount: request.regulatoryReporting.amount.amount,
+        currency: request.regulatoryReporting.amount.currency,
+      },
+      ...(request.regulatoryReporting.information !== undefined
+        ? { regulatoryReportingInformation: request.regulatoryReporting.information }
+        : {}),
+    };
+  }
+  const domestic = {
+    ...common,
+    creditorAccount: { bban: request.creditorBban },
+    ...(request.kid !== undefined
+      ? { remittanceInformationStructuredArray: [{ reference: request.kid, referenceType: "KID" }] }
+      : {}),
+  };
+  if (request.kind !== "periodic") return domestic;
+  return {
+    ...domestic,
+    startDate: request.startDate,
+    ...(request.endDate !== undefined ? { endDate: request.endDate } : {}),
+    frequency: request.frequency,
+    ...(request.executionRule !== undefined ? { executionRule: request.executionRule } : {}),
+    ...(request.dayOfExecution !== undefined ? { dayOfExecution: request.dayOfExecution } : {}),
+    ...(request.monthsOfExecution !== undefined ? { monthsOfExecution: request.monthsOfExecution } : {}),
+  };
 }
 
 /**
@@ -153,8 +243,8 @@ export function startAuthorisation(context: RequestContext): Reply {
   if (isReply(request)) return request;
   const subject = { kind: "payment", product: payment.product, paymentId: payment.paymentId } as const;
   const authorisation = context.state.sca.startAuthorisation(request, subject, context.settings.now());
-  return jsonReply(201, JSON.stringify(authorisationBody(context, authorisation)), {
-    location: hrefs.authorisation(payment.product, payment.paymentId, authorisation.authorisationId),
+  return jsonReply(201, JSON.stringify(authorisationBody(context, payment, authorisation)), {
+    location: `${paymentPath(payment)}/authorisations/${authorisation.authorisationId}`,
   });
 }
 
@@ -181,19 +271,18 @@ export function getAuthorisationStatus(context: RequestContext): Reply {
       `Payment ${payment.paymentId} has no authorisation ${quote(context.params[2]!)}`,
     );
   }
-  return jsonReply(200, JSON.stringify(authorisationBody(context, authorisation!)));
+  return jsonReply(200, JSON.stringify(authorisationBody(context, payment, authorisation!)));
 }
 
-function authorisationBody(context: RequestContext, authorisation: Authorisation) {
-  const subject = authorisation.subject as { product: string; paymentId: string };
-  const self = hrefs.authorisation(subject.product, subject.paymentId, authorisation.authorisationId);
+function authorisationBody(context: RequestContext, payment: StoredPayment, authorisation: Authorisation) {
+  const self = `${paymentPath(payment)}/authorisations/${authorisation.authorisationId}`;
   return {
     scaStatus: authorisation.scaStatus,
     authorisationId: authorisation.authorisationId,
     _links: {
       scaRedirect: { href: scaPageUrl(context, authorisation.authorisationId) },
       scaStatus: { href: self },
-      status: { href: hrefs.paymentStatus(subject.product, subject.paymentId) },
+      status: { href: `${paymentPath(payment)}/status` },
     },
   };
 }
@@ -207,7 +296,9 @@ export function describePaymentForSca(state: BankState, subject: AuthorisationSu
     const request = payment.request;
     const n = payments.length > 1 ? ` ${index + 1}` : "";
     lines.push([`Amount${n}`, `${request.amount} ${request.currency}`]);
-    lines.push([`To${n}`, `${request.creditorName} (${request.creditorBban})`]);
+    lines.push([`To${n}`, `${request.creditorName ?? "(no name)"} (${creditorOf(request)})`]);
+    if (request.kind === "periodic")
+      lines.push([`Every${n}`, `${request.frequency} from ${request.startDate}`]);
     lines.push([`From account${n}`, request.debtorBban]);
     if (request.remittance !== undefined) lines.push([`Message${n}`, request.remittance]);
   });

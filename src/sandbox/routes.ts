@@ -37,15 +37,14 @@ import {
   createCustomer,
   resetSandbox,
 } from "./mock-operations.js";
-import { DOMESTIC_PRODUCT } from "./payment-body.js";
 import {
-  createDomesticPayment,
+  cancelPayment,
+  createPayment,
   getAuthorisationStatus,
   getPayment,
   getPaymentStatus,
   listAuthorisations,
   startAuthorisation,
-  unknownProduct,
 } from "./payments.js";
 import { type RouteDefinition, Router } from "./router.js";
 import { showScaPage, submitScaPage } from "./sca.js";
@@ -88,18 +87,24 @@ export const ROUTES: readonly RouteDefinition<RouteHandler>[] = [
   { method: "GET", path: "/v1/card-accounts/:cardAccountId/balances", handler: getCardBalances },
   { method: "GET", path: "/v1/card-accounts/:cardAccountId/transactions", handler: getCardTransactions },
 
-  // The literal product comes before the catch-all, which answers PRODUCT_UNKNOWN.
-  { method: "POST", path: `/v1/payments/${DOMESTIC_PRODUCT}`, handler: createDomesticPayment },
-  { method: "POST", path: "/v1/payments/:product", handler: unknownProduct },
-  { method: "GET", path: "/v1/payments/:product/:paymentId", handler: getPayment },
-  { method: "GET", path: "/v1/payments/:product/:paymentId/status", handler: getPaymentStatus },
-  { method: "POST", path: "/v1/payments/:product/:paymentId/authorisations", handler: startAuthorisation },
-  { method: "GET", path: "/v1/payments/:product/:paymentId/authorisations", handler: listAuthorisations },
-  {
-    method: "GET",
-    path: "/v1/payments/:product/:paymentId/authorisations/:authorisationId",
-    handler: getAuthorisationStatus,
-  },
+  // Single and periodic payments share their handlers; the path's service tells them apart.
+  ...["payments", "periodic-payments"].flatMap((service): RouteDefinition<RouteHandler>[] => [
+    { method: "POST", path: `/v1/${service}/:product`, handler: createPayment },
+    { method: "GET", path: `/v1/${service}/:product/:paymentId`, handler: getPayment },
+    { method: "DELETE", path: `/v1/${service}/:product/:paymentId`, handler: cancelPayment },
+    { method: "GET", path: `/v1/${service}/:product/:paymentId/status`, handler: getPaymentStatus },
+    {
+      method: "POST",
+      path: `/v1/${service}/:product/:paymentId/authorisations`,
+      handler: startAuthorisation,
+    },
+    { method: "GET", path: `/v1/${service}/:product/:paymentId/authorisations`, handler: listAuthorisations },
+    {
+      method: "GET",
+      path: `/v1/${service}/:product/:paymentId/authorisations/:authorisationId`,
+      handler: getAuthorisationStatus,
+    },
+  ]),
 
   // Signing baskets (SPEC 4.1).
   { method: "POST", path: "/v1/signing-baskets", handler: createBasket },

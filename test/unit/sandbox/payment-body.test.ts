@@ -1,6 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { logicalKey, parseDomesticPayment } from "../../../src/sandbox/payment-body.js";
+import {
+  DOMESTIC_PRODUCT,
+  logicalKey,
+  parseDomesticPayment,
+  parsePaymentRequest,
+} from "../../../src/sandbox/payment-body.js";
 
 const encode = (value: unknown) =>
   new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value));
@@ -90,5 +95,158 @@ describe("reading a domestic credit transfer body", () => {
         if (!result.ok) expect(result.text).toContain("instructedAmount.amount");
       }),
     );
+  });
+});
+
+describe("the payment reference (KID) of a domestic credit transfer", () => {
+  const base = {
+    instructedAmount: { amount: "100.00", currency: "NOK" },
+    debtorAccount: { bban: "97100000000" },
+    creditorAccount: { bban: "12345678903" },
+    creditorName: "Per",
+  };
+  const parse = (extra: object) =>
+    parsePaymentRequest("single", DOMESTIC_PRODUCT, encode({ ...base, ...extra }), "2026-09-01");
+
+  it.each([
+    {
+      rule: "in the array, MOD10",
+      extra: { remittanceInformationStructuredArray: [{ reference: "79927398713" }] },
+      kid: "79927398713",
+    },
+    {
+      rule: "in the array, MOD11 ending in '-'",
+      extra: { remittanceInformationStructuredArray: [{ reference: "104-" }] },
+      kid: "104-",
+    },
+    {
+      rule: "with referenceType KID",
+      extra: { remittanceInformationStructuredArray: [{ reference: "1234560", referenceType: "KID" }] },
+      kid: "1234560",
+    },
+    {
+      rule: "with referenceType SCOR and an issuer",
+      extra: {
+        remittanceInformationStructuredArray: [
+          { reference: "1234560", referenceType: "SCOR", referenceIssuer: "Nets" },
+        ],
+      },
+      kid: "1234560",
+    },
+    {
+      rule: "in the deprecated single member",
+      extra: { remittanceInformationStructured: { reference: "79927398713" } },
+      kid: "79927398713",
+    },
+    {
+      rule: "in both, alike",
+      extra: {
+        remittanceInformationStructured: { reference: "1008" },
+        remittanceInformationStructuredArray: [{ reference: "1008" }],
+      },
+      kid: "1008",
+    },
+    { rule: "none", extra: {}, kid: undefined },
+  ])("accepted: $rule", ({ extra, kid }) => {
+    const result = parse(extra);
+    if (!result.ok) throw new Error(result.text);
+    expect(result.payment).toMatchObject({ kind: "single", product: DOMESTIC_PRODUCT, kid });
+  });
+
+  it.each([
+    {
+      rule: "wrong check digit",
+      extra: { remittanceInformationStructuredArray: [{ reference: "79927398710" }] },
+      text: [
+        'remittanceInformationStructuredArray[0].reference "79927398710" is not a valid payment reference (KID)',
+        "MOD10",
+        "MOD11",
+      ],
+    },
+    {
+      rule: "too short",
+      extra: { remittanceInformationStructuredArray: [{ reference: "7" }] },
+      text: ["remittanceInformationStructuredArray[0].reference", "2 to 25"],
+    },
+    {
+      rule: "too long",
+      extra: { remittanceInformationStructuredArray: [{ reference: "1".repeat(26) }] },
+      text: ["2 to 25"],
+    },
+    {
+      rule: "non-digits",
+      extra: { remittanceInformationStructuredArray: [{ reference: "INV-42" }] },
+      text: ["digits only"],
+    },
+    {
+      rule: "invalid in the deprecated single member",
+      extra: { remittanceInformationStructured: { reference: "12" } },
+      text: ['remittanceInformationStructured.reference "12" is not a valid payment reference (KID)'],
+    },
+    {
+      rule: "reference missing",
+      extra: { remittanceInformationStructuredArray: [{ referenceType: "KID" }] },
+      text: ["remittanceInformationStructuredArray[0].reference must be a string"],
+    },
+    {
+      rule: "reference a number",
+      extra: { remittanceInformationStructuredArray: [{ reference: 79927398713 }] },
+      text: ["remittanceInformationStructuredArray[0].reference must be a string"],
+    },
+    {
+      rule: "entry not an object",
+      extra: { remittanceInformationStructuredArray: ["79927398713"] },
+      text: ["remittanceInformationStructuredArray[0] must be an object {reference"],
+    },
+    {
+      rule: "array not an array",
+      extra: { remittanceInformationStructuredArray: { reference: "79927398713" } },
+      text: ["remittanceInformationStructuredArray must be an array"],
+    },
+    {
+      rule: "array empty",
+      extra: { remittanceInformationStructuredArray: [] },
+      text: ["remittanceInformationStructuredArray holds 0 entries", "exactly one"],
+    },
+    {
+      rule: "array of two",
+      extra: { remittanceInformationStructuredArray: [{ reference: "1008" }, { reference: "1234560" }] },
+      text: ["holds 2 entries"],
+    },
+    {
+      rule: "referenceType not a KID",
+      extra: { remittanceInformationStructuredArray: [{ reference: "1008", referenceType: "INVOICE" }] },
+      text: ['remittanceInformationStructuredArray[0].referenceType must be "KID"'],
+    },
+    {
+      rule: "deprecated and array differ",
+      extra: {
+        remittanceInformationStructured: { reference: "1008" },
+        remittanceInformationStructuredArray: [{ reference: "1234560" }],
+      },
+      text: [
+        "remittanceInformationStructured.reference and remittanceInformationStructuredArray[0].reference differ",
+        "send the array only",
+      ],
+    },
+    {
+      rule: "a KID and a message",
+      extra: {
+        remittanceInformationStructuredArray: [{ reference: "1008" }],
+        remittanceInformationUnstructured: "Rent",
+      },
+      text: ["either a payment reference (KID)", "not both"],
+    },
+  ])("refused with 400 FORMAT_ERROR: $rule", ({ extra, text }) => {
+    const result = parse(extra);
+    expect(result).toMatchObject({ ok: false, status: 400, code: "FORMAT_ERROR" });
+    if (!result.ok) for (const part of text) expect(result.text).toContain(part);
+  });
+
+  it("the older entry point reads the KID too", () => {
+    const result = parseDomesticPayment(
+      encode({ ...base, remittanceInformationStructuredArray: [{ reference: "1008" }] }),
+    );
+    expect(result.ok && result.payment.kid).toBe("1008");
   });
 });

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { DomesticPaymentRequest } from "../../../src/sandbox/payment-body.js";
+import type { SingleDomesticPayment } from "../../../src/sandbox/payment-body.js";
 import { PaymentStore, type StoredPayment } from "../../../src/sandbox/payment-store.js";
 import { createSandboxBank } from "../../../src/sandbox/server.js";
 
-const request: DomesticPaymentRequest = {
+const request: SingleDomesticPayment = {
+  kind: "single",
+  product: "norwegian-domestic-credit-transfers",
   amount: "1.00",
   amountMinor: 100,
   currency: "NOK",
