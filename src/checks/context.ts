@@ -8,6 +8,7 @@
 import type { KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Psd2Role } from "../eidas/index.js";
+import type { ResponseInspector } from "../forward/forwarder.js";
 import type { HeldSlot } from "../limits/index.js";
 import type { DigestValue, KeyIdTarget, SignatureParams } from "../signature/index.js";
 import type { StepTrace } from "./runner.js";
@@ -44,6 +45,8 @@ export class CheckContext implements StepTrace {
   signingString: Buffer | undefined = undefined;
   /** A reserved unattended-access slot: release it when the backend does not answer 2xx. */
   slot: HeldSlot | undefined = undefined;
+  /** A rule a step could not judge before the bank answers: the forwarder runs it on the response. */
+  responseInspector: ResponseInspector | undefined = undefined;
   /** The step that refused the request, for the access line and the rejection metric. */
   failedStep: string | undefined = undefined;
 

@@ -5,7 +5,13 @@
  */
 
 import { isRejection, type Rejection, reject } from "../errors.js";
-import { checkReplay, type ReplayStore, replayKeyFor, type UnattendedAccessPolicy } from "../limits/index.js";
+import {
+  checkReplay,
+  MAX_TRANSACTION_DETAILS_BYTES,
+  type ReplayStore,
+  replayKeyFor,
+  type UnattendedAccessPolicy,
+} from "../limits/index.js";
 import {
   type AlgorithmName,
   canonicalAlgorithm,
@@ -294,6 +300,8 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       },
     },
   );
+  const unattended = options.unattended;
+  if (unattended?.checksPeriod) steps.push(unattendedPeriodStep(unattended, options.now));
   const replay = options.replay;
   if (replay) {
     const replayOptions = {
@@ -322,7 +330,6 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       },
     });
   }
-  const unattended = options.unattended;
   if (unattended) {
     const held = (
       c: CheckContext,
@@ -349,6 +356,38 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     });
   }
   return steps;
+}
+
+const UNATTENDED_PERIOD = "unattended-period";
+
+/** A 2xx answer is the bank's data; anything else (an SCA redirect, an error) carries none. */
+const isSuccess = (status: number) => status >= 200 && status < 300;
+
+/**
+ * Unattended transaction reads reach back at most `maxTransactionAgeDays` (SPEC 8), refused rather
+ * than capped so the TPP sees why: a list's dateFrom is checked here, before the slot is reserved
+ * (a refusal costs none of the 4 calls and never reaches the bank); a transaction's details can
+ * only be dated from the bank's answer, so an inspector is left for the forwarder to run on it.
+ */
+function unattendedPeriodStep(unattended: UnattendedAccessPolicy, now: () => number): Step<CheckContext> {
+  return {
+    name: UNATTENDED_PERIOD,
+    run: (c) => {
+      const rule = unattended.periodRule(c.method, c.route.path, c.headers);
+      if (rule === "dateFrom") return unattended.checkDateFrom(c.target, now());
+      if (rule === "bookingDate") {
+        const at = now();
+        c.responseInspector = {
+          step: UNATTENDED_PERIOD,
+          maxBodyBytes: MAX_TRANSACTION_DETAILS_BYTES,
+          wants: isSuccess,
+          inspect: (body, headers) =>
+            unattended.checkTransactionDetails(body, headerValue(headers, "content-encoding"), at),
+        };
+      }
+      return undefined;
+    },
+  };
 }
 
 function acceptCertificate(c: CheckContext, verdict: TrustedCertificate | Rejection): StepResult {

@@ -16,7 +16,7 @@ import {
   runSteps,
   type TrustedCertificate,
 } from "../checks/index.js";
-import { DEFAULT_ROLE_ROUTES } from "../config/schema.js";
+import { DEFAULT_REDIRECT_URI_OPTIONAL_PREFIXES, DEFAULT_ROLE_ROUTES } from "../config/schema.js";
 import { parseRegisterDocument, requirePsd2, TppRegister, TppVerifier } from "../eidas/index.js";
 import { isRejection, type Rejection } from "../errors.js";
 import { DEFAULT_DATE_TOLERANCE_MS, DigestVerifier } from "../signature/index.js";
@@ -49,7 +49,7 @@ export function explain(request: DumpedRequest, options: ExplainOptions): Explan
     algorithms: options.algorithms,
     allowDecimalSerial: false,
     keyIdPolicy: "strict",
-    redirectUriOptionalPrefixes: [],
+    redirectUriOptionalPrefixes: DEFAULT_REDIRECT_URI_OPTIONAL_PREFIXES,
     characterPolicy: PERMISSIVE_POLICY,
     certificates,
     clientCertificate: { mode: "none", requireSameOrganization: true },

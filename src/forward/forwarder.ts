@@ -25,8 +25,29 @@ export interface ResponseSigner {
 /** The step name the gateway's refusals of a response carry (access log, rejections metric). */
 export const RESPONSE_SIGNING_STEP = "response-signing";
 
-/** Thrown into undici to stop reading a response that is too large to sign. */
-class ResponseTooLarge extends Error {}
+/**
+ * Looks at a response before it goes out, for a rule that can only be judged on the bank's answer
+ * (a named check sets it on the request): a response it `wants` is held, up to `maxBodyBytes`, and
+ * withheld when `inspect` refuses it. A larger one is withheld too, never sent unchecked.
+ */
+export interface ResponseInspector {
+  /** The named check whose rule this is: its refusals carry this step name. */
+  readonly step: string;
+  readonly maxBodyBytes: number;
+  wants(status: number): boolean;
+  /** Undefined sends the response on; a rejection withholds it and is answered instead. */
+  inspect(body: Buffer, headers: Readonly<Record<string, string | string[]>>): Rejection | undefined;
+}
+
+/** Thrown into undici to stop reading a held response that has grown past its bound. */
+class ResponseTooLarge extends Error {
+  constructor(
+    readonly rejection: Rejection,
+    readonly step: string,
+  ) {
+    super(rejection.text);
+  }
+}
 
 /** What the forwarder needs from the mode that calls it (ingress or egress). */
 export interface ForwardCall {
@@ -45,6 +66,8 @@ export interface ForwardCall {
   /** Called just before the response head is written (the caller may still change keep-alive). */
   beforeHead(): void;
   readonly responseSigner?: ResponseSigner | undefined;
+  /** Set by a check whose rule is judged on the response (ingress). */
+  readonly responseInspector?: ResponseInspector | undefined;
 }
 
 export interface ForwardOutcome {
@@ -81,9 +104,15 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private bytesOut = 0;
   private settled = false;
   private controller: Dispatcher.DispatchController | undefined = undefined;
-  /** A response held back to be signed: its status, headers and body so far. */
+  /** A response held back to be inspected and/or signed: its status, headers and body so far. */
   private held:
-    | { status: number; headers: Record<string, string | string[]>; chunks: Buffer[]; size: number }
+    | {
+        status: number;
+        headers: Record<string, string | string[]>;
+        chunks: Buffer[];
+        size: number;
+        inspector: ResponseInspector | undefined;
+      }
     | undefined = undefined;
   private resolve!: (outcome: ForwardOutcome) => void;
   readonly outcome: Promise<ForwardOutcome>;
@@ -146,8 +175,11 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.upstreamMs = performance.now() - this.started;
     const out = downstreamResponseHeaders(headers);
     this.call.addResponseHeaders(out);
-    if (this.call.responseSigner) {
-      this.held = { status: statusCode, headers: out, chunks: [], size: 0 };
+    const inspector = this.call.responseInspector?.wants(statusCode)
+      ? this.call.responseInspector
+      : undefined;
+    if (inspector || this.call.responseSigner) {
+      this.held = { status: statusCode, headers: out, chunks: [], size: 0, inspector };
       return;
     }
     this.call.beforeHead();
@@ -162,8 +194,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
     const held = this.held;
     if (held) {
       held.size += chunk.length;
-      if (held.size > this.call.responseSigner!.maxBodyBytes) {
-        if (!controller.aborted) controller.abort(new ResponseTooLarge());
+      const tooLarge = this.tooLarge(held.size, held.inspector);
+      if (tooLarge) {
+        if (!controller.aborted) controller.abort(tooLarge);
         return;
       }
       held.chunks.push(chunk);
@@ -173,36 +206,77 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (!this.call.res.write(chunk)) controller.pause();
   }
 
+  /** A held response past the inspector's bound, or the signer's: why it is withheld. */
+  private tooLarge(size: number, inspector: ResponseInspector | undefined): ResponseTooLarge | undefined {
+    if (inspector && size > inspector.maxBodyBytes) {
+      return new ResponseTooLarge(
+        reject(
+          "BAD_GATEWAY",
+          `the bank's response is larger than ${inspector.maxBodyBytes} bytes, too large for the gateway's ${inspector.step} check; it was withheld`,
+        ),
+        inspector.step,
+      );
+    }
+    const signer = this.call.responseSigner;
+    if (signer && size > signer.maxBodyBytes) {
+      return new ResponseTooLarge(
+        reject(
+          "BAD_GATEWAY",
+          `the bank's response is larger than ${signer.maxBodyBytes} bytes (responseSigning.maxBodyBytes) and cannot be signed; it is never sent unsigned`,
+        ),
+        RESPONSE_SIGNING_STEP,
+      );
+    }
+    return undefined;
+  }
+
   onResponseEnd(): void {
     if (this.held) {
-      void this.signAndSend(this.held);
+      void this.sendHeld(this.held);
       return;
     }
     this.call.res.end();
     this.finish(this.call.res.statusCode);
   }
 
-  private async signAndSend(held: NonNullable<Forwarding["held"]>): Promise<void> {
+  /** A held response: inspected (withheld when refused), then signed when configured, then sent. */
+  private async sendHeld(held: NonNullable<Forwarding["held"]>): Promise<void> {
     const body = Buffer.concat(held.chunks, held.size);
-    let signed: Record<string, string>;
-    try {
-      signed = await this.call.responseSigner!.sign(body, held.headers);
-    } catch (error) {
-      return this.fail(
-        reject(
-          "BAD_GATEWAY",
-          `the bank's response could not be signed (${(error as Error).message}); it is never sent unsigned`,
-        ),
-        RESPONSE_SIGNING_STEP,
-      );
-    }
-    if (this.settled) return; // the client went away while the response was signed
-    const { res } = this.call;
     const headers = held.headers;
-    for (const [name, value] of Object.entries(signed)) {
-      delete headers[name.toLowerCase()];
-      headers[name] = value;
+    const inspector = held.inspector;
+    if (inspector) {
+      let refusal: Rejection | undefined;
+      try {
+        refusal = inspector.inspect(body, headers);
+      } catch (error) {
+        refusal = reject(
+          "INTERNAL_SERVER_ERROR",
+          `the gateway failed to check the bank's response (${(error as Error).message}); it was withheld`,
+        );
+      }
+      if (refusal) return this.fail(refusal, inspector.step);
     }
+    const signer = this.call.responseSigner;
+    if (signer) {
+      let signed: Record<string, string>;
+      try {
+        signed = await signer.sign(body, headers);
+      } catch (error) {
+        return this.fail(
+          reject(
+            "BAD_GATEWAY",
+            `the bank's response could not be signed (${(error as Error).message}); it is never sent unsigned`,
+          ),
+          RESPONSE_SIGNING_STEP,
+        );
+      }
+      if (this.settled) return; // the client went away while the response was signed
+      for (const [name, value] of Object.entries(signed)) {
+        delete headers[name.toLowerCase()];
+        headers[name] = value;
+      }
+    }
+    const { res } = this.call;
     // Only a response with content is framed by its body: a HEAD answer keeps the backend's
     // Content-Length (the length a GET would get), a 204 or 304 gets none (RFC 9110 8.6).
     if (this.call.method !== "HEAD" && held.status !== 204 && held.status !== 304)
@@ -220,13 +294,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (error instanceof ResponseTooLarge) {
-      this.fail(
-        reject(
-          "BAD_GATEWAY",
-          `the bank's response is larger than ${this.call.responseSigner!.maxBodyBytes} bytes (responseSigning.maxBodyBytes) and cannot be signed; it is never sent unsigned`,
-        ),
-        RESPONSE_SIGNING_STEP,
-      );
+      this.fail(error.rejection, error.step);
     } else if (error instanceof BodyRejected) {
       this.fail(error.rejection);
     } else if (error instanceof ClientAborted || this.call.req.socket.destroyed) {

@@ -9,9 +9,15 @@ export type { RedisLimitStoreOptions } from "./redis-store.js";
 export { checkReplay, type ReplayOptions, type ReplayStore, replayKeyFor } from "./replay.js";
 export type { LimitStore, MaybePromise, Reservation, StoreStats } from "./store.js";
 export {
+  checkDateFrom,
+  checkTransactionDetails,
   DEFAULT_UNATTENDED_ROUTES,
+  defaultPeriodRule,
+  earliestReadableDay,
   type HeldSlot,
   type LimitClass,
+  MAX_TRANSACTION_DETAILS_BYTES,
+  type PeriodRule,
   UnattendedAccessPolicy,
   type UnattendedOptions,
   type UnattendedRoute,

@@ -3,6 +3,11 @@
  * 4 times and transactions at most 4 times per 24 hours per account, and only transactions at most
  * 90 days old. A slot is reserved before the call is forwarded and handed back when the call does
  * not count (the backend did not answer 2xx), so the bank's own failures never burn a quota.
+ *
+ * The 90 days are refused, never silently capped, so a TPP sees why data is missing: a transaction
+ * list must name a `dateFrom` inside them (checked before the slot is reserved, so a refusal costs
+ * none and never reaches the bank); a transaction's details can only be dated from the bank's
+ * answer, which is then read (bounded) and withheld when the transaction is older.
  */
 
 import { createHash } from "node:crypto";
@@ -11,19 +16,31 @@ import type { LimitStore, MaybePromise, Reservation } from "./store.js";
 
 export type LimitClass = "balances" | "transactions";
 
+/**
+ * How an unattended transaction read is held to the 90 days: `dateFrom`, the list's query must
+ * name a dateFrom inside them; `bookingDate`, the bank's answer (a transaction's details) is dated
+ * by its bookingDate, or valueDate without one; `none`, not at all.
+ */
+export type PeriodRule = "dateFrom" | "bookingDate" | "none";
+
 export interface UnattendedRoute {
   /** A path with `{account}` for the account id and `{*}` for any one segment. */
   readonly pattern: string;
   readonly class: LimitClass;
+  /**
+   * Transactions only; by default `bookingDate` when the pattern ends in `{*}` (a transaction's
+   * details), `dateFrom` otherwise (the list).
+   */
+  readonly period?: PeriodRule | undefined;
 }
 
 export const DEFAULT_UNATTENDED_ROUTES: readonly UnattendedRoute[] = [
   { pattern: "/v1/accounts/{account}/balances", class: "balances" },
   { pattern: "/v1/card-accounts/{account}/balances", class: "balances" },
-  { pattern: "/v1/accounts/{account}/transactions", class: "transactions" },
-  { pattern: "/v1/accounts/{account}/transactions/{*}", class: "transactions" },
-  { pattern: "/v1/card-accounts/{account}/transactions", class: "transactions" },
-  { pattern: "/v1/card-accounts/{account}/transactions/{*}", class: "transactions" },
+  { pattern: "/v1/accounts/{account}/transactions", class: "transactions", period: "dateFrom" },
+  { pattern: "/v1/accounts/{account}/transactions/{*}", class: "transactions", period: "bookingDate" },
+  { pattern: "/v1/card-accounts/{account}/transactions", class: "transactions", period: "dateFrom" },
+  { pattern: "/v1/card-accounts/{account}/transactions/{*}", class: "transactions", period: "bookingDate" },
 ];
 
 export interface UnattendedOptions {
@@ -32,7 +49,7 @@ export interface UnattendedOptions {
   readonly routes: readonly UnattendedRoute[];
   /** Count per consent as well (the Consent-ID header) instead of per account only. */
   readonly includeConsentId: boolean;
-  /** Refuse unattended transaction reads whose dateFrom lies further back; 0 turns the rule off. */
+  /** Unattended transaction reads reach back at most this many days (SPEC 8: 90); 0 turns the rule off. */
   readonly maxTransactionAgeDays: number;
   /** When the store cannot be reached: refuse (false, the default) or let the call through. */
   readonly failOpen: boolean;
@@ -42,11 +59,19 @@ interface CompiledRoute {
   readonly segments: readonly string[];
   readonly accountAt: number;
   readonly class: LimitClass;
+  readonly period: PeriodRule;
 }
 
 export interface LimitedCall {
   readonly class: LimitClass;
   readonly account: string;
+  readonly period: PeriodRule;
+}
+
+/** The period rule a route gets when its config names none. */
+export function defaultPeriodRule(route: UnattendedRoute): PeriodRule {
+  if (route.class !== "transactions") return "none";
+  return route.pattern.endsWith("/{*}") ? "bookingDate" : "dateFrom";
 }
 
 /** A slot held for a call: give it back when the call did not count. */
@@ -66,6 +91,11 @@ export interface UnattendedRequest {
 
 const DAY = 24 * 3600 * 1000;
 const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+/** An ISODate, or the date part of an ISODateTime (a bank's answer may carry either). */
+const ISO_DATE_OR_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T[\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/** A transaction's details are a few kilobytes; an answer larger than this is withheld unread. */
+export const MAX_TRANSACTION_DETAILS_BYTES = 64 * 1024;
 
 function describeWindow(ms: number): string {
   return ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : `${Math.round(ms / 1000)} s`;
@@ -85,8 +115,41 @@ export class UnattendedAccessPolicy {
   ) {
     this.routes = options.routes.map((r) => {
       const segments = r.pattern.toLowerCase().split("/").filter(Boolean);
-      return { segments, accountAt: segments.indexOf("{account}"), class: r.class };
+      return {
+        segments,
+        accountAt: segments.indexOf("{account}"),
+        class: r.class,
+        period: r.class === "transactions" ? (r.period ?? defaultPeriodRule(r)) : "none",
+      };
     });
+  }
+
+  /** Whether unattended transaction reads are held to a number of days at all. */
+  get checksPeriod(): boolean {
+    return this.options.maxTransactionAgeDays > 0;
+  }
+
+  /**
+   * Which period rule applies to this call: `none` when the PSU is present, the route is not a
+   * limited transaction read, or the rule is switched off.
+   */
+  periodRule(method: string, routingPath: string, headers: UnattendedRequest["headers"]): PeriodRule {
+    if (!this.checksPeriod || headers["psu-ip-address"] !== undefined) return "none";
+    return this.classify(method, routingPath)?.period ?? "none";
+  }
+
+  /** The `dateFrom` rule for a transaction list (see checkDateFrom). */
+  checkDateFrom(target: string, now: number): Rejection | undefined {
+    return checkDateFrom(target, now, this.options.maxTransactionAgeDays);
+  }
+
+  /** The `bookingDate` rule for the bank's answer to a transaction's details (see checkTransactionDetails). */
+  checkTransactionDetails(
+    body: Buffer,
+    contentEncoding: string | undefined,
+    now: number,
+  ): Rejection | undefined {
+    return checkTransactionDetails(body, contentEncoding, now, this.options.maxTransactionAgeDays);
   }
 
   /** Which limited class and account a GET path falls under, if any. */
@@ -100,25 +163,24 @@ export class UnattendedAccessPolicy {
         const want = route.segments[i]!;
         ok = want.startsWith("{") || want === parts[i];
       }
-      if (ok) return { class: route.class, account: route.accountAt >= 0 ? parts[route.accountAt]! : "" };
+      if (ok) {
+        const account = route.accountAt >= 0 ? parts[route.accountAt]! : "";
+        return { class: route.class, account, period: route.period };
+      }
     }
     return undefined;
   }
 
   /**
    * Nothing to do (`undefined`) when the PSU is present or the route is not limited; otherwise a
-   * held slot, or a rejection: ACCESS_EXCEEDED (429 with Retry-After), PERIOD_INVALID, or
-   * SERVICE_UNAVAILABLE when the store cannot be reached and failing open is not configured.
+   * held slot, or a rejection: ACCESS_EXCEEDED (429 with Retry-After), or SERVICE_UNAVAILABLE when
+   * the store cannot be reached and failing open is not configured. The period rules are checked
+   * before this, by their own step.
    */
   admit(request: UnattendedRequest): MaybePromise<HeldSlot | Rejection | undefined> {
     if (request.headers["psu-ip-address"] !== undefined) return undefined;
     const call = this.classify(request.method, request.routingPath);
     if (!call) return undefined;
-
-    if (call.class === "transactions" && this.options.maxTransactionAgeDays > 0) {
-      const period = this.checkPeriod(request.target, request.now);
-      if (period) return period;
-    }
 
     const key = this.keyOf(request, call);
     let reservation: MaybePromise<Reservation>;
@@ -156,26 +218,6 @@ export class UnattendedAccessPolicy {
     );
   }
 
-  private checkPeriod(target: string, now: number): Rejection | undefined {
-    const q = target.indexOf("?");
-    if (q < 0) return undefined;
-    const dateFrom = new URLSearchParams(target.slice(q + 1)).get("dateFrom");
-    if (dateFrom === null) return undefined;
-    const m = ISO_DATE.exec(dateFrom);
-    const from = m ? Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])) : Number.NaN;
-    if (Number.isNaN(from))
-      return reject("FORMAT_ERROR", `dateFrom '${dateFrom.slice(0, 40)}' is not an ISO date (YYYY-MM-DD)`);
-    const today = Math.floor(now / DAY) * DAY;
-    const earliest = today - this.options.maxTransactionAgeDays * DAY;
-    if (from < earliest) {
-      return reject(
-        "PERIOD_INVALID",
-        `without the PSU present only transactions of the last ${this.options.maxTransactionAgeDays} days may be read (SPEC 8); dateFrom ${dateFrom} is earlier than ${new Date(earliest).toISOString().slice(0, 10)}`,
-      );
-    }
-    return undefined;
-  }
-
   private storeFailed(error: unknown): HeldSlot | Rejection | undefined {
     this.events.onStoreError?.(error);
     if (this.options.failOpen) return undefined;
@@ -184,4 +226,138 @@ export class UnattendedAccessPolicy {
       "the limit store cannot be reached, so calls without the PSU present cannot be counted and are refused; try again shortly",
     );
   }
+}
+
+/** A UTC day number (days since 1970-01-01) as YYYY-MM-DD. */
+function isoDay(day: number): string {
+  return new Date(day * DAY).toISOString().slice(0, 10);
+}
+
+/** The UTC day number of a real calendar date written YYYY-MM-DD (or an ISODateTime's date part). */
+function dayOf(match: RegExpExecArray | null): number | undefined {
+  if (!match) return undefined;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const ms = Date.UTC(year, month - 1, day);
+  const date = new Date(ms);
+  // Date.UTC rolls 2026-02-31 over into March: only a date that reads back the same is real.
+  if (date.getUTCFullYear() !== year || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day)
+    return undefined;
+  return ms / DAY;
+}
+
+/** The first UTC day (a day number) unattended transaction reads may reach back to: today minus the days. */
+function earliestDay(now: number, maxAgeDays: number): number {
+  return Math.floor(now / DAY) - maxAgeDays;
+}
+
+/** The first UTC day unattended transaction reads may reach back to, as YYYY-MM-DD. */
+export function earliestReadableDay(now: number, maxAgeDays: number): string {
+  return isoDay(earliestDay(now, maxAgeDays));
+}
+
+/** `%XX` decoded byte by byte (never throws), as a lenient backend would read a query. */
+function percentDecoded(text: string): string {
+  return text.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) =>
+    String.fromCharCode(Number.parseInt(hex, 16)),
+  );
+}
+
+function occurrences(haystack: string, needle: string): number {
+  let count = 0;
+  for (let at = haystack.indexOf(needle); at >= 0; at = haystack.indexOf(needle, at + needle.length)) count++;
+  return count;
+}
+
+/** Query parameters with which a bank may ignore dateFrom (Berlin Group delta access). */
+const DELTA_PARAMETERS = ["entryreferencefrom", "deltalist"];
+
+/**
+ * SPEC 8 for an unattended transaction list: the query must name, exactly once and spelt plainly,
+ * a `dateFrom` no earlier than today (UTC) minus `maxAgeDays`. Missing or earlier: PERIOD_INVALID.
+ * Written any other way a backend might also read as dateFrom (twice, in other case, percent-
+ * encoded, behind a `;`), or not a real date: FORMAT_ERROR, since the gateway and the bank could
+ * read different values. Delta access (entryReferenceFrom, deltaList), with which a bank may ignore
+ * dateFrom: PARAMETER_NOT_SUPPORTED.
+ */
+export function checkDateFrom(target: string, now: number, maxAgeDays: number): Rejection | undefined {
+  const earliest = earliestDay(now, maxAgeDays);
+  const rule = `without the PSU present (no PSU-IP-Address) transactions are readable for the last ${maxAgeDays} days only (SPEC 8): send dateFrom on or after ${isoDay(earliest)}`;
+  const q = target.indexOf("?");
+  const query = q < 0 ? "" : target.slice(q + 1);
+  const loose = percentDecoded(query).toLowerCase();
+  const named = occurrences(loose, "datefrom");
+  if (named === 0) return reject("PERIOD_INVALID", `${rule}; this request has no dateFrom`);
+  for (const name of DELTA_PARAMETERS) {
+    if (loose.includes(name)) {
+      return reject(
+        "PARAMETER_NOT_SUPPORTED",
+        `${rule}; leave out entryReferenceFrom and deltaList, with which the bank may ignore dateFrom`,
+      );
+    }
+  }
+  const plain = query.split("&").filter((p) => p.startsWith("dateFrom="));
+  if (named > 1 || plain.length !== 1) {
+    return reject(
+      "FORMAT_ERROR",
+      `the query names dateFrom ${named} times or in another spelling; ${rule}, exactly once, as dateFrom=YYYY-MM-DD`,
+    );
+  }
+  const value = plain[0]!.slice("dateFrom=".length);
+  const from = dayOf(ISO_DATE.exec(value));
+  if (from === undefined) {
+    return reject(
+      "FORMAT_ERROR",
+      `dateFrom '${value.slice(0, 40)}' is not an ISO date (YYYY-MM-DD); ${rule}`,
+    );
+  }
+  if (from < earliest) return reject("PERIOD_INVALID", `${rule}; dateFrom ${value} is earlier`);
+  return undefined;
+}
+
+/**
+ * SPEC 8 for an unattended read of one transaction's details, judged on the bank's 2xx answer:
+ * `transactionsDetails.bookingDate` (or `valueDate` without one) older than today (UTC) minus
+ * `maxAgeDays` is withheld with PERIOD_INVALID. An answer the gateway cannot date (compressed, not
+ * JSON, no such date) is withheld too, with BAD_GATEWAY: failing closed, never passing it unread.
+ */
+export function checkTransactionDetails(
+  body: Buffer,
+  contentEncoding: string | undefined,
+  now: number,
+  maxAgeDays: number,
+): Rejection | undefined {
+  const earliest = earliestDay(now, maxAgeDays);
+  const rule = `without the PSU present (no PSU-IP-Address) transactions are readable for the last ${maxAgeDays} days only (SPEC 8)`;
+  const undated = (why: string) =>
+    reject(
+      "BAD_GATEWAY",
+      `${rule}, and the bank's answer ${why}, so it was withheld; read it with the PSU present`,
+    );
+  if (contentEncoding !== undefined && contentEncoding.trim().toLowerCase() !== "identity") {
+    return reject(
+      "BAD_GATEWAY",
+      `${rule}, and the bank's answer came with Content-Encoding ${contentEncoding.slice(0, 40)}, which the gateway cannot date, so it was withheld; send the request without Accept-Encoding`,
+    );
+  }
+  let answer: unknown;
+  try {
+    answer = JSON.parse(body.toString("utf8"));
+  } catch {
+    return undated("is not JSON");
+  }
+  const details = (answer as { transactionsDetails?: unknown } | null)?.transactionsDetails;
+  if (typeof details !== "object" || details === null) return undated("has no transactionsDetails object");
+  const { bookingDate, valueDate } = details as { bookingDate?: unknown; valueDate?: unknown };
+  const booked = bookingDate !== undefined && bookingDate !== null;
+  const [field, date] = booked ? ["bookingDate", bookingDate] : ["valueDate", valueDate];
+  if (date === undefined || date === null) return undated("names neither bookingDate nor valueDate");
+  const day = typeof date === "string" ? dayOf(ISO_DATE_OR_TIME.exec(date)) : undefined;
+  if (day === undefined) return undated(`has a ${field} that is not an ISO date`);
+  if (day < earliest) {
+    return reject(
+      "PERIOD_INVALID",
+      `${rule}: this transaction's ${field} is ${isoDay(day)}, before ${isoDay(earliest)}; read it with the PSU present`,
+    );
+  }
+  return undefined;
 }

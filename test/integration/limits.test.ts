@@ -8,6 +8,8 @@ import { startRecordingBackend } from "../helpers/recording-backend.js";
 import { UNATTENDED } from "../helpers/shared-store-gateways.js";
 
 const BALANCES = "/v1/accounts/acc-1/balances";
+/** Two days ago (UTC): well inside the 90 days unattended transaction reads may reach back. */
+const RECENT = new Date(Date.now() - 2 * 24 * 3600 * 1000).toISOString().slice(0, 10);
 
 describe("unattended access through the gateway (memory store)", () => {
   const env = useGatewayAndBackend();
@@ -42,7 +44,7 @@ describe("unattended access through the gateway (memory store)", () => {
     }
     for (const target of [
       "/v1/accounts/acc-2/balances",
-      "/v1/accounts/acc-1/transactions?bookingStatus=booked",
+      `/v1/accounts/acc-1/transactions?bookingStatus=booked&dateFrom=${RECENT}`,
     ]) {
       const r = await signedCall(gw, { signer: gw.pki.tppA.qseal, target, ...UNATTENDED });
       expect(r.status, r.text).toBe(200);

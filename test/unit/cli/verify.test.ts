@@ -29,6 +29,8 @@ interface Made {
   body?: string;
   signer?: (p: DevPki) => IssuedCertificate;
   headers?: Record<string, string>;
+  /** Default headers to leave out before signing. */
+  omit?: string[];
   /** Changes the raw request text after signing. */
   tamper?: (raw: string) => string;
 }
@@ -38,7 +40,7 @@ async function rawRequest(made: Made): Promise<string> {
   const signer = new RequestSigner({ privateKey: createPrivateKey(cert.keyPem), certificate: cert.der });
   const method = made.method ?? "GET";
   const target = made.target ?? "/v1/accounts";
-  const headers = {
+  const headers: Record<string, string> = {
     "TPP-Redirect-URI": "https://tpp.example/cb",
     "PSU-ID": "9f1c7c3e-5b8e-4d7e-9a53-3f8c0b1d2e4a",
     "PSU-IP-Address": "192.0.2.10",
@@ -47,6 +49,7 @@ async function rawRequest(made: Made): Promise<string> {
       : {}),
     ...made.headers,
   };
+  for (const name of made.omit ?? []) delete headers[name];
   const signed = await signer.sign({ method, target, headers, ...(made.body ? { body: made.body } : {}) });
   const all = { Host: "bank.example", ...headers, ...signed };
   const raw = `${method} ${target} HTTP/1.1\r\n${Object.entries(all)
@@ -170,6 +173,15 @@ describe("psd2-gateway verify names the step that refuses and why", () => {
     const text = render(run(raw));
     expect(text).toContain("Every check passed.");
     expect(text).toContain("Signing string rebuilt");
+  });
+
+  it("passes a sandbox call without TPP-Redirect-URI or PSU headers, as the gateway's default config does", async () => {
+    const omit = ["TPP-Redirect-URI", "PSU-ID", "PSU-IP-Address"];
+    expect(run(await rawRequest({ target: "/v1/sandbox/customers?withAccounts=true", omit })).passed).toBe(
+      true,
+    );
+    const elsewhere = run(await rawRequest({ target: "/v1/accounts", omit }));
+    expect(elsewhere.steps.find((s) => s.outcome === "failed")?.step).toBe("required-headers");
   });
 
   it("reads a curl -v dump (the '> ' lines) and says the body was not in it", async () => {

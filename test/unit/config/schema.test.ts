@@ -13,6 +13,8 @@ describe("configuration validation", () => {
       windowSeconds: 86400,
       maxTransactionAgeDays: 90,
     });
+    // Sandbox operations are test tooling, not PSU journeys (SPEC 4.2, 4.3): no TPP-Redirect-URI there.
+    expect(c.verification.redirectUriOptionalPrefixes).toEqual(["/v1/sandbox"]);
     expect(c.store.type).toBe("memory");
     expect(c.workers).toBe(1);
     expect(c.admin).toEqual({ enabled: true, host: "127.0.0.1", port: 9090 });
@@ -34,6 +36,33 @@ describe("configuration validation", () => {
     expect(message).toContain('listen: Unrecognized key: "bogus"');
     expect(message).toContain('verification.roles.0.prefix: Invalid string: must start with "/"');
     expect(message).toContain("verification.roles.0.role");
+  });
+
+  it("takes a period rule on unattended transaction routes only", () => {
+    const routes = [
+      { pattern: "/v1/accounts/{account}/transactions/{*}/x", class: "transactions", period: "bookingDate" },
+      { pattern: "/v1/accounts/{account}/transactions", class: "transactions" },
+    ];
+    const c = validateConfig({ ...BASE, limits: { unattended: { routes } } });
+    expect(c.limits.unattended.routes).toEqual(routes);
+    expect(() =>
+      validateConfig({
+        ...BASE,
+        limits: {
+          unattended: {
+            routes: [{ pattern: "/v1/accounts/{account}/balances", class: "balances", period: "none" }],
+          },
+        },
+      }),
+    ).toThrow("limits.unattended.routes.0.period: period applies to class transactions only");
+    expect(() =>
+      validateConfig({
+        ...BASE,
+        limits: {
+          unattended: { routes: [{ pattern: "/v1/x/{account}", class: "transactions", period: "weekly" }] },
+        },
+      }),
+    ).toThrow("limits.unattended.routes.0.period");
   });
 
   it("refuses workers > 1 with the memory store, since counters would split between processes", () => {
@@ -131,6 +160,19 @@ describe("the shipped configuration files", () => {
     const { loadConfigFile } = await import("../../../src/config/load.js");
     const config = loadConfigFile(new URL(`../../../config/${name}`, import.meta.url).pathname);
     expect(config.mode).toBe(mode);
+    if (config.mode === "ingress") {
+      expect(config.verification.redirectUriOptionalPrefixes).toEqual(["/v1/sandbox"]);
+      expect(config.limits.unattended.routes.filter((r) => r.class === "transactions")).toEqual([
+        { pattern: "/v1/accounts/{account}/transactions", class: "transactions", period: "dateFrom" },
+        { pattern: "/v1/accounts/{account}/transactions/{*}", class: "transactions", period: "bookingDate" },
+        { pattern: "/v1/card-accounts/{account}/transactions", class: "transactions", period: "dateFrom" },
+        {
+          pattern: "/v1/card-accounts/{account}/transactions/{*}",
+          class: "transactions",
+          period: "bookingDate",
+        },
+      ]);
+    }
   });
 
   it.each(["default.yaml", "egress.example.yaml"])(

@@ -1,0 +1,109 @@
+/**
+ * The `required-headers` step with the default configuration: TPP-Redirect-URI on every request
+ * (SPEC 4, 5.11) except the sandbox operations, whose headers SPEC 4.2 and 4.3 list without it
+ * (and without any PSU header); X-Request-ID, Signature, the certificate and a body's Digest are
+ * required there as everywhere.
+ */
+
+import type { IncomingHttpHeaders } from "node:http";
+import { describe, expect, it } from "vitest";
+import {
+  CheckContext,
+  type CheckOptions,
+  PERMISSIVE_POLICY,
+  requestChecks,
+  routingPath,
+} from "../../../src/checks/index.js";
+import { validateConfig } from "../../../src/config/load.js";
+import { isRejection, reject } from "../../../src/errors.js";
+
+const defaults = validateConfig({ trust: { caDir: "/trust" }, register: { file: "/register.json" } });
+
+const options: CheckOptions = {
+  now: () => 0,
+  dateToleranceMs: 60_000,
+  algorithms: ["rsa-sha256"],
+  allowDecimalSerial: false,
+  keyIdPolicy: "strict",
+  redirectUriOptionalPrefixes: defaults.verification.redirectUriOptionalPrefixes,
+  characterPolicy: PERMISSIVE_POLICY,
+  certificates: { verify: () => reject("CERTIFICATE_INVALID", "not used here") },
+  clientCertificate: { mode: "none", requireSameOrganization: true },
+  replayWindowMs: 0,
+  storeFailOpen: false,
+};
+
+const step = requestChecks(options).find((s) => s.name === "required-headers")!;
+
+/** What a sandbox call carries (SPEC 4.2): no TPP-Redirect-URI, no PSU-ID, no PSU-IP-Address. */
+const SANDBOX_HEADERS: IncomingHttpHeaders = {
+  "x-request-id": "99391c7e-ad88-49ec-a2ad-99ddcb1f7721",
+  signature: 'keyId="SN=1,CA=CN=x",algorithm="rsa-sha256",headers="date",signature="AA=="',
+  "tpp-signature-certificate": "MIIB",
+  date: "Mon, 23 Nov 2026 08:23:18 GMT",
+};
+
+function run(method: string, target: string, headers: IncomingHttpHeaders) {
+  const context = new CheckContext(
+    method,
+    target,
+    headers,
+    { path: routingPath(target), role: undefined },
+    undefined,
+  );
+  const result = step.run(context);
+  if (result instanceof Promise) throw new Error("required-headers is synchronous");
+  return result;
+}
+
+describe("required-headers with the default config: sandbox operations need no TPP-Redirect-URI", () => {
+  it.each([
+    ["GET", "/v1/sandbox/customers?withAccounts=true&withAgreements=false"],
+    ["GET", "/v1/sandbox/customers"],
+    ["GET", "/V1/Sandbox/customers"],
+    ["GET", "/v1/sandbox"],
+  ])("%s %s passes without TPP-Redirect-URI and PSU headers", (method, target) => {
+    expect(run(method, target, SANDBOX_HEADERS)).toBeUndefined();
+  });
+
+  it("passes a sandbox POST with its Digest and JSON body (SPEC 4.3)", () => {
+    const headers = {
+      ...SANDBOX_HEADERS,
+      digest: "SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+      "content-type": "application/json",
+      "content-length": "2",
+    };
+    expect(run("POST", "/v1/sandbox/card-accounts/c-1/transactions", headers)).toBeUndefined();
+  });
+
+  it.each([
+    ["GET", "/v1/accounts"],
+    ["GET", "/v1/sandboxes/customers"],
+    ["GET", "/v1/sandbox-customers"],
+    ["GET", "/v2/sandbox/customers"],
+    ["POST", "/v1/payments/norwegian-domestic-credit-transfers"],
+  ])("%s %s still needs TPP-Redirect-URI", (method, target) => {
+    const r = run(method, target, SANDBOX_HEADERS);
+    expect(isRejection(r) && r.code).toBe("FORMAT_ERROR");
+    expect(isRejection(r) && r.text).toContain("TPP-Redirect-URI header is missing");
+  });
+
+  it.each([
+    ["X-Request-ID", "x-request-id", "FORMAT_ERROR"],
+    ["Signature", "signature", "SIGNATURE_MISSING"],
+    ["TPP-Signature-Certificate", "tpp-signature-certificate", "CERTIFICATE_MISSING"],
+  ] as const)("still needs %s on sandbox paths", (_label, name, code) => {
+    const { [name]: _dropped, ...headers } = SANDBOX_HEADERS;
+    const r = run("GET", "/v1/sandbox/customers", headers);
+    expect(isRejection(r) && r.code).toBe(code);
+  });
+
+  it("still needs Digest and a JSON type with a body on sandbox paths", () => {
+    const r = run("POST", "/v1/sandbox/card-accounts/c-1/transactions", {
+      ...SANDBOX_HEADERS,
+      "content-type": "application/json",
+      "content-length": "2",
+    });
+    expect(isRejection(r) && r.text).toContain("Digest header is missing");
+  });
+});
