@@ -78,7 +78,7 @@ export interface IngressDependencies {
   /** Running as a cluster worker: metrics are reported to the primary, which owns the admin listener. */
   readonly clusterWorker?: boolean;
   /** Starts the demo bank when `backend.url` is `sandbox` (the command line supplies it). */
-  readonly startDemoBank?: () => Promise<StartedBackend>;
+  readonly startDemoBank?: (options: GatewayConfig["sandbox"]) => Promise<StartedBackend>;
 }
 
 export async function startIngressGateway(
@@ -339,7 +339,7 @@ async function startComponents(
   let backendUrl = config.backend.url;
   if (backendUrl === "sandbox") {
     if (!deps.startDemoBank) throw new Error("backend.url is 'sandbox' but no demo bank was supplied");
-    const bank = await deps.startDemoBank();
+    const bank = await deps.startDemoBank(config.sandbox);
     started.add(() => bank.close());
     backendUrl = bank.url;
     logger.info({ url: bank.url }, "built-in demo bank started");

@@ -5,6 +5,7 @@ import { resolve } from "node:path";
 import { answerReadiness, isPrimary, isWorker, reportStarted, runPrimary } from "../app/cluster.js";
 import { type Gateway, type StartedBackend, startGateway } from "../app.js";
 import { loadConfigFile } from "../config/load.js";
+import type { GatewayConfig } from "../config/schema.js";
 import { createLogger, type Logger } from "../observability/logger.js";
 import { defineCommand } from "./command.js";
 import { DEFAULT_CONFIG, DEV_CERTS_DIR, EGRESS_EXAMPLE_CONFIG } from "./paths.js";
@@ -26,10 +27,15 @@ export async function ensureDevCertificates(
 /** Where config/default.yaml runs the demo QTSP, and so where the dev certificates point. */
 export const DEMO_QTSP_URL = "http://127.0.0.1:8099";
 
-/** The demo bank on a free loopback port; loaded only when a config names `backend.url: sandbox`. */
-async function startDemoBank(): Promise<StartedBackend> {
+/** The demo bank (config `sandbox:`); loaded only when a config names `backend.url: sandbox`. */
+async function startDemoBank(options: GatewayConfig["sandbox"]): Promise<StartedBackend> {
   const { createSandboxBank } = await import("../sandbox/index.js");
-  return createSandboxBank().listen(0, "127.0.0.1");
+  const bank = createSandboxBank({
+    ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
+    ...(options.stateFile !== undefined ? { stateFile: options.stateFile } : {}),
+    ...(options.seed !== undefined ? { seed: options.seed } : {}),
+  });
+  return bank.listen(options.port, options.host);
 }
 
 export const startCommand = defineCommand({

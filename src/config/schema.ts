@@ -95,6 +95,13 @@ export const DEFAULT_ROLE_ROUTES: z.input<typeof routeRole>[] = [
   { prefix: "/v1/funds-confirmations", role: "PSP_IC" },
 ];
 
+/**
+ * Where TPP-Redirect-URI is not demanded by default: the sandbox operations are test tooling, not
+ * PSU journeys, and SPEC 4.2 and 4.3 list their headers without it (nor any PSU header). Signature,
+ * Digest and certificate are checked there as everywhere.
+ */
+export const DEFAULT_REDIRECT_URI_OPTIONAL_PREFIXES: readonly string[] = ["/v1/sandbox"];
+
 const verification = z
   .object({
     dateToleranceSeconds: seconds(60),
@@ -113,8 +120,13 @@ const verification = z
       .int()
       .positive()
       .default(1024 * 1024),
-    /** TPP-Redirect-URI is required on every request (SPEC 4) except under these path prefixes. */
-    redirectUriOptionalPrefixes: z.array(z.string().startsWith("/")).default([]),
+    /**
+     * TPP-Redirect-URI is required on every request (SPEC 4) except under these path prefixes
+     * (matched on whole segments of the normalised path); the default leaves out the sandbox's.
+     */
+    redirectUriOptionalPrefixes: z
+      .array(z.string().startsWith("/"))
+      .default([...DEFAULT_REDIRECT_URI_OPTIONAL_PREFIXES]),
     characterPolicy: characterPolicy.prefault({}),
     roles: z.array(routeRole).default(DEFAULT_ROLE_ROUTES),
   })
@@ -288,8 +300,18 @@ const unattendedRoute = z
     /** A path with `{account}` for the account id and `{*}` for any other segment. */
     pattern: z.string().startsWith("/"),
     class: z.enum(["balances", "transactions"]),
+    /**
+     * Transactions only, how the 90 days are held: `dateFrom` (a list: the query's dateFrom),
+     * `bookingDate` (a transaction's details: the bank's answer), `none`. Default: `bookingDate`
+     * when the pattern ends in `{*}`, `dateFrom` otherwise.
+     */
+    period: z.enum(["dateFrom", "bookingDate", "none"]).optional(),
   })
-  .strict();
+  .strict()
+  .refine((r) => r.period === undefined || r.class === "transactions", {
+    message: "period applies to class transactions only",
+    path: ["period"],
+  });
 
 const unattended = z
   .object({
@@ -303,7 +325,11 @@ const unattended = z
       .default(24 * 3600),
     /** Count per Consent-ID as well as per account. */
     includeConsentId: z.boolean().default(false),
-    /** Unattended transaction reads may reach back this far (SPEC 8: 90 days); 0 turns the rule off. */
+    /**
+     * Unattended transaction reads may reach back this far (SPEC 8: 90 days): a list without
+     * dateFrom or with an earlier one, and a transaction's details booked earlier, are refused with
+     * PERIOD_INVALID; 0 turns the rule off.
+     */
     maxTransactionAgeDays: z.number().int().min(0).default(90),
     routes: z.array(unattendedRoute).default([...DEFAULT_UNATTENDED_ROUTES]),
   })
@@ -448,6 +474,21 @@ export const configSchema = z
     replay: replay.prefault({}),
     /** Absent: responses pass unsigned. */
     responseSigning: responseSigning.optional(),
+    /** The built-in demo bank, when `backend.url` is `sandbox`. */
+    sandbox: z
+      .object({
+        host: z.string().default("127.0.0.1"),
+        /** Fixed, so that the SCA page links PSUs' browsers open stay the same across restarts. */
+        port: z.number().int().min(0).max(65535).default(8081),
+        /** Where browsers reach it, when not at http://host:port (a proxy, a container's published port). */
+        publicUrl: z.url({ protocol: /^https?$/ }).optional(),
+        /** Keeps customers, accounts and transactions across restarts (written after each sandbox operation). */
+        stateFile: path.optional(),
+        /** Same seed, same generated customers. */
+        seed: z.number().int().optional(),
+      })
+      .strict()
+      .prefault({}),
     /**
      * Development only: `start` runs the dev PKI's demo QTSP here (CRL, OCSP, trusted lists, EBA
      * register on loopback), the URLs the dev certificates and the default config name.

@@ -1,0 +1,211 @@
+/**
+ * A TPP's journey through the gateway to the sandbox bank, with the PSU in a real browser
+ * (Debian's Chromium, driven by playwright-core, JavaScript off: the page must work without it):
+ * consent → SCA page → redirect back with the SPEC 2.6 parameters → accounts and transactions;
+ * a payment → SCA page → status; a corporate PSU choosing an agreement; a cancelled SCA → the
+ * failure parameters. `UPDATE_SCREENSHOTS=1` writes the SCA page's screenshot the README shows.
+ */
+
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type Customer, createSandboxBank, type SandboxListener } from "../../src/sandbox/index.js";
+import { describeWithBrowser, launchBrowser } from "../helpers/browser.js";
+import {
+  type CallResult,
+  signedCall,
+  startTestGateway,
+  type TestGateway,
+} from "../helpers/gateway-fixture.js";
+
+const SCREENSHOT = join(import.meta.dirname, "../../docs/sandbox-sca-page.png");
+
+describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", () => {
+  let bank: SandboxListener;
+  let customers: readonly Customer[];
+  let gw: TestGateway;
+  let tpp: Server;
+  let callback: string;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  /** What the TPP's callback received, by path. */
+  const arrivals = new Map<string, URLSearchParams>();
+
+  beforeAll(async () => {
+    const sandbox = createSandboxBank();
+    customers = sandbox.data.customers;
+    bank = await sandbox.listen(0, "127.0.0.1");
+    gw = await startTestGateway({ backendUrl: bank.url });
+    tpp = createServer((req, res) => {
+      const url = new URL(req.url ?? "/", "http://tpp.local");
+      arrivals.set(url.pathname, url.searchParams);
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
+      res.end("<!doctype html><title>TPP</title><p>Back at the TPP.</p>");
+    });
+    await new Promise<void>((resolve) => tpp.listen(0, "127.0.0.1", resolve));
+    callback = `http://127.0.0.1:${(tpp.address() as AddressInfo).port}`;
+    browser = await launchBrowser();
+    context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 640, height: 720 } });
+    page = await context.newPage();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await gw?.close(0);
+    await bank?.close();
+    await new Promise((resolve) => tpp?.close(resolve));
+  });
+
+  const kari = () => customers[0]!;
+  const nordvik = () => customers[3]!;
+
+  /** A signed call by TPP A through the gateway, its PSU returning to `/back` on the TPP. */
+  function call(method: string, target: string, headers: Record<string, string> = {}, body?: unknown) {
+    return signedCall(gw, {
+      signer: gw.pki.tppA.qseal,
+      method,
+      target,
+      headers: { "TPP-Redirect-URI": `${callback}${headers["x-back"] ?? "/back"}`, ...withoutBack(headers) },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+  }
+  const withoutBack = (headers: Record<string, string>) =>
+    Object.fromEntries(Object.entries(headers).filter(([name]) => name !== "x-back"));
+  const link = (r: CallResult, name: string) =>
+    (r.json._links as Record<string, { href: string }>)[name]!.href;
+
+  /** The PSU at the page: identifies, then presses `finish` (after `choose`). */
+  async function atScaPage(
+    scaRedirect: string,
+    identity: string,
+    finish: "Grant access" | "Approve" | "Cancel",
+    choose?: (page: Page) => Promise<void>,
+  ): Promise<void> {
+    await page.goto(scaRedirect);
+    await page.getByLabel(/National identification number/).fill(identity);
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.getByText(/Signed in as/).waitFor();
+    await choose?.(page);
+    await page.getByRole("button", { name: finish }).click();
+    await page.waitForURL(`${callback}/**`);
+  }
+
+  it("consent → SCA page → back with psu-id, tpp-session-id and context → the chosen account's data", async () => {
+    const started = await call(
+      "POST",
+      "/v1/bank-offered-consents",
+      { "TPP-Session-ID": "journey-1", "x-back": "/consent" },
+      {},
+    );
+    expect(started.status, started.text).toBe(201);
+    const [current, savings] = kari().accounts;
+
+    await page.goto(link(started, "scaRedirect"));
+    await expect(page.getByRole("heading", { name: "Sandbox Bank" })).toBeTruthy();
+    await page.getByLabel(/National identification number/).fill(kari().customerNumber);
+    if (process.env["UPDATE_SCREENSHOTS"] === "1")
+      await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.getByLabel(`${savings!.name} (${savings!.bban}, ${savings!.currency})`).uncheck();
+    await page.getByRole("button", { name: "Grant access" }).click();
+    await page.waitForURL(`${callback}/consent**`);
+
+    const back = arrivals.get("/consent")!;
+    expect(back.get("psu-id")).toMatch(/^[0-9a-f-]{36}$/);
+    expect(back.get("tpp-session-id")).toBe("journey-1");
+    expect(back.get("context")).toBe("PRIVATE");
+    const psu = { "PSU-ID": back.get("psu-id")! };
+    const accounts = await call("GET", "/v1/accounts", psu);
+    expect(accounts.status, accounts.text).toBe(200);
+    expect((accounts.json.accounts as { resourceId: string }[]).map((a) => a.resourceId)).toEqual([
+      current!.resourceId,
+    ]);
+    const transactions = await call(
+      "GET",
+      `/v1/accounts/${current!.resourceId}/transactions?bookingStatus=booked`,
+      psu,
+    );
+    expect(transactions.status, transactions.text).toBe(200);
+    expect((transactions.json.transactions as { booked: unknown[] }).booked.length).toBeGreaterThan(0);
+    const notChosen = await call("GET", `/v1/accounts/${savings!.resourceId}/balances`, psu);
+    expect(notChosen.status).toBe(401);
+    expect(notChosen.json.tppMessages?.[0]?.code).toBe("CONSENT_INVALID");
+  });
+
+  it("payment → SCA page shows amount and payee → approved → ACCP", async () => {
+    const created = await call(
+      "POST",
+      "/v1/payments/norwegian-domestic-credit-transfers",
+      {},
+      {
+        instructedAmount: { amount: "123.45", currency: "NOK" },
+        debtorAccount: { bban: kari().accounts[0]!.bban },
+        creditorAccount: { bban: "12345678903" },
+        creditorName: "Per Hansen",
+        remittanceInformationUnstructured: "browser journey",
+      },
+    );
+    expect(created.status, created.text).toBe(201);
+    const authorisation = await call("POST", link(created, "startAuthorisation"), { "x-back": "/payment" });
+    expect(authorisation.status, authorisation.text).toBe(201);
+    await atScaPage(link(authorisation, "scaRedirect"), kari().customerNumber, "Approve", async (p) => {
+      await p.getByText("123.45 NOK").waitFor();
+      await p.getByText("Per Hansen (12345678903)").waitFor();
+    });
+    expect(arrivals.get("/payment")!.get("psu-id")).toMatch(/^[0-9a-f-]{36}$/);
+    const status = await call("GET", link(created, "status"));
+    expect(status.json.transactionStatus).toBe("ACCP");
+    const sca = await call("GET", link(authorisation, "scaStatus"));
+    expect(sca.json.scaStatus).toBe("FINALISED");
+  });
+
+  it("a corporate PSU chooses the agreement: back with psu-corporate-id and context CORPORATE", async () => {
+    const started = await call("POST", "/v1/bank-offered-consents", { "x-back": "/corporate" }, {});
+    const agreement = nordvik().agreements[1]!;
+    await atScaPage(link(started, "scaRedirect"), nordvik().customerNumber, "Grant access", async (p) => {
+      await p.getByLabel(new RegExp(agreement.name)).check();
+      // Only the agreement's accounts may be chosen.
+      for (const account of nordvik().accounts) {
+        const box = p.getByLabel(`${account.name} (${account.bban}, ${account.currency})`);
+        if (agreement.engagements.includes(account.resourceId)) await box.check();
+        else await box.uncheck();
+      }
+    });
+    const back = arrivals.get("/corporate")!;
+    expect(back.get("context")).toBe("CORPORATE");
+    const psu = { "PSU-ID": back.get("psu-id")!, "PSU-Corporate-ID": back.get("psu-corporate-id")! };
+    const accounts = await call("GET", "/v1/accounts", psu);
+    expect((accounts.json.accounts as { resourceId: string }[]).map((a) => a.resourceId)).toEqual(
+      agreement.engagements,
+    );
+  });
+
+  it("a cancelled SCA returns the failure parameters (SPEC 2.6, 7)", async () => {
+    const created = await call(
+      "POST",
+      "/v1/payments/norwegian-domestic-credit-transfers",
+      {},
+      {
+        instructedAmount: { amount: "9.99", currency: "NOK" },
+        debtorAccount: { bban: kari().accounts[0]!.bban },
+        creditorAccount: { bban: "12345678903" },
+        creditorName: "Per Hansen",
+        remittanceInformationUnstructured: "cancelled journey",
+      },
+    );
+    const authorisation = await call("POST", link(created, "startAuthorisation"), { "x-back": "/cancelled" });
+    await atScaPage(link(authorisation, "scaRedirect"), kari().customerNumber, "Cancel");
+    const back = arrivals.get("/cancelled")!;
+    expect(Object.fromEntries(back)).toMatchObject({
+      system: "sandbox-sca",
+      status: "400",
+      code: "PAYMENT_FAILED",
+    });
+    expect(back.get("message")).toMatch(/did not approve|cancelled/);
+    const status = await call("GET", link(created, "status"));
+    expect(status.json.transactionStatus).toBe("RJCT");
+  });
+});
