@@ -4,6 +4,7 @@ import type { IncomingMessage } from "node:http";
 import type { Catalogue } from "./catalogue.js";
 import type { Reply } from "./http.js";
 import type { IdentityHeaderNames } from "./identity.js";
+import type { BankData } from "./model.js";
 import type { PaymentStore } from "./payment-store.js";
 import type { ScaStore } from "./sca-store.js";
 
@@ -44,6 +45,18 @@ export interface RequestContext {
   readonly params: readonly string[];
   readonly state: BankState;
   readonly settings: BankSettings;
+  readonly control: BankControl;
+}
+
+/** What a sandbox operation may do to the bank as a whole (server.ts implements it). */
+export interface BankControl {
+  /** Back to the initial state (SPEC 1.7), written to the state file if any; returns the new state. */
+  reset(): BankState;
+  /**
+   * Replaces `from`'s data: builds its catalogue and writes the state file, then swaps the catalogue
+   * in (a failed write throws and changes nothing). `from` is the state the request began with.
+   */
+  commit(from: BankState, data: BankData): void;
 }
 
 export type RouteHandler = (context: RequestContext) => Reply | Promise<Reply>;

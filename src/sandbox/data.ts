@@ -24,7 +24,7 @@ import { norwegianBban, SeededRandom } from "./random.js";
 export const DEFAULT_SEED = 20_260_813;
 
 /** A made-up bank registration number: every sandbox account number starts with it. */
-const BANK_CODE = "9710";
+export const BANK_CODE = "9710";
 const NOK = "NOK";
 
 /** A counterpart's name, or one filled in from the account's context (owner, employer). */
@@ -460,8 +460,13 @@ function buildCardTransaction(
     markupFeePercentage: foreign ? (FOREIGN_MARKUP_BASIS_POINTS / 100).toFixed(2) : "0.00",
     merchantCategoryCode: template.mcc,
     cardAcceptorId: random.digits(15),
-    cardAcceptorCity: template.city,
-    cardAcceptorCountry: template.country,
+    cardAcceptorAddress: {
+      street: undefined,
+      buildingNumber: undefined,
+      postalCode: undefined,
+      city: template.city,
+      country: template.country,
+    },
     transactionDetails: `${template.merchant}, ${template.city}`,
     invoiced: booked && template.daysAgo > 30,
     proprietaryBankTransactionCode: "VARE",

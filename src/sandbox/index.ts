@@ -10,6 +10,7 @@ export type {
   Agreement,
   BankData,
   BookedTransaction,
+  CardAcceptorAddress,
   CardAccount,
   CardTransaction,
   Customer,
@@ -26,3 +27,4 @@ export {
   type SandboxBankOptions,
   type SandboxListener,
 } from "./server.js";
+export { STATE_FILE_VERSION, StateFileError, type StateSnapshot } from "./state-file.js";

@@ -66,6 +66,16 @@ export interface CurrencyExchange {
   readonly quotationDate: string;
 }
 
+/** SPEC 2.2: only the country is required; the rest is what the merchant's terminal reported. */
+export interface CardAcceptorAddress {
+  readonly street: string | undefined;
+  readonly buildingNumber: string | undefined;
+  readonly postalCode: string | undefined;
+  readonly city: string | undefined;
+  /** ISO 3166-1 alpha-2. */
+  readonly country: string;
+}
+
 export interface CardTransaction {
   readonly cardTransactionId: string;
   readonly terminalId: string;
@@ -81,8 +91,7 @@ export interface CardTransaction {
   readonly markupFeePercentage: string;
   readonly merchantCategoryCode: string;
   readonly cardAcceptorId: string;
-  readonly cardAcceptorCity: string;
-  readonly cardAcceptorCountry: string;
+  readonly cardAcceptorAddress: CardAcceptorAddress;
   readonly transactionDetails: string;
   readonly invoiced: boolean;
   readonly proprietaryBankTransactionCode: string;

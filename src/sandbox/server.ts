@@ -15,8 +15,9 @@ import {
 } from "node:http";
 import type { AddressInfo } from "node:net";
 import { buildCatalogue } from "./catalogue.js";
-import type { BankSettings, BankState, RouteHandler } from "./context.js";
+import type { BankControl, BankSettings, BankState, RouteHandler } from "./context.js";
 import { buildInitialData, DEFAULT_SEED } from "./data.js";
+import { isoDate } from "./dates.js";
 import {
   errorReply,
   headerValue,
@@ -32,6 +33,7 @@ import type { BankData } from "./model.js";
 import { DEFAULT_PAYMENT_CAPACITY, PaymentStore } from "./payment-store.js";
 import { createRouter } from "./routes.js";
 import { ScaStore } from "./sca-store.js";
+import { loadStateFile, saveStateFile, snapshotOf } from "./state-file.js";
 
 export interface SandboxBankOptions {
   /** Milliseconds since the epoch; transaction dates are relative to it at start and at reset. */
@@ -50,6 +52,11 @@ export interface SandboxBankOptions {
   readonly maxBodyBytes?: number;
   /** Default 100 000; the oldest payments are forgotten beyond it. */
   readonly maxStoredPayments?: number;
+  /**
+   * Keeps customers, accounts and transactions across restarts (state-file.ts): read at start when
+   * it exists (an invalid file throws), written after every change and on reset.
+   */
+  readonly stateFile?: string;
 }
 
 export interface SandboxListener {
@@ -65,7 +72,10 @@ export interface SandboxBank {
   /** A node:http request listener, for mounting the bank on a server of one's own. */
   readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
   listen(port?: number, host?: string): Promise<SandboxListener>;
-  /** Back to the initial state (SPEC 1.7): data rebuilt for the clock's today, payments forgotten. */
+  /**
+   * Back to the initial state (SPEC 1.7): data rebuilt for the clock's today, created customers
+   * and payments forgotten, the state file (if any) rewritten. POST /v1/sandbox/reset does the same.
+   */
   reset(): void;
   /** The current customers and accounts, for tests and tools that need ids without an HTTP call. */
   readonly data: BankData;
@@ -93,12 +103,35 @@ export function createSandboxBank(options: SandboxBankOptions = {}): SandboxBank
     drainBytes: maxBodyBytes * DRAIN_FACTOR,
   };
   const router = createRouter();
-  const initialState = (): BankState => ({
-    catalogue: buildCatalogue(buildInitialData(seed, clock())),
+  const initialState = (data = buildInitialData(seed, clock())): BankState => ({
+    catalogue: buildCatalogue(data),
     payments: new PaymentStore(seed, capacity),
     sca: new ScaStore(seed),
   });
-  let state = initialState();
+  const stateFile = options.stateFile;
+  const save = (saved: BankState): void => {
+    if (stateFile !== undefined) saveStateFile(stateFile, snapshotOf(saved));
+  };
+  const loaded = stateFile === undefined ? undefined : loadStateFile(stateFile);
+  // The file's dates are absolute; "today" (the balances' reference date) is the clock's.
+  let state = initialState(loaded && { ...loaded.data, today: isoDate(clock()) });
+  // A new file is written at once, so that an unwritable path shows at start, not at the first change.
+  if (stateFile !== undefined && loaded === undefined) save(state);
+
+  const control: BankControl = {
+    reset: () => {
+      const fresh = initialState();
+      save(fresh);
+      state = fresh;
+      return fresh;
+    },
+    commit: (from, data) => {
+      const catalogue = buildCatalogue(data);
+      // A request that began before a reset changes a state nothing reads any more: not written.
+      if (from === state) save({ ...from, catalogue });
+      from.catalogue = catalogue;
+    },
+  };
 
   const route = (req: IncomingMessage): Reply | Promise<Reply> => {
     const tooLarge = checkDeclaredLength(req, settings);
@@ -123,7 +156,7 @@ export function createSandboxBank(options: SandboxBankOptions = {}): SandboxBank
       );
     }
     const handle: RouteHandler = match.handler;
-    return handle({ req, query: target.query, params: match.params, state, settings });
+    return handle({ req, query: target.query, params: match.params, state, settings, control });
   };
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
@@ -151,7 +184,7 @@ export function createSandboxBank(options: SandboxBankOptions = {}): SandboxBank
       return listener;
     },
     reset: () => {
-      state = initialState();
+      control.reset();
     },
     get data() {
       return state.catalogue.data;

@@ -6,6 +6,9 @@
  */
 
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { validateConfig } from "../../../src/config/load.js";
 import { REPO_ROOT } from "../../helpers/gateway-process.js";
@@ -128,6 +131,24 @@ describe("every command", () => {
     });
     expect(config.admin.port).not.toBe(port);
     expect(config.listen.port).not.toBe(port);
+  });
+
+  it("sandbox --state-file that is not a sandbox state: one line naming the file and exit 1, nothing listening", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sandbox-cli-"));
+    try {
+      const file = join(dir, "state.json");
+      writeFileSync(file, "{ not json");
+      const run = await cli(["sandbox", "--port", "0", "--state-file", file]);
+      expect(run.code, run.stdout + run.stderr).toBe(1);
+      expect(run.stdout).toBe("");
+      const errors = lines(run.stderr);
+      expect(errors, run.stderr).toHaveLength(1);
+      expect(errors[0]).toContain("psd2-gateway sandbox: Sandbox state file");
+      expect(errors[0]).toContain(file);
+      expect(errors[0]).toContain("not JSON");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("sign without --key/--cert/--target: one line and exit 2", async () => {
