@@ -25,8 +25,17 @@ interface Case {
   ) => { headers: Record<string, string>; body?: string | undefined };
 }
 
-const PSU = { "PSU-ID": "9f1c7c3e-5b8e-4d7e-9a53-3f8c0b1d2e4a", "PSU-IP-Address": "192.0.2.10" };
+/**
+ * The demo bank's sandbox tooling: a customer's customerNumber as PSU-ID reaches its accounts
+ * without a browser (a TPP's real PSU-ID comes from the SCA redirect; README "The sandbox bank").
+ * Replaced by the first private customer's number, read from the customer list first.
+ */
+const PSU = { "PSU-ID": "06828155683", "PSU-IP-Address": "192.0.2.10" };
 const REDIRECT = { "TPP-Redirect-URI": "https://tpp.example/callback" };
+let psuId = PSU["PSU-ID"];
+/** The case's headers with the PSU-ID read from the customer list. */
+const withPsu = (headers: Record<string, string> = {}) =>
+  headers["PSU-ID"] === PSU["PSU-ID"] ? { ...headers, "PSU-ID": psuId } : headers;
 /** The debtor account is the PSU's own, read from the first call's answer. */
 let debtorBban = "00000000000";
 const payment = () =>
@@ -39,6 +48,12 @@ const payment = () =>
   });
 
 const CASES: Case[] = [
+  {
+    title: "sandbox customers (test tooling: no PSU, no TPP-Redirect-URI)",
+    tpp: "tpp-a",
+    method: "GET",
+    target: "/v1/sandbox/customers",
+  },
   {
     title: "list accounts (PSU present)",
     tpp: "tpp-a",
@@ -172,10 +187,10 @@ async function runDemo(values: { url?: string | undefined; certs?: string | unde
     const signed = await signerFor(c.tpp).sign({
       method: c.method,
       target: c.target,
-      headers: c.headers ?? {},
+      headers: withPsu(c.headers),
       ...(body ? { body } : {}),
     });
-    let headers: Record<string, string> = { ...(c.headers ?? {}), ...signed };
+    let headers: Record<string, string> = { ...withPsu(c.headers), ...signed };
     if (body) headers["Content-Type"] = "application/json";
     if (c.tamper) {
       const changed = c.tamper(headers, body);
@@ -198,6 +213,13 @@ async function runDemo(values: { url?: string | undefined; certs?: string | unde
         };
         if (json.tppMessages?.[0]) summary = `${json.tppMessages[0].code}: ${json.tppMessages[0].text}`;
         if (json.accounts?.[0]) debtorBban = json.accounts[0].bban;
+        if (Array.isArray(json)) {
+          const customer = (json as { customerType?: string; customerNumber?: string }[]).find(
+            (c) => c.customerType === "PRIVATE",
+          );
+          if (customer?.customerNumber) psuId = customer.customerNumber;
+          summary = `${json.length} customers; PSU-ID from here on: ${psuId} (a private customer's customerNumber)`;
+        }
       } catch {
         // not JSON: show the start of it
       }
