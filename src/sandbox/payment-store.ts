@@ -84,6 +84,11 @@ export class PaymentStore {
     return organizationId === undefined || basket?.organizationId === organizationId ? basket : undefined;
   }
 
+  /** Payments the PSU approved and the batch has not executed yet (SPEC 1.7). */
+  accepted(): StoredPayment[] {
+    return [...this.payments.values()].filter((payment) => payment.transactionStatus === "ACCP");
+  }
+
   /** The payment whatever TPP made it: for the SCA page, where the PSU, not a TPP, acts. */
   findAny(paymentId: string): StoredPayment | undefined {
     return this.byId.get(paymentId);
