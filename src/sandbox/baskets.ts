@@ -21,8 +21,11 @@ import type { Authorisation } from "./sca-store.js";
 
 const BASKETS = "/v1/signing-baskets";
 const MAX_PAYMENTS = 100;
-/** Worst first: a rejected payment outweighs one still waiting, which outweighs an accepted one. */
-const WORST_FIRST: readonly TransactionStatus[] = ["RJCT", "RCVD", "ACCP"];
+/**
+ * Worst first: a rejected payment outweighs a cancelled one, which outweighs one still waiting for
+ * authorisation, then one accepted, then one the batch executed.
+ */
+const WORST_FIRST: readonly TransactionStatus[] = ["RJCT", "CANC", "RCVD", "ACCP", "ACSC"];
 
 /** POST /v1/signing-baskets {"paymentIds": [...]}: 201 RCVD with a startAuthorisation link. */
 export async function createBasket(context: RequestContext): Promise<Reply> {
@@ -103,7 +106,12 @@ function basketStatus(context: RequestContext, basket: SigningBasket): Transacti
   const statuses = basket.paymentIds.map(
     (id) => context.state.payments.findAny(id)?.transactionStatus ?? "RJCT",
   );
-  return WORST_FIRST.find((status) => statuses.includes(status)) ?? "ACCP";
+  return worstStatus(statuses);
+}
+
+/** The worst of the payments' statuses (SPEC 3.1): a basket is only as far as its least advanced payment. */
+export function worstStatus(statuses: readonly TransactionStatus[]): TransactionStatus {
+  return WORST_FIRST.find((status) => statuses.includes(status)) ?? "ACSC";
 }
 
 export function getBasket(context: RequestContext): Reply {

@@ -35,6 +35,8 @@ export interface Page {
   /** What the TPP asks for, in one sentence. */
   readonly purpose: string;
   readonly method: string;
+  /** TPP-Redirect-Preferred: false (SPEC 5.13): the TPP asked for the bank app's biometric flow. */
+  readonly appFlowRequested: boolean;
   readonly step: PageStep;
   readonly error: string | undefined;
 }
@@ -55,7 +57,11 @@ export function renderPage(page: Page): string {
 ${hidden(page.formToken)}
 <label for="identity">National identification number (mocked; the sandbox customer's customerNumber)</label>
 <input id="identity" name="identity" inputmode="numeric" autocomplete="off" required maxlength="20" value="${escapeHtml(step.identity)}"${described}>
-<p class="hint">Authentication method: ${escapeHtml(page.method)}</p>
+<p class="hint">Authentication method: ${escapeHtml(page.method)}</p>${
+        page.appFlowRequested
+          ? `\n<p class="hint">The provider asked for the bank app's biometric flow; the sandbox has no app, so this page stands in for it.</p>`
+          : ""
+      }
 ${buttons("identify", "Continue")}
 </form>`;
       break;

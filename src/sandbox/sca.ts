@@ -183,6 +183,7 @@ function page(
     formToken: authorisation.formToken,
     purpose: purpose(context, authorisation),
     method: authorisation.preferredMethod ?? DEFAULT_METHOD,
+    appFlowRequested: !authorisation.redirectPreferred,
     step: step(context, authorisation, customer, identity),
     error,
   };

@@ -4,6 +4,7 @@
  */
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { worstStatus } from "../../../src/sandbox/baskets.js";
 import type { Customer } from "../../../src/sandbox/index.js";
 import { NOW, type RunningBank, startBank } from "./helpers.js";
 import { walkSca } from "./sca-walk.js";
@@ -307,6 +308,17 @@ describe("signing baskets (SPEC 3.1, 4.1, 7)", () => {
   }
 
   it.each([
+    [["ACCP", "ACCP"], "ACCP"],
+    [["ACSC", "ACCP"], "ACCP"],
+    [["ACSC", "ACSC"], "ACSC"],
+    [["ACCP", "RCVD"], "RCVD"],
+    [["RCVD", "CANC"], "CANC"],
+    [["ACSC", "RJCT", "CANC"], "RJCT"],
+  ] as const)("the status of a basket of %j is %s (SPEC 3.1: the worst)", (statuses, expected) => {
+    expect(worstStatus(statuses)).toBe(expected);
+  });
+
+  it.each([
     ["without x-accept-fix", { "x-accept-fix": "" }, /amount-as-string/],
     ["without TPP-Session-ID", { "TPP-Session-ID": "" }, /TPP-Session-ID/],
     ["without PSU-IP-Address", { "PSU-IP-Address": "" }, /PSU-IP-Address/],
@@ -392,9 +404,17 @@ describe("the page itself", () => {
       "X-PSU-AuthMethod-Preferred": "NATIONALEID_MOBILE",
     });
     const html = await (await fetch(started.json._links.scaRedirect!.href)).text();
+    expect(html).not.toContain("biometric");
     expect(html).toContain('value="&#34;&#62;&#60;script&#62;x&#60;/script&#62;"');
     expect(html).not.toContain("<script>");
     expect(html).toContain("NATIONALEID_MOBILE");
+  });
+
+  it("says so when the TPP asked for the app's biometric flow (TPP-Redirect-Preferred: false)", async () => {
+    const started = await startConsent({ "TPP-Redirect-Preferred": "false" });
+    expect(await (await fetch(started.json._links.scaRedirect!.href)).text()).toContain("biometric flow");
+    const wrong = await startConsent({ "TPP-Redirect-Preferred": "maybe" });
+    expect(wrong.status).toBe(400);
   });
 
   it("answers an unknown identification number on the page, 400, and an unknown link 404", async () => {
