@@ -1,6 +1,16 @@
-/** Account information (AIS): accounts, card accounts, balances and transactions of the PSU. */
+/**
+ * Account information (AIS): accounts, card accounts, balances and transactions of the PSU, read
+ * from the catalogue as the request's x-accept-fix header and the bank's date select it (SPEC 9.2,
+ * fixes.ts).
+ */
 
-import type { AccountEntry, CardEntry, Fragment, TransactionListParts } from "./catalogue.js";
+import {
+  type AccountEntry,
+  type CardEntry,
+  catalogueFor,
+  type Fragment,
+  type TransactionListParts,
+} from "./catalogue.js";
 import type { RequestContext } from "./context.js";
 import { isIsoDate } from "./dates.js";
 import { errorReply, formatError, isReply, jsonReply, quote, type Reply } from "./http.js";
@@ -11,7 +21,7 @@ import { consentRequired } from "./sca-flow.js";
 export function listAccounts(context: RequestContext): Reply {
   const access = resolvePsu(context);
   if (isReply(access)) return access;
-  const { catalogue } = context.state;
+  const catalogue = catalogueFor(context);
   const { customer, granted } = access;
   if (granted === undefined) return jsonReply(200, catalogue.accountLists.get(customer.customerId)!);
   const chosen = customer.accounts.filter((account) => granted.has(account.resourceId));
@@ -27,7 +37,7 @@ export function listAccounts(context: RequestContext): Reply {
 export function listCardAccounts(context: RequestContext): Reply {
   const access = resolvePsu(context);
   if (isReply(access)) return access;
-  const { catalogue } = context.state;
+  const catalogue = catalogueFor(context);
   const { customer, granted } = access;
   if (granted === undefined) return jsonReply(200, catalogue.cardAccountLists.get(customer.customerId)!);
   const chosen = customer.cardAccounts.filter((card) => granted.has(card.resourceId));
@@ -57,7 +67,7 @@ function ownAccount(context: RequestContext): AccountEntry | Reply {
   const access = resolvePsu(context);
   if (isReply(access)) return access;
   const accountId = context.params[0]!;
-  const entry = context.state.catalogue.accounts.get(accountId);
+  const entry = catalogueFor(context).accounts.get(accountId);
   if (
     entry !== undefined &&
     entry.account.ownerCustomerId === access.customer.customerId &&
@@ -79,7 +89,7 @@ function ownCard(context: RequestContext): CardEntry | Reply {
   const access = resolvePsu(context);
   if (isReply(access)) return access;
   const cardId = context.params[0]!;
-  const entry = context.state.catalogue.cards.get(cardId);
+  const entry = catalogueFor(context).cards.get(cardId);
   if (
     entry !== undefined &&
     entry.card.ownerCustomerId === access.customer.customerId &&

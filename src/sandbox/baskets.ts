@@ -4,6 +4,7 @@
  */
 
 import type { RequestContext } from "./context.js";
+import { FIX, parseAcceptFix } from "./fixes.js";
 import {
   errorReply,
   formatError,
@@ -143,8 +144,8 @@ const REQUIRED: readonly [string, string][] = [
 export function startBasketAuthorisation(context: RequestContext): Reply {
   const basket = ownBasket(context);
   if (isReply(basket)) return basket;
-  const fixes = (headerValue(context.req, "x-accept-fix") ?? "").split(",").map((v) => v.trim());
-  if (!fixes.includes("amount-as-string")) {
+  // Requested, whatever the date (SPEC 4.1: "must be amount-as-string", temporarily required).
+  if ((parseAcceptFix(context.req.headers["x-accept-fix"]) & FIX.amountAsString) === 0) {
     return formatError("x-accept-fix: amount-as-string is required to authorise a signing basket (SPEC 4.1)");
   }
   const missing = REQUIRED.filter(([name]) => headerValue(context.req, name) === undefined).map(

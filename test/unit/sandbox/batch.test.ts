@@ -32,7 +32,9 @@ describe("a run, on the clock the test controls", () => {
   beforeEach(async () => {
     now = NOW;
     running = await startBank({ clock: () => now });
-    [kari, ola] = running.bank.data.customers as Customer[];
+    const customers = running.bank.data.customers;
+    kari = customers[0]!;
+    ola = customers[1]!;
     return () => running.listener.close();
   });
 
@@ -84,9 +86,10 @@ describe("a run, on the clock the test controls", () => {
     expect(await periodic()).toBe("ACCP");
     // The run also books the pending transactions whose value date has come.
     const due = (customer: Customer) =>
-      customer.accounts[0]!.pending
-        .filter((p) => p.valueDate <= "2026-08-13")
-        .reduce((sum, p) => sum + p.amount.minor / 100, 0);
+      customer.accounts[0]!.pending.filter((p) => p.valueDate <= "2026-08-13").reduce(
+        (sum, p) => sum + p.amount.minor / 100,
+        0,
+      );
     expect(await balance(kari)).toBeCloseTo(kariBefore - 100 + due(kari), 2);
     expect(await balance(ola)).toBeCloseTo(olaBefore + 100 + due(ola), 2);
     const transactions = await running.call(
