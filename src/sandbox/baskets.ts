@@ -17,8 +17,7 @@ import {
 } from "./http.js";
 import { readIdentity } from "./identity.js";
 import type { SigningBasket, StoredPayment, TransactionStatus } from "./payment-store.js";
-import { readScaRequest, scaPageUrl } from "./sca-flow.js";
-import type { Authorisation } from "./sca-store.js";
+import { authorisationBody, readScaRequest } from "./sca-flow.js";
 
 const BASKETS = "/v1/signing-baskets";
 const MAX_PAYMENTS = 100;
@@ -167,7 +166,10 @@ export function startBasketAuthorisation(context: RequestContext): Reply {
     { kind: "basket", basketId: basket.basketId },
     context.settings.now(),
   );
-  return jsonReply(201, JSON.stringify(authorisationBody(context, basket, authorisation)));
+  return jsonReply(
+    201,
+    JSON.stringify(authorisationBody(context, `${BASKETS}/${basket.basketId}`, authorisation)),
+  );
 }
 
 export function getBasketAuthorisation(context: RequestContext): Reply {
@@ -182,17 +184,8 @@ export function getBasketAuthorisation(context: RequestContext): Reply {
       `Signing basket ${basket.basketId} has no authorisation ${quote(context.params[1]!)}`,
     );
   }
-  return jsonReply(200, JSON.stringify(authorisationBody(context, basket, authorisation!)));
-}
-
-function authorisationBody(context: RequestContext, basket: SigningBasket, authorisation: Authorisation) {
-  return {
-    scaStatus: authorisation.scaStatus,
-    authorisationId: authorisation.authorisationId,
-    _links: {
-      scaRedirect: { href: scaPageUrl(context, authorisation.authorisationId) },
-      scaStatus: { href: `${BASKETS}/${basket.basketId}/authorisations/${authorisation.authorisationId}` },
-      status: { href: `${BASKETS}/${basket.basketId}/status` },
-    },
-  };
+  return jsonReply(
+    200,
+    JSON.stringify(authorisationBody(context, `${BASKETS}/${basket.basketId}`, authorisation!)),
+  );
 }

@@ -24,8 +24,8 @@ import {
 } from "./payment-body.js";
 import type { PaymentService, StoredPayment } from "./payment-store.js";
 import { availableMinor } from "./render.js";
-import { readScaRequest, scaPageUrl } from "./sca-flow.js";
-import type { Authorisation, AuthorisationSubject } from "./sca-store.js";
+import { authorisationBody, readScaRequest } from "./sca-flow.js";
+import type { AuthorisationSubject } from "./sca-store.js";
 
 /** Where a payment lives: /v1/payments/… or /v1/periodic-payments/…, by the service it was made under. */
 export function paymentPath(payment: {
@@ -243,7 +243,7 @@ export function startAuthorisation(context: RequestContext): Reply {
   if (isReply(request)) return request;
   const subject = { kind: "payment", product: payment.product, paymentId: payment.paymentId } as const;
   const authorisation = context.state.sca.startAuthorisation(request, subject, context.settings.now());
-  return jsonReply(201, JSON.stringify(authorisationBody(context, payment, authorisation)), {
+  return jsonReply(201, JSON.stringify(authorisationBody(context, paymentPath(payment), authorisation)), {
     location: `${paymentPath(payment)}/authorisations/${authorisation.authorisationId}`,
   });
 }
@@ -271,20 +271,7 @@ export function getAuthorisationStatus(context: RequestContext): Reply {
       `Payment ${payment.paymentId} has no authorisation ${quote(context.params[2]!)}`,
     );
   }
-  return jsonReply(200, JSON.stringify(authorisationBody(context, payment, authorisation!)));
-}
-
-function authorisationBody(context: RequestContext, payment: StoredPayment, authorisation: Authorisation) {
-  const self = `${paymentPath(payment)}/authorisations/${authorisation.authorisationId}`;
-  return {
-    scaStatus: authorisation.scaStatus,
-    authorisationId: authorisation.authorisationId,
-    _links: {
-      scaRedirect: { href: scaPageUrl(context, authorisation.authorisationId) },
-      scaStatus: { href: self },
-      status: { href: `${paymentPath(payment)}/status` },
-    },
-  };
+  return jsonReply(200, JSON.stringify(authorisationBody(context, paymentPath(payment), authorisation!)));
 }
 
 /** What the SCA page shows the PSU before approval (dynamic linking: amount and payee). */

@@ -6,7 +6,7 @@
 import type { RequestContext } from "./context.js";
 import { errorReply, formatError, headerValue, isReply, quote, type Reply } from "./http.js";
 import { readIdentity } from "./identity.js";
-import type { Consent, ScaRequest } from "./sca-store.js";
+import type { Authorisation, Consent, ScaRequest } from "./sca-store.js";
 
 /** The SCA page of one authorisation, where the PSU's browser is sent. */
 export function scaPageUrl(context: RequestContext, authorisationId: string): string {
@@ -92,4 +92,20 @@ export function consentRequired(
       },
     },
   );
+}
+
+/**
+ * An authorisation resource of a payment or basket at `resource` (SPEC 2.4): its scaStatus, the
+ * page the PSU opens, and where to read both again.
+ */
+export function authorisationBody(context: RequestContext, resource: string, authorisation: Authorisation) {
+  return {
+    scaStatus: authorisation.scaStatus,
+    authorisationId: authorisation.authorisationId,
+    _links: {
+      scaRedirect: { href: scaPageUrl(context, authorisation.authorisationId) },
+      scaStatus: { href: `${resource}/authorisations/${authorisation.authorisationId}` },
+      status: { href: `${resource}/status` },
+    },
+  };
 }
