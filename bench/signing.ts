@@ -501,13 +501,15 @@ async function main() {
       push(limits, mode, r);
     }
 
-    for (const method of ["GET", "POST"] as const) {
-      const servers = await startServers("egress");
-      await checkEgress(servers.gateway, servers.backend, egressPools[method][0]!, pki.tppA.qseal.der);
-      const t = await measure(servers, egressPools[method], { next: 0 });
-      report(`egress ${method}`, t);
-      push(throughput, `egress ${method}`, t);
-      await stopServers(servers);
+    for (const egress of ["egress", "egress-workers"] as const) {
+      for (const method of ["GET", "POST"] as const) {
+        const servers = await startServers(egress);
+        await checkEgress(servers.gateway, servers.backend, egressPools[method][0]!, pki.tppA.qseal.der);
+        const t = await measure(servers, egressPools[method], { next: 0 });
+        report(`${egress} ${method}`, t);
+        push(throughput, `${egress} ${method}`, t);
+        await stopServers(servers);
+      }
     }
 
     for (const method of ["GET", "POST"] as const) {
@@ -573,7 +575,14 @@ interface Collected {
 const fixed = (x: number, digits = 0) =>
   x.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
-const THROUGHPUT_KEYS = ["egress GET", "egress POST", "ingress-signing GET", "ingress-signing POST"] as const;
+const THROUGHPUT_KEYS = [
+  "egress GET",
+  "egress POST",
+  "egress-workers GET",
+  "egress-workers POST",
+  "ingress-signing GET",
+  "ingress-signing POST",
+] as const;
 
 function write(c: Collected): string {
   const lim = (mode: string, f: (r: Limit) => number) => median((c.limits[mode] ?? []).map(f));
@@ -594,7 +603,12 @@ function write(c: Collected): string {
   const pct = (x: number) => `${fixed(100 * x)} %`;
   const rows = THROUGHPUT_KEYS.map((key) => {
     const [mode, method] = key.split(" ") as [string, string];
-    const name = mode === "egress" ? "egress, every request signed" : "ingress, every response signed";
+    const name =
+      mode === "egress"
+        ? "egress, every request signed"
+        : mode === "egress-workers"
+          ? `egress, \`workers: ${CORES}\``
+          : "ingress, every response signed";
     const t = (f: (t: Throughput) => number) => tp(key, f);
     return `| ${name} | ${method} | ${fixed(rps(key))} | ${(rps(key) / limitRate).toFixed(2)} | ${t((x) => x.run.p50)} | ${t((x) => x.run.p99)} | ${fixed(cpuPerRequest(key))} | ${fixed(cpuPerRequest(key) - signUs)} | ${fixed(loopUs(key))} | ${fixed(waitUs(key))} | ${pct(t((x) => x.interval.eventLoopBusy))} | ${cores(t((x) => x.interval.gatewayCores))} | ${cores(t((x) => x.interval.clientCores))} | ${cores(t((x) => x.interval.backendCores))} | ${cores(t((x) => x.interval.othersCores))} | ${t((x) => x.unexpected)} |`;
   });
@@ -675,7 +689,7 @@ ${machineLine()}, ${c.code}. **The machine was shared**: other engineers' tests 
 |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 ${rows.join("\n")}
 
-"Gateway CPU": the gateway process's CPU time, all threads (the event loop, libuv's pool where the signatures run, GC); "of it besides the signature": that less the limit's CPU per signature (${fixed(signUs)} µs); "of it the event-loop thread" and its "wait for a core": from the thread's /proc schedstat, the time it ran and the time it was runnable while the kernel ran other threads (libuv's signing threads, the client, the backend, the machine's other users); "event loop busy": its event-loop utilisation; "gateway cores" and the others: CPU seconds per second; "client": autocannon and the probe. The egress gateway's mean time from asking for a signature to getting it (the queue on libuv's pool included): GET ${signingWait("egress GET")} ms, POST ${signingWait("egress POST")} ms.
+"Gateway CPU": the gateway process's CPU time, all threads (the event loop, libuv's pool where the signatures run, GC); "of it besides the signature": that less the limit's CPU per signature (${fixed(signUs)} µs); "of it the event-loop thread" and its "wait for a core": from the thread's /proc schedstat, the time it ran and the time it was runnable while the kernel ran other threads (libuv's signing threads, the client, the backend, the machine's other users); "event loop busy": its event-loop utilisation; "gateway cores" and the others: CPU seconds per second; "client": autocannon and the probe. The egress gateway's mean time from asking for a signature to getting it (the queue on libuv's pool included): GET ${signingWait("egress GET")} ms, POST ${signingWait("egress POST")} ms; with \`workers: ${CORES}\` (the config's \`workers\`, node:cluster: ${CORES} processes behind one port, each with its own event loop and libuv pool; the gateway columns are their sum, the primary included) GET ${signingWait("egress-workers GET")} ms, POST ${signingWait("egress-workers POST")} ms.
 
 **Isolation.** The probe is GET \`/v1/payments/norwegian-domestic-credit-transfers/pay-0001/status\` signed by TPP B, whose QSealC and register entry grant PSP_AI only, at ${PROBE_RATE} requests per second over one connection (one request in flight), from a process of its own (bench/servers/probe.ts; each response time kept at hrtime resolution), every request signed once. The gateway runs every check up to and including the signature — target and header checks, Date, the empty body's Digest, the Signature header, the certificate (its cached verdict: chain, revocation, register), keyId, coverage, \`crypto.verify\` — and then refuses it 400 ROLE_INVALID at the \`role\` step, unsigned (the gateway never signs its own refusals). Only the \`replay\` step, after \`role\` in src/checks/steps.ts, is not reached (a lookup and insert in the memory store, about a µs). So the probe is verified-only work on the same event loop as the signed traffic; every response-signed answer carries the bank's signature, so no 200 could serve. Each probe answer must be \`400 ROLE_INVALID\` at step \`role\` (the gateway's count) and each load answer 200. Idle: the probe alone for ${SECONDS} s; loaded: the same probe while autocannon (${CONNECTIONS} connections) saturates the same gateway with response-signed GETs. Two more gateways for the cause: the same with libuv's pool cut to one thread (UV_THREADPOOL_SIZE=1: at most one signature at a time, leaving the other core to the event loop), and a control without responseSigning saturated by the same GETs, unsigned.
 
@@ -689,14 +703,19 @@ ${Object.keys(names)
 |---|---:|---|---|
 | egress GET ÷ the machine's signing limit | ${ratio("egress GET").toFixed(2)} | ≥ 0.8 | ${met(ratio("egress GET") >= 0.8)} |
 | egress POST ÷ the machine's signing limit | ${ratio("egress POST").toFixed(2)} | ≥ 0.8 | ${met(ratio("egress POST") >= 0.8)} |
+| egress GET, \`workers: ${CORES}\`, ÷ the limit | ${ratio("egress-workers GET").toFixed(2)} | ≥ 0.8 | ${met(ratio("egress-workers GET") >= 0.8)} |
+| egress POST, \`workers: ${CORES}\`, ÷ the limit | ${ratio("egress-workers POST").toFixed(2)} | ≥ 0.8 | ${met(ratio("egress-workers POST") >= 0.8)} |
+| \`workers: ${CORES}\` ÷ one process: egress GET, POST | ${(rps("egress-workers GET") / rps("egress GET")).toFixed(2)}, ${(rps("egress-workers POST") / rps("egress POST")).toFixed(2)} | – | |
 | ingress with responseSigning, GET ÷ the limit | ${ratio("ingress-signing GET").toFixed(2)} | – (egress's 0.8 for reference) | |
 | ingress with responseSigning, POST ÷ the limit | ${ratio("ingress-signing POST").toFixed(2)} | – | |
 | verified-only p99 while response signing saturates ÷ its idle p99 | ${isoRatio.toFixed(1)} | ≤ 2 | ${met(isoRatio <= 2)} |
 | the same, libuv pool of 1 thread | ${ratioP99("ingress-signing-pool-1").toFixed(1)} | – | |
 | the same, control without responseSigning | ${ratioP99("ingress").toFixed(1)} | – | |
-| CPU only: a bare signature's CPU ÷ the gateway's CPU per request (the most the gateway could reach, alone on the machine): egress GET, POST; ingress GET, POST | ${THROUGHPUT_KEYS.map((k) => (signUs / cpuPerRequest(k)).toFixed(2)).join(", ")} | – | |
+| CPU only: a bare signature's CPU ÷ the gateway's CPU per request (the most the gateway could reach, alone on the machine): egress GET, POST; egress with workers GET, POST; ingress GET, POST | ${THROUGHPUT_KEYS.map((k) => (signUs / cpuPerRequest(k)).toFixed(2)).join(", ")} | – | |
 
 ${verdictOnThroughput(["egress GET", "egress POST"], "Egress", true)}
+
+${verdictOnThroughput(["egress-workers GET", "egress-workers POST"], `Egress with \`workers: ${CORES}\` (one event loop per core; the "event loop" figures are of the ${CORES} loops together)`, true)}
 
 ${verdictOnThroughput(["ingress-signing GET", "ingress-signing POST"], "Ingress with responseSigning", false)}
 

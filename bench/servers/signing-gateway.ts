@@ -5,7 +5,9 @@
  *   signing every request with TPP A's QSealC, SPEC 5 signing rules, response checking off;
  * - `ingress-signing`: full verification, and every backend response signed with the demo bank's
  *   QSealC (`responseSigning`, as config/default.yaml turns it on);
- * - `ingress`: the same without responseSigning (the control of the isolation measurement).
+ * - `ingress`: the same without responseSigning (the control of the isolation measurement);
+ * - `egress-workers`: `egress` in one worker process per core behind one port (node:cluster, as
+ *   the egress config's `workers` runs it); this process is the primary and answers for them all.
  *
  * Answers "cpu" with its CPU time (all threads: the event loop and libuv's pool, where RSA signing
  * runs), its event-loop utilisation, the event-loop thread's time on a core and waiting for one,
@@ -13,8 +15,10 @@
  * BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the process when it is stopped.
  */
 
+import cluster, { type Worker } from "node:cluster";
 import { readFileSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { startGateway } from "../../src/app.js";
@@ -66,9 +70,59 @@ const onRequest = (event: RequestEvent | EgressEvent) => {
   }
 };
 
+/** The primary of `egress-workers`: forks the workers, reports their port, sums their stats. */
+async function primary(): Promise<void> {
+  const workers: Worker[] = [];
+  const ports = await Promise.all(
+    Array.from({ length: availableParallelism() }, () => {
+      const worker = cluster.fork();
+      workers.push(worker);
+      return new Promise<number>((resolve) =>
+        worker.once("message", (m: { ready?: number }) => resolve(m.ready ?? 0)),
+      );
+    }),
+  );
+  process.on("message", async (m) => {
+    if (m !== "cpu") return;
+    const each = await Promise.all(
+      workers.map(
+        (worker) =>
+          new Promise<GatewayStats>((resolve) => {
+            worker.once("message", (stats: GatewayStats) => resolve(stats));
+            worker.send("cpu");
+          }),
+      ),
+    );
+    const own = process.cpuUsage();
+    const merged: Record<string, number> = {};
+    for (const stats of each)
+      for (const [key, n] of Object.entries(stats.answers)) merged[key] = (merged[key] ?? 0) + n;
+    const sum = (f: (s: GatewayStats) => number) => each.reduce((total, stats) => total + f(stats), 0);
+    const active = sum((x) => x.elu.active);
+    const idle = sum((x) => x.elu.idle);
+    const stats: GatewayStats = {
+      cpu: { user: own.user + sum((x) => x.cpu.user), system: own.system + sum((x) => x.cpu.system) },
+      // The loops together: "busy" is the share of all their time they were busy.
+      elu: { active, idle, utilization: active / (active + idle) },
+      answers: merged,
+      signingMs: sum((x) => x.signingMs),
+      signed: sum((x) => x.signed),
+      loopCpuNs: sum((x) => x.loopCpuNs),
+      loopWaitNs: sum((x) => x.loopWaitNs),
+    };
+    process.send?.(stats);
+  });
+  process.on("disconnect", () => {
+    for (const worker of workers) worker.process.kill();
+    process.exit(0);
+  });
+  process.send?.({ ready: ports[0] });
+}
+
 async function main() {
   const logger = createLogger("silent");
-  if (mode === "egress") {
+  if (mode === "egress-workers" && cluster.isPrimary) return primary();
+  if (mode === "egress" || mode === "egress-workers") {
     const config = validateEgressConfig({
       mode: "egress",
       listen: { host: "127.0.0.1", port: 0 },
@@ -105,7 +159,7 @@ async function main() {
 }
 
 process.on("message", (m) => {
-  if (m !== "cpu") return;
+  if (m !== "cpu" || (mode === "egress-workers" && cluster.isPrimary)) return;
   const thread = loopThread();
   const stats: GatewayStats = {
     cpu: process.cpuUsage(),
@@ -127,6 +181,7 @@ if (profileDir) {
   profiler.post("Profiler.enable", () => profiler!.post("Profiler.start"));
 }
 process.on("disconnect", () => {
+  if (mode === "egress-workers" && cluster.isPrimary) return; // primary() handles it
   if (!profiler) process.exit(0);
   profiler.post("Profiler.stop", (error, result) => {
     if (!error)

@@ -7,7 +7,7 @@
 
 import cluster, { type Worker } from "node:cluster";
 import { AggregatorRegistry } from "prom-client";
-import type { GatewayConfig } from "../config/schema.js";
+import type { AnyGatewayConfig } from "../config/schema.js";
 import { type ReadinessCheck, startAdminServer } from "../observability/admin.js";
 import type { Logger } from "../observability/logger.js";
 
@@ -74,7 +74,10 @@ export function reportStarted(): void {
  * false when one of them could not (a taken port, an unreadable file), after stopping the others
  * and closing the admin listener: restarting it would only hang, retrying the same failure.
  */
-export async function runPrimary(config: GatewayConfig, logger: Logger): Promise<boolean> {
+export async function runPrimary(
+  config: Pick<AnyGatewayConfig, "workers" | "admin">,
+  logger: Logger,
+): Promise<boolean> {
   const workers = config.workers;
   let stopping = false;
 

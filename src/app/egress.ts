@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { AggregatorRegistry } from "prom-client";
 import type { BankProfileConfig, EgressConfig } from "../config/schema.js";
 import {
   type BankProfile,
@@ -45,6 +46,8 @@ export interface EgressDependencies {
   readonly now?: () => number;
   readonly env?: NodeJS.ProcessEnv;
   readonly onRequest?: (event: EgressEvent) => void;
+  /** A worker of `workers: N`: the primary serves the admin listener and asks for its metrics. */
+  readonly clusterWorker?: boolean;
 }
 
 /** Certificates closer than this to expiry are warned about at start. */
@@ -95,14 +98,15 @@ export async function startEgressGateway(
       };
       return { ready: Object.values(checks).every((c) => c.ok), checks };
     };
-    const admin: AdminServer | undefined = config.admin.enabled
-      ? await startAdminServer({
-          host: config.admin.host,
-          port: config.admin.port,
-          metrics: { metrics: () => metrics.registry.metrics(), contentType: metrics.registry.contentType },
-          readiness,
-        })
-      : undefined;
+    const admin: AdminServer | undefined =
+      config.admin.enabled && !deps.clusterWorker
+        ? await startAdminServer({
+            host: config.admin.host,
+            port: config.admin.port,
+            metrics: { metrics: () => metrics.registry.metrics(), contentType: metrics.registry.contentType },
+            readiness,
+          })
+        : undefined;
     if (admin) started.add(() => admin.close());
 
     servePipelined(
@@ -119,6 +123,11 @@ export async function startEgressGateway(
         },
       }),
     );
+    if (deps.clusterWorker) {
+      // Constructing one installs prom-client's listener that answers the primary's metric requests.
+      new AggregatorRegistry();
+      AggregatorRegistry.setRegistries([metrics.registry]);
+    }
     const url = await listen(server, config.listen);
     started.add(() => drain(server, 0));
     logger.info(

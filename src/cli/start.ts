@@ -78,7 +78,7 @@ config key, unreadable certificates), with the reason on stderr.`,
         return 1;
       }
     }
-    if (config.mode === "ingress" && config.workers > 1 && isPrimary()) {
+    if (config.workers > 1 && isPrimary()) {
       let started: boolean;
       try {
         started = await runPrimary(config, logger);

@@ -684,6 +684,12 @@ export const egressConfigSchema = z
       .int()
       .positive()
       .default(1024 * 1024),
+    /**
+     * Processes sharing the listener (node:cluster), each signing on its own event loop; the
+     * primary serves the admin listener for all. Egress keeps no state between requests, so any
+     * number is safe.
+     */
+    workers: z.number().int().min(1).max(64).default(1),
     banks: z
       .array(bankProfile)
       .min(1)

@@ -2,7 +2,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tppFiles } from "../helpers/egress-profiles.js";
 import { prepareSignedCall, send, type TestGateway, testPki } from "../helpers/gateway-fixture.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 import { describeWithRedis, type RedisServer, startRedisServer } from "../helpers/redis-server.js";
@@ -115,5 +116,95 @@ describeWithRedis("workers: 2 with the redis store (a real process)", () => {
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
     expect(lines.filter((l) => l.includes("gateway stopped"))).toHaveLength(2);
+  });
+});
+
+describe("egress with workers: 2 (a real process)", () => {
+  let backend: RecordingBackend;
+  let child: ChildProcess;
+  const lines: string[] = [];
+  let port = 0;
+  let adminPort = 0;
+
+  beforeAll(async () => {
+    backend = await startRecordingBackend();
+    const pki = await testPki();
+    const { qseal } = tppFiles(pki);
+    port = await freePort();
+    adminPort = await freePort();
+    const file = join(pki.dir, "egress-workers.yaml");
+    writeFileSync(
+      file,
+      [
+        "mode: egress",
+        "workers: 2",
+        `listen: { host: 127.0.0.1, port: ${port} }`,
+        `admin: { host: 127.0.0.1, port: ${adminPort} }`,
+        "banks:",
+        `  - { name: bank, prefix: /bank, url: "${backend.url}", qseal: { cert: ${qseal.cert}, key: ${qseal.key} } }`,
+      ].join("\n"),
+    );
+    child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "start", "--config", file], {
+      cwd: new URL("../../", import.meta.url).pathname,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, LOG_LEVEL: "info" },
+    });
+    child.stdout!.on("data", (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean)));
+    child.stderr!.on("data", (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean)));
+    const deadline = Date.now() + 30_000;
+    while (lines.filter((l) => l.includes("egress gateway listening")).length < 2 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }, 60_000);
+
+  afterAll(async () => {
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      await exited;
+    }
+    await backend?.close();
+  });
+
+  it("signs on two worker processes behind one port; the primary's admin listener counts both", async () => {
+    const listening = lines
+      .filter((l) => l.includes("egress gateway listening"))
+      .map((l) => JSON.parse(l) as { pid: number });
+    expect(listening, lines.join("\n")).toHaveLength(2);
+    expect(new Set(listening.map((l) => l.pid)).size).toBe(2);
+
+    const { Agent, request } = await import("undici");
+    // Several pools, so the requests spread over connections and both workers.
+    const clients = Array.from({ length: 4 }, () => new Agent());
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        request(`http://127.0.0.1:${port}/bank/v1/accounts?n=${i}`, {
+          headers: { "PSU-ID": "PSU-1" },
+          dispatcher: clients[i % clients.length]!,
+        }).then(async (r) => {
+          await r.body.dump();
+          return r.statusCode;
+        }),
+      ),
+    );
+    expect(results.every((status) => status === 200)).toBe(true);
+    expect(backend.requests).toHaveLength(20);
+    expect(backend.requests.every((r) => typeof r.headers.signature === "string")).toBe(true);
+    await Promise.all(clients.map((c) => c.close()));
+
+    const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+    const counted = metrics
+      .split("\n")
+      .filter((l) => l.startsWith("psd2_gateway_egress_requests_total{"))
+      .reduce((sum, l) => sum + Number(l.split(" ").at(-1)), 0);
+    expect(counted).toBe(20);
+    const ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`);
+    expect(ready.status).toBe(200);
+  });
+
+  it("stops every worker and exits 0 on SIGTERM", async () => {
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
   });
 });
