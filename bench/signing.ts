@@ -641,15 +641,16 @@ function write(c: Collected): string {
 
   /** At 0.8 of the limit the signatures take 80 % of every core: what is left per request for the rest. */
   const budgetUs = 0.25 * signUs;
-  const verdictOnThroughput = (keys: readonly string[], what: string, goal: boolean) => {
+  /** `loops`: event loops sharing the work (the loop figures of `workers` are their sum). */
+  const verdictOnThroughput = (keys: readonly string[], what: string, goal: boolean, loops = 1) => {
     const worst = keys.reduce((a, b) => (ratio(a) <= ratio(b) ? a : b));
     if (goal && ratio(worst) >= 0.8)
       return `${what}: the goal is met (${ratio(worst).toFixed(2)}× at worst).`;
     const extra = keys.map((k) => fixed(cpuPerRequest(k) - signUs)).join(" and ");
-    const loops = keys.map((k) => fixed(loopUs(k))).join(" and ");
+    const loopCpu = keys.map((k) => fixed(loopUs(k))).join(" and ");
     const ceilings = keys.map((k) => (signUs / cpuPerRequest(k)).toFixed(2)).join(" and ");
-    const loopCeilings = keys.map((k) => (1e6 / loopUs(k) / limitRate).toFixed(2)).join(" and ");
-    return `${what}${goal ? `: the goal is **missed** (${keys.map((k) => ratio(k).toFixed(2)).join(" and ")}× the limit for ${keys.map((k) => k.split(" ")[1]).join(" and ")})` : ` reaches ${keys.map((k) => ratio(k).toFixed(2)).join(" and ")}× the limit`}. Measured cause: besides its signature the gateway spends ${extra} µs of CPU per request (a bare signature costs ${fixed(signUs)} µs here), where 0.8× the limit leaves at most ${fixed(budgetUs)} µs per request for everything else on the machine — the gateway's HTTP, checks and forwarding, the backend and the load generator together (at 0.8× the signatures alone keep 80 % of every core busy). So even alone on the machine, with every core, it could reach at most ${ceilings}× the limit by CPU; and all of that work but the signature runs on one event loop, busy ${keys.map((k) => pct(tp(k, (t) => t.interval.eventLoopBusy))).join(" and ")} of the time, its thread at ${loops} µs of CPU per request (and ${keys.map((k) => fixed(waitUs(k))).join(" and ")} µs waiting for a core): even with a core to itself, one event loop at that cost cannot pass ${loopCeilings}× the limit. The client side took ${keys.map((k) => cores(tp(k, (t) => t.interval.clientCores + t.interval.backendCores))).join(" and ")} cores and the machine's other users ${keys.map((k) => cores(tp(k, (t) => t.interval.othersCores))).join(" and ")}.`;
+    const loopCeilings = keys.map((k) => ((loops * 1e6) / loopUs(k) / limitRate).toFixed(2)).join(" and ");
+    return `${what}${goal ? `: the goal is **missed** (${keys.map((k) => ratio(k).toFixed(2)).join(" and ")}× the limit for ${keys.map((k) => k.split(" ")[1]).join(" and ")})` : ` reaches ${keys.map((k) => ratio(k).toFixed(2)).join(" and ")}× the limit`}. Measured cause: besides its signature the gateway spends ${extra} µs of CPU per request (a bare signature costs ${fixed(signUs)} µs here), where 0.8× the limit leaves at most ${fixed(budgetUs)} µs per request for everything else on the machine — the gateway's HTTP, checks and forwarding, the backend and the load generator together (at 0.8× the signatures alone keep 80 % of every core busy). So even alone on the machine, with every core, it could reach at most ${ceilings}× the limit by CPU; and all of that work but the signature runs on ${loops === 1 ? "one event loop" : `${loops} event loops`}, busy ${keys.map((k) => pct(tp(k, (t) => t.interval.eventLoopBusy))).join(" and ")} of the time, ${loops === 1 ? "its thread" : "their threads"} at ${loopCpu} µs of CPU per request (and ${keys.map((k) => fixed(waitUs(k))).join(" and ")} µs waiting for a core): even with a core ${loops === 1 ? "to itself, one event loop" : `each, ${loops} event loops`} at that cost cannot pass ${loopCeilings}× the limit. The client side took ${keys.map((k) => cores(tp(k, (t) => t.interval.clientCores + t.interval.backendCores))).join(" and ")} cores and the machine's other users ${keys.map((k) => cores(tp(k, (t) => t.interval.othersCores))).join(" and ")}.`;
   };
   const control = ratioP99("ingress");
   const pool1 = ratioP99("ingress-signing-pool-1");
@@ -715,7 +716,7 @@ ${Object.keys(names)
 
 ${verdictOnThroughput(["egress GET", "egress POST"], "Egress", true)}
 
-${verdictOnThroughput(["egress-workers GET", "egress-workers POST"], `Egress with \`workers: ${CORES}\` (one event loop per core; the "event loop" figures are of the ${CORES} loops together)`, true)}
+${verdictOnThroughput(["egress-workers GET", "egress-workers POST"], `Egress with \`workers: ${CORES}\` (one event loop per core; the "event loop" figures are of the ${CORES} loops together)`, true, CORES)}
 
 ${verdictOnThroughput(["ingress-signing GET", "ingress-signing POST"], "Ingress with responseSigning", false)}
 
