@@ -7,6 +7,7 @@
 import { type ChildProcess, execFileSync, fork } from "node:child_process";
 import { cpus } from "node:os";
 import { join } from "node:path";
+import type { ConnectionOptions } from "node:tls";
 import { Worker } from "node:worker_threads";
 import autocannon from "autocannon";
 import type { PresignedRequest, PresignJob } from "./presign.js";
@@ -51,8 +52,15 @@ export async function startChild(
   return { process: child, port };
 }
 
+/**
+ * A server whose CPU a run reports: a bench child (asked over IPC) or, for a server that is not
+ * one (nginx), any reader of its CPU time so far in µs.
+ */
+export type CpuSource = Child | (() => Promise<number>);
+
 /** The child's CPU time so far (user + system, all its threads), µs. */
-export function cpuOf(child: Child): Promise<number> {
+export function cpuOf(child: CpuSource): Promise<number> {
+  if (typeof child === "function") return child();
   return new Promise((resolve) => {
     child.process.once("message", (m: { cpu: NodeJS.CpuUsage }) => resolve(m.cpu.user + m.cpu.system));
     child.process.send("cpu");
@@ -118,21 +126,29 @@ export interface Cursor {
   next: number;
 }
 
+/** Where a run goes when not to plain HTTP on 127.0.0.1: a URL, and for https the client's TLS options. */
+export interface LoadTarget {
+  readonly url: string;
+  readonly tlsOptions?: ConnectionOptions;
+}
+
 /**
  * One autocannon run over `pool` (each request taken once, in turn, from `cursor`): for `seconds`,
- * or for `amount` requests. `measured` is the child whose CPU per request is reported.
+ * or for `amount` requests. `measured` is the server whose CPU per request is reported.
  */
 export async function load(
-  port: number,
+  target: number | LoadTarget,
   pool: readonly PresignedRequest[],
   cursor: Cursor,
   seconds: number,
-  measured?: Child,
+  measured?: CpuSource,
   amount?: number,
   connections = 50,
 ): Promise<RunResult> {
+  const { url, tlsOptions } = typeof target === "number" ? { url: `http://127.0.0.1:${target}` } : target;
   const options = {
-    url: `http://127.0.0.1:${port}`,
+    url,
+    ...(tlsOptions ? { tlsOptions } : {}),
     connections,
     ...(amount ? { amount } : { duration: seconds }),
     requests: [

@@ -1,16 +1,20 @@
 /**
  * The proxies under test, one per process so that their CPU can be measured apart from the
  * backend's: a bare http-proxy pass-through (the baseline to beat), a bare undici pass-through
- * (the ceiling), and the gateway with full verification.
+ * (the ceiling), and the gateway with full verification. Behind TLS (bench/tls.ts), with the dev
+ * gateway certificate from `pkiDir`: `undici-tls` (bare undici behind Node's https server),
+ * `undici-tls-data` (the same with the gateway listener's no-op 'data' listener on each TLS socket,
+ * src/ingress/listener.ts), `gateway-tls` and `gateway-mtls` (the QWAC requested, `request`).
  */
 
-import { writeFileSync } from "node:fs";
-import { createServer } from "node:http";
+import { readFileSync, writeFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import { Session } from "node:inspector";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { join } from "node:path";
 import httpProxy from "http-proxy";
-import { Agent, Pool } from "undici";
+import { Pool } from "undici";
 import { startGateway } from "../../src/app.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { benchGatewayConfig } from "./gateway-config.js";
@@ -26,6 +30,44 @@ function ready(port: number) {
   process.send?.({ ready: port });
 }
 
+/** The dev gateway certificate (with its issuing CA) and key, as the gateway's `listen.tls` names them. */
+function tlsMaterial() {
+  return { cert: readFileSync(`${pkiDir}/gateway.pem`), key: readFileSync(`${pkiDir}/gateway.key.pem`) };
+}
+
+/** Bare undici `Pool.dispatch` pass-through: the request streamed to the backend, the answer streamed back. */
+function undiciPassThrough(backendUrl: string): RequestListener {
+  const pool = new Pool(backendUrl, { connections: 128 });
+  return (req: IncomingMessage, res: ServerResponse) => {
+    // Hop-by-hop headers stay on this hop (RFC 9110 7.6.1), as nginx and the gateway drop them: a
+    // client's `Connection: close` would otherwise close the pooled backend connection too.
+    const { connection: _connection, "keep-alive": _keepAlive, ...headers } = req.headers;
+    pool.dispatch(
+      {
+        path: req.url ?? "/",
+        method: req.method ?? "GET",
+        headers: headers as Record<string, string>,
+        body: req.method === "GET" ? null : req,
+      },
+      {
+        onRequestStart() {},
+        onResponseStart(_c, status, headers) {
+          res.writeHead(status, headers as Record<string, string>);
+        },
+        onResponseData(c, chunk) {
+          if (!res.write(chunk)) c.pause();
+        },
+        onResponseEnd() {
+          res.end();
+        },
+        onResponseError() {
+          res.destroy();
+        },
+      },
+    );
+  };
+}
+
 async function main() {
   if (mode === "http-proxy" || mode === "http-proxy-keepalive") {
     // Bare http-proxy as usually deployed opens a connection per request; with a keep-alive agent it is faster.
@@ -37,36 +79,17 @@ async function main() {
     const server = createServer((req, res) => proxy.web(req, res));
     server.keepAliveTimeout = 60_000;
     server.listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
-  } else if (mode === "undici") {
-    const pool = new Pool(backendUrl, { connections: 128 });
-    const server = createServer((req, res) => {
-      pool.dispatch(
-        {
-          path: req.url ?? "/",
-          method: req.method ?? "GET",
-          headers: req.headers as Record<string, string>,
-          body: req.method === "GET" ? null : req,
-        },
-        {
-          onRequestStart() {},
-          onResponseStart(_c, status, headers) {
-            res.writeHead(status, headers as Record<string, string>);
-          },
-          onResponseData(c, chunk) {
-            if (!res.write(chunk)) c.pause();
-          },
-          onResponseEnd() {
-            res.end();
-          },
-          onResponseError() {
-            res.destroy();
-          },
-        },
-      );
-    });
+  } else if (mode === "undici" || mode === "undici-tls" || mode === "undici-tls-data") {
+    const listener = undiciPassThrough(backendUrl);
+    const server =
+      mode === "undici"
+        ? createServer(listener)
+        : createHttpsServer({ ...tlsMaterial(), minVersion: "TLSv1.2" }, listener);
+    // What the gateway's TLS listener does for pipelined requests, alone: its cost shows apart.
+    if (mode === "undici-tls-data")
+      server.on("secureConnection", (socket: Socket) => socket.on("data", () => {}));
     server.keepAliveTimeout = 60_000;
     server.listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
-    void Agent;
   } else {
     const config = benchGatewayConfig(
       pkiDir,
@@ -84,7 +107,16 @@ async function main() {
                 }),
               },
             }
-          : {},
+          : mode === "gateway-tls" || mode === "gateway-mtls"
+            ? {
+                listen: {
+                  host: "127.0.0.1",
+                  port: 0,
+                  tls: { cert: `${pkiDir}/gateway.pem`, key: `${pkiDir}/gateway.key.pem` },
+                  clientCertificate: mode === "gateway-mtls" ? "request" : "none",
+                },
+              }
+            : {},
     );
     const gateway = await startGateway(config, { logger: createLogger("silent") });
     ready(Number(new URL(gateway.url).port));
