@@ -81,10 +81,16 @@ class Ingress {
 
   /** The client certificate as base64 DER: from the TLS socket, or from a trusted proxy's header. */
   clientCertificateOf(req: IncomingMessage): string | undefined {
-    const socket = req.socket as Partial<TLSSocket>;
-    if (typeof socket.getPeerCertificate === "function") {
-      const peer = socket.getPeerCertificate(false);
-      if (peer?.raw) return peer.raw.toString("base64");
+    const socket = req.socket as Partial<TLSSocket> & { [PEER_CERTIFICATE]?: string | null };
+    if (typeof socket.getPeerX509Certificate === "function") {
+      // Once per connection: the listener refuses renegotiation, so the certificate cannot change,
+      // and getPeerCertificate built a whole JS object on every request (about 45 µs, bench:tls).
+      let peer = socket[PEER_CERTIFICATE];
+      if (peer === undefined) {
+        peer = socket.getPeerX509Certificate()?.raw.toString("base64") ?? null;
+        socket[PEER_CERTIFICATE] = peer;
+      }
+      if (peer !== null) return peer;
     }
     const fromHeader = headerValue(req.headers, this.options.clientCertificateHeader);
     if (fromHeader !== undefined && this.options.trustedProxies.has(req.socket.remoteAddress ?? "")) {
@@ -94,6 +100,9 @@ class Ingress {
     return undefined;
   }
 }
+
+/** The connection's client certificate (base64 DER), or null without one; set at its first request. */
+const PEER_CERTIFICATE = Symbol("psd2-gateway peer certificate");
 
 /**
  * One socket's pipeline: Node parses pipelined requests ahead and emits them at once; they are

@@ -9,6 +9,7 @@ import {
 } from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
+import type { TLSSocket } from "node:tls";
 import { reject } from "../errors.js";
 import { writeRejection } from "../forward/respond.js";
 import { keepAnsweringAfterConnect } from "../forward/tunnel.js";
@@ -87,7 +88,12 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     // parser while the TLS layer keeps handing it decrypted bytes: a pipelined request arriving
     // then failed as "Parse Error: Paused" (HPE_PAUSED) and was refused as malformed. A 'data'
     // listener makes Node feed the parser from the socket stream, which holds bytes while paused.
-    server.on("secureConnection", (socket: Socket) => socket.on("data", () => {}));
+    // TLS 1.2 renegotiation could swap the client certificate mid-connection; the handler reads it
+    // once per connection, so the peer may not renegotiate (it gets an error and the connection ends).
+    server.on("secureConnection", (socket: TLSSocket) => {
+      socket.disableRenegotiation();
+      socket.on("data", () => {});
+    });
   }
   server.requestTimeout = options.requestTimeoutMs;
   server.keepAliveTimeout = options.keepAliveTimeoutMs;

@@ -8,6 +8,8 @@
  * forwarded.
  */
 
+import { setTimeout as sleep } from "node:timers/promises";
+import { connect as tlsConnect } from "node:tls";
 import { describe, expect, it } from "vitest";
 import type { DevPki, IssuedCertificate } from "../../src/cli/dev-pki.js";
 import { validateConfig } from "../../src/config/load.js";
@@ -16,6 +18,7 @@ import {
   expectRejected,
   type GatewayOptions,
   prepareSignedCall,
+  rawHead,
   send,
   testPki,
 } from "../helpers/gateway-fixture.js";
@@ -228,4 +231,39 @@ it("the configuration can require a client certificate without the gateway termi
   });
   expect(config.listen.tls).toBeUndefined();
   expect(config.listen.clientCertificate).toBe("require");
+});
+
+describe("a client certificate cannot change on a connection", () => {
+  const env = useGatewayAndBackend({ config: { listen: { clientCertificate: "request" } } });
+
+  it("TLS 1.2 renegotiation is refused: the connection ends instead of carrying another QWAC", async () => {
+    const { gw } = env;
+    const { hostname, port } = new URL(gw.url);
+    const qwac = gw.pki.tppA.qwac;
+    const socket = tlsConnect({
+      host: "127.0.0.1",
+      port: Number(port),
+      servername: hostname,
+      ca: gw.pki.root.pem,
+      cert: qwac.pem,
+      key: qwac.keyPem,
+      maxVersion: "TLSv1.2",
+    });
+    socket.on("error", () => {});
+    await new Promise<void>((resolve, reject) => {
+      socket.once("secureConnect", () => resolve());
+      socket.once("error", reject);
+    });
+    const prepared = await prepareSignedCall({ signer: gw.pki.tppA.qseal, target: ACCOUNTS });
+    let raw = "";
+    socket.on("data", (chunk: Buffer) => {
+      raw += chunk.toString("latin1");
+    });
+    socket.write(rawHead(prepared));
+    for (let waited = 0; waited < 3_000 && !raw.includes("\r\n\r\n"); waited += 20) await sleep(20);
+    expect(raw).toMatch(/^HTTP\/1\.1 200 /);
+    const closed = new Promise<boolean>((resolve) => socket.once("close", () => resolve(true)));
+    socket.renegotiate({ rejectUnauthorized: false }, () => {});
+    expect(await Promise.race([closed, sleep(3_000).then(() => false)])).toBe(true);
+  });
 });
