@@ -17,11 +17,43 @@ function freePort(): Promise<number> {
   });
 }
 
+/** `psd2-gateway start` on `config` (YAML lines), its log lines collected, until `workers` say `listening`. */
+async function startCluster(
+  file: string,
+  config: readonly string[],
+  listening: string,
+  workers = 2,
+): Promise<{ child: ChildProcess; lines: string[] }> {
+  writeFileSync(file, config.join("\n"));
+  const lines: string[] = [];
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "start", "--config", file], {
+    cwd: new URL("../../", import.meta.url).pathname,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, LOG_LEVEL: "info" },
+  });
+  const collect = (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean));
+  child.stdout!.on("data", collect);
+  child.stderr!.on("data", collect);
+  const deadline = Date.now() + 30_000;
+  while (lines.filter((l) => l.includes(listening)).length < workers && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { child, lines };
+}
+
+/** SIGTERM, unless it has exited already; resolves once it has. */
+async function stopCluster(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGTERM");
+  await exited;
+}
+
 describeWithRedis("workers: 2 with the redis store (a real process)", () => {
   let redis: RedisServer;
   let backend: RecordingBackend;
   let child: ChildProcess;
-  const lines: string[] = [];
+  let lines: string[] = [];
   let port = 0;
   let adminPort = 0;
 
@@ -31,9 +63,8 @@ describeWithRedis("workers: 2 with the redis store (a real process)", () => {
     const pki = await testPki();
     port = await freePort();
     adminPort = await freePort();
-    const file = join(pki.dir, "workers.yaml");
-    writeFileSync(
-      file,
+    ({ child, lines } = await startCluster(
+      join(pki.dir, "workers.yaml"),
       [
         "workers: 2",
         `listen: { host: 127.0.0.1, port: ${port}, tls: { cert: ${pki.paths.gatewayCert}, key: ${pki.paths.gatewayKey} } }`,
@@ -42,27 +73,13 @@ describeWithRedis("workers: 2 with the redis store (a real process)", () => {
         `register: { file: ${pki.paths.register} }`,
         `store: { type: redis, url: "${redis.url}" }`,
         `admin: { host: 127.0.0.1, port: ${adminPort} }`,
-      ].join("\n"),
-    );
-    child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "start", "--config", file], {
-      cwd: new URL("../../", import.meta.url).pathname,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, LOG_LEVEL: "info" },
-    });
-    child.stdout!.on("data", (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean)));
-    child.stderr!.on("data", (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean)));
-    const deadline = Date.now() + 30_000;
-    while (lines.filter((l) => l.includes("ingress gateway listening")).length < 2 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      ],
+      "ingress gateway listening",
+    ));
   }, 60_000);
 
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      await exited;
-    }
+    await stopCluster(child);
     await backend?.close();
     await redis?.stop();
   });
@@ -122,7 +139,7 @@ describeWithRedis("workers: 2 with the redis store (a real process)", () => {
 describe("egress with workers: 2 (a real process)", () => {
   let backend: RecordingBackend;
   let child: ChildProcess;
-  const lines: string[] = [];
+  let lines: string[] = [];
   let port = 0;
   let adminPort = 0;
 
@@ -132,9 +149,8 @@ describe("egress with workers: 2 (a real process)", () => {
     const { qseal } = tppFiles(pki);
     port = await freePort();
     adminPort = await freePort();
-    const file = join(pki.dir, "egress-workers.yaml");
-    writeFileSync(
-      file,
+    ({ child, lines } = await startCluster(
+      join(pki.dir, "egress-workers.yaml"),
       [
         "mode: egress",
         "workers: 2",
@@ -142,27 +158,13 @@ describe("egress with workers: 2 (a real process)", () => {
         `admin: { host: 127.0.0.1, port: ${adminPort} }`,
         "banks:",
         `  - { name: bank, prefix: /bank, url: "${backend.url}", qseal: { cert: ${qseal.cert}, key: ${qseal.key} } }`,
-      ].join("\n"),
-    );
-    child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "start", "--config", file], {
-      cwd: new URL("../../", import.meta.url).pathname,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, LOG_LEVEL: "info" },
-    });
-    child.stdout!.on("data", (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean)));
-    child.stderr!.on("data", (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean)));
-    const deadline = Date.now() + 30_000;
-    while (lines.filter((l) => l.includes("egress gateway listening")).length < 2 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      ],
+      "egress gateway listening",
+    ));
   }, 60_000);
 
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      await exited;
-    }
+    await stopCluster(child);
     await backend?.close();
   });
 

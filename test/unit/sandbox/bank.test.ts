@@ -5,7 +5,9 @@ import { createSandboxBank, DEFAULT_IDENTITY_HEADERS } from "../../../src/sandbo
 import {
   type Answer,
   amountsIn,
+  type CustomerJson,
   daysBefore,
+  type Link,
   NOW,
   type RunningBank,
   rawBody,
@@ -17,25 +19,6 @@ import {
 } from "./helpers.js";
 import { walkSca } from "./sca-walk.js";
 
-interface Link {
-  href: string;
-  verbs: string[];
-}
-interface CustomerJson {
-  customerId: string;
-  customerNumber: string;
-  customerType: string;
-  customerName: string;
-  agreements: {
-    id: string;
-    name: string;
-    engagements: string[];
-    _links: { self: Link; engagements: Link };
-  }[];
-  accounts: string[];
-  cardAccounts: string[];
-  _links: { self: Link };
-}
 interface AccountJson {
   resourceId: string;
   bban: string;

@@ -16,6 +16,29 @@ export function daysBefore(days: number): string {
   return new Date(NOW - days * 86_400_000).toISOString().slice(0, 10);
 }
 
+/** SPEC 2.1 Link, as the bank sends it. */
+export interface Link {
+  href: string;
+  verbs: string[];
+}
+
+/** SPEC 2.1: a sandbox customer, as the customer list and the create operation send it. */
+export interface CustomerJson {
+  customerId: string;
+  customerNumber: string;
+  customerType: string;
+  customerName: string;
+  agreements: {
+    id: string;
+    name: string;
+    engagements: string[];
+    _links: { self: Link; engagements: Link };
+  }[];
+  accounts: string[];
+  cardAccounts: string[];
+  _links: { self: Link };
+}
+
 export interface RunningBank {
   readonly bank: SandboxBank;
   readonly listener: SandboxListener;

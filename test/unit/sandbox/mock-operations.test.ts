@@ -10,6 +10,7 @@ import { mod11CheckDigit } from "../../../src/sandbox/random.js";
 import {
   type Answer,
   amountsIn,
+  type CustomerJson,
   daysBefore,
   type RunningBank,
   startBank,
@@ -18,25 +19,6 @@ import {
   tppText,
 } from "./helpers.js";
 
-interface Link {
-  href: string;
-  verbs: string[];
-}
-interface CustomerJson {
-  customerId: string;
-  customerNumber: string;
-  customerType: string;
-  customerName: string;
-  agreements: {
-    id: string;
-    name: string;
-    engagements: string[];
-    _links: { self: Link; engagements: Link };
-  }[];
-  accounts: string[];
-  cardAccounts: string[];
-  _links: { self: Link };
-}
 interface CardAccountJson {
   resourceId: string;
   maskedPan: string;
