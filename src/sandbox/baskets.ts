@@ -17,7 +17,7 @@ import {
 } from "./http.js";
 import { readIdentity } from "./identity.js";
 import type { SigningBasket, StoredPayment, TransactionStatus } from "./payment-store.js";
-import { authorisationBody, readScaRequest } from "./sca-flow.js";
+import { authorisationBody, authorisationStatus, readScaRequest } from "./sca-flow.js";
 
 const BASKETS = "/v1/signing-baskets";
 const MAX_PAYMENTS = 100;
@@ -175,17 +175,11 @@ export function startBasketAuthorisation(context: RequestContext): Reply {
 export function getBasketAuthorisation(context: RequestContext): Reply {
   const basket = ownBasket(context);
   if (isReply(basket)) return basket;
-  const authorisation = context.state.sca.authorisation(context.params[1]!);
-  const subject = authorisation?.subject;
-  if (subject?.kind !== "basket" || subject.basketId !== basket.basketId) {
-    return errorReply(
-      404,
-      "RESOURCE_UNKNOWN",
-      `Signing basket ${basket.basketId} has no authorisation ${quote(context.params[1]!)}`,
-    );
-  }
-  return jsonReply(
-    200,
-    JSON.stringify(authorisationBody(context, `${BASKETS}/${basket.basketId}`, authorisation!)),
+  return authorisationStatus(
+    context,
+    { kind: "basket", basketId: basket.basketId },
+    `${BASKETS}/${basket.basketId}`,
+    `Signing basket ${basket.basketId}`,
+    context.params[1]!,
   );
 }

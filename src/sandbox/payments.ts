@@ -24,7 +24,7 @@ import {
 } from "./payment-body.js";
 import type { PaymentService, StoredPayment } from "./payment-store.js";
 import { availableMinor } from "./render.js";
-import { authorisationBody, readScaRequest } from "./sca-flow.js";
+import { authorisationBody, authorisationStatus, readScaRequest } from "./sca-flow.js";
 import type { AuthorisationSubject } from "./sca-store.js";
 
 /** Where a payment lives: /v1/payments/… or /v1/periodic-payments/…, by the service it was made under. */
@@ -262,16 +262,14 @@ export function listAuthorisations(context: RequestContext): Reply {
 export function getAuthorisationStatus(context: RequestContext): Reply {
   const payment = ownPayment(context);
   if (isReply(payment)) return payment;
-  const authorisation = context.state.sca.authorisation(context.params[2]!);
-  const subject = authorisation?.subject;
-  if (subject?.kind !== "payment" || subject.paymentId !== payment.paymentId) {
-    return errorReply(
-      404,
-      "RESOURCE_UNKNOWN",
-      `Payment ${payment.paymentId} has no authorisation ${quote(context.params[2]!)}`,
-    );
-  }
-  return jsonReply(200, JSON.stringify(authorisationBody(context, paymentPath(payment), authorisation!)));
+  const subject = { kind: "payment", product: payment.product, paymentId: payment.paymentId } as const;
+  return authorisationStatus(
+    context,
+    subject,
+    paymentPath(payment),
+    `Payment ${payment.paymentId}`,
+    context.params[2]!,
+  );
 }
 
 /** What the SCA page shows the PSU before approval (dynamic linking: amount and payee). */

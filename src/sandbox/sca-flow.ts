@@ -4,9 +4,9 @@
  */
 
 import type { RequestContext } from "./context.js";
-import { errorReply, formatError, headerValue, isReply, quote, type Reply } from "./http.js";
+import { errorReply, formatError, headerValue, isReply, jsonReply, quote, type Reply } from "./http.js";
 import { readIdentity } from "./identity.js";
-import type { Authorisation, Consent, ScaRequest } from "./sca-store.js";
+import type { Authorisation, AuthorisationSubject, Consent, ScaRequest } from "./sca-store.js";
 
 /** The SCA page of one authorisation, where the PSU's browser is sent. */
 export function scaPageUrl(context: RequestContext, authorisationId: string): string {
@@ -108,4 +108,19 @@ export function authorisationBody(context: RequestContext, resource: string, aut
       status: { href: `${resource}/status` },
     },
   };
+}
+
+/** GET …/authorisations/{authorisationId} of a payment or basket (SPEC 2.4); `owner` names it in the 404. */
+export function authorisationStatus(
+  context: RequestContext,
+  subject: AuthorisationSubject,
+  resource: string,
+  owner: string,
+  authorisationId: string,
+): Reply {
+  const authorisation = context.state.sca.authorisationOf(subject, authorisationId);
+  if (authorisation === undefined) {
+    return errorReply(404, "RESOURCE_UNKNOWN", `${owner} has no authorisation ${quote(authorisationId)}`);
+  }
+  return jsonReply(200, JSON.stringify(authorisationBody(context, resource, authorisation)));
 }

@@ -136,6 +136,14 @@ export class ScaStore {
     return this.authorisations.get(authorisationId);
   }
 
+  /** The authorisation `authorisationId` when it belongs to `subject`. */
+  authorisationOf(subject: AuthorisationSubject, authorisationId: string): Authorisation | undefined {
+    const authorisation = this.authorisations.get(authorisationId);
+    return authorisation && subjectKey(authorisation.subject) === subjectKey(subject)
+      ? authorisation
+      : undefined;
+  }
+
   /** The authorisations of one subject, oldest first. */
   authorisationsOf(subject: AuthorisationSubject): Authorisation[] {
     const key = subjectKey(subject);
