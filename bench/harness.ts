@@ -59,10 +59,20 @@ export async function startChild(
 export type CpuSource = Child | (() => Promise<number>);
 
 /** The child's CPU time so far (user + system, all its threads), µs. */
-export function cpuOf(child: CpuSource): Promise<number> {
-  if (typeof child === "function") return child();
+export async function cpuOf(child: CpuSource): Promise<number> {
+  return (await usageOf(child)).cpuUs;
+}
+
+/** CPU time so far, µs, and, from a bench/servers/proxy.ts child, the bytes its V8 heap allocated so far. */
+export async function usageOf(child: CpuSource): Promise<{ cpuUs: number; heapAllocated?: number }> {
+  if (typeof child === "function") return { cpuUs: await child() };
   return new Promise((resolve) => {
-    child.process.once("message", (m: { cpu: NodeJS.CpuUsage }) => resolve(m.cpu.user + m.cpu.system));
+    child.process.once("message", (m: { cpu: NodeJS.CpuUsage; heapAllocated?: number }) =>
+      resolve({
+        cpuUs: m.cpu.user + m.cpu.system,
+        ...(m.heapAllocated !== undefined ? { heapAllocated: m.heapAllocated } : {}),
+      }),
+    );
     child.process.send("cpu");
   });
 }
@@ -114,6 +124,8 @@ export interface RunResult {
   readonly p50: number;
   readonly p99: number;
   readonly cpuUsPerRequest: number | undefined;
+  /** V8 heap bytes the measured server allocated per request (bench/servers/proxy.ts children only). */
+  readonly heapBytesPerRequest?: number | undefined;
   readonly non2xx: number;
   readonly errors: number;
   readonly total: number;
@@ -160,9 +172,9 @@ export async function load(
       },
     ],
   };
-  const before = measured ? await cpuOf(measured) : 0;
+  const before = measured ? await usageOf(measured) : undefined;
   const result = await autocannon(options as unknown as autocannon.Options);
-  const after = measured ? await cpuOf(measured) : 0;
+  const after = measured ? await usageOf(measured) : undefined;
   const total = result.requests.total;
   const stats = (result as unknown as { statusCodeStats?: Record<string, { count: number }> })
     .statusCodeStats;
@@ -170,7 +182,11 @@ export async function load(
     rps: amount ? total / result.duration : result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
-    cpuUsPerRequest: measured ? (after - before) / total : undefined,
+    cpuUsPerRequest: before && after ? (after.cpuUs - before.cpuUs) / total : undefined,
+    heapBytesPerRequest:
+      before?.heapAllocated !== undefined && after?.heapAllocated !== undefined
+        ? (after.heapAllocated - before.heapAllocated) / total
+        : undefined,
     non2xx: result.non2xx,
     errors: result.errors + result.timeouts,
     total,

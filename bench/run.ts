@@ -9,6 +9,8 @@
  * BENCH_POOL (presigned requests per method, default 50000), BENCH_NEW_CERTS (default 2000).
  * Last comes the memory soak (bench/soak.ts, its SOAK_* variables; SOAK_COUNT=0 skips it).
  * BENCH_LIMITS_ONLY=1 runs the limit-store routes alone (memory, Redis, Redis Cluster) and prints them.
+ * BENCH_CONFIGS=undici,gateway (and BENCH_METHODS=GET) runs only those, interleaved, and prints
+ * them with their ratios: the quick loop while working on the hot path; RESULTS.md is left as it is.
  */
 
 import "reflect-metadata";
@@ -178,10 +180,15 @@ async function main() {
   );
   console.error(`bench: ${headerBytes} bytes of headers per GET`);
 
-  const configs = ["direct", "http-proxy", "http-proxy-keepalive", "undici", "gateway"] as const;
+  const allConfigs = ["direct", "http-proxy", "http-proxy-keepalive", "undici", "gateway"] as const;
+  const only = process.env.BENCH_CONFIGS?.split(",");
+  const configs = only ? allConfigs.filter((c) => only.includes(c)) : allConfigs;
+  const methods = (["GET", "POST"] as const).filter(
+    (m) => !process.env.BENCH_METHODS || process.env.BENCH_METHODS.split(",").includes(m),
+  );
   const results: Record<string, RunResult[]> = {};
   for (let round = 0; round < ROUNDS; round++) {
-    for (const method of ["GET", "POST"] as const) {
+    for (const method of methods) {
       for (const config of configs) {
         const backend = await startChild("servers/backend.ts", []);
         const backendUrl = `http://127.0.0.1:${backend.port}`;
@@ -194,7 +201,7 @@ async function main() {
         await load(port, pools[method], cursor, 1); // warm up (JIT, pools, the gateway's verdict cache)
         const r = await load(port, pools[method], cursor, SECONDS, proxy);
         console.error(
-          `${config.padEnd(20)} ${method.padEnd(4)} ${Math.round(r.rps)} req/s p50 ${r.p50} ms p99 ${r.p99} ms cpu ${r.cpuUsPerRequest?.toFixed(0) ?? "-"} µs/req non2xx ${r.non2xx} errors ${r.errors}`,
+          `${config.padEnd(20)} ${method.padEnd(4)} ${Math.round(r.rps)} req/s p50 ${r.p50} ms p99 ${r.p99} ms cpu ${r.cpuUsPerRequest?.toFixed(0) ?? "-"} µs/req heap ${r.heapBytesPerRequest?.toFixed(0) ?? "-"} B/req non2xx ${r.non2xx} errors ${r.errors}`,
         );
         const key = `${config} ${method}`;
         results[key] = [...(results[key] ?? []), r];
@@ -202,6 +209,30 @@ async function main() {
         await stop(backend);
       }
     }
+  }
+
+  const m = (key: string, f: (r: RunResult) => number) => median((results[key] ?? []).map(f));
+  const ratio = (a: string, b: string) => (m(a, (r) => r.rps) / m(b, (r) => r.rps)).toFixed(2);
+  const cpuDelta = (method: string) =>
+    (
+      m(`gateway ${method}`, (r) => r.cpuUsPerRequest ?? 0) -
+      m(`undici ${method}`, (r) => r.cpuUsPerRequest ?? 0)
+    ).toFixed(0);
+  const heap = (key: string) => {
+    const bytes = m(key, (r) => r.heapBytesPerRequest ?? Number.NaN);
+    return Number.isNaN(bytes) ? "–" : bytes.toFixed(0);
+  };
+  if (only) {
+    for (const key of Object.keys(results))
+      console.log(
+        `${key.padEnd(24)} median ${Math.round(m(key, (r) => r.rps))} req/s, ${m(key, (r) => r.cpuUsPerRequest ?? 0).toFixed(0)} µs CPU/req, ${heap(key)} heap B/req`,
+      );
+    for (const method of methods)
+      if (results[`gateway ${method}`] && results[`undici ${method}`])
+        console.log(
+          `gateway ÷ undici ${method}: ${ratio(`gateway ${method}`, `undici ${method}`)}, CPU over undici ${cpuDelta(method)} µs`,
+        );
+    process.exit(0);
   }
 
   const limits = await benchLimits(pkiDir, base);
@@ -225,28 +256,21 @@ async function main() {
   await stop(proxy);
   await stop(backend);
 
-  const m = (key: string, f: (r: RunResult) => number) => median((results[key] ?? []).map(f));
   const rows = configs.flatMap((c) =>
     (["GET", "POST"] as const).map((method) => {
       const key = `${c} ${method}`;
       const cpu = c === "direct" ? "–" : m(key, (r) => r.cpuUsPerRequest ?? 0).toFixed(0);
-      return `| ${c} | ${method} | ${Math.round(m(key, (r) => r.rps))} | ${m(key, (r) => r.p50)} | ${m(key, (r) => r.p99)} | ${cpu} | ${m(key, (r) => r.non2xx + r.errors)} |`;
+      return `| ${c} | ${method} | ${Math.round(m(key, (r) => r.rps))} | ${m(key, (r) => r.p50)} | ${m(key, (r) => r.p99)} | ${cpu} | ${heap(key)} | ${m(key, (r) => r.non2xx + r.errors)} |`;
     }),
   );
-  const ratio = (a: string, b: string) => (m(a, (r) => r.rps) / m(b, (r) => r.rps)).toFixed(2);
-  const cpuDelta = (method: string) =>
-    (
-      m(`gateway ${method}`, (r) => r.cpuUsPerRequest ?? 0) -
-      m(`undici ${method}`, (r) => r.cpuUsPerRequest ?? 0)
-    ).toFixed(0);
   const unseenExtra = (
     (unseen.cpuUsPerRequest ?? 0) - m("gateway GET", (r) => r.cpuUsPerRequest ?? 0)
   ).toFixed(0);
   const report = `
 ${machineLine()}. ${CAN_PIN ? "Servers (backend and proxy, separate processes) pinned to core 0, autocannon to core 1" : "taskset unavailable: nothing pinned"}; ${CONNECTIONS} connections, ${SECONDS} s per configuration after 1 s of warm-up, ${ROUNDS} round(s), medians. Each request carries ${headerBytes} bytes of headers (TPP-Signature-Certificate, Signature, Digest, X-Request-ID, PSU headers); POST bodies are ${Buffer.byteLength(body)} bytes; the backend answers 313 bytes of JSON. Every request is signed once, with its own X-Request-ID, so replay protection refuses nothing and stays on. Run with \`npm run bench\`.
 
-| configuration | method | req/s | p50 ms | p99 ms | proxy CPU µs/request | non-2xx + errors |
-|---|---|---:|---:|---:|---:|---:|
+| configuration | method | req/s | p50 ms | p99 ms | proxy CPU µs/request | proxy V8 heap bytes allocated/request | non-2xx + errors |
+|---|---|---:|---:|---:|---:|---:|---:|
 ${rows.join("\n")}
 
 | target | GET | POST | goal |

@@ -7,8 +7,8 @@
  * that the TPP-Signature-Certificate header has a real size and the issuer a real DN. The request
  * is a Berlin Group POST with about 2.9 KB of headers, 6 of them signed, and a 1 KiB body.
  *
- * Harness: each case warms up, then runs for BENCH_SECONDS (default 1) per round; rounds are
- * interleaved across cases (3 by default, BENCH_ROUNDS) and the median is reported.
+ * Harness (bench/micro.ts): each case warms up, then runs for BENCH_SECONDS (default 1) per round;
+ * rounds are interleaved across cases (3 by default, BENCH_ROUNDS) and the median is reported.
  * `--write` replaces this script's section of bench/RESULTS.md.
  */
 
@@ -43,73 +43,19 @@ import {
 import { loadTrustMaterial } from "../src/trust/trust-material.js";
 import { readInteropText } from "../test/helpers/interop-corpus.js";
 import { loadCertificate } from "../test/helpers/tpp-certificate.js";
+import {
+  type Case,
+  formatMicros,
+  formatOps,
+  ROUNDS,
+  runAll,
+  SECONDS,
+  sinkValue,
+  WARMUP_SECONDS,
+} from "./micro.js";
 import { machineLine, replaceSection } from "./results-file.js";
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 1);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-const WARMUP_SECONDS = Math.min(0.3, SECONDS / 2);
 const SECTION = "Signature library (bench/signature.bench.ts)";
-
-// ---------------------------------------------------------------------------------------------
-// Harness
-
-interface Case {
-  readonly name: string;
-  /** Sync cases run in batches; async cases are awaited one at a time (latency, not throughput). */
-  readonly run: () => unknown;
-  readonly async?: boolean;
-}
-
-/** Results go here so that no call can be optimised away. */
-let sink = 0;
-function consume(value: unknown): void {
-  sink = (sink + (value === true ? 1 : typeof value === "string" ? value.length : 3)) | 0;
-}
-
-function nowSeconds(): number {
-  return Number(process.hrtime.bigint()) / 1e9;
-}
-
-/** Operations per second over about `seconds`. */
-async function measure(benchCase: Case, seconds: number): Promise<number> {
-  let operations = 0;
-  const start = nowSeconds();
-  let elapsed = 0;
-  if (benchCase.async) {
-    while (elapsed < seconds) {
-      consume(await benchCase.run());
-      operations++;
-      elapsed = nowSeconds() - start;
-    }
-    return operations / elapsed;
-  }
-  let batch = 1;
-  while (elapsed < seconds) {
-    const batchStart = nowSeconds();
-    for (let i = 0; i < batch; i++) consume(benchCase.run());
-    operations += batch;
-    const now = nowSeconds();
-    elapsed = now - start;
-    // Aim for batches of about 5 ms so that reading the clock costs nothing measurable.
-    if (now - batchStart < 0.005) batch *= 2;
-  }
-  return operations / elapsed;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
-
-async function runAll(cases: readonly Case[]): Promise<Map<string, number>> {
-  for (const c of cases) await measure(c, WARMUP_SECONDS);
-  const rounds = new Map<string, number[]>(cases.map((c) => [c.name, []]));
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const c of cases) rounds.get(c.name)!.push(await measure(c, SECONDS));
-  }
-  return new Map([...rounds].map(([name, values]) => [name, median(values)]));
-}
 
 // ---------------------------------------------------------------------------------------------
 // Material
@@ -297,16 +243,8 @@ const cases: Case[] = [
 // ---------------------------------------------------------------------------------------------
 // Report
 
-function formatOps(opsPerSecond: number): string {
-  return Math.round(opsPerSecond).toLocaleString("en-US");
-}
-
-function formatMicros(opsPerSecond: number): string {
-  const micros = 1e6 / opsPerSecond;
-  return micros < 10 ? micros.toFixed(2) : micros < 100 ? micros.toFixed(1) : Math.round(micros).toString();
-}
-
-const results = await runAll(cases);
+const measured = await runAll(cases);
+const results = new Map([...measured].map(([name, m]) => [name, m.opsPerSecond]));
 const microsOf = (name: string) => 1e6 / (results.get(name) ?? Number.NaN);
 const rows = cases.map(
   (c) => `| ${c.name} | ${formatOps(results.get(c.name)!)} | ${formatMicros(results.get(c.name)!)} |`,
@@ -328,7 +266,7 @@ const report = [
 ].join("\n");
 
 console.log(report);
-if (sink === 0x7fffffff) console.log("(sink)");
+if (sinkValue() === 0x7fffffff) console.log("(sink)");
 if (process.argv.includes("--write")) {
   replaceSection(SECTION, report);
   console.log(`\nwrote the section '${SECTION}' of bench/RESULTS.md`);

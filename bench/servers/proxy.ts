@@ -13,6 +13,7 @@ import { createServer as createHttpsServer } from "node:https";
 import { Session } from "node:inspector";
 import type { AddressInfo, Socket } from "node:net";
 import { join } from "node:path";
+import { GCProfiler, getHeapStatistics } from "node:v8";
 import httpProxy from "http-proxy";
 import { Pool } from "undici";
 import { startGateway } from "../../src/app.js";
@@ -123,23 +124,55 @@ async function main() {
   }
 }
 
+/**
+ * Bytes the V8 heap has allocated since start: what is in use now plus everything the collections
+ * freed (each GC's used size before minus after, from GCProfiler). Buffers' backing stores live
+ * outside the heap and are not counted.
+ */
+const gcProfiler = new GCProfiler();
+gcProfiler.start();
+const usedAtStart = getHeapStatistics().used_heap_size;
+let freedByGc = 0;
+function heapAllocatedSoFar(): number {
+  for (const gc of gcProfiler.stop().statistics)
+    freedByGc += gc.beforeGC.heapStatistics.usedHeapSize - gc.afterGC.heapStatistics.usedHeapSize;
+  gcProfiler.start();
+  return freedByGc + getHeapStatistics().used_heap_size - usedAtStart;
+}
+
 process.on("message", (m) => {
-  if (m === "cpu") process.send?.({ cpu: process.cpuUsage() });
+  if (m === "cpu") process.send?.({ cpu: process.cpuUsage(), heapAllocated: heapAllocatedSoFar() });
 });
 
-// BENCH_CPU_PROF=<dir>: a V8 CPU profile of the gateway process, written when the run ends.
-const profileDir = process.env.BENCH_CPU_PROF;
+// BENCH_CPU_PROF=<dir>: a V8 CPU profile of the proxy process, written when the run ends.
+// BENCH_HEAP_PROF=<dir>: a sampling heap profile instead, counting what the collections freed too
+// (where the bytes per request are allocated, not what stays).
+const profileDir = process.env.BENCH_CPU_PROF ?? process.env.BENCH_HEAP_PROF;
+const heapProfile = process.env.BENCH_HEAP_PROF !== undefined;
 let profiler: Session | undefined;
-if (profileDir && mode.startsWith("gateway")) {
+if (profileDir && mode !== "http-proxy" && mode !== "http-proxy-keepalive") {
   profiler = new Session();
   profiler.connect();
-  profiler.post("Profiler.enable", () => profiler!.post("Profiler.start"));
+  if (heapProfile)
+    profiler.post("HeapProfiler.startSampling", {
+      samplingInterval: 4096,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    } as never);
+  else profiler.post("Profiler.enable", () => profiler!.post("Profiler.start"));
 }
 process.on("disconnect", () => {
   if (!profiler) process.exit(0);
+  const file = join(profileDir!, `${mode}-${process.pid}.${heapProfile ? "heapprofile" : "cpuprofile"}`);
+  if (heapProfile) {
+    profiler.post("HeapProfiler.stopSampling", (error, result) => {
+      if (!error) writeFileSync(file, JSON.stringify(result.profile));
+      process.exit(0);
+    });
+    return;
+  }
   profiler.post("Profiler.stop", (error, result) => {
-    if (!error)
-      writeFileSync(join(profileDir!, `gateway-${process.pid}.cpuprofile`), JSON.stringify(result.profile));
+    if (!error) writeFileSync(file, JSON.stringify(result.profile));
     process.exit(0);
   });
 });

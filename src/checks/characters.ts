@@ -193,15 +193,24 @@ export function checkHeaderCharacters(
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined) continue;
-    const values = typeof value === "string" ? [value] : value;
-    for (const v of values) {
+    if (typeof value === "string") {
+      if (isPlainAscii(value)) continue;
+      const refusal = scanValue(name, value, policy);
+      if (refusal) return refusal;
+      continue;
+    }
+    for (const v of value) {
       if (isPlainAscii(v)) continue;
-      const scanner = new Utf8Scanner(policy, `header ${name}`);
-      const refusal = scanner.update(Buffer.from(v, "latin1")) ?? scanner.finish();
+      const refusal = scanValue(name, v, policy);
       if (refusal) return refusal;
     }
   }
   return undefined;
+}
+
+function scanValue(name: string, value: string, policy: CharacterPolicy): Rejection | undefined {
+  const scanner = new Utf8Scanner(policy, `header ${name}`);
+  return scanner.update(Buffer.from(value, "latin1")) ?? scanner.finish();
 }
 
 // One native scan per header value; the byte-wise UTF-8 check runs only when this finds something.

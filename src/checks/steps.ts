@@ -76,6 +76,8 @@ const EMPTY_SHA256 = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
 const EMPTY_SHA512 =
   "z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg==";
 
+const EMPTY_DIGEST_HEADER = `SHA-256=${EMPTY_SHA256}`;
+
 /** A body-less request that carries a Digest must carry the digest of zero bytes. */
 function checkEmptyBodyDigest(values: readonly DigestValue[]): Rejection | undefined {
   for (const v of values) {
@@ -126,6 +128,7 @@ const certificateOf = (c: CheckContext) => c.certificate!;
 
 /** The ordered list of named checks, built once from the options. */
 export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
+  const dateOptions = { toleranceMs: options.dateToleranceMs };
   const steps: Step<CheckContext>[] = [
     {
       // Only origin-form targets (a path): an absolute URL would route past the role table. And
@@ -193,7 +196,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     {
       name: "date",
       run: (c) => {
-        const date = checkDate(c.headers.date, options.now(), { toleranceMs: options.dateToleranceMs });
+        const date = checkDate(c.headers.date, options.now(), dateOptions);
         return isRejection(date) ? date : undefined;
       },
     },
@@ -203,6 +206,8 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       run: (c) => {
         const header = headerValue(c.headers, "digest");
         if (header === undefined) return undefined;
+        // What nearly every body-less request sends: the digest of zero bytes, exactly so written.
+        if (header === EMPTY_DIGEST_HEADER && !hasBody(c.headers)) return undefined;
         const parsed = parseDigestHeader(header);
         if (isRejection(parsed)) return parsed;
         if (!hasBody(c.headers)) return checkEmptyBodyDigest(parsed);

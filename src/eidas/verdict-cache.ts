@@ -40,10 +40,15 @@ export interface VerdictCacheStats {
   readonly refusals: number;
 }
 
+const KNOWN_KEPT = 256;
+const MAX_KNOWN_LENGTH = 8192;
+
 export class VerdictCache<T extends object> {
   private readonly accepted: LRUCache<string, Verdict<T>>;
   private readonly refused: LRUCache<string, Verdict<T>>;
   private readonly inFlight = new Map<string, Promise<T | Rejection>>();
+  /** Per kind: certificate header → its key, for accepted certificates (see remember). */
+  private readonly knownKeys = new Map<string, Map<string, string>>();
   private readonly now: () => number;
   private hits = 0;
   private misses = 0;
@@ -75,10 +80,12 @@ export class VerdictCache<T extends object> {
     compute: () => Verdict<T> | Promise<Verdict<T>>,
     kind = "",
   ): T | Rejection | Promise<T | Rejection> {
-    const key = VerdictCache.keyOf(raw, kind);
+    const known = raw.length <= MAX_KNOWN_LENGTH ? this.knownKeys.get(kind)?.get(raw) : undefined;
+    const key = known ?? VerdictCache.keyOf(raw, kind);
     const cached = this.accepted.get(key) ?? this.refused.get(key);
     if (cached && cached.expiresAt > this.now()) {
       this.hits++;
+      if (known === undefined && !isRejection(cached.value)) this.remember(kind, raw, key);
       return cached.value;
     }
     const pending = this.inFlight.get(key);
@@ -103,6 +110,23 @@ export class VerdictCache<T extends object> {
     return promise;
   }
 
+  /**
+   * A trusted certificate's header comes back on every request of its TPP: its key is kept with
+   * the header itself, so a hit costs a string lookup instead of a SHA-256 of about 1.5 KB. Only
+   * accepted ones, at most KNOWN_KEPT per kind of at most MAX_KNOWN_LENGTH characters (all
+   * forgotten at once when full): garbage never gets in, and the memory stays bounded.
+   */
+  private remember(kind: string, raw: string, key: string): void {
+    if (raw.length > MAX_KNOWN_LENGTH) return;
+    let known = this.knownKeys.get(kind);
+    if (!known) {
+      known = new Map();
+      this.knownKeys.set(kind, known);
+    }
+    if (known.size >= KNOWN_KEPT) known.clear();
+    known.set(raw, key);
+  }
+
   private store(key: string, verdict: Verdict<T>): T | Rejection {
     // One key lives in one store: a verdict replaces whatever the other store held for it.
     const [into, other] = isRejection(verdict.value)
@@ -117,6 +141,7 @@ export class VerdictCache<T extends object> {
   clear(): void {
     this.accepted.clear();
     this.refused.clear();
+    this.knownKeys.clear();
   }
 
   get stats(): VerdictCacheStats {

@@ -137,13 +137,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private finish(status: number, rejection?: Rejection, step?: string): void {
     if (this.settled) return;
     this.settled = true;
-    this.resolve({
-      status,
-      bytesOut: this.bytesOut,
-      ...(rejection ? { rejection } : {}),
-      ...(step ? { step } : {}),
-      ...(this.upstreamMs !== undefined ? { upstreamMs: this.upstreamMs } : {}),
-    });
+    this.resolve({ status, bytesOut: this.bytesOut, rejection, step, upstreamMs: this.upstreamMs });
   }
 
   private fail(rejection: Rejection, step?: string): void {

@@ -17,9 +17,11 @@ const HOP_BY_HOP = new Set([
   "expect",
 ]);
 
+const NONE: readonly string[] = Object.freeze([]);
+
 /** Names listed in a Connection header are hop-by-hop too. */
-function connectionListed(value: string | string[] | undefined): string[] {
-  if (value === undefined) return [];
+function connectionListed(value: string | string[] | undefined): readonly string[] {
+  if (value === undefined) return NONE;
   const text = Array.isArray(value) ? value.join(",") : value;
   return text
     .split(",")

@@ -18,6 +18,7 @@ import {
   routingPath,
   runSteps,
   type Step,
+  type TppIdentity,
 } from "../checks/index.js";
 import { type Rejection, reject, type StatusProfile } from "../errors.js";
 import type { RequestEvent, RequestObserver } from "../events.js";
@@ -99,6 +100,18 @@ class Ingress {
     }
     return undefined;
   }
+}
+
+/** The name and roles headers of an identity, worked out once per trusted certificate. */
+const identityValues = new WeakMap<TppIdentity, { readonly name: string; readonly roles: string }>();
+
+function identityHeaderValues(identity: TppIdentity): { readonly name: string; readonly roles: string } {
+  let values = identityValues.get(identity);
+  if (!values) {
+    values = { name: encodeURIComponent(identity.name), roles: [...identity.roles].join(",") };
+    identityValues.set(identity, values);
+  }
+  return values;
 }
 
 /** The connection's client certificate (base64 DER), or null without one; set at its first request. */
@@ -332,9 +345,10 @@ class IngressExchange extends CheckContext implements ForwardCall {
     const names = options.identityHeaders;
     const identity = this.certificate!.identity;
     const headers = upstreamRequestHeaders(this.headers, strip);
+    const values = identityHeaderValues(identity);
     headers[names.organizationId] = identity.organizationId;
-    headers[names.name] = encodeURIComponent(identity.name);
-    headers[names.roles] = [...identity.roles].join(",");
+    headers[names.name] = values.name;
+    headers[names.roles] = values.roles;
     headers[names.certificateFingerprint] = identity.fingerprint;
     headers[names.psuPresent] = this.psuPresent ? "true" : "false";
     headers["x-forwarded-for"] = this.req.socket.remoteAddress ?? "";
@@ -377,8 +391,7 @@ class IngressExchange extends CheckContext implements ForwardCall {
   private done(status: number, bytesOut: number, code?: string, upstreamMs?: number): void {
     const observer = this.ingress.options.onRequest;
     if (!observer) return;
-    const psuId = headerValue(this.headers, "psu-id");
-    const organizationId = this.organizationId;
+    // One object of one shape per request (optional fields undefined rather than spread in).
     const event: RequestEvent = {
       mode: "ingress",
       requestId: this.requestId,
@@ -387,11 +400,11 @@ class IngressExchange extends CheckContext implements ForwardCall {
       status,
       totalMs: performance.now() - this.started,
       bytesOut,
-      ...(code !== undefined ? { code } : {}),
-      ...(code !== undefined && this.failedStep !== undefined ? { step: this.failedStep } : {}),
-      ...(organizationId !== undefined ? { organizationId } : {}),
-      ...(upstreamMs !== undefined ? { upstreamMs } : {}),
-      ...(psuId !== undefined ? { psuId } : {}),
+      code,
+      step: code !== undefined ? this.failedStep : undefined,
+      organizationId: this.organizationId,
+      upstreamMs,
+      psuId: headerValue(this.headers, "psu-id"),
     };
     observer(event);
   }

@@ -3,7 +3,7 @@
  * lives in the shared LimitStore, so several gateways behind one Redis refuse a replay between them.
  */
 
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { type Rejection, reject } from "../errors.js";
 import type { LimitStore, MaybePromise } from "./store.js";
 
@@ -31,13 +31,12 @@ export interface ReplayOptions {
  * no record keeps a request's headers alive (a slice or a concatenation would point into them).
  */
 export function replayKeyFor(keyId: string, algorithm: string, signingString: Uint8Array): string {
-  const id = Buffer.from(keyId, "utf8");
-  const alg = Buffer.from(algorithm, "utf8");
-  const lengths = Buffer.allocUnsafe(8);
-  lengths.writeUInt32BE(id.length, 0);
-  lengths.writeUInt32BE(alg.length, 4);
-  // Byte lengths first, so that no two (keyId, algorithm, string) triples hash the same input.
-  const digest = createHash("sha256").update(lengths).update(id).update(alg).update(signingString).digest();
+  const prefix = prefixOf(keyId, algorithm);
+  // One-shot hash of one buffer: no Hash object per request.
+  const input = Buffer.allocUnsafe(prefix.length + signingString.length);
+  input.set(prefix, 0);
+  input.set(signingString, prefix.length);
+  const digest = hash("sha256", input, "buffer") as unknown as Buffer;
   const key = Buffer.allocUnsafe(KEY_LENGTH);
   key.write("rp|", 0, "latin1");
   key.write(digest.toString("base64url", 0, 16), 3, "latin1");
@@ -45,6 +44,35 @@ export function replayKeyFor(keyId: string, algorithm: string, signingString: Ui
 }
 
 const KEY_LENGTH = 3 + 22;
+
+/**
+ * The hashed input's start: the byte lengths of keyId and algorithm, then both, so that no two
+ * (keyId, algorithm, string) triples hash the same input. The same few per TPP: kept, and
+ * forgotten all at once when PREFIXES_KEPT are held; a keyId longer than MAX_KEPT_KEY_ID is not
+ * kept (the memory held stays small whatever keyIds arrive).
+ */
+function prefixOf(keyId: string, algorithm: string): Buffer {
+  const byKeyId = prefixes.get(keyId);
+  const kept = byKeyId?.get(algorithm);
+  if (kept) return kept;
+  const id = Buffer.from(keyId, "utf8");
+  const alg = Buffer.from(algorithm, "utf8");
+  const prefix = Buffer.alloc(8 + id.length + alg.length);
+  prefix.writeUInt32BE(id.length, 0);
+  prefix.writeUInt32BE(alg.length, 4);
+  id.copy(prefix, 8);
+  alg.copy(prefix, 8 + id.length);
+  if (keyId.length > MAX_KEPT_KEY_ID) return prefix;
+  if (prefixes.size >= PREFIXES_KEPT) prefixes.clear();
+  if (byKeyId && byKeyId.size < ALGORITHMS_KEPT) byKeyId.set(algorithm, prefix);
+  else if (!byKeyId) prefixes.set(keyId, new Map([[algorithm, prefix]]));
+  return prefix;
+}
+
+const prefixes = new Map<string, Map<string, Buffer>>();
+const PREFIXES_KEPT = 256;
+const MAX_KEPT_KEY_ID = 1024;
+const ALGORITHMS_KEPT = 8;
 
 function verdict(seen: boolean, windowMs: number): true | Rejection {
   if (!seen) return true;

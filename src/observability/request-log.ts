@@ -63,6 +63,8 @@ export function recordRequest(event: RequestEvent, logger: Logger, metrics: Gate
     m.own.observe(event.totalMs / 1000);
   }
   // One line per request; no headers, no bodies: identifiers only, PSU-ID salted and hashed.
+  // Built only when it is written (the PSU-ID's hash is a SHA-256).
+  if (!logger.isLevelEnabled("info")) return;
   logger.info(
     {
       requestId: event.requestId,

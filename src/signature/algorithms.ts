@@ -63,31 +63,36 @@ export function resolveAlgorithm(
     );
   }
   const keyType = keyTypeOf(key);
-  const misfit = () =>
-    reject(
-      "SIGNATURE_INVALID",
-      `Signature algorithm '${sent}' does not fit the certificate's ${keyType.toUpperCase()} key (SPEC 5.4)`,
-    );
-  switch (name) {
-    case "rsa-sha256":
-      return keyType === "rsa" ? { name, hash: "sha256" } : misfit();
-    case "rsa-sha512":
-      return keyType === "rsa" ? { name, hash: "sha512" } : misfit();
-    case "ecdsa-sha256":
-      return keyType === "ec" ? { name, hash: "sha256" } : misfit();
-    case "hs2019":
-      if (keyType === "rsa" || keyType === "rsa-pss") {
-        return {
-          name,
-          hash: "sha512",
-          padding: constants.RSA_PKCS1_PSS_PADDING,
-          saltLength: constants.RSA_PSS_SALTLEN_AUTO,
-        };
-      }
-      if (keyType === "ec") return { name, hash: "sha512" };
-      if (keyType === "ed25519") return { name, hash: null };
-      return misfit();
-  }
+  return RESOLVED[name][keyType] ?? misfit(sent, keyType);
+}
+
+/** What each algorithm means for each key type it fits: shared objects, none built per request. */
+const RESOLVED: Readonly<Record<AlgorithmName, Readonly<Record<string, ResolvedAlgorithm>>>> = {
+  "rsa-sha256": { rsa: { name: "rsa-sha256", hash: "sha256" } },
+  "rsa-sha512": { rsa: { name: "rsa-sha512", hash: "sha512" } },
+  "ecdsa-sha256": { ec: { name: "ecdsa-sha256", hash: "sha256" } },
+  hs2019: {
+    rsa: hs2019RsaPss(),
+    "rsa-pss": hs2019RsaPss(),
+    ec: { name: "hs2019", hash: "sha512" },
+    ed25519: { name: "hs2019", hash: null },
+  },
+};
+
+function hs2019RsaPss(): ResolvedAlgorithm {
+  return {
+    name: "hs2019",
+    hash: "sha512",
+    padding: constants.RSA_PKCS1_PSS_PADDING,
+    saltLength: constants.RSA_PSS_SALTLEN_AUTO,
+  };
+}
+
+function misfit(sent: string, keyType: string): Rejection {
+  return reject(
+    "SIGNATURE_INVALID",
+    `Signature algorithm '${sent}' does not fit the certificate's ${keyType.toUpperCase()} key (SPEC 5.4)`,
+  );
 }
 
 /** The name a signer writes for a key: `rsa-sha256` for RSA, `ecdsa-sha256` for EC. */

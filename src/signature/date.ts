@@ -50,14 +50,26 @@ function build(
   return ms;
 }
 
+/** The last IMF-fixdate parsed and its time (an IMF-fixdate does not depend on the clock). */
+let lastFixdate: { readonly value: string | undefined; readonly ms: number | undefined } = {
+  value: undefined,
+  ms: undefined,
+};
+
 /**
  * Parses an HTTP-date to milliseconds since the epoch, or `undefined`. The weekday must be a
  * valid name but is not checked against the date: it is redundant, and published examples
  * (draft-cavage-08) carry a wrong one.
  */
 export function parseHttpDate(value: string, now: number = Date.now()): number | undefined {
+  // Every request of the same second carries the same Date: the last IMF-fixdate read is kept.
+  if (value === lastFixdate.value) return lastFixdate.ms;
   let m = IMF_FIXDATE.exec(value);
-  if (m) return build(Number(m[4]), MONTHS[m[3]!]!, Number(m[2]), Number(m[5]), Number(m[6]), Number(m[7]));
+  if (m) {
+    const ms = build(Number(m[4]), MONTHS[m[3]!]!, Number(m[2]), Number(m[5]), Number(m[6]), Number(m[7]));
+    lastFixdate = { value, ms };
+    return ms;
+  }
   m = RFC850.exec(value);
   if (m) {
     // RFC 7231: a two-digit year more than 50 years in the future means the most recent past year with those digits.

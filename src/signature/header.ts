@@ -5,6 +5,7 @@
 
 import { isRejection, type Rejection, reject } from "../errors.js";
 import { isBase64 } from "./base64.js";
+import { detached } from "./keyid.js";
 import { decodeEncodedWords } from "./rfc2047.js";
 
 export interface SignatureParams {
@@ -61,7 +62,8 @@ function isSpace(code: number): boolean {
 interface Params {
   readonly values: Map<string, string>;
   /** The text between the quotes, for quoted values that held an escape. */
-  readonly asWritten: Map<string, string>;
+  /** Made only when a value held an escape (rare): none per request otherwise. */
+  readonly asWritten: Map<string, string> | undefined;
 }
 
 /**
@@ -73,7 +75,7 @@ interface Params {
  */
 function readParams(text: string): Params | Rejection {
   const values = new Map<string, string>();
-  const asWritten = new Map<string, string>();
+  let asWritten: Map<string, string> | undefined;
   const n = text.length;
   let i = 0;
   while (i < n) {
@@ -111,7 +113,10 @@ function readParams(text: string): Params | Rejection {
         i++;
       }
       value = out + text.slice(segment, i);
-      if (escaped) asWritten.set(name, text.slice(start, i));
+      if (escaped) {
+        asWritten ??= new Map();
+        asWritten.set(name, text.slice(start, i));
+      }
       i++;
     } else {
       const start = i;
@@ -126,6 +131,34 @@ function readParams(text: string): Params | Rejection {
   }
   return { values, asWritten };
 }
+
+/**
+ * The lower-cased names of a `headers` parameter. A signer sends the same list on every request,
+ * so the lists read last are kept (frozen: callers share them), at most LISTS_KEPT of them.
+ */
+function signedHeaderList(value: string): readonly string[] | Rejection {
+  const kept = listsRead.get(value);
+  if (kept) return kept;
+  const headers = value
+    .split(/[ \t]+/)
+    .filter((h) => h.length > 0)
+    .map((h) => h.toLowerCase());
+  if (headers.length === 0) return invalid("has an empty 'headers' parameter");
+  const seen = new Set<string>();
+  for (const h of headers) {
+    if (seen.has(h)) return invalid(`lists '${h}' twice in 'headers'`);
+    seen.add(h);
+  }
+  if (value.length > MAX_LIST_KEPT_LENGTH) return headers;
+  if (listsRead.size >= LISTS_KEPT) listsRead.clear();
+  // Detached: the value is a slice of the whole Signature header, which the key would keep alive.
+  listsRead.set(detached(value), Object.freeze(headers));
+  return headers;
+}
+
+const listsRead = new Map<string, readonly string[]>();
+const LISTS_KEPT = 64;
+const MAX_LIST_KEPT_LENGTH = 512;
 
 function readTimestamp(name: string, value: string | undefined): number | undefined | Rejection {
   if (value === undefined) return undefined;
@@ -164,7 +197,7 @@ export function parseSignatureHeader(
     if (value.length === 0) return invalid(`has an empty '${label}' parameter`);
   }
   const headersValue = params.get("headers");
-  let headers: string[];
+  let headers: readonly string[];
   if (headersValue === undefined) {
     if (options.requireHeaders ?? true)
       return invalid(
@@ -172,16 +205,9 @@ export function parseSignatureHeader(
       );
     headers = ["date"];
   } else {
-    headers = headersValue
-      .split(/[ \t]+/)
-      .filter((h) => h.length > 0)
-      .map((h) => h.toLowerCase());
-    if (headers.length === 0) return invalid("has an empty 'headers' parameter");
-    const seen = new Set<string>();
-    for (const h of headers) {
-      if (seen.has(h)) return invalid(`lists '${h}' twice in 'headers'`);
-      seen.add(h);
-    }
+    const list = signedHeaderList(headersValue);
+    if (isRejection(list)) return list;
+    headers = list;
   }
 
   const signature = params.get("signature")!;
@@ -192,16 +218,18 @@ export function parseSignatureHeader(
   const expires = readTimestamp("expires", params.get("expires"));
   if (isRejection(expires)) return expires;
 
-  const result: SignatureParams = {
+  // Built field by field, not spread: one object per request, the rare fields added when present.
+  const result: { -readonly [K in keyof SignatureParams]: SignatureParams[K] } = {
     keyId: params.get("keyid")!,
-    ...(read.asWritten.has("keyid") ? { keyIdAsWritten: read.asWritten.get("keyid")! } : {}),
     algorithm: params.get("algorithm")!.toLowerCase(),
     headers,
     signature,
     signatureBytes: Buffer.from(signature, "base64"),
-    ...(created !== undefined ? { created } : {}),
-    ...(expires !== undefined ? { expires } : {}),
   };
+  const keyIdAsWritten = read.asWritten?.get("keyid");
+  if (keyIdAsWritten !== undefined) result.keyIdAsWritten = keyIdAsWritten;
+  if (created !== undefined) result.created = created;
+  if (expires !== undefined) result.expires = expires;
   return result;
 }
 

@@ -164,7 +164,7 @@ export function expectedKeyId(target: KeyIdTarget): string {
 }
 
 /** A copy that shares no memory with the request's header string (V8 keeps a slice's parent alive). */
-function detached(text: string): string {
+export function detached(text: string): string {
   return JSON.parse(JSON.stringify(text)) as string;
 }
 

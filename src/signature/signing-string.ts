@@ -2,7 +2,7 @@
  * The signing string (draft-cavage section 2.3, SPEC 5.6) and the coverage rule (SPEC 5.5).
  */
 
-import { type Rejection, reject } from "../errors.js";
+import { isRejection, type Rejection, reject } from "../errors.js";
 
 /** Header values keyed by lower-case name, as Node's `IncomingMessage#headers` holds them. */
 export type HeaderMap = Readonly<Record<string, string | readonly string[] | undefined>>;
@@ -40,22 +40,27 @@ export function buildSigningString(
   let out = "";
   for (let i = 0; i < signed.length; i++) {
     const name = signed[i]!.toLowerCase();
-    let value: string | undefined;
-    if (name === "(request-target)") value = `${request.method.toLowerCase()} ${request.target}`;
-    else if (name === "(created)") value = times.created?.toString();
-    else if (name === "(expires)") value = times.expires?.toString();
-    else value = headerValue(request.headers, name);
-    if (value === undefined) {
-      return reject(
-        "SIGNATURE_INVALID",
-        name.startsWith("(")
-          ? `Signature header lists '${name}' but has no '${name.slice(1, -1)}' parameter`
-          : `Signature header lists '${name}' in 'headers', but the request has no ${name} header; send it or do not list it`,
-      );
-    }
+    const value = signedValue(name, request, times);
+    if (isRejection(value)) return value;
     out += i === 0 ? `${name}: ${value}` : `\n${name}: ${value}`;
   }
   return out;
+}
+
+/** The value a signed name stands for, or a rejection saying what is missing. */
+function signedValue(name: string, request: RequestParts, times: SignatureTimes): string | Rejection {
+  let value: string | undefined;
+  if (name === "(request-target)") value = `${request.method.toLowerCase()} ${request.target}`;
+  else if (name === "(created)") value = times.created?.toString();
+  else if (name === "(expires)") value = times.expires?.toString();
+  else value = headerValue(request.headers, name);
+  if (value !== undefined) return value;
+  return reject(
+    "SIGNATURE_INVALID",
+    name.startsWith("(")
+      ? `Signature header lists '${name}' but has no '${name.slice(1, -1)}' parameter`
+      : `Signature header lists '${name}' in 'headers', but the request has no ${name} header; send it or do not list it`,
+  );
 }
 
 const BEYOND_A_BYTE = /[^\x00-\xff]/;
@@ -66,23 +71,41 @@ const BEYOND_A_BYTE = /[^\x00-\xff]/;
  * value arrives as its bytes and stays them. Never re-encoded: encoding the rebuilt string as
  * UTF-8 turned every byte above 0x7F into two, and no such header ever verified. A char above
  * U+00FF cannot have come off the wire (a caller passed decoded text): refused, not truncated.
+ * Written straight into one buffer, line by line: no joined string is built on the hot path.
  */
 export function signingStringBytes(
   signed: readonly string[],
   request: RequestParts,
   times: SignatureTimes = {},
 ): Buffer | Rejection {
-  const text = buildSigningString(signed, request, times);
-  if (typeof text !== "string") return text;
-  const beyond = BEYOND_A_BYTE.exec(text);
-  if (beyond) {
-    const line = text.slice(text.lastIndexOf("\n", beyond.index) + 1);
-    return reject(
-      "SIGNATURE_INVALID",
-      `the signed '${line.slice(0, line.indexOf(":"))}' value holds '${beyond[0]}' (U+${beyond[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}), which is not one byte; pass header values as received (one Latin-1 char per byte), not decoded`,
-    );
+  const names: string[] = new Array(signed.length);
+  const values: string[] = new Array(signed.length);
+  let length = signed.length - 1; // the line feeds
+  for (let i = 0; i < signed.length; i++) {
+    const name = signed[i]!.toLowerCase();
+    const value = signedValue(name, request, times);
+    if (isRejection(value)) return value;
+    const beyond = BEYOND_A_BYTE.exec(value) ?? BEYOND_A_BYTE.exec(name);
+    if (beyond) {
+      return reject(
+        "SIGNATURE_INVALID",
+        `the signed '${name}' value holds '${beyond[0]}' (U+${beyond[0].codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}), which is not one byte; pass header values as received (one Latin-1 char per byte), not decoded`,
+      );
+    }
+    names[i] = name;
+    values[i] = value;
+    length += name.length + 2 + value.length;
   }
-  return Buffer.from(text, "latin1");
+  const bytes = Buffer.allocUnsafe(length);
+  let at = 0;
+  for (let i = 0; i < names.length; i++) {
+    if (i > 0) bytes[at++] = 0x0a;
+    at += bytes.write(names[i]!, at, "latin1");
+    bytes[at++] = 0x3a; // ':'
+    bytes[at++] = 0x20;
+    at += bytes.write(values[i]!, at, "latin1");
+  }
+  return bytes;
 }
 
 /** The headers SPEC 5.5 makes eligible: each that the request carries must be signed. */

@@ -152,6 +152,25 @@ describe("verdict cache", () => {
     expect(cache.stats.evictions).toBe(1);
   });
 
+  // A trusted header's key is kept with the header (no SHA-256 per hit), per kind, a bounded number.
+  it("finds each header's own verdict, for each kind, however many headers came and went", () => {
+    const cache = new VerdictCache<{ raw: string; kind: string }>({ maxEntries: 2000 });
+    const computeFor = (raw: string, kind: string) => () => ({
+      value: { raw, kind },
+      expiresAt: Date.now() + 60_000,
+      cacheable: true,
+    });
+    const headers = Array.from({ length: 600 }, (_, i) => `MII${i}`);
+    for (let pass = 0; pass < 3; pass++)
+      for (const raw of headers)
+        for (const kind of ["", "qwac"])
+          expect(cache.get(raw, computeFor(raw, kind), kind)).toEqual({ raw, kind });
+    expect(cache.stats.misses).toBe(1200);
+    expect(cache.stats.hits).toBe(2400);
+    cache.clear();
+    expect(cache.get(headers[0]!, computeFor("again", ""))).toEqual({ raw: "again", kind: "" });
+  });
+
   it("does not cache refusals marked as passing (a stale register)", () => {
     const cache = new VerdictCache<{ n: number }>({ maxEntries: 10 });
     let computed = 0;

@@ -50,6 +50,22 @@ describe("the replay key", () => {
     );
   });
 
+  // Gateways of two versions share the records in Redis during a rolling upgrade: the key of the
+  // same signed content must not change from one version to the next (values from 2026-11-23).
+  it.each([
+    ["a short keyId", "SN=1,CA=CN=x", "rsa-sha256", "rp|put76Z8H_bH5lSrNxcONFA"],
+    ["a keyId with a non-ASCII char", "é", "a", "rp|UR6P4OFByOApq-FLK8UGUg"],
+    [
+      "a keyId too long to be kept",
+      `SN=1,CA=CN=${"x".repeat(2000)}`,
+      "rsa-sha256",
+      "rp|zH1MG4TRiE-KTYTyYA7C1w",
+    ],
+  ])("for %s is the same as in earlier versions, first time and again", (_what, keyId, algorithm, key) => {
+    expect(replayKeyFor(keyId, algorithm, SIGNED)).toBe(key);
+    expect(replayKeyFor(keyId, algorithm, SIGNED)).toBe(key);
+  });
+
   it("is the same for the same signed content, however the signature was encoded", () => {
     expect(replayKeyFor("SN=1,CA=CN=x", "ecdsa-sha256", SIGNED)).toBe(
       replayKeyFor("SN=1,CA=CN=x", "ecdsa-sha256", Buffer.from(SIGNED)),

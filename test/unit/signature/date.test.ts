@@ -11,6 +11,15 @@ describe("HTTP-date parsing (RFC 7231 7.1.1.1)", () => {
     expect(parseHttpDate("Sun Nov  6 08:49:37 1994")).toBe(EPOCH_1994);
   });
 
+  // The last IMF-fixdate read is kept (every request of a second carries the same one).
+  it("reads the same IMF-fixdate the same way again, valid or not", () => {
+    for (let i = 0; i < 2; i++) {
+      expect(parseHttpDate("Sun, 06 Nov 1994 08:49:37 GMT")).toBe(EPOCH_1994);
+      expect(parseHttpDate("Sat, 31 Feb 2026 08:49:37 GMT")).toBeUndefined();
+      expect(parseHttpDate("Sun, 06 Nov 1994 08:49:38 GMT")).toBe(EPOCH_1994 + 1000);
+    }
+  });
+
   it("reads a two-digit year as the most recent matching year not more than 50 years ahead", () => {
     expect(parseHttpDate("Monday, 06-Nov-72 08:49:37 GMT", Date.UTC(2026, 0, 1))).toBe(
       Date.UTC(2072, 10, 6, 8, 49, 37),

@@ -124,6 +124,28 @@ describe("Signature header parsing", () => {
     );
   });
 
+  // Header lists are kept once read (a signer sends the same one every time): the kept list must
+  // give the same answer as a fresh read, and a refused one must stay refused.
+  it.each([
+    ["a list read before", "digest x-request-id date", ["digest", "x-request-id", "date"]],
+    ["a list with a name twice", "date Date", "lists 'date' twice"],
+    ["a list too long to be kept", Array.from({ length: 120 }, (_, i) => `x-h${i}`).join(" "), 120],
+  ])("reads %s the same every time", (_what, list, expected) => {
+    const raw = `keyId="k",algorithm="rsa-sha256",headers="${list}",signature="${SIG}"`;
+    for (let i = 0; i < 3; i++) {
+      if (typeof expected === "string") expect(refused(raw).text).toContain(expected);
+      else if (typeof expected === "number") expect(ok(raw).headers).toHaveLength(expected);
+      else expect(ok(raw).headers).toEqual(expected);
+    }
+  });
+
+  it("hands out kept header lists that nobody can change", () => {
+    const raw = `keyId="k",algorithm="rsa-sha256",headers="date digest",signature="${SIG}"`;
+    const first = ok(raw).headers;
+    expect(() => (first as string[]).push("psu-id")).toThrow(TypeError);
+    expect(ok(raw).headers).toEqual(["date", "digest"]);
+  });
+
   it("refuses an unterminated quoted value and stray characters", () => {
     expect(refused(`keyId="k,algorithm="rsa-sha256`).code).toBe("SIGNATURE_INVALID");
     expect(refused(`keyId="k" x,algorithm="rsa-sha256",headers="date",signature="${SIG}"`).text).toContain(
