@@ -38,7 +38,7 @@ export function checkRequiredHeaders(
         "TPP-Redirect-URI header is missing; it is required on every request (SPEC 4, 5.11)",
       );
     }
-    if (!URL.canParse(redirect)) {
+    if (!isAbsoluteUri(redirect)) {
       return reject("FORMAT_ERROR", `TPP-Redirect-URI '${redirect.slice(0, 100)}' is not an absolute URI`);
     }
   }
@@ -71,6 +71,24 @@ export function checkRequiredHeaders(
   }
   return undefined;
 }
+
+/**
+ * URL.canParse, with the URIs that passed kept (a TPP sends one per session, on every call of it):
+ * at most URIS_KEPT of at most MAX_URI_KEPT characters, all forgotten at once when full.
+ */
+function isAbsoluteUri(value: string): boolean {
+  if (urisPassed.has(value)) return true;
+  if (!URL.canParse(value)) return false;
+  if (value.length <= MAX_URI_KEPT) {
+    if (urisPassed.size >= URIS_KEPT) urisPassed.clear();
+    urisPassed.add(value);
+  }
+  return true;
+}
+
+const urisPassed = new Set<string>();
+const URIS_KEPT = 1024;
+const MAX_URI_KEPT = 1024;
 
 /** Node joins repeated custom headers with ", "; a list only appears for set-cookie-like names. */
 function single(value: string | string[] | undefined): string | undefined {

@@ -104,13 +104,14 @@ export function ambiguousPath(target: string): string | undefined {
   // `/v1/funds-confirmations#x` would be routed to a path the role table does not see.
   if (target.includes("#")) return "a fragment (#)";
   const path = pathOf(target);
-  if (/%(?:2f|5c)/i.test(path)) return "an encoded slash or backslash (%2F, %5C)";
+  const encoded = path.includes("%");
+  if (encoded && /%(?:2f|5c)/i.test(path)) return "an encoded slash or backslash (%2F, %5C)";
   // A backend in C, or a file-system lookup, ends the path there.
-  if (path.includes("%00")) return "an encoded NUL (%00)";
+  if (encoded && path.includes("%00")) return "an encoded NUL (%00)";
   if (path.includes("\\")) return "a backslash";
   if (path.includes("//")) return "an empty segment (//)";
   // Dots may also arrive percent-encoded (%2E), which RFC 3986 says means the same.
-  const dots = path.replace(/%2e/gi, ".");
-  if (/\/\.\.?(?:\/|;|$)/.test(dots)) return "a dot segment (/./ or /../)";
+  const dots = encoded ? path.replace(/%2e/gi, ".") : path;
+  if (dots.includes("/.") && /\/\.\.?(?:\/|;|$)/.test(dots)) return "a dot segment (/./ or /../)";
   return undefined;
 }

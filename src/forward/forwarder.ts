@@ -1,7 +1,8 @@
 /**
  * Streams a request to a backend and its response back, with undici's low-level dispatch so the
  * hot path allocates little: response bytes go straight from the backend socket to the client.
- * One `Forwarding` object per request is both the undici handler and the outcome's promise.
+ * One `Forwarding` object per request is the undici handler; the outcome goes to the call's
+ * `finished` (a callback, not a promise: no microtask hops per request).
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -68,6 +69,8 @@ export interface ForwardCall {
   readonly responseSigner?: ResponseSigner | undefined;
   /** Set by a check whose rule is judged on the response (ingress). */
   readonly responseInspector?: ResponseInspector | undefined;
+  /** Told once what happened, when the answer is out or the exchange ended without one. */
+  finished(outcome: ForwardOutcome): void;
 }
 
 export interface ForwardOutcome {
@@ -114,16 +117,11 @@ class Forwarding implements Dispatcher.DispatchHandler {
         inspector: ResponseInspector | undefined;
       }
     | undefined = undefined;
-  private resolve!: (outcome: ForwardOutcome) => void;
-  readonly outcome: Promise<ForwardOutcome>;
 
   constructor(
     private readonly backend: Backend,
     private readonly call: ForwardCall,
   ) {
-    this.outcome = new Promise((resolve) => {
-      this.resolve = resolve;
-    });
     const { res } = call;
     // A client that goes away aborts the upstream request too.
     res.on("close", () => {
@@ -137,7 +135,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private finish(status: number, rejection?: Rejection, step?: string): void {
     if (this.settled) return;
     this.settled = true;
-    this.resolve({ status, bytesOut: this.bytesOut, rejection, step, upstreamMs: this.upstreamMs });
+    this.call.finished({ status, bytesOut: this.bytesOut, rejection, step, upstreamMs: this.upstreamMs });
   }
 
   private fail(rejection: Rejection, step?: string): void {
@@ -301,7 +299,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
   }
 }
 
-export function forward(backend: Backend, call: ForwardCall): Promise<ForwardOutcome> {
+/** Streams `call` to the backend and its answer back; `call.finished` is told the outcome. */
+export function forward(backend: Backend, call: ForwardCall): void {
   const forwarding = new Forwarding(backend, call);
   backend.pool.dispatch(
     {
@@ -314,5 +313,4 @@ export function forward(backend: Backend, call: ForwardCall): Promise<ForwardOut
     },
     forwarding,
   );
-  return forwarding.outcome;
 }

@@ -245,6 +245,7 @@ class IngressExchange extends CheckContext implements ForwardCall {
   readonly requestId: string | undefined;
   upstreamHeaders: Record<string, string | string[]> = {};
   upstreamBody: AsyncIterable<Buffer> | null = null;
+  private reported = false;
 
   constructor(
     private readonly ingress: Ingress,
@@ -302,8 +303,15 @@ class IngressExchange extends CheckContext implements ForwardCall {
   }
 
   private checked(result: Rejection | undefined): void {
-    if (result) this.refuse(result);
-    else void this.send();
+    if (result) {
+      this.refuse(result);
+      return;
+    }
+    try {
+      this.send();
+    } catch (error) {
+      this.failed(error);
+    }
   }
 
   /** A bug, not the TPP's fault: still answer in the Berlin Group shape and keep serving. */
@@ -340,7 +348,7 @@ class IngressExchange extends CheckContext implements ForwardCall {
     if (this.ingress.options.draining?.()) this.res.shouldKeepAlive = false;
   }
 
-  private async send(): Promise<void> {
+  private send(): void {
     const { options, strip } = this.ingress;
     const names = options.identityHeaders;
     const identity = this.certificate!.identity;
@@ -367,10 +375,17 @@ class IngressExchange extends CheckContext implements ForwardCall {
       this.upstreamBody = inspectedBody(this.req.iterator({ destroyOnReturn: false }), inspectors);
     }
 
-    const outcome = await forward(options.backend, this);
+    forward(options.backend, this);
+  }
+
+  /** ForwardCall: the answer is out (or the exchange ended without one). */
+  finished(outcome: ForwardOutcome): void {
     // The unattended-access slot counts only when the backend served the call.
     const served = outcome.rejection === undefined && outcome.status >= 200 && outcome.status < 300;
-    if (this.slot && !served) await this.releaseSlot();
+    if (this.slot && !served) {
+      void this.releaseSlot().then(() => this.forwarded(outcome));
+      return;
+    }
     this.forwarded(outcome);
   }
 
@@ -390,7 +405,9 @@ class IngressExchange extends CheckContext implements ForwardCall {
 
   private done(status: number, bytesOut: number, code?: string, upstreamMs?: number): void {
     const observer = this.ingress.options.onRequest;
-    if (!observer) return;
+    // One access line per request, even if a failure after forwarding began also ends it.
+    if (!observer || this.reported) return;
+    this.reported = true;
     // One object of one shape per request (optional fields undefined rather than spread in).
     const event: RequestEvent = {
       mode: "ingress",

@@ -107,3 +107,21 @@ describe("required-headers with the default config: sandbox operations need no T
     expect(isRejection(r) && r.text).toContain("Digest header is missing");
   });
 });
+
+// URIs that passed are kept (a TPP sends one per session): the answer must not change with it.
+describe("TPP-Redirect-URI must be an absolute URI, every time", () => {
+  const many = Array.from({ length: 1100 }, (_, i) => `https://tpp.example/cb?s=${i}`);
+  it.each([
+    ["an absolute URI", "https://tpp.example/cb?s=1", undefined],
+    ["a relative reference", "/cb?s=1", "is not an absolute URI"],
+    ["no scheme", "tpp.example/cb", "is not an absolute URI"],
+    ["a long absolute URI", `https://tpp.example/${"x".repeat(2000)}`, undefined],
+  ])("%s", (_what, uri, refusal) => {
+    for (const seen of [uri, ...many, uri]) {
+      const r = run("GET", "/v1/accounts", { ...SANDBOX_HEADERS, "tpp-redirect-uri": seen });
+      const expected = seen === uri ? refusal : undefined;
+      if (expected === undefined) expect(r).toBeUndefined();
+      else expect(isRejection(r) && r.text).toContain(expected);
+    }
+  });
+});
