@@ -14,9 +14,6 @@
 
 import "reflect-metadata";
 import { createPrivateKey, verify as cryptoVerify, randomUUID, X509Certificate } from "node:crypto";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import {
   type CheckContext,
   CheckContext as Context,
@@ -24,10 +21,7 @@ import {
   requestChecks,
   runSteps,
 } from "../src/checks/index.js";
-import { generateDevPki } from "../src/cli/dev-pki.js";
 import { validateConfig } from "../src/config/load.js";
-import { parseRegisterDocument, TppRegister } from "../src/eidas/register.js";
-import { TppVerifier } from "../src/eidas/tpp-verifier.js";
 import { isRejection } from "../src/errors.js";
 import type { RequestEvent } from "../src/events.js";
 import { upstreamRequestHeaders } from "../src/forward/headers.js";
@@ -36,7 +30,7 @@ import { createLogger } from "../src/observability/logger.js";
 import { GatewayMetrics } from "../src/observability/metrics.js";
 import { recordRequest } from "../src/observability/request-log.js";
 import { RequestSigner } from "../src/signature/index.js";
-import { loadTrustMaterial } from "../src/trust/trust-material.js";
+import { devVerifiers } from "./dev-verifier.js";
 import { tppRequestHeaders } from "./harness.js";
 import {
   type Case,
@@ -57,8 +51,7 @@ const TARGET = "/v1/accounts/acc-0001/balances";
 // ---------------------------------------------------------------------------------------------
 // Material: the development PKI and the gateway's defaults, as bench/run.ts's gateway has them.
 
-const pkiDir = mkdtempSync(join(tmpdir(), "psd2-hot-path-"));
-const pki = await generateDevPki(pkiDir);
+const { pki, pkiDir, verifierWith } = await devVerifiers("psd2-hot-path-");
 const config = validateConfig({
   listen: { host: "127.0.0.1", port: 0 },
   backend: { url: "http://127.0.0.1:1" },
@@ -67,17 +60,7 @@ const config = validateConfig({
   log: { level: "silent" },
   admin: { enabled: false },
 });
-const trust = loadTrustMaterial(pki.paths.trustDir);
-const register = new TppRegister(3_600_000);
-register.replace(parseRegisterDocument(readFileSync(pki.paths.register, "utf8")), "bench");
-const verifier = new TppVerifier({
-  trustStore: () => trust.store,
-  revocation: () => trust.revocation,
-  register,
-  cacheTtlMs: 3_600_000,
-  failureTtlMs: 0,
-  maxEntries: 1000,
-});
+const verifier = verifierWith(3_600_000);
 
 const signedAt = Date.now();
 const privateKey = createPrivateKey(pki.tppA.qseal.keyPem);

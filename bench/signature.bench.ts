@@ -19,13 +19,7 @@ import {
   sign as cryptoSign,
   verify as cryptoVerify,
 } from "node:crypto";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { generateDevPki } from "../src/cli/dev-pki.js";
 import { parseCertificate } from "../src/eidas/certificate.js";
-import { parseRegisterDocument, TppRegister } from "../src/eidas/register.js";
-import { TppVerifier } from "../src/eidas/tpp-verifier.js";
 import { isRejection } from "../src/errors.js";
 import {
   buildSigningString,
@@ -40,9 +34,9 @@ import {
   verifyRequestSignature,
   verifySigningString,
 } from "../src/signature/index.js";
-import { loadTrustMaterial } from "../src/trust/trust-material.js";
 import { readInteropText } from "../test/helpers/interop-corpus.js";
 import { loadCertificate } from "../test/helpers/tpp-certificate.js";
+import { devVerifiers } from "./dev-verifier.js";
 import {
   type Case,
   formatMicros,
@@ -173,19 +167,7 @@ const VERIFY_REQUEST = "`verifyRequestSignature` (parse, keyId, coverage, signin
 const WHOLE_PATH = "whole path: Digest of 1 KiB + Date + `verifyRequestSignature`";
 
 // Certificate verdicts (issue 3): the development PKI, a verifier as the gateway builds it.
-const pki = await generateDevPki(mkdtempSync(join(tmpdir(), "psd2-bench-pki-")));
-const trust = loadTrustMaterial(pki.paths.trustDir);
-const register = new TppRegister(3_600_000);
-register.replace(parseRegisterDocument(readFileSync(pki.paths.register, "utf8")), "bench");
-const verifierWith = (cacheTtlMs: number) =>
-  new TppVerifier({
-    trustStore: () => trust.store,
-    revocation: () => trust.revocation,
-    register,
-    cacheTtlMs,
-    failureTtlMs: 0,
-    maxEntries: 1000,
-  });
+const { pki, verifierWith } = await devVerifiers("psd2-bench-pki-");
 const cachedVerifier = verifierWith(60_000);
 // A TTL of 0 stores nothing: every call decodes, parses, builds the chain, checks the CRL and the register.
 const uncachedVerifier = verifierWith(0);
