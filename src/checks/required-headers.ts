@@ -2,6 +2,7 @@
 
 import type { IncomingHttpHeaders } from "node:http";
 import { type Rejection, reject } from "../errors.js";
+import { Kept } from "../kept.js";
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
@@ -74,20 +75,16 @@ export function checkRequiredHeaders(
 
 /**
  * URL.canParse, with the URIs that passed kept (a TPP sends one per session, on every call of it):
- * at most URIS_KEPT of at most MAX_URI_KEPT characters, all forgotten at once when full.
+ * at most 1,024 of at most MAX_URI_KEPT characters.
  */
 function isAbsoluteUri(value: string): boolean {
-  if (urisPassed.has(value)) return true;
+  if (urisPassed.get(value)) return true;
   if (!URL.canParse(value)) return false;
-  if (value.length <= MAX_URI_KEPT) {
-    if (urisPassed.size >= URIS_KEPT) urisPassed.clear();
-    urisPassed.add(value);
-  }
+  if (value.length <= MAX_URI_KEPT) urisPassed.keep(value, true);
   return true;
 }
 
-const urisPassed = new Set<string>();
-const URIS_KEPT = 1024;
+const urisPassed = new Kept<string, true>(1024);
 const MAX_URI_KEPT = 1024;
 
 /** Node joins repeated custom headers with ", "; a list only appears for set-cookie-like names. */

@@ -13,6 +13,7 @@
 import { createHash } from "node:crypto";
 import { LRUCache } from "lru-cache";
 import { isRejection, type Rejection } from "../errors.js";
+import { Kept } from "../kept.js";
 
 export interface Verdict<T> {
   readonly value: T | Rejection;
@@ -48,7 +49,7 @@ export class VerdictCache<T extends object> {
   private readonly refused: LRUCache<string, Verdict<T>>;
   private readonly inFlight = new Map<string, Promise<T | Rejection>>();
   /** Per kind: certificate header → its key, for accepted certificates (see remember). */
-  private readonly knownKeys = new Map<string, Map<string, string>>();
+  private readonly knownKeys = new Map<string, Kept<string, string>>();
   private readonly now: () => number;
   private hits = 0;
   private misses = 0;
@@ -120,11 +121,10 @@ export class VerdictCache<T extends object> {
     if (raw.length > MAX_KNOWN_LENGTH) return;
     let known = this.knownKeys.get(kind);
     if (!known) {
-      known = new Map();
+      known = new Kept(KNOWN_KEPT);
       this.knownKeys.set(kind, known);
     }
-    if (known.size >= KNOWN_KEPT) known.clear();
-    known.set(raw, key);
+    known.keep(raw, key);
   }
 
   private store(key: string, verdict: Verdict<T>): T | Rejection {

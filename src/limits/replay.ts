@@ -5,6 +5,7 @@
 
 import { hash } from "node:crypto";
 import { type Rejection, reject } from "../errors.js";
+import { Kept } from "../kept.js";
 import type { LimitStore, MaybePromise } from "./store.js";
 
 export type ReplayStore = Pick<LimitStore, "checkAndRecord">;
@@ -47,9 +48,8 @@ const KEY_LENGTH = 3 + 22;
 
 /**
  * The hashed input's start: the byte lengths of keyId and algorithm, then both, so that no two
- * (keyId, algorithm, string) triples hash the same input. The same few per TPP: kept, and
- * forgotten all at once when PREFIXES_KEPT are held; a keyId longer than MAX_KEPT_KEY_ID is not
- * kept (the memory held stays small whatever keyIds arrive).
+ * (keyId, algorithm, string) triples hash the same input. The same few per TPP: kept; a keyId
+ * longer than MAX_KEPT_KEY_ID is not (the memory held stays small whatever keyIds arrive).
  */
 function prefixOf(keyId: string, algorithm: string): Buffer {
   const byKeyId = prefixes.get(keyId);
@@ -63,16 +63,12 @@ function prefixOf(keyId: string, algorithm: string): Buffer {
   id.copy(prefix, 8);
   alg.copy(prefix, 8 + id.length);
   if (keyId.length > MAX_KEPT_KEY_ID) return prefix;
-  if (prefixes.size >= PREFIXES_KEPT) prefixes.clear();
-  if (byKeyId && byKeyId.size < ALGORITHMS_KEPT) byKeyId.set(algorithm, prefix);
-  else if (!byKeyId) prefixes.set(keyId, new Map([[algorithm, prefix]]));
-  return prefix;
+  return (byKeyId ?? prefixes.keep(keyId, new Kept(8))).keep(algorithm, prefix);
 }
 
-const prefixes = new Map<string, Map<string, Buffer>>();
-const PREFIXES_KEPT = 256;
+/** keyId → algorithm → prefix: at most 256 keyIds, 8 algorithms each. */
+const prefixes = new Kept<string, Kept<string, Buffer>>(256);
 const MAX_KEPT_KEY_ID = 1024;
-const ALGORITHMS_KEPT = 8;
 
 function verdict(seen: boolean, windowMs: number): true | Rejection {
   if (!seen) return true;

@@ -39,6 +39,9 @@ function childrenFor(
   outcome: string,
   status: number,
 ): ChildSet {
+  const found = children.get(metrics)?.get(mode)?.get(routeClass)?.get(outcome)?.get(status);
+  if (found) return found;
+  // First sight of this combination: made once (no closures on the lookup above).
   let byMode = children.get(metrics);
   if (!byMode) {
     byMode = new Map();

@@ -4,6 +4,7 @@
  */
 
 import { isRejection, type Rejection, reject } from "../errors.js";
+import { Kept } from "../kept.js";
 import { isBase64 } from "./base64.js";
 import { detached } from "./keyid.js";
 import { decodeEncodedWords } from "./rfc2047.js";
@@ -134,7 +135,7 @@ function readParams(text: string): Params | Rejection {
 
 /**
  * The lower-cased names of a `headers` parameter. A signer sends the same list on every request,
- * so the lists read last are kept (frozen: callers share them), at most LISTS_KEPT of them.
+ * so the lists read last are kept (frozen: callers share them), at most 64 of them.
  */
 function signedHeaderList(value: string): readonly string[] | Rejection {
   const kept = listsRead.get(value);
@@ -150,14 +151,11 @@ function signedHeaderList(value: string): readonly string[] | Rejection {
     seen.add(h);
   }
   if (value.length > MAX_LIST_KEPT_LENGTH) return headers;
-  if (listsRead.size >= LISTS_KEPT) listsRead.clear();
   // Detached: the value is a slice of the whole Signature header, which the key would keep alive.
-  listsRead.set(detached(value), Object.freeze(headers));
-  return headers;
+  return listsRead.keep(detached(value), Object.freeze(headers));
 }
 
-const listsRead = new Map<string, readonly string[]>();
-const LISTS_KEPT = 64;
+const listsRead = new Kept<string, readonly string[]>(64);
 const MAX_LIST_KEPT_LENGTH = 512;
 
 function readTimestamp(name: string, value: string | undefined): number | undefined | Rejection {

@@ -80,7 +80,7 @@ export function signingStringBytes(
 ): Buffer | Rejection {
   const names: string[] = new Array(signed.length);
   const values: string[] = new Array(signed.length);
-  let length = signed.length - 1; // the line feeds
+  let length = Math.max(0, signed.length - 1); // the line feeds
   for (let i = 0; i < signed.length; i++) {
     const name = signed[i]!.toLowerCase();
     const value = signedValue(name, request, times);

@@ -236,6 +236,17 @@ describe("decoded text is refused, not truncated to other bytes", () => {
     expect(isRejection(result) && result.text).toContain("'psu-id' value holds 'Ł' (U+0141)");
   });
 
+  // Written straight into a buffer: the same bytes as the joined string, for any list, empty too.
+  it.each([[[]], [["date"]], [["(request-target)", "date", "psu-id"]], [["(created)", "(expires)", "date"]]])(
+    "signingStringBytes gives the joined signing string's bytes for %j",
+    (signed) => {
+      const request = { method: "GET", target: "/v1/a?b=%C3", headers: { date: "Mon", "psu-id": "\u00e9" } };
+      const times = { created: 1, expires: 2 };
+      const joined = buildSigningString(signed, request, times) as string;
+      expect(signingStringBytes(signed, request, times)).toEqual(Buffer.from(joined, "latin1"));
+    },
+  );
+
   it("signingStringBytes gives Latin-1 values back as their bytes", () => {
     const result = signingStringBytes(["psu-id"], {
       method: "GET",
