@@ -16,6 +16,9 @@
  *
  * Environment: BENCH_SECONDS (default 10), BENCH_ROUNDS (default 3), BENCH_POOL (presigned
  * requests per method, default 50000), BENCH_PROBE_RATE (probe requests per second, default 100).
+ * BENCH_PARTS=egress (any of limit, egress, egress-workers, ingress-signing, isolation; and
+ * BENCH_METHODS=GET) runs only those parts and prints them: the quick loop while working on one
+ * path; RESULTS.md is left as it is.
  */
 
 import "reflect-metadata";
@@ -490,10 +493,16 @@ async function main() {
     await stop(servers.backend);
   };
   let probeCheck = probePool.length;
+  const only = process.env.BENCH_PARTS?.split(",");
+  const runs = (part: string) => !only || only.includes(part);
+  const methods = (["GET", "POST"] as const).filter(
+    (m) => !process.env.BENCH_METHODS || process.env.BENCH_METHODS.split(",").includes(m),
+  );
 
   for (let round = 0; round < ROUNDS; round++) {
     console.error(`bench:signing: round ${round + 1} of ${ROUNDS}`);
     for (const mode of ["async", "workers"] as const) {
+      if (!runs("limit")) break;
       const r = await limit({ mode, seconds: SECONDS, inFlight: ASYNC_IN_FLIGHT }, pki.paths.bankQsealKey);
       console.error(
         `limit ${mode.padEnd(8)} ${Math.round(r.signsPerSecond)} signatures/s, ${r.cpuUsPerSign.toFixed(0)} µs CPU each, ${r.threads} threads; others ${r.othersCores.toFixed(2)} cores`,
@@ -501,8 +510,8 @@ async function main() {
       push(limits, mode, r);
     }
 
-    for (const egress of ["egress", "egress-workers"] as const) {
-      for (const method of ["GET", "POST"] as const) {
+    for (const egress of (["egress", "egress-workers"] as const).filter(runs)) {
+      for (const method of methods) {
         const servers = await startServers(egress);
         await checkEgress(servers.gateway, servers.backend, egressPools[method][0]!, pki.tppA.qseal.der);
         const t = await measure(servers, egressPools[method], { next: 0 });
@@ -512,7 +521,7 @@ async function main() {
       }
     }
 
-    for (const method of ["GET", "POST"] as const) {
+    for (const method of runs("ingress-signing") ? methods : []) {
       const servers = await startServers("ingress-signing");
       const cursor = { next: 0 };
       await checkSignedResponse(servers.gateway.port, pools[method][cursor.next++]!, pki.bankQseal.der);
@@ -523,7 +532,7 @@ async function main() {
       await stopServers(servers);
     }
 
-    for (const variant of ISOLATION_VARIANTS) {
+    for (const variant of runs("isolation") ? ISOLATION_VARIANTS : []) {
       const servers = await startServers(variant.mode, variant.env);
       const cursor = { next: 0 };
       if (variant.mode === "ingress-signing")
@@ -542,6 +551,15 @@ async function main() {
   await stop(probe);
   const loadAfter = loadavg().map((x) => x.toFixed(2));
   if (wrapped) console.error("bench:signing: a pool wrapped round: raise BENCH_POOL (replays were refused)");
+  if (only) {
+    for (const [key, runs] of Object.entries(throughput)) {
+      const perRequest = (f: (t: Throughput) => number) => median(runs.map((t) => f(t) / t.run.total)).toFixed(0);
+      console.log(
+        `${key.padEnd(20)} median ${Math.round(median(runs.map((t) => t.run.rps)))} req/s, gateway ${perRequest((t) => t.interval.gatewayCpuUs)} µs CPU/req, event-loop thread ${perRequest((t) => t.interval.loopCpuUs)} µs CPU/req`,
+      );
+    }
+    process.exit(0);
+  }
 
   const markdown = write({ limits, throughput, isolated, loadBefore, loadAfter, code, body, wrapped });
   writeFileSync(

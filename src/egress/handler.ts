@@ -6,13 +6,19 @@
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { pipeline } from "node:stream/promises";
-import type { Dispatcher } from "undici";
 import { hasBody } from "../checks/index.js";
 import { type Rejection, reject } from "../errors.js";
 import type { EgressEvent, ResponseSignatureStatus } from "../events.js";
 import type { Backend } from "../forward/backend.js";
-import { downstreamResponseHeaders, joinedHeaders, upstreamRequestHeaders } from "../forward/headers.js";
+import {
+  type ForwardCall,
+  type ForwardOutcome,
+  forward,
+  isUpstreamTimeout,
+  type ReceivedHeaders,
+  type ResponseInspector,
+} from "../forward/forwarder.js";
+import { joinedHeaders, upstreamRequestHeaders } from "../forward/headers.js";
 import { writeRejection } from "../forward/respond.js";
 import type { RequestSigner } from "../signature/index.js";
 import type { ResponseVerifier } from "./response-verifier.js";
@@ -45,7 +51,8 @@ export interface EgressHandlerOptions {
 }
 
 const GATEWAY_ORIGIN = { [ORIGIN_HEADER]: "gateway" } as const;
-const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT"]);
+/** The step name of a bank's response withheld under `enforce` (access line). */
+const RESPONSE_SIGNATURE_STEP = "response-signature";
 
 /**
  * Headers the gateway writes itself (from the body, the clock, the signature): never copied from
@@ -65,30 +72,45 @@ export function createEgressHandler(options: EgressHandlerOptions) {
   };
 }
 
-class EgressExchange {
+/**
+ * One application request: read, signed, then handed to the forwarder (the same undici dispatch
+ * relay as ingress), which streams the bank's answer back or holds it for the response check.
+ */
+class EgressExchange implements ForwardCall {
   private readonly started = performance.now();
   private profile: BankProfile | undefined;
   private requestId: string | undefined;
   private signingMs: number | undefined;
-  private upstreamMs: number | undefined;
-  private bytesOut = 0;
+  private responseSignature: ResponseSignatureStatus | undefined;
+  private responseProblem: string | undefined;
+  /** The status the bank answered with. */
+  private bankStatus = 0;
+  readonly method: string;
+  target = "";
+  upstreamHeaders: Record<string, string | string[]> = {};
+  upstreamBody: Buffer | null = null;
+  readonly readWhole = true;
+  responseInspector: ResponseInspector | undefined = undefined;
 
   constructor(
     private readonly options: EgressHandlerOptions,
-    private readonly req: IncomingMessage,
-    private readonly res: ServerResponse,
-  ) {}
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+  ) {
+    this.method = req.method ?? "GET";
+  }
 
   async run(): Promise<void> {
     try {
-      await this.exchange();
+      await this.prepare();
     } catch (error) {
       // Our own defect: answered, never a crash; the text names no key material.
       this.answer(reject("INTERNAL_SERVER_ERROR", `the egress gateway failed: ${(error as Error).message}`));
     }
   }
 
-  private async exchange(): Promise<void> {
+  /** Routes, reads and signs the request, then forwards it; answers itself when it cannot. */
+  private async prepare(): Promise<void> {
     const { req } = this;
     const route = this.options.router.route(req.headers.host, req.url ?? "/");
     if (!route)
@@ -116,11 +138,15 @@ class EgressExchange {
     const sendsBody = body.length > 0 || hasBody(req.headers);
     flat.host = headers.host = profile.backend.host;
     if (sendsBody) flat["content-length"] = headers["content-length"] = String(body.length);
-    const target = profile.backend.basePath + route.target;
     const signStart = performance.now();
     let signed: Record<string, string>;
     try {
-      signed = await profile.signer.sign({ method: req.method ?? "GET", target, headers: flat, body });
+      signed = await profile.signer.sign({
+        method: this.method,
+        target: profile.backend.basePath + route.target,
+        headers: flat,
+        body,
+      });
     } catch (error) {
       return this.answer(reject("FORMAT_ERROR", `the request cannot be signed: ${(error as Error).message}`));
     }
@@ -130,21 +156,12 @@ class EgressExchange {
       headers[name] = value;
     }
     this.requestId = signed["X-Request-ID"];
-
-    let response: Dispatcher.ResponseData;
-    const sent = performance.now();
-    try {
-      response = await profile.backend.pool.request({
-        path: target,
-        method: (req.method ?? "GET") as Dispatcher.HttpMethod,
-        headers,
-        body: sendsBody ? body : null,
-      });
-    } catch (error) {
-      return this.answer(this.unreachable(error as Error, profile));
-    }
-    this.upstreamMs = performance.now() - sent;
-    await this.relay(response, target);
+    this.target = route.target;
+    this.upstreamHeaders = headers;
+    this.upstreamBody = sendsBody ? body : null;
+    if (profile.responseMode !== "off" && profile.responseVerifier)
+      this.responseInspector = this.responseCheck(profile, profile.responseVerifier);
+    forward(profile.backend, this);
   }
 
   /** The body, or undefined when it was refused (answered) or the application went away. */
@@ -179,13 +196,84 @@ class EgressExchange {
     return Buffer.concat(chunks, size);
   }
 
-  private unreachable(error: Error, profile: BankProfile): Rejection {
-    const code = (error as { code?: string }).code ?? "";
-    if (TIMEOUT_CODES.has(code))
+  /**
+   * The bank's signed answer, checked before it goes out. Refusals come unsigned (a bank, and our
+   * own ingress, signs no refusal: that would hand attackers an RSA signature per garbage
+   * request); withholding them would hide the bank's reason, so they pass, marked. A signature
+   * that is there and fails is never passed under `enforce`.
+   */
+  private responseCheck(profile: BankProfile, verifier: ResponseVerifier): ResponseInspector {
+    const enforce = profile.responseMode === "enforce";
+    return {
+      step: RESPONSE_SIGNATURE_STEP,
+      maxBodyBytes: profile.maxResponseBytes,
+      wants: (status, received) => !unsignedRefusal(status, received),
+      tooLarge: (status, _received, send) => {
+        this.responseSignature = "unchecked-too-large";
+        if (enforce)
+          return reject(
+            "BAD_GATEWAY",
+            `bank '${profile.name}' answered ${status} with a body over ${profile.maxResponseBytes} bytes (responses.maxBodyBytes), too large to verify; the response was withheld`,
+          );
+        send[RESPONSE_SIGNATURE_HEADER] = "unchecked-too-large";
+        return undefined;
+      },
+      inspect: async (body, received, send) => {
+        const verdict = await verifier.verify({
+          headers: received,
+          body,
+          request: {
+            method: this.method,
+            target: profile.backend.basePath + this.target,
+            requestId: this.requestId ?? "",
+          },
+        });
+        if (verdict === true) {
+          this.responseSignature = send[RESPONSE_SIGNATURE_HEADER] = "verified";
+          return undefined;
+        }
+        this.responseSignature = "invalid";
+        this.responseProblem = `${verdict.code}: ${verdict.text}`;
+        if (!enforce) {
+          send[RESPONSE_SIGNATURE_HEADER] = "invalid";
+          return undefined;
+        }
+        return reject(
+          "BAD_GATEWAY",
+          `bank '${profile.name}' answered ${this.bankStatus}, but its response signature failed (${this.responseProblem}); the response was withheld`,
+        );
+      },
+    };
+  }
+
+  // ForwardCall: what the forwarder asks of this request (req, res, method, target are above).
+  addResponseHeaders(headers: Record<string, string | string[]>, status: number): void {
+    this.bankStatus = status;
+    headers[ORIGIN_HEADER] = "bank";
+    const profile = this.profile!;
+    const unchecked: ResponseSignatureStatus | undefined =
+      profile.responseMode === "off" || !profile.responseVerifier
+        ? "not-checked"
+        : unsignedRefusal(status, headers)
+          ? "unsigned-error"
+          : undefined;
+    if (unchecked) this.responseSignature = headers[RESPONSE_SIGNATURE_HEADER] = unchecked;
+  }
+
+  writeRejection(rejection: Rejection): number {
+    return writeRejection(this.res, rejection, "spec", this.requestId, GATEWAY_ORIGIN);
+  }
+
+  beforeHead(): void {}
+
+  unreachable(error: Error): Rejection {
+    const profile = this.profile!;
+    if (isUpstreamTimeout(error))
       return reject(
         "GATEWAY_TIMEOUT",
         `bank '${profile.name}' (${profile.backend.origin}) did not answer within ${profile.backend.timeoutMs} ms; the request may have been executed, and was not retried`,
       );
+    const code = (error as { code?: string }).code ?? "";
     const cause = (error.cause as { code?: string; message?: string } | undefined) ?? {};
     const why = cause.code ?? cause.message ?? (code || error.message);
     return reject(
@@ -194,133 +282,41 @@ class EgressExchange {
     );
   }
 
-  private async relay(response: Dispatcher.ResponseData, target: string): Promise<void> {
-    const profile = this.profile!;
-    const { res } = this;
-    const headers = downstreamResponseHeaders(response.headers);
-    headers[ORIGIN_HEADER] = "bank";
-    if (profile.responseMode === "off" || !profile.responseVerifier) {
-      headers[RESPONSE_SIGNATURE_HEADER] = "not-checked";
-      res.writeHead(response.statusCode, headers);
-      return this.stream(response.body, [], "not-checked");
-    }
-    if (response.headers.signature === undefined && response.statusCode >= 400) {
-      // A bank (and our own ingress) answers refusals unsigned: signing each would hand attackers
-      // an RSA signature per garbage request. Withholding them would hide the bank's reason, so
-      // they pass, marked; a signature that is there and fails is never passed under enforce.
-      headers[RESPONSE_SIGNATURE_HEADER] = "unsigned-error";
-      res.writeHead(response.statusCode, headers);
-      return this.stream(response.body, [], "unsigned-error");
-    }
-    const read = await readBounded(response.body, profile.maxResponseBytes);
-    if (read.overflow) {
-      if (profile.responseMode === "enforce") {
-        response.body.destroy();
-        return this.answer(
-          reject(
-            "BAD_GATEWAY",
-            `bank '${profile.name}' answered ${response.statusCode} with a body over ${profile.maxResponseBytes} bytes (responses.maxBodyBytes), too large to verify; the response was withheld`,
-          ),
-          { responseSignature: "unchecked-too-large" },
-        );
-      }
-      headers[RESPONSE_SIGNATURE_HEADER] = "unchecked-too-large";
-      res.writeHead(response.statusCode, headers);
-      return this.stream(read.rest, read.chunks, "unchecked-too-large");
-    }
-    const body = Buffer.concat(read.chunks);
-    const verdict = await profile.responseVerifier.verify({
-      headers: response.headers as Record<string, string | string[] | undefined>,
-      body,
-      request: { method: this.req.method ?? "GET", target, requestId: this.requestId ?? "" },
-    });
-    if (verdict !== true && profile.responseMode === "enforce") {
-      return this.answer(
-        reject(
-          "BAD_GATEWAY",
-          `bank '${profile.name}' answered ${response.statusCode}, but its response signature failed (${verdict.code}: ${verdict.text}); the response was withheld`,
-        ),
-        { responseSignature: "invalid", responseProblem: `${verdict.code}: ${verdict.text}` },
-      );
-    }
-    const status: ResponseSignatureStatus = verdict === true ? "verified" : "invalid";
-    headers[RESPONSE_SIGNATURE_HEADER] = status;
-    res.writeHead(response.statusCode, headers);
-    res.end(body);
-    this.bytesOut = body.length;
-    this.report(response.statusCode, {
-      responseSignature: status,
-      ...(verdict !== true ? { responseProblem: `${verdict.code}: ${verdict.text}` } : {}),
-    });
+  finished(outcome: ForwardOutcome): void {
+    this.report(outcome.status, outcome.bytesOut, outcome.rejection?.code, outcome.upstreamMs);
   }
 
-  private async stream(
-    body: AsyncIterable<Buffer>,
-    first: readonly Buffer[],
-    responseSignature: ResponseSignatureStatus,
-  ): Promise<void> {
+  /** The gateway's own answer, before anything was forwarded. */
+  private answer(rejection: Rejection): void {
     const { res } = this;
-    for (const chunk of first) {
-      this.bytesOut += chunk.length;
-      res.write(chunk);
-    }
-    const counting = async function* (this: EgressExchange) {
-      for await (const chunk of body) {
-        this.bytesOut += chunk.length;
-        yield chunk;
-      }
-    }.call(this);
-    try {
-      await pipeline(counting, res);
-    } catch {
-      // The bank or the application went away mid-body: the connection is cut, nothing to add.
-      res.destroy();
-    }
-    this.report(res.statusCode, { responseSignature });
+    let bytesOut = 0;
+    if (res.headersSent) res.destroy();
+    else bytesOut = this.writeRejection(rejection);
+    this.report(res.statusCode, bytesOut, rejection.code);
   }
 
-  private answer(rejection: Rejection, extra: Partial<EgressEvent> = {}): void {
-    const { res } = this;
-    if (res.headersSent) {
-      res.destroy();
-    } else {
-      this.bytesOut = writeRejection(res, rejection, "spec", this.requestId, GATEWAY_ORIGIN);
-    }
-    this.report(res.statusCode, { code: rejection.code, ...extra });
-  }
-
-  private report(status: number, extra: Partial<EgressEvent>): void {
+  private report(status: number, bytesOut: number, code?: string, upstreamMs?: number): void {
+    const psuId = this.req.headers["psu-id"];
     const event: EgressEvent = {
       mode: "egress",
       requestId: this.requestId,
-      method: this.req.method ?? "",
+      method: this.method,
       routeClass: this.profile?.name ?? "none",
       status,
+      code,
       totalMs: performance.now() - this.started,
-      bytesOut: this.bytesOut,
-      ...(this.upstreamMs !== undefined ? { upstreamMs: this.upstreamMs } : {}),
-      ...(this.signingMs !== undefined ? { signingMs: this.signingMs } : {}),
-      ...(typeof this.req.headers["psu-id"] === "string" ? { psuId: this.req.headers["psu-id"] } : {}),
-      ...extra,
+      upstreamMs,
+      bytesOut,
+      psuId: typeof psuId === "string" ? psuId : undefined,
+      signingMs: this.signingMs,
+      responseSignature: this.responseSignature,
+      responseProblem: this.responseProblem,
     };
     this.options.onRequest?.(event);
   }
 }
 
-async function readBounded(
-  body: AsyncIterable<Buffer>,
-  max: number,
-): Promise<{ chunks: Buffer[]; overflow: boolean; rest: AsyncIterable<Buffer> }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const iterator = body[Symbol.asyncIterator]();
-  // What is left after an overflow is read from the same iterator, never from a second one.
-  const rest = { [Symbol.asyncIterator]: () => iterator };
-  for (;;) {
-    const next = await iterator.next();
-    if (next.done) return { chunks, overflow: false, rest };
-    chunks.push(next.value);
-    size += next.value.length;
-    if (size > max) return { chunks, overflow: true, rest };
-  }
+/** A refusal without a Signature header: banks sign no refusal (see `responseCheck`). */
+function unsignedRefusal(status: number, headers: ReceivedHeaders): boolean {
+  return status >= 400 && headers.signature === undefined;
 }

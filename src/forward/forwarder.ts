@@ -26,18 +26,38 @@ export interface ResponseSigner {
 /** The step name the gateway's refusals of a response carry (access log, rejections metric). */
 export const RESPONSE_SIGNING_STEP = "response-signing";
 
+/** A response's headers as the backend sent them (lower-case names). */
+export type ReceivedHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
 /**
  * Looks at a response before it goes out, for a rule that can only be judged on the bank's answer
- * (a named check sets it on the request): a response it `wants` is held, up to `maxBodyBytes`, and
- * withheld when `inspect` refuses it. A larger one is withheld too, never sent unchecked.
+ * (an ingress check sets one on the request; egress checks the bank's response signature): a
+ * response it `wants` is held, up to `maxBodyBytes`, and withheld when `inspect` refuses it. A
+ * larger one is withheld too, never sent unchecked, unless `tooLarge` lets it pass.
  */
 export interface ResponseInspector {
   /** The named check whose rule this is: its refusals carry this step name. */
   readonly step: string;
   readonly maxBodyBytes: number;
-  wants(status: number): boolean;
-  /** Undefined sends the response on; a rejection withholds it and is answered instead. */
-  inspect(body: Buffer, headers: Readonly<Record<string, string | string[]>>): Rejection | undefined;
+  wants(status: number, received: ReceivedHeaders): boolean;
+  /**
+   * Undefined sends the response on; a rejection withholds it and is answered instead. `send` is
+   * the head about to go out, which the inspector may add to (egress marks what it found).
+   */
+  inspect(
+    body: Buffer,
+    received: ReceivedHeaders,
+    send: Record<string, string | string[]>,
+  ): Rejection | undefined | Promise<Rejection | undefined>;
+  /**
+   * A response over `maxBodyBytes`: a rejection withholds it; undefined sends it on unchecked
+   * (the inspector may mark `send`). Without this method it is withheld.
+   */
+  tooLarge?(
+    status: number,
+    received: ReceivedHeaders,
+    send: Record<string, string | string[]>,
+  ): Rejection | undefined;
 }
 
 /** Thrown into undici to stop reading a held response that has grown past its bound. */
@@ -60,14 +80,21 @@ export interface ForwardCall {
   readonly upstreamHeaders: Record<string, string | string[]>;
   /** `null` for a request without a body. */
   readonly upstreamBody: AsyncIterable<Buffer> | Buffer | null;
-  /** Headers added to the backend's response (X-Request-ID echoed). */
-  addResponseHeaders(headers: Record<string, string | string[]>): void;
+  /**
+   * The request was read whole before it was forwarded (egress): when the gateway answers a
+   * failure itself, the connection stays open, since no unread body is left on it.
+   */
+  readonly readWhole?: boolean;
+  /** Headers added to the backend's response (X-Request-ID echoed, egress's marks). */
+  addResponseHeaders(headers: Record<string, string | string[]>, status: number): void;
   /** Writes the gateway's own answer (a refusal or an upstream failure). */
   writeRejection(rejection: Rejection): number;
   /** Called just before the response head is written (the caller may still change keep-alive). */
   beforeHead(): void;
+  /** The answer when the backend cannot be reached or is too slow (default: ingress's wording). */
+  unreachable?(error: Error): Rejection;
   readonly responseSigner?: ResponseSigner | undefined;
-  /** Set by a check whose rule is judged on the response (ingress). */
+  /** Judges the bank's answer before it goes out: set by an ingress check, or by egress. */
   readonly responseInspector?: ResponseInspector | undefined;
   /** Told once what happened, when the answer is out or the exchange ended without one. */
   finished(outcome: ForwardOutcome): void;
@@ -87,18 +114,35 @@ export interface ForwardOutcome {
 
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "UND_ERR_CONNECT_TIMEOUT"]);
 
+/** True when undici gave up waiting on the backend (connect, response head or body). */
+export function isUpstreamTimeout(error: Error): boolean {
+  return TIMEOUT_CODES.has((error as { code?: string }).code ?? "");
+}
+
 function upstreamFailure(error: Error, backend: Backend): Rejection {
-  const code = (error as { code?: string }).code ?? "";
-  if (TIMEOUT_CODES.has(code)) {
+  if (isUpstreamTimeout(error)) {
     return reject(
       "GATEWAY_TIMEOUT",
       `the bank's backend did not answer within ${backend.timeoutMs} ms; try again later`,
     );
   }
+  const code = (error as { code?: string }).code ?? "";
   return reject(
     "BAD_GATEWAY",
     `the bank's backend could not be reached (${code || error.message}); try again later`,
   );
+}
+
+/** A response held back to be inspected and/or signed: its head and its body so far. */
+interface HeldResponse {
+  readonly status: number;
+  readonly received: ReceivedHeaders;
+  /** The head to send (hop-by-hop headers dropped, the call's headers added). */
+  readonly headers: Record<string, string | string[]>;
+  readonly chunks: Buffer[];
+  size: number;
+  /** Undefined once a response too large to inspect was let pass unchecked. */
+  inspector: ResponseInspector | undefined;
 }
 
 class Forwarding implements Dispatcher.DispatchHandler {
@@ -107,16 +151,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private bytesOut = 0;
   private settled = false;
   private controller: Dispatcher.DispatchController | undefined = undefined;
-  /** A response held back to be inspected and/or signed: its status, headers and body so far. */
-  private held:
-    | {
-        status: number;
-        headers: Record<string, string | string[]>;
-        chunks: Buffer[];
-        size: number;
-        inspector: ResponseInspector | undefined;
-      }
-    | undefined = undefined;
+  private held: HeldResponse | undefined = undefined;
 
   constructor(
     private readonly backend: Backend,
@@ -141,7 +176,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private fail(rejection: Rejection, step?: string): void {
     const { res } = this.call;
     // The client may still be sending a body nobody reads: answer, then close the connection.
-    res.shouldKeepAlive = false;
+    if (!this.call.readWhole) res.shouldKeepAlive = false;
     this.call.beforeHead();
     if (!res.headersSent) {
       this.call.writeRejection(rejection);
@@ -154,6 +189,22 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.finish(res.statusCode, rejection, step);
   }
 
+  /** Writes the response head; false (and the exchange aborted) when Node refuses the backend's headers. */
+  private writeHead(
+    controller: Dispatcher.DispatchController,
+    status: number,
+    headers: Record<string, string | string[]>,
+  ): boolean {
+    this.call.beforeHead();
+    try {
+      this.call.res.writeHead(status, headers);
+      return true;
+    } catch {
+      controller.abort(new Error("invalid response headers from backend"));
+      return false;
+    }
+  }
+
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
   }
@@ -161,65 +212,78 @@ class Forwarding implements Dispatcher.DispatchHandler {
   onResponseStart(
     controller: Dispatcher.DispatchController,
     statusCode: number,
-    headers: Record<string, string | string[] | undefined>,
+    received: Record<string, string | string[] | undefined>,
   ): void {
     if (statusCode < 200) return; // 1xx informational: wait for the final response
     this.upstreamMs = performance.now() - this.started;
-    const out = downstreamResponseHeaders(headers);
-    this.call.addResponseHeaders(out);
-    const inspector = this.call.responseInspector?.wants(statusCode)
-      ? this.call.responseInspector
-      : undefined;
+    const headers = downstreamResponseHeaders(received);
+    this.call.addResponseHeaders(headers, statusCode);
+    const candidate = this.call.responseInspector;
+    const inspector = candidate?.wants(statusCode, received) ? candidate : undefined;
     if (inspector || this.call.responseSigner) {
-      this.held = { status: statusCode, headers: out, chunks: [], size: 0, inspector };
+      this.held = { status: statusCode, received, headers, chunks: [], size: 0, inspector };
       return;
     }
-    this.call.beforeHead();
-    try {
-      this.call.res.writeHead(statusCode, out);
-    } catch {
-      controller.abort(new Error("invalid response headers from backend"));
-    }
+    this.writeHead(controller, statusCode, headers);
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     const held = this.held;
     if (held) {
       held.size += chunk.length;
-      const tooLarge = this.tooLarge(held.size, held.inspector);
-      if (tooLarge) {
-        if (!controller.aborted) controller.abort(tooLarge);
-        return;
-      }
       held.chunks.push(chunk);
+      this.holdOrRelease(controller, held);
       return;
     }
     this.bytesOut += chunk.length;
     if (!this.call.res.write(chunk)) controller.pause();
   }
 
-  /** A held response past the inspector's bound, or the signer's: why it is withheld. */
-  private tooLarge(size: number, inspector: ResponseInspector | undefined): ResponseTooLarge | undefined {
-    if (inspector && size > inspector.maxBodyBytes) {
-      return new ResponseTooLarge(
-        reject(
-          "BAD_GATEWAY",
-          `the bank's response is larger than ${inspector.maxBodyBytes} bytes, too large for the gateway's ${inspector.step} check; it was withheld`,
-        ),
-        inspector.step,
-      );
+  /** A held response past its inspector's bound or the signer's: withheld, or let pass unchecked. */
+  private holdOrRelease(controller: Dispatcher.DispatchController, held: HeldResponse): void {
+    const inspector = held.inspector;
+    if (inspector && held.size > inspector.maxBodyBytes) {
+      const refusal = inspector.tooLarge
+        ? inspector.tooLarge(held.status, held.received, held.headers)
+        : reject(
+            "BAD_GATEWAY",
+            `the bank's response is larger than ${inspector.maxBodyBytes} bytes, too large for the gateway's ${inspector.step} check; it was withheld`,
+          );
+      if (refusal) {
+        if (!controller.aborted) controller.abort(new ResponseTooLarge(refusal, inspector.step));
+        return;
+      }
+      held.inspector = undefined;
+      // Nothing else holds it: what came so far goes out, and the rest streams as it comes.
+      if (!this.call.responseSigner) {
+        this.release(controller, held);
+        return;
+      }
     }
     const signer = this.call.responseSigner;
-    if (signer && size > signer.maxBodyBytes) {
-      return new ResponseTooLarge(
-        reject(
-          "BAD_GATEWAY",
-          `the bank's response is larger than ${signer.maxBodyBytes} bytes (responseSigning.maxBodyBytes) and cannot be signed; it is never sent unsigned`,
+    if (signer && held.size > signer.maxBodyBytes && !controller.aborted) {
+      controller.abort(
+        new ResponseTooLarge(
+          reject(
+            "BAD_GATEWAY",
+            `the bank's response is larger than ${signer.maxBodyBytes} bytes (responseSigning.maxBodyBytes) and cannot be signed; it is never sent unsigned`,
+          ),
+          RESPONSE_SIGNING_STEP,
         ),
-        RESPONSE_SIGNING_STEP,
       );
     }
-    return undefined;
+  }
+
+  /** Sends the head and the body held so far; what follows is streamed. */
+  private release(controller: Dispatcher.DispatchController, held: HeldResponse): void {
+    this.held = undefined;
+    if (!this.writeHead(controller, held.status, held.headers)) return;
+    let flowing = true;
+    for (const chunk of held.chunks) {
+      this.bytesOut += chunk.length;
+      flowing = this.call.res.write(chunk);
+    }
+    if (!flowing) controller.pause();
   }
 
   onResponseEnd(): void {
@@ -232,20 +296,21 @@ class Forwarding implements Dispatcher.DispatchHandler {
   }
 
   /** A held response: inspected (withheld when refused), then signed when configured, then sent. */
-  private async sendHeld(held: NonNullable<Forwarding["held"]>): Promise<void> {
+  private async sendHeld(held: HeldResponse): Promise<void> {
     const body = Buffer.concat(held.chunks, held.size);
     const headers = held.headers;
     const inspector = held.inspector;
     if (inspector) {
       let refusal: Rejection | undefined;
       try {
-        refusal = inspector.inspect(body, headers);
+        refusal = await inspector.inspect(body, held.received, headers);
       } catch (error) {
         refusal = reject(
           "INTERNAL_SERVER_ERROR",
           `the gateway failed to check the bank's response (${(error as Error).message}); it was withheld`,
         );
       }
+      if (this.settled) return; // the client went away while the response was checked
       if (refusal) return this.fail(refusal, inspector.step);
     }
     const signer = this.call.responseSigner;
@@ -294,7 +359,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
       this.call.res.destroy();
       this.finish(499);
     } else {
-      this.fail(upstreamFailure(error, this.backend));
+      this.fail(this.call.unreachable?.(error) ?? upstreamFailure(error, this.backend));
     }
   }
 }

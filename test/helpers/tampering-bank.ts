@@ -1,4 +1,7 @@
-/** A bank that signs its answers as the ingress gateway does, then alters the body it sends. */
+/**
+ * A bank that signs its answers as the ingress gateway does. By path: `/large/<n>` answers n bytes,
+ * signed and sent as signed; `/silent` never answers; anything else alters the body after signing.
+ */
 
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -6,7 +9,7 @@ import { createServer, type Server } from "node:http";
 import type { DevPki } from "../../src/cli/dev-pki.js";
 import { RequestSigner } from "../../src/signature/index.js";
 
-/** A bank that signs its answer like ingress does, then changes the body it sends. */
+/** A bank that signs its answer like ingress does; see the file's comment for what each path does. */
 export async function startTamperingBank(pki: DevPki): Promise<Server> {
   const signer = new RequestSigner({
     privateKey: createPrivateKey(readFileSync(pki.paths.bankQsealKey)),
@@ -16,8 +19,10 @@ export async function startTamperingBank(pki: DevPki): Promise<Server> {
   });
   const server = createServer((req, res) => {
     req.resume();
+    if (req.url?.endsWith("/silent")) return; // the gateway's timeout answers
     req.on("end", async () => {
-      const body = JSON.stringify({ amount: "10.00" });
+      const large = /\/large\/(\d+)$/.exec(req.url ?? "");
+      const body = large ? "x".repeat(Number(large[1])) : JSON.stringify({ amount: "10.00" });
       const signed = await signer.sign({
         method: "",
         target: "",
@@ -25,7 +30,7 @@ export async function startTamperingBank(pki: DevPki): Promise<Server> {
         body,
       });
       res.writeHead(200, { "content-type": "application/json", ...signed });
-      res.end(body.replace("10.00", "99.00"));
+      res.end(large ? body : body.replace("10.00", "99.00"));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

@@ -90,6 +90,22 @@ beforeAll(async () => {
         qseal,
         responses: { ...verified, mode: "advisory" },
       },
+      {
+        name: "small-enforce",
+        prefix: "/se",
+        url: tamper,
+        qseal,
+        responses: { ...verified, maxBodyBytes: 1024 },
+      },
+      {
+        name: "small-advisory",
+        prefix: "/sa",
+        url: tamper,
+        qseal,
+        responses: { ...verified, mode: "advisory", maxBodyBytes: 1024 },
+      },
+      { name: "unchecked", prefix: "/off", url: tamper, qseal },
+      { name: "slow", prefix: "/slow", url: tamper, qseal, responses: verified, timeoutSeconds: 0.5 },
       { name: "down", prefix: "/down", url: `http://127.0.0.1:${await freeLoopbackPort()}`, qseal },
     ],
   });
@@ -102,6 +118,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await egress?.close(0);
   await ingress?.stop();
+  tampering?.closeAllConnections();
   tampering?.close();
   await backend?.close();
 });
@@ -203,6 +220,56 @@ describe("a response whose body was changed after signing", () => {
     expect(metrics).toMatch(
       /psd2_gateway_egress_response_verification_failures_total\{bank="tampered-advisory",mode="advisory"\} 1/,
     );
+  });
+});
+
+describe("what the profile's response checking makes of the bank's answer", () => {
+  it.each([
+    {
+      what: "a signed answer within responses.maxBodyBytes is verified",
+      target: "/se/v1/payments/large/1000",
+      status: 200,
+      mark: "verified",
+      origin: "bank",
+      bytes: 1000,
+    },
+    {
+      what: "enforce: an answer over responses.maxBodyBytes is withheld, never passed unchecked",
+      target: "/se/v1/payments/large/300000",
+      status: 502,
+      origin: "gateway",
+      text: /bank 'small-enforce' answered 200 with a body over 1024 bytes \(responses\.maxBodyBytes\), too large to verify/,
+    },
+    {
+      what: "advisory: an answer over responses.maxBodyBytes streams on whole, marked unchecked",
+      target: "/sa/v1/payments/large/300000",
+      status: 200,
+      mark: "unchecked-too-large",
+      origin: "bank",
+      bytes: 300000,
+    },
+    {
+      what: "off: a tampered answer passes, marked not checked",
+      target: "/off/v1/payments/1",
+      status: 200,
+      mark: "not-checked",
+      origin: "bank",
+      text: /99\.00/,
+    },
+    {
+      what: "a bank that does not answer in time: 504 naming the profile, not retried",
+      target: "/slow/v1/payments/silent",
+      status: 504,
+      origin: "gateway",
+      text: /bank 'slow' \(http:\/\/127\.0\.0\.1:\d+\) did not answer within 500 ms; the request may have been executed, and was not retried/,
+    },
+  ])("$what", async ({ target, status, mark, origin, bytes, text }) => {
+    const answer = await call(target);
+    expect(answer.status, answer.text.slice(0, 300)).toBe(status);
+    expect(answer.headers["psd2-gateway-origin"]).toBe(origin);
+    if (mark !== undefined) expect(answer.headers["psd2-gateway-response-signature"]).toBe(mark);
+    if (bytes !== undefined) expect(answer.text).toBe("x".repeat(bytes));
+    if (text !== undefined) expect(answer.text).toMatch(text);
   });
 });
 
