@@ -553,7 +553,8 @@ async function main() {
   if (wrapped) console.error("bench:signing: a pool wrapped round: raise BENCH_POOL (replays were refused)");
   if (only) {
     for (const [key, runs] of Object.entries(throughput)) {
-      const perRequest = (f: (t: Throughput) => number) => median(runs.map((t) => f(t) / t.run.total)).toFixed(0);
+      const perRequest = (f: (t: Throughput) => number) =>
+        median(runs.map((t) => f(t) / t.run.total)).toFixed(0);
       console.log(
         `${key.padEnd(20)} median ${Math.round(median(runs.map((t) => t.run.rps)))} req/s, gateway ${perRequest((t) => t.interval.gatewayCpuUs)} µs CPU/req, event-loop thread ${perRequest((t) => t.interval.loopCpuUs)} µs CPU/req`,
       );

@@ -51,6 +51,7 @@ export interface EgressHandlerOptions {
 }
 
 const GATEWAY_ORIGIN = { [ORIGIN_HEADER]: "gateway" } as const;
+const NO_BODY = Buffer.alloc(0);
 /** The step name of a bank's response withheld under `enforce` (access line). */
 const RESPONSE_SIGNATURE_STEP = "response-signature";
 
@@ -123,7 +124,9 @@ class EgressExchange implements ForwardCall {
     const profile = route.profile;
     this.profile = profile;
 
-    const body = await this.readBody();
+    // No Content-Length or Transfer-Encoding: no body on the wire, nothing to wait for.
+    const sendsBody = hasBody(req.headers);
+    const body = sendsBody ? await this.readBody(profile) : NO_BODY;
     if (body === undefined) return;
 
     const headers = upstreamRequestHeaders(req.headers, profile.gatewayHeaders);
@@ -135,7 +138,6 @@ class EgressExchange implements ForwardCall {
     }
     // Host and Content-Length are the HTTP client's to write; they are handed to the signer as they
     // will be sent, so that a bank whose rules sign them gets them signed, never silently left out.
-    const sendsBody = body.length > 0 || hasBody(req.headers);
     flat.host = headers.host = profile.backend.host;
     if (sendsBody) flat["content-length"] = headers["content-length"] = String(body.length);
     const signStart = performance.now();
@@ -165,35 +167,33 @@ class EgressExchange implements ForwardCall {
   }
 
   /** The body, or undefined when it was refused (answered) or the application went away. */
-  private async readBody(): Promise<Buffer | undefined> {
+  private async readBody(profile: BankProfile): Promise<Buffer | undefined> {
     const max = this.options.maxBodyBytes;
     const declared = Number(this.req.headers["content-length"] ?? 0);
-    const tooLarge = (size: string) =>
-      reject(
-        "PAYLOAD_TOO_LARGE",
-        `the request body is ${size} bytes; egress mode signs at most ${max} (maxBodyBytes); nothing was sent to bank '${this.profile!.name}'`,
-      );
-    if (declared > max) {
-      this.res.shouldKeepAlive = false;
-      this.answer(tooLarge(String(declared)));
-      return undefined;
-    }
+    if (declared > max) return this.bodyTooLarge(profile, String(declared));
     const chunks: Buffer[] = [];
     let size = 0;
     try {
       for await (const chunk of this.req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
         size += chunk.length;
-        if (size > max) {
-          this.res.shouldKeepAlive = false;
-          this.answer(tooLarge(`more than ${max}`));
-          return undefined;
-        }
+        if (size > max) return this.bodyTooLarge(profile, `more than ${max}`);
         chunks.push(chunk);
       }
     } catch {
       return undefined; // the application went away mid-body: nothing was sent
     }
     return Buffer.concat(chunks, size);
+  }
+
+  private bodyTooLarge(profile: BankProfile, size: string): undefined {
+    this.res.shouldKeepAlive = false;
+    this.answer(
+      reject(
+        "PAYLOAD_TOO_LARGE",
+        `the request body is ${size} bytes; egress mode signs at most ${this.options.maxBodyBytes} (maxBodyBytes); nothing was sent to bank '${profile.name}'`,
+      ),
+    );
+    return undefined;
   }
 
   /**

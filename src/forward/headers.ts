@@ -22,6 +22,9 @@ const NONE: readonly string[] = Object.freeze([]);
 /** Names listed in a Connection header are hop-by-hop too. */
 function connectionListed(value: string | string[] | undefined): readonly string[] {
   if (value === undefined) return NONE;
+  // The usual `keep-alive` (Node sends it on every answer) names a header dropped anyway.
+  if (typeof value === "string" && !value.includes(",") && HOP_BY_HOP.has(value.trim().toLowerCase()))
+    return NONE;
   const text = Array.isArray(value) ? value.join(",") : value;
   return text
     .split(",")

@@ -91,9 +91,18 @@ export function parseHttpDate(value: string, now: number = Date.now()): number |
   return undefined;
 }
 
+/** The last second formatted: a signer under load writes the same Date many times a second. */
+let formattedSecond = Number.NaN;
+let formatted = "";
+
 /** IMF-fixdate, the form every sender must use. */
 export function formatHttpDate(ms: number): string {
-  return new Date(ms).toUTCString();
+  const second = Math.floor(ms / 1000);
+  if (second !== formattedSecond) {
+    formatted = new Date(ms).toUTCString();
+    formattedSecond = second;
+  }
+  return formatted;
 }
 
 export interface DateCheckOptions {

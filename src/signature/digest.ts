@@ -3,7 +3,7 @@
  * comma-separated values. Computed incrementally over the raw body bytes as they stream in.
  */
 
-import { createHash, type Hash, timingSafeEqual } from "node:crypto";
+import { createHash, type Hash, hash, timingSafeEqual } from "node:crypto";
 import { type Rejection, reject } from "../errors.js";
 import { isBase64 } from "./base64.js";
 
@@ -122,5 +122,6 @@ export function computeDigestHeader(
   body: Uint8Array | string,
   algorithm: DigestAlgorithm = "sha-256",
 ): string {
-  return `${LABEL[algorithm]}=${createHash(NODE_HASH[algorithm]).update(body).digest("base64")}`;
+  // One-shot: no Hash object per signed request.
+  return `${LABEL[algorithm]}=${hash(NODE_HASH[algorithm], body, "base64")}`;
 }

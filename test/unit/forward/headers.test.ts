@@ -18,6 +18,9 @@ describe("headers on the way to the backend", () => {
     ],
     ["headers undici sets itself", { host: "gateway.example", expect: "100-continue" }],
     ["names listed in Connection", { connection: "x-hop, X-Other", "x-hop": "1", "x-other": "2" }],
+    ["one name listed in Connection", { connection: " X-Hop ", "x-hop": "1", "keep-alive": "timeout=5" }],
+    ["Keep-Alive listed in Connection", { connection: "Keep-Alive", "keep-alive": "timeout=5" }],
+    ["keep-alive and a name listed in Connection", { connection: "keep-alive, x-hop", "x-hop": "1" }],
     [
       "identity headers a client could forge",
       { "x-tpp-organization-id": "PSDNO-FSA-FAKE", "x-tpp-roles": "PSP_PI" },

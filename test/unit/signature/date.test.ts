@@ -46,6 +46,19 @@ describe("HTTP-date parsing (RFC 7231 7.1.1.1)", () => {
   it("formats IMF-fixdate", () => {
     expect(formatHttpDate(EPOCH_1994)).toBe("Sun, 06 Nov 1994 08:49:37 GMT");
   });
+
+  it("formats each instant right though the last second's text is kept", () => {
+    // In order: the same second twice, the next, back in time, mid-second, not a time at all.
+    const instants = [
+      EPOCH_1994,
+      EPOCH_1994 + 999,
+      EPOCH_1994 + 1000,
+      EPOCH_1994 - 1,
+      EPOCH_1994 + 500,
+      Number.NaN,
+    ];
+    for (const ms of instants) expect(formatHttpDate(ms), String(ms)).toBe(new Date(ms).toUTCString());
+  });
 });
 
 describe("Date skew check (SPEC 5.8: at most 60 s)", () => {
