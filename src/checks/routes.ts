@@ -96,8 +96,8 @@ export function routeClass(role: Psd2Role | undefined): string {
 /**
  * Why a path cannot be forwarded as the role check reads it, or undefined. The role is decided on
  * routingPath(); a backend that decodes an encoded slash, treats a backslash as a separator or
- * resolves dot segments itself could route such a path elsewhere, so those forms are refused
- * instead of guessed at.
+ * resolves dot segments itself (or trims trailing dots, or decodes twice, or reads overlong UTF-8)
+ * could route such a path elsewhere, so those forms are refused instead of guessed at.
  */
 export function ambiguousPath(target: string): string | undefined {
   // Never part of a request target (RFC 9112 3.2); a backend drops what follows, so
@@ -113,5 +113,18 @@ export function ambiguousPath(target: string): string | undefined {
   // Dots may also arrive percent-encoded (%2E), which RFC 3986 says means the same.
   const dots = encoded ? path.replace(/%2e/gi, ".") : path;
   if (dots.includes("/.") && /\/\.\.?(?:\/|;|$)/.test(dots)) return "a dot segment (/./ or /../)";
+  // Windows and IIS drop a segment's trailing dots and spaces: `payments.` would be `payments`.
+  if (/(?:\.|%20|%09)(?:\/|;|$)/i.test(dots)) return "a segment ending in a dot or encoded whitespace";
+  if (encoded) {
+    if (/%(?![0-9a-f]{2})/i.test(path)) return "a '%' not followed by two hex digits";
+    // A backend that decodes twice reads %252F as '/'.
+    if (/%25[0-9a-f]{2}/i.test(path)) return "a double-encoded character (%25 followed by hex digits)";
+    // Overlong forms (%C0%AF for '/', %C0%AE for '.') pass a lax UTF-8 decoder as those characters.
+    try {
+      decodeURIComponent(path);
+    } catch {
+      return "percent-encoded bytes that are not UTF-8 (such as the overlong %C0%AF)";
+    }
+  }
   return undefined;
 }

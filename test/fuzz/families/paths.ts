@@ -1,6 +1,6 @@
 /**
  * Path tricks by the AIS-only TPP B toward the payment routes (%2F, %5C, /./, /../, //, #, %00,
- * case, ;params, double encoding), signed over exactly the target sent, so only the role check
+ * case, ;params, double encoding, overlong UTF-8, trailing dots and spaces), signed over exactly the target sent, so only the role check
  * stands between them and the backend. Whatever a backend could resolve to a PSP_PI (or PSP_IC)
  * route must never reach it; anything forwarded must reach the backend exactly as sent.
  */
@@ -12,21 +12,36 @@ import type { Family } from "../types.js";
 const PI_PREFIXES = ["/v1/payments", "/v1/bulk-payments", "/v1/periodic-payments", "/v1/signing-baskets"];
 const IC_PREFIXES = ["/v1/funds-confirmations"];
 
+/** How lax a backend is beyond decoding once (each is a reading the role check must survive). */
+interface Laxness {
+  /** A C backend: the path ends at a fragment or a NUL. */
+  readonly cutSpecial?: boolean;
+  /** Percent-decodes twice (%252F is '/'). */
+  readonly twice?: boolean;
+  /** Reads overlong UTF-8 (%C0%AF is '/', %C0%AE is '.'). */
+  readonly overlong?: boolean;
+  /** Windows/IIS: trailing dots and spaces of a segment dropped. */
+  readonly trims?: boolean;
+}
+
 /**
  * What a backend might make of a path: every %XX decoded once, backslashes as slashes, `;params`
- * dropped, dot and empty segments resolved, lower-cased; with `cutSpecial`, the path also ends at
- * a fragment or a NUL (a C backend). Not modelled (noted in the report instead): decoding twice,
- * trimming whitespace from segments, overlong UTF-8.
+ * dropped, dot and empty segments resolved, lower-cased; and what `lax` adds.
  */
-export function aggressiveNormalise(target: string, cutSpecial = true): string {
+export function aggressiveNormalise(target: string, lax: Laxness = { cutSpecial: true }): string {
   const cutAt = (s: string, c: string) => (s.includes(c) ? s.slice(0, s.indexOf(c)) : s);
+  const decode = (s: string) =>
+    s.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(Number.parseInt(h, 16)));
   let path = cutAt(target, "?");
-  path = path.replace(/%([0-9a-fA-F]{2})/g, (_m, h: string) => String.fromCharCode(Number.parseInt(h, 16)));
-  if (cutSpecial) path = cutAt(cutAt(path, "#"), "\x00");
+  if (lax.overlong) path = path.replace(/%c0%af/gi, "/").replace(/%c0%ae/gi, ".");
+  path = decode(path);
+  if (lax.twice) path = decode(path);
+  if (lax.cutSpecial) path = cutAt(cutAt(path, "#"), "\x00");
   path = path.replaceAll("\\", "/");
   const out: string[] = [];
   for (const raw of path.split("/")) {
-    const segment = raw.includes(";") ? raw.slice(0, raw.indexOf(";")) : raw;
+    let segment = raw.includes(";") ? raw.slice(0, raw.indexOf(";")) : raw;
+    if (lax.trims && segment !== "." && segment !== "..") segment = segment.replace(/[. \t]+$/, "");
     if (segment === "" || segment === ".") continue;
     if (segment === "..") out.pop();
     else out.push(segment);
@@ -62,6 +77,10 @@ function trick(rng: Rng): string {
     `/v1/${rest.replace("payments", "Payments")}`,
     `/v1/${rest};x=y`,
     `/v1/${rest}%20`,
+    `/v1/${rest.replace("/", "./")}`,
+    `/v1/${rest.replace("/", "%20/")}`,
+    `/v1/accounts/..%252f${rest}`,
+    `/v1/accounts/%c0%ae%c0%ae/${rest}`,
     `/v1/${rest}/.`,
     `/v1/accounts/..%c0%af${rest}`,
     `/v1/%70ayments/sepa-credit-transfers`,
@@ -90,7 +109,11 @@ export const paths: Family = {
       ...(pay ? { body: Buffer.from('{"instructedAmount":{"currency":"EUR","amount":"1.00"}}') } : {}),
     });
     const target = signed.request.target;
-    const readings = [aggressiveNormalise(target), aggressiveNormalise(target, false)];
+    const readings = [
+      aggressiveNormalise(target),
+      aggressiveNormalise(target, {}),
+      aggressiveNormalise(target, { twice: true, overlong: true, trims: true }),
+    ];
     const normalised = readings.join(" or ");
     const toward = readings.some((n) =>
       [...PI_PREFIXES, ...IC_PREFIXES].some((p) => n === p || n.startsWith(`${p}/`)),

@@ -48,6 +48,25 @@ describe("paths a backend could route differently from the role check", () => {
     ["/v1/funds-confirmations#x", "a fragment (#)"],
     ["/v1/accounts?dateFrom=2026-01-01#x", "a fragment (#)"],
     ["/v1/funds-confirmations%00.json", "an encoded NUL (%00)"],
+    ["/v1/payments./sepa-credit-transfers", "a segment ending in a dot or encoded whitespace"],
+    ["/v1/payments%2E/sepa-credit-transfers", "a segment ending in a dot or encoded whitespace"],
+    ["/v1/payments%20/sepa-credit-transfers", "a segment ending in a dot or encoded whitespace"],
+    ["/v1/payments%09;x/sepa-credit-transfers", "a segment ending in a dot or encoded whitespace"],
+    ["/v1/accounts/...", "a segment ending in a dot or encoded whitespace"],
+    ["/v1/accounts/acc-1.", "a segment ending in a dot or encoded whitespace"],
+    ["/v1/accounts/%zz", "a '%' not followed by two hex digits"],
+    ["/v1/accounts/100%", "a '%' not followed by two hex digits"],
+    ["/v1/accounts/%252e%252e/payments", "a double-encoded character (%25 followed by hex digits)"],
+    ["/v1/accounts/..%252Fpayments", "a double-encoded character (%25 followed by hex digits)"],
+    [
+      "/v1/accounts/..%c0%afpayments",
+      "percent-encoded bytes that are not UTF-8 (such as the overlong %C0%AF)",
+    ],
+    [
+      "/v1/accounts/%e0%80%ae%e0%80%ae",
+      "percent-encoded bytes that are not UTF-8 (such as the overlong %C0%AF)",
+    ],
+    ["/v1/accounts/%ff", "percent-encoded bytes that are not UTF-8 (such as the overlong %C0%AF)"],
   ])("%s is refused: it holds %s", (target, reason) => {
     expect(ambiguousPath(target)).toBe(reason);
   });
@@ -57,8 +76,10 @@ describe("paths a backend could route differently from the role check", () => {
     "/v1/accounts/",
     "/v1/accounts/a.b/transactions?dateFrom=2026-01-01&x=%2F..%2F",
     "/v1/%70ayments/x",
-    "/v1/accounts/...",
     "/v1/payments;jsessionid=1/x",
+    "/v1/accounts/%C3%A5se",
+    "/v1/accounts/a%20b/balances",
+    "/v1/accounts/a.b.c",
   ])("%s is forwarded: the backend routes it as the role check reads it", (target) => {
     expect(ambiguousPath(target)).toBeUndefined();
   });
