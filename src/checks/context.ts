@@ -8,8 +8,8 @@
 import type { KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Psd2Role } from "../eidas/index.js";
-import type { ResponseInspector } from "../forward/forwarder.js";
 import type { HeldSlot } from "../limits/index.js";
+import type { ResponseInspector } from "../response-inspector.js";
 import type { DigestValue, KeyIdTarget, SignatureParams } from "../signature/index.js";
 import type { StepTrace } from "./runner.js";
 

@@ -10,16 +10,10 @@ import { hasBody } from "../checks/index.js";
 import { type Rejection, reject } from "../errors.js";
 import type { EgressEvent, ResponseSignatureStatus } from "../events.js";
 import type { Backend } from "../forward/backend.js";
-import {
-  type ForwardCall,
-  type ForwardOutcome,
-  forward,
-  isUpstreamTimeout,
-  type ReceivedHeaders,
-  type ResponseInspector,
-} from "../forward/forwarder.js";
+import { type ForwardCall, type ForwardOutcome, forward, isUpstreamTimeout } from "../forward/forwarder.js";
 import { joinedHeaders, upstreamRequestHeaders } from "../forward/headers.js";
 import { writeRejection } from "../forward/respond.js";
+import type { ReceivedHeaders, ResponseInspector } from "../response-inspector.js";
 import type { RequestSigner } from "../signature/index.js";
 import type { ResponseVerifier } from "./response-verifier.js";
 import type { BankRouter } from "./router.js";

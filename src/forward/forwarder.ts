@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import { type Rejection, reject } from "../errors.js";
+import type { ReceivedHeaders, ResponseInspector } from "../response-inspector.js";
 import type { Backend } from "./backend.js";
 import { BodyRejected, ClientAborted } from "./body.js";
 import { downstreamResponseHeaders } from "./headers.js";
@@ -25,40 +26,6 @@ export interface ResponseSigner {
 
 /** The step name the gateway's refusals of a response carry (access log, rejections metric). */
 export const RESPONSE_SIGNING_STEP = "response-signing";
-
-/** A response's headers as the backend sent them (lower-case names). */
-export type ReceivedHeaders = Readonly<Record<string, string | string[] | undefined>>;
-
-/**
- * Looks at a response before it goes out, for a rule that can only be judged on the bank's answer
- * (an ingress check sets one on the request; egress checks the bank's response signature): a
- * response it `wants` is held, up to `maxBodyBytes`, and withheld when `inspect` refuses it. A
- * larger one is withheld too, never sent unchecked, unless `tooLarge` lets it pass.
- */
-export interface ResponseInspector {
-  /** The named check whose rule this is: its refusals carry this step name. */
-  readonly step: string;
-  readonly maxBodyBytes: number;
-  wants(status: number, received: ReceivedHeaders): boolean;
-  /**
-   * Undefined sends the response on; a rejection withholds it and is answered instead. `send` is
-   * the head about to go out, which the inspector may add to (egress marks what it found).
-   */
-  inspect(
-    body: Buffer,
-    received: ReceivedHeaders,
-    send: Record<string, string | string[]>,
-  ): Rejection | undefined | Promise<Rejection | undefined>;
-  /**
-   * A response over `maxBodyBytes`: a rejection withholds it; undefined sends it on unchecked
-   * (the inspector may mark `send`). Without this method it is withheld.
-   */
-  tooLarge?(
-    status: number,
-    received: ReceivedHeaders,
-    send: Record<string, string | string[]>,
-  ): Rejection | undefined;
-}
 
 /** Thrown into undici to stop reading a held response that has grown past its bound. */
 class ResponseTooLarge extends Error {
