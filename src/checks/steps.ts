@@ -106,7 +106,7 @@ function isTppHeader(name: string): boolean {
 }
 
 /**
- * Never hop-by-hop: the TPP's headers, the identity headers the gateway adds (their `_` look-alikes
+ * Never hop-by-hop: the TPP's headers, the identity headers the gateway adds (their `_`/`.` look-alikes
  * are stripped on the way out instead) and the framing the backend needs.
  */
 function isProtectedHeader(name: string): boolean {

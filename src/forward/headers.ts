@@ -18,6 +18,8 @@ const HOP_BY_HOP = new Set([
 ]);
 
 const NONE: readonly string[] = Object.freeze([]);
+/** Separators a backend may read as '-' in a header name. */
+const LOOK_ALIKE = /[_.]/g;
 
 /** Names listed in a Connection header are hop-by-hop too. */
 function connectionListed(value: string | string[] | undefined): readonly string[] {
@@ -44,8 +46,9 @@ export function upstreamRequestHeaders(
   const out: Record<string, string | string[]> = {};
   for (const name in incoming) {
     if (HOP_BY_HOP.has(name) || strip.has(name)) continue;
-    // CGI-style backends read x_tpp_roles as x-tpp-roles: look-alikes are stripped too.
-    if (name.includes("_") && strip.has(name.replaceAll("_", "-"))) continue;
+    // CGI-style backends read x_tpp_roles (and some x.tpp.roles) as x-tpp-roles: look-alikes are
+    // stripped too.
+    if ((name.includes("_") || name.includes(".")) && strip.has(name.replace(LOOK_ALIKE, "-"))) continue;
     if (extra.length > 0 && extra.includes(name)) continue;
     const value = incoming[name];
     if (value !== undefined) out[name] = value;

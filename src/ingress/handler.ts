@@ -74,7 +74,7 @@ class Ingress {
       names.certificateFingerprint,
       names.psuPresent,
       options.clientCertificateHeader,
-      // Set by the gateway; listed so that their '_' look-alikes are stripped too.
+      // Set by the gateway; listed so that their '_' and '.' look-alikes are stripped too.
       "x-forwarded-for",
       "x-forwarded-proto",
     ]);

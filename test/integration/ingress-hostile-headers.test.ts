@@ -218,7 +218,7 @@ describe("headers and paths that would change meaning behind the gateway", () =>
       },
     );
 
-    it("look-alikes of the headers the gateway sets (x_tpp_*, x_forwarded_*) are stripped; others pass", async () => {
+    it("look-alikes of the headers the gateway sets (x_tpp_*, x.tpp.*, x_forwarded_*) are stripped; others pass", async () => {
       const { gw, backend } = env;
       const { response } = await sendSigned(gw, {
         signer: "tppB",
@@ -226,6 +226,7 @@ describe("headers and paths that would change meaning behind the gateway", () =>
         extra: {
           x_tpp_organization_id: "PSDNO-FSA-DEMO0001",
           x_tpp_roles: "PSP_AI,PSP_PI",
+          "x.tpp.roles": "PSP_AI,PSP_PI,PSP_IC",
           x_forwarded_for: "203.0.113.66",
           x_forwarded_proto: "http",
           x_custom_flag: "kept",
@@ -234,7 +235,13 @@ describe("headers and paths that would change meaning behind the gateway", () =>
       expect(response.status, response.body).toBe(200);
       const seen = backend.requests[0]!.headers;
       expect(seen["x-tpp-organization-id"]).toBe("PSDNO-FSA-DEMO0002");
-      for (const name of ["x_tpp_organization_id", "x_tpp_roles", "x_forwarded_for", "x_forwarded_proto"]) {
+      for (const name of [
+        "x_tpp_organization_id",
+        "x_tpp_roles",
+        "x.tpp.roles",
+        "x_forwarded_for",
+        "x_forwarded_proto",
+      ]) {
         expect(seen[name], name).toBeUndefined();
       }
       expect(seen["x-forwarded-for"]).toBe("127.0.0.1");

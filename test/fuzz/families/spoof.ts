@@ -1,7 +1,7 @@
 /**
  * Spoofed identity headers: a valid request carrying X-TPP-Organization-Id, X-TPP-Roles,
  * X-TPP-Name, X-TPP-Certificate-Fingerprint, X-PSU-Present, x-ssl-client-cert, X-Forwarded-*
- * and their `_`/case/odd-separator variants. Refused or forwarded, the backend must never see a
+ * and their `_`/`.`/case/odd-separator variants. Refused or forwarded, the backend must never see a
  * spoofed value, and a forwarded request carries exactly its signer's identity.
  */
 
@@ -39,6 +39,8 @@ export const spoof: Family = {
         [1, base.toUpperCase()],
         [1, base.toLowerCase()],
         [1, base.replace("-", "_")],
+        [1, base.replaceAll("-", ".")],
+        [1, base.replace("-", ".")],
       ]);
       let value: string;
       if (/psu-present/i.test(base)) value = "true";

@@ -29,6 +29,10 @@ describe("headers on the way to the backend", () => {
       "'_' look-alikes of identity headers",
       { x_tpp_organization_id: "PSDNO-FSA-FAKE", x_tpp_roles: "PSP_PI" },
     ],
+    [
+      "'.' and mixed look-alikes of identity headers",
+      { "x.tpp.organization.id": "PSDNO-FSA-FAKE", "x_tpp.roles": "PSP_PI", "x-tpp_roles": "PSP_IC" },
+    ],
   ])("drops %s", (_what, headers) => {
     expect(upstreamRequestHeaders({ ...headers, "psu-id": "p1" }, STRIP)).toEqual({ "psu-id": "p1" });
   });
