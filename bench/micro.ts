@@ -40,7 +40,7 @@ function nowSeconds(): number {
 }
 
 /** Operations per second over about `seconds`, and the heap bytes they allocated. */
-async function measure(benchCase: Case, seconds: number): Promise<Measured> {
+export async function measure(benchCase: Case, seconds: number): Promise<Measured> {
   const profiler = new GCProfiler();
   profiler.start();
   const usedBefore = getHeapStatistics().used_heap_size;

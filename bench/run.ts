@@ -32,6 +32,7 @@ import {
   stop,
   tppRequestHeaders,
 } from "./harness.js";
+import { measure, WARMUP_SECONDS } from "./micro.js";
 import type { PresignJob } from "./presign.js";
 import { machineLine, replaceSection } from "./results-file.js";
 import { CAN_PIN } from "./taskset.js";
@@ -146,23 +147,14 @@ Limited ÷ unlimited: memory ${ratio("gateway limited", "gateway unlimited")}, r
  * Issue 15's yardstick, measured in this run: one bare `crypto.verify` RSA-2048/SHA-256 with the
  * KeyObject cached, µs each, over about a second (in this process, between the load runs).
  */
-function bareVerifyMicros(privateKey: KeyObject): number {
+async function bareVerifyMicros(privateKey: KeyObject): Promise<number> {
   const publicKey = createPublicKey(privateKey);
   const data = Buffer.alloc(300, 0x61);
   const signature = sign("sha256", data, privateKey);
-  const once = () => {
-    if (!verify("sha256", data, publicKey, signature)) throw new Error("bench: bare verify failed");
-  };
-  for (let i = 0; i < 200; i++) once();
-  let count = 0;
-  const start = process.hrtime.bigint();
-  let elapsed = 0n;
-  do {
-    for (let i = 0; i < 100; i++) once();
-    count += 100;
-    elapsed = process.hrtime.bigint() - start;
-  } while (elapsed < 1_000_000_000n);
-  return Number(elapsed) / 1000 / count;
+  const bare = { name: "bare verify", run: () => verify("sha256", data, publicKey, signature) };
+  if (!bare.run()) throw new Error("bench: bare verify failed");
+  await measure(bare, WARMUP_SECONDS);
+  return 1e6 / (await measure(bare, 1)).opsPerSecond;
 }
 
 async function main() {
@@ -212,7 +204,7 @@ async function main() {
   const results: Record<string, RunResult[]> = {};
   const verifyMicros: number[] = [];
   for (let round = 0; round < ROUNDS; round++) {
-    verifyMicros.push(bareVerifyMicros(pki.tppA.qseal.privateKey));
+    verifyMicros.push(await bareVerifyMicros(pki.tppA.qseal.privateKey));
     console.error(`bare crypto.verify: ${verifyMicros.at(-1)!.toFixed(1)} µs`);
     for (const method of methods) {
       for (const config of configs) {

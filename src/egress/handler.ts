@@ -244,13 +244,11 @@ class EgressExchange implements ForwardCall {
   addResponseHeaders(headers: Record<string, string | string[]>, status: number): void {
     this.bankStatus = status;
     headers[ORIGIN_HEADER] = "bank";
-    const profile = this.profile!;
-    const unchecked: ResponseSignatureStatus | undefined =
-      profile.responseMode === "off" || !profile.responseVerifier
-        ? "not-checked"
-        : unsignedRefusal(status, headers)
-          ? "unsigned-error"
-          : undefined;
+    const unchecked: ResponseSignatureStatus | undefined = !this.responseInspector
+      ? "not-checked"
+      : unsignedRefusal(status, headers)
+        ? "unsigned-error"
+        : undefined;
     if (unchecked) this.responseSignature = headers[RESPONSE_SIGNATURE_HEADER] = unchecked;
   }
 

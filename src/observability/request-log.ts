@@ -16,7 +16,12 @@ function outcomeOf(event: RequestEvent): "forwarded" | "rejected" | "upstream_er
  */
 const children = new WeakMap<GatewayMetrics, Map<string, Map<string, Map<string, Map<number, ChildSet>>>>>();
 
-function within<K, V>(map: Map<K, V>, key: K, make: () => V): V {
+/** The value under `key`, made and set on first sight (a Map, or the WeakMap keyed by registry). */
+function within<K, V>(
+  map: { get(key: K): V | undefined; set(key: K, value: V): unknown },
+  key: K,
+  make: () => V,
+): V {
   let value = map.get(key);
   if (value === undefined) {
     value = make();
@@ -42,11 +47,7 @@ function childrenFor(
   const found = children.get(metrics)?.get(mode)?.get(routeClass)?.get(outcome)?.get(status);
   if (found) return found;
   // First sight of this combination: made once (no closures on the lookup above).
-  let byMode = children.get(metrics);
-  if (!byMode) {
-    byMode = new Map();
-    children.set(metrics, byMode);
-  }
+  const byMode = within(children, metrics, () => new Map());
   const byOutcome = within(
     within(byMode, mode, () => new Map()),
     routeClass,
