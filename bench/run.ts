@@ -195,7 +195,14 @@ async function main() {
   );
   console.error(`bench: ${headerBytes} bytes of headers per GET`);
 
-  const allConfigs = ["direct", "http-proxy", "http-proxy-keepalive", "undici", "gateway"] as const;
+  const allConfigs = [
+    "direct",
+    "http-proxy",
+    "http-proxy-keepalive",
+    "undici",
+    "undici-verify",
+    "gateway",
+  ] as const;
   const only = process.env.BENCH_CONFIGS?.split(",");
   const configs = only ? allConfigs.filter((c) => only.includes(c)) : allConfigs;
   const methods = (["GET", "POST"] as const).filter(
@@ -231,13 +238,14 @@ async function main() {
 
   const m = (key: string, f: (r: RunResult) => number) => median((results[key] ?? []).map(f));
   const ratio = (a: string, b: string) => (m(a, (r) => r.rps) / m(b, (r) => r.rps)).toFixed(2);
-  const cpuDelta = (method: string) =>
+  const cpuDelta = (method: string, config = "gateway") =>
     (
-      m(`gateway ${method}`, (r) => r.cpuUsPerRequest ?? 0) -
+      m(`${config} ${method}`, (r) => r.cpuUsPerRequest ?? 0) -
       m(`undici ${method}`, (r) => r.cpuUsPerRequest ?? 0)
     ).toFixed(0);
   const verifyUs = median(verifyMicros);
-  const overVerify = (method: string) => (Number(cpuDelta(method)) / verifyUs).toFixed(1);
+  const overVerify = (method: string, config = "gateway") =>
+    (Number(cpuDelta(method, config)) / verifyUs).toFixed(1);
   const heap = (key: string) => {
     const bytes = m(key, (r) => r.heapBytesPerRequest ?? Number.NaN);
     return Number.isNaN(bytes) ? "–" : bytes.toFixed(0);
@@ -248,10 +256,11 @@ async function main() {
         `${key.padEnd(24)} median ${Math.round(m(key, (r) => r.rps))} req/s, ${m(key, (r) => r.cpuUsPerRequest ?? 0).toFixed(0)} µs CPU/req, ${heap(key)} heap B/req`,
       );
     for (const method of methods)
-      if (results[`gateway ${method}`] && results[`undici ${method}`])
-        console.log(
-          `gateway ÷ undici ${method}: ${ratio(`gateway ${method}`, `undici ${method}`)}, CPU over undici ${cpuDelta(method)} µs = ${overVerify(method)}× a bare verify (${verifyUs.toFixed(1)} µs)`,
-        );
+      for (const config of ["undici-verify", "gateway"])
+        if (results[`${config} ${method}`] && results[`undici ${method}`])
+          console.log(
+            `${config} ÷ undici ${method}: ${ratio(`${config} ${method}`, `undici ${method}`)}, CPU over undici ${cpuDelta(method, config)} µs = ${overVerify(method, config)}× a bare verify (${verifyUs.toFixed(1)} µs)`,
+          );
     process.exit(0);
   }
 
@@ -299,6 +308,9 @@ ${rows.join("\n")}
 | gateway ÷ bare http-proxy pass-through | ${ratio("gateway GET", "http-proxy GET")} | ${ratio("gateway POST", "http-proxy POST")} | ≥ 1.5 |
 | verification CPU over bare undici (µs/request) | ${cpuDelta("GET")} | ${cpuDelta("POST")} | – |
 | the same ÷ a bare \`crypto.verify\` of this run (${verifyUs.toFixed(1)} µs, RSA-2048) | ${overVerify("GET")} | ${overVerify("POST")} | ≤ 2 (issue 15) |
+| reference: undici + the least verification (\`undici-verify\`) ÷ bare undici | ${ratio("undici-verify GET", "undici GET")} | ${ratio("undici-verify POST", "undici POST")} | the ceiling of the first row |
+| reference: its CPU over bare undici ÷ the bare verify | ${overVerify("GET", "undici-verify")} | ${overVerify("POST", "undici-verify")} | the floor of the fourth row |
+| gateway ÷ the reference | ${ratio("gateway GET", "undici-verify GET")} | ${ratio("gateway POST", "undici-verify POST")} | – |
 
 Never-seen certificate on every request (GET, ${NEW_CERTS} certificates each used once, ${CONNECTIONS} connections): ${Math.round(unseen.rps)} req/s, ${unseen.cpuUsPerRequest?.toFixed(0)} µs CPU per request, that is ${unseenExtra} µs on top of a cached certificate (goal ≤ 1000 µs); non-2xx ${unseen.non2xx}.
 `;

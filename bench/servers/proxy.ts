@@ -1,12 +1,15 @@
 /**
  * The proxies under test, one per process so that their CPU can be measured apart from the
  * backend's: a bare http-proxy pass-through (the baseline to beat), a bare undici pass-through
- * (the ceiling), and the gateway with full verification. Behind TLS (bench/tls.ts), with the dev
+ * (the ceiling), `undici-verify` (the same plus the least a verifying proxy must do: the reference
+ * build of ../shared/BENCH-ANCHORS.md's "undici + full verification"), and the gateway with full
+ * verification. Behind TLS (bench/tls.ts), with the dev
  * gateway certificate from `pkiDir`: `undici-tls` (bare undici behind Node's https server),
  * `undici-tls-data` (the same with the gateway listener's no-op 'data' listener on each TLS socket,
  * src/ingress/listener.ts), `gateway-tls` and `gateway-mtls` (the QWAC requested, `request`).
  */
 
+import { createHash, type KeyObject, verify, X509Certificate } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
@@ -37,9 +40,11 @@ function tlsMaterial() {
 }
 
 /** Bare undici `Pool.dispatch` pass-through: the request streamed to the backend, the answer streamed back. */
-function undiciPassThrough(backendUrl: string): RequestListener {
+function undiciPassThrough(
+  backendUrl: string,
+): (req: IncomingMessage, res: ServerResponse, body?: Buffer) => void {
   const pool = new Pool(backendUrl, { connections: 128 });
-  return (req: IncomingMessage, res: ServerResponse) => {
+  return (req: IncomingMessage, res: ServerResponse, body?: Buffer) => {
     // Hop-by-hop headers stay on this hop (RFC 9110 7.6.1), as nginx and the gateway drop them: a
     // client's `Connection: close` would otherwise close the pooled backend connection too.
     const { connection: _connection, "keep-alive": _keepAlive, ...headers } = req.headers;
@@ -48,7 +53,7 @@ function undiciPassThrough(backendUrl: string): RequestListener {
         path: req.url ?? "/",
         method: req.method ?? "GET",
         headers: headers as Record<string, string>,
-        body: req.method === "GET" ? null : req,
+        body: body ?? (req.method === "GET" ? null : req),
       },
       {
         onRequestStart() {},
@@ -69,6 +74,70 @@ function undiciPassThrough(backendUrl: string): RequestListener {
   };
 }
 
+/** SHA-256 of zero bytes, as a body-less request's Digest carries it. */
+const EMPTY_DIGEST = `SHA-256=${createHash("sha256").digest("base64")}`;
+const SIGNATURE_PARAM = /(\w+)="([^"]*)"/g;
+
+/**
+ * The verification a proxy cannot do without, and nothing else: Date within the window, Digest
+ * over the body, the Signature header's parameters, the signing string from the listed headers and
+ * one RSA verify with the certificate's public key (kept per certificate header). No trust chain,
+ * register, roles, replay, character policy, metrics or log. What the issue calls "one RSA verify
+ * on top": the same-run ceiling for a gateway that verifies every request.
+ */
+function undiciVerifyingPassThrough(backendUrl: string): RequestListener {
+  const pass = undiciPassThrough(backendUrl);
+  const keys = new Map<string, KeyObject>();
+  const refuse = (res: ServerResponse, why: string) => {
+    res.writeHead(400, { "content-type": "application/json" });
+    res.end(JSON.stringify({ tppMessages: [{ category: "ERROR", code: "SIGNATURE_INVALID", text: why }] }));
+  };
+  const check = (req: IncomingMessage, digest: string): string | undefined => {
+    const h = req.headers;
+    if (Math.abs(Date.parse(h.date ?? "") - Date.now()) > 3_600_000) return "date";
+    if (h.digest !== digest) return "digest";
+    const params: Record<string, string> = {};
+    for (const m of ((h.signature as string | undefined) ?? "").matchAll(SIGNATURE_PARAM))
+      params[m[1]!] = m[2]!;
+    const certificate = (h["tpp-signature-certificate"] as string | undefined) ?? "";
+    let key = keys.get(certificate);
+    if (!key) {
+      key = new X509Certificate(Buffer.from(certificate, "base64")).publicKey;
+      keys.set(certificate, key);
+    }
+    const signingString = (params.headers ?? "")
+      .split(" ")
+      .map((name) =>
+        name === "(request-target)"
+          ? `(request-target): ${req.method!.toLowerCase()} ${req.url}`
+          : `${name}: ${h[name] as string}`,
+      )
+      .join("\n");
+    const ok = verify(
+      "sha256",
+      Buffer.from(signingString, "latin1"),
+      key,
+      Buffer.from(params.signature ?? "", "base64"),
+    );
+    return ok ? undefined : "signature";
+  };
+  return (req, res) => {
+    if (req.method === "GET") {
+      const failed = check(req, EMPTY_DIGEST);
+      return failed ? refuse(res, failed) : pass(req, res);
+    }
+    // The body is read whole to be hashed, then sent on (the anchors' build did the same).
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      const failed = check(req, `SHA-256=${createHash("sha256").update(body).digest("base64")}`);
+      if (failed) return refuse(res, failed);
+      pass(req, res, body);
+    });
+  };
+}
+
 async function main() {
   if (mode === "http-proxy" || mode === "http-proxy-keepalive") {
     // Bare http-proxy as usually deployed opens a connection per request; with a keep-alive agent it is faster.
@@ -80,8 +149,12 @@ async function main() {
     const server = createServer((req, res) => proxy.web(req, res));
     server.keepAliveTimeout = 60_000;
     server.listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
+  } else if (mode === "undici-verify") {
+    const server = createServer(undiciVerifyingPassThrough(backendUrl));
+    server.keepAliveTimeout = 60_000;
+    server.listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
   } else if (mode === "undici" || mode === "undici-tls" || mode === "undici-tls-data") {
-    const listener = undiciPassThrough(backendUrl);
+    const listener: RequestListener = undiciPassThrough(backendUrl);
     const server =
       mode === "undici"
         ? createServer(listener)
