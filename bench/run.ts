@@ -238,14 +238,12 @@ async function main() {
 
   const m = (key: string, f: (r: RunResult) => number) => median((results[key] ?? []).map(f));
   const ratio = (a: string, b: string) => (m(a, (r) => r.rps) / m(b, (r) => r.rps)).toFixed(2);
-  const cpuDelta = (method: string, config = "gateway") =>
-    (
-      m(`${config} ${method}`, (r) => r.cpuUsPerRequest ?? 0) -
-      m(`undici ${method}`, (r) => r.cpuUsPerRequest ?? 0)
-    ).toFixed(0);
+  const cpuOver = (method: string, config = "gateway") =>
+    m(`${config} ${method}`, (r) => r.cpuUsPerRequest ?? 0) -
+    m(`undici ${method}`, (r) => r.cpuUsPerRequest ?? 0);
+  const cpuDelta = (method: string, config = "gateway") => cpuOver(method, config).toFixed(0);
   const verifyUs = median(verifyMicros);
-  const overVerify = (method: string, config = "gateway") =>
-    (Number(cpuDelta(method, config)) / verifyUs).toFixed(1);
+  const overVerify = (method: string, config = "gateway") => (cpuOver(method, config) / verifyUs).toFixed(1);
   const heap = (key: string) => {
     const bytes = m(key, (r) => r.heapBytesPerRequest ?? Number.NaN);
     return Number.isNaN(bytes) ? "–" : bytes.toFixed(0);

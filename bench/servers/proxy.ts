@@ -3,8 +3,8 @@
  * backend's: a bare http-proxy pass-through (the baseline to beat), a bare undici pass-through
  * (the ceiling), `undici-verify` (the same plus the least a verifying proxy must do: the reference
  * build of ../shared/BENCH-ANCHORS.md's "undici + full verification"), and the gateway with full
- * verification. Behind TLS (bench/tls.ts), with the dev
- * gateway certificate from `pkiDir`: `undici-tls` (bare undici behind Node's https server),
+ * verification. Behind TLS (bench/tls.ts), with the dev gateway certificate from `pkiDir`:
+ * `undici-tls` (bare undici behind Node's https server),
  * `undici-tls-data` (the same with the gateway listener's no-op 'data' listener on each TLS socket,
  * src/ingress/listener.ts), `gateway-tls` and `gateway-mtls` (the QWAC requested, `request`).
  */
@@ -149,14 +149,11 @@ async function main() {
     const server = createServer((req, res) => proxy.web(req, res));
     server.keepAliveTimeout = 60_000;
     server.listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
-  } else if (mode === "undici-verify") {
-    const server = createServer(undiciVerifyingPassThrough(backendUrl));
-    server.keepAliveTimeout = 60_000;
-    server.listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
-  } else if (mode === "undici" || mode === "undici-tls" || mode === "undici-tls-data") {
-    const listener: RequestListener = undiciPassThrough(backendUrl);
+  } else if (mode.startsWith("undici")) {
+    const listener: RequestListener =
+      mode === "undici-verify" ? undiciVerifyingPassThrough(backendUrl) : undiciPassThrough(backendUrl);
     const server =
-      mode === "undici"
+      mode === "undici" || mode === "undici-verify"
         ? createServer(listener)
         : createHttpsServer({ ...tlsMaterial(), minVersion: "TLSv1.2" }, listener);
     // What the gateway's TLS listener does for pipelined requests, alone: its cost shows apart.

@@ -1,8 +1,9 @@
 /**
  * Path tricks by the AIS-only TPP B toward the payment routes (%2F, %5C, /./, /../, //, #, %00,
  * case, ;params, double encoding, overlong UTF-8, trailing dots and spaces), signed over exactly
- * the target sent, so only the role check stands between them and the backend. Whatever a backend could resolve to a PSP_PI (or PSP_IC)
- * route must never reach it; anything forwarded must reach the backend exactly as sent.
+ * the target sent, so only the role check stands between them and the backend. Whatever a backend
+ * could resolve to a PSP_PI (or PSP_IC) route must never reach it; anything forwarded must reach
+ * the backend exactly as sent.
  */
 
 import type { Rng } from "../prng.js";
