@@ -17,7 +17,7 @@ export async function freshCertificates(
   /** Two hex digits that start every serial, so the benches' certificates never collide. */
   serialPrefix: string,
 ): Promise<x509.X509Certificate[]> {
-  x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+  x509.cryptoProvider.set(webcrypto as unknown as Crypto);
   const alg = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" };
   const read = (...path: string[]) => readFileSync(join(pkiDir, ...path), "utf8");
   const issuerCert = new x509.X509Certificate(read("trust", "demo-issuing-ca.pem"));

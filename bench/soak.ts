@@ -251,7 +251,7 @@ class Signers {
         this.refill();
         for (const wake of this.waiters.splice(0)) wake();
       });
-      w.on("error", (error) => {
+      w.on("error", (error: Error) => {
         this.failure = error;
         for (const wake of this.waiters.splice(0)) wake();
       });

@@ -1,62 +1,19 @@
 #!/usr/bin/env node
-/** The command line: picks the command and hands over to its file in cli/. */
+/**
+ * The command line's entry: on a supported runtime it runs the command (cli/main.ts); on an older
+ * one it hands over to the Node that `npm ci` installed, or says what to install (src/runtime.ts).
+ */
 
-import { certsCommand } from "./cli/certs.js";
-import { type Command, runCommand, USAGE_ERROR } from "./cli/command.js";
-import { demoCommand } from "./cli/demo.js";
-import { healthCommand } from "./cli/health.js";
-import { sandboxCommand } from "./cli/sandbox.js";
-import { signCommand } from "./cli/sign.js";
-import { startCommand } from "./cli/start.js";
-import { trustCommand } from "./cli/trust.js";
-import { verifyCommand } from "./cli/verify.js";
-import { ConfigError } from "./config/load.js";
+import { bundledNode, handOver, MINIMUM_NODE_MAJOR, nodeMajor, unsupportedRuntime } from "./runtime.js";
 
-// biome-ignore lint/suspicious/noExplicitAny: each command has its own option types
-const COMMANDS: readonly Command<any>[] = [
-  startCommand,
-  certsCommand,
-  signCommand,
-  verifyCommand,
-  demoCommand,
-  sandboxCommand,
-  healthCommand,
-  trustCommand,
-];
-
-function usage(): string {
-  const width = Math.max(...COMMANDS.map((c) => c.name.length));
-  return `psd2-gateway <command> [options]
-
-commands:
-${COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`).join("\n")}
-
-psd2-gateway <command> --help   explains a command and its options
-`;
-}
-
-async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
-  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
-    console.log(usage());
-    return name === undefined ? USAGE_ERROR : 0;
-  }
-  const command = COMMANDS.find((c) => c.name === name);
-  if (!command) {
-    console.error(`psd2-gateway: unknown command '${name}'; see psd2-gateway --help`);
-    return USAGE_ERROR;
-  }
-  return runCommand(command, rest);
-}
-
-main(process.argv.slice(2)).then(
-  (code) => {
-    if (code >= 0) process.exitCode = code;
-  },
-  (error: unknown) => {
-    console.error(
-      error instanceof ConfigError ? error.message : `psd2-gateway: ${(error as Error).message ?? error}`,
-    );
+if (nodeMajor() >= MINIMUM_NODE_MAJOR) {
+  const { main } = await import("./cli/main.js");
+  main(process.argv.slice(2));
+} else {
+  const binary = bundledNode();
+  if (binary) handOver(binary);
+  else {
+    console.error(unsupportedRuntime());
     process.exitCode = 1;
-  },
-);
+  }
+}

@@ -13,7 +13,7 @@ import { encodeQcStatements, type Psd2Role, type QcTypeName } from "../eidas/ind
 import { ebaRegisterDocument, ebaRegisterZip } from "./dev-eba-register.js";
 import { writeDevTrustedLists } from "./dev-trusted-lists.js";
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 const RSA = {
   name: "RSASSA-PKCS1-v1_5",

@@ -21,7 +21,7 @@ import {
 } from "../eidas/trusted-list.js";
 import type { DevPki } from "./dev-pki.js";
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 const DAY = 24 * 3600 * 1000;
 const RSA = {

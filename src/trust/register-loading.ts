@@ -142,7 +142,7 @@ function inWorker(request: WorkerRequest, timeoutMs: number): Promise<Success> {
     worker.once("message", (reply: WorkerReply) =>
       reply.ok ? finish(undefined, reply) : finish(new Error(reply.error)),
     );
-    worker.once("error", (error) => finish(new Error(`register worker failed: ${error.message}`)));
+    worker.once("error", (error: Error) => finish(new Error(`register worker failed: ${error.message}`)));
     worker.once("exit", (code) =>
       finish(new Error(`register worker exited with code ${code} before answering`)),
     );

@@ -11,7 +11,7 @@ import type { DevPki, IssuedCertificate } from "../../src/cli/dev-pki.js";
 import { encodeQcStatements } from "../../src/eidas/index.js";
 import { RequestSigner } from "../../src/signature/index.js";
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 export type TppName = "A" | "B" | "EC" | "expired" | "revoked" | "unregistered" | "untrusted";
 

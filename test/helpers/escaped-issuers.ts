@@ -10,7 +10,7 @@ import { createPrivateKey, type KeyObject, webcrypto } from "node:crypto";
 import * as x509 from "@peculiar/x509";
 import { encodeQcStatements, type Psd2Role } from "../../src/eidas/index.js";
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 const RSA = {
   name: "RSASSA-PKCS1-v1_5",

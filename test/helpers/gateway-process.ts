@@ -21,7 +21,7 @@ import { stringify as toYaml } from "yaml";
 import type { DevPki } from "../../src/cli/dev-pki.js";
 import type { PreparedCall } from "./gateway-fixture.js";
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 

@@ -4,7 +4,7 @@ import { createPublicKey, type KeyObject, webcrypto } from "node:crypto";
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 export interface SelfSigned {
   readonly der: Uint8Array;

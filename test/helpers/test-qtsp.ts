@@ -15,7 +15,7 @@ import { type DevPki, generateDevPki, QTSP_PATHS } from "../../src/cli/dev-pki.j
 import type { CertificateStatus } from "../../src/qtsp/ocsp-responder.js";
 import { type QtspServer, type QtspServerOptions, startQtspServer } from "../../src/qtsp/server.js";
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 /** A port nothing listens on right now (the OS's next free one). */
 export async function freePort(): Promise<number> {

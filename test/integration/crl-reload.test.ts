@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import { signedCall, testPki } from "../helpers/gateway-fixture.js";
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 describe("a new CRL dropped into the trust folder", () => {
   const env = useGatewayAndBackend({ config: { reload: { pollSeconds: 0.2 } } });

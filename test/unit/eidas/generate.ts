@@ -11,7 +11,7 @@ import { readCertificateFields } from "../../../src/asn1/certificate.js";
 import { children, readNode, TAG, whole } from "../../../src/asn1/der.js";
 import { encodeBitString, encodeSequence, encodeTlv } from "../../../src/asn1/writer.js";
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 export type KeyKind = "rsa" | "ec";
 

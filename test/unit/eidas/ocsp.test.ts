@@ -40,7 +40,7 @@ import {
 import { encodeTlvTree, mutateTree, mutationsArbitrary, parseTlv } from "../../helpers/der-mutation.js";
 import { named } from "../../helpers/named-rows.js";
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;

@@ -35,7 +35,7 @@ import { isRejection } from "../../../src/errors.js";
 import { encodeTlvTree, mutateTree, mutationsArbitrary, parseTlv } from "../../helpers/der-mutation.js";
 import { named } from "../../helpers/named-rows.js";
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 const AIA = "1.3.6.1.5.5.7.1.1";
 const CDP = "2.5.29.31";

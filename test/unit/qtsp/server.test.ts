@@ -16,7 +16,7 @@ import type { CertificateStatus } from "../../../src/qtsp/ocsp-responder.js";
 import { type QtspServer, startQtspServer } from "../../../src/qtsp/server.js";
 import { named } from "../../helpers/named-rows.js";
 
-x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
+x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 const EC = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 const DAY = 86_400_000;
