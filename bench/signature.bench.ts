@@ -3,9 +3,10 @@
  * in one process, against the bare node:crypto calls they wrap (BENCH-ANCHORS.md: about 25 µs
  * per RSA-2048 verify, 31.6 µs for a naive whole path with a cached certificate).
  *
- * Material: the adorsys QSealC from the shared interop corpus and its RSA-2048 private key, so
- * that the TPP-Signature-Certificate header has a real size and the issuer a real DN. The request
- * is a Berlin Group POST with about 2.9 KB of headers, 6 of them signed, and a 1 KiB body.
+ * Material: the adorsys QSealC from the interop corpus (test/fixtures/interop) and its RSA-2048
+ * private key, so that the TPP-Signature-Certificate header has a real size and the issuer a real
+ * DN. The request is a Berlin Group POST with about 2.9 KB of headers, 6 of them signed, and a
+ * 1 KiB body.
  *
  * Harness (bench/micro.ts): each case warms up, then runs for BENCH_SECONDS (default 1) per round;
  * rounds are interleaved across cases (3 by default, BENCH_ROUNDS) and the median is reported.

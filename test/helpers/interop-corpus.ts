@@ -1,6 +1,6 @@
 /**
- * The shared interop corpus (/work/shared/interop, beside the repository checkout): read in place,
- * never copied into the repository. Each loader narrows the JSON into the fields the tests use.
+ * The interop corpus in test/fixtures/interop (its README says where each file comes from and on
+ * what terms). Each loader narrows the JSON into the fields the tests use.
  */
 
 import { readFileSync } from "node:fs";
@@ -18,8 +18,8 @@ import {
   stringField,
 } from "./json-narrowing.js";
 
-/** test/helpers → test → repository → the folder holding `shared/`. */
-export const INTEROP_DIR = new URL("../../../shared/interop/", import.meta.url);
+/** The one place that knows where the corpus lives, relative to this file: nothing outside the checkout. */
+export const INTEROP_DIR = new URL("../fixtures/interop/", import.meta.url);
 
 export function interopPath(relative: string): string {
   return fileURLToPath(new URL(relative, INTEROP_DIR));

@@ -1,7 +1,7 @@
 /**
  * Issue 12, second half: the egress signer, built as the default bank profile builds it (a minimal
  * egress config through the real schema, then signerForProfile, which loadProfile calls), against
- * the public vectors in ../shared/interop, read in place.
+ * the public vectors in test/fixtures/interop.
  *
  * - draft-cavage Appendix C: with the Test key, the default profile's rules and the vector's header
  *   list (set through the profile's `headers` option: no vector's list is the default's), the

@@ -23,8 +23,9 @@ import {
 import { decodeQcStatements, PSD2_ROLE_OID, QC_STATEMENT } from "../../../src/eidas/qcstatements.js";
 import { isRejection, type Rejection } from "../../../src/errors.js";
 import { encodeTlvTree, mutateTree, mutationsArbitrary, parseTlv } from "../../helpers/der-mutation.js";
+import { INTEROP_DIR } from "../../helpers/interop-corpus.js";
 
-const CERTS = new URL("../../../../shared/interop/certs/", import.meta.url);
+const CERTS = new URL("certs/", INTEROP_DIR);
 const REAL = [
   "ext-ing-sandbox-qsealc.pem",
   "ext-microsec-eszigno-test-psd2.pem",

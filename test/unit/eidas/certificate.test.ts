@@ -28,11 +28,10 @@ import {
 } from "../../../src/eidas/qcstatements.js";
 import { isRejection, type Rejection } from "../../../src/errors.js";
 import { dnStringMatches } from "../../../src/x500/name.js";
+import { INTEROP_DIR } from "../../helpers/interop-corpus.js";
 import { type JsonName, makeCertificate, resign, toPem, withSerialContent } from "./generate.js";
 
-// The shared interop corpus sits beside the checkout: read it there, never copy it in.
-const INTEROP = new URL("../../../../shared/interop/", import.meta.url);
-const CERTS = new URL("certs/", INTEROP);
+const CERTS = new URL("certs/", INTEROP_DIR);
 
 interface ExpectedRole {
   oid: string;
@@ -252,7 +251,7 @@ describe("decodeCertificateHeader accepts the forms certificates arrive in", () 
   });
 
   it("accepts the variants recorded from adorsys' tests (berlin-group-examples.json)", () => {
-    const examples = JSON.parse(readFileSync(new URL("berlin-group-examples.json", INTEROP), "utf8")) as {
+    const examples = JSON.parse(readFileSync(new URL("berlin-group-examples.json", INTEROP_DIR), "utf8")) as {
       examples: { tppSignatureCertificateVariants?: { form: string; value: string }[] }[];
     };
     const variants = examples.examples.flatMap((e) => e.tppSignatureCertificateVariants ?? []);
@@ -322,7 +321,7 @@ describe("decodeCertificateHeader refuses what is not one certificate", () => {
   });
 
   it("refuses the garbage certificate of berlin-group-examples.json", () => {
-    const examples = JSON.parse(readFileSync(new URL("berlin-group-examples.json", INTEROP), "utf8")) as {
+    const examples = JSON.parse(readFileSync(new URL("berlin-group-examples.json", INTEROP_DIR), "utf8")) as {
       examples: { negativeCases?: { id: string; tppSignatureCertificate?: string }[] }[];
     };
     const garbage = examples.examples

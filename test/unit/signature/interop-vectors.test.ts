@@ -1,5 +1,5 @@
 /**
- * The shared interop corpus (../shared/interop): the draft-cavage Appendix C vectors and signed
+ * The interop corpus (test/fixtures/interop): the draft-cavage Appendix C vectors and signed
  * Berlin Group requests recorded from other implementations. Our library must build the same
  * signing strings, verify exactly what really verifies, and refuse the published errata and the
  * negative cases.
