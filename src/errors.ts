@@ -29,7 +29,7 @@ export const ERROR_CODES = [
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /**
- * `spec` answers every verification failure with 400, as SPEC.md section 7 says.
+ * `spec` answers every verification failure with 400, as SPEC 7 says.
  * `berlin-group` answers certificate, signature and role failures with 401, as most
  * NextGenPSD2 implementations do.
  */

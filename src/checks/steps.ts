@@ -1,6 +1,6 @@
 /**
- * The named checks of a TPP request (DESIGN.md), in order: cheap first, cached work before fresh
- * work, crypto last. Ingress runs this list on every request; `psd2-gateway verify` runs the same
+ * The named checks of a TPP request, in order: cheap first, cached work before fresh work,
+ * crypto last. Ingress runs this list on every request; `psd2-gateway verify` runs the same
  * list in explain mode. Each step reads the context and either goes on or returns a Rejection.
  */
 

@@ -551,7 +551,7 @@ const signedHeaderName = z
 /** SPEC 5.5: `(request-target)` and every eligible header present. */
 export const DEFAULT_SIGNED_HEADERS = ["(request-target)", ...ELIGIBLE_HEADERS];
 
-/** How one bank wants requests signed (BANK-QUIRKS.md); every default is SPEC 5. */
+/** How one bank wants requests signed (real banks' verifiers differ); every default is SPEC 5. */
 const signingRules = z
   .object({
     /** Signing order; each is signed when the request carries it, (request-target) always. */

@@ -6,9 +6,10 @@
  *
  * Why the repository's own DER reader (src/asn1) and not @peculiar/x509: the first sight of a new
  * certificate is on the hot path, and @peculiar/x509's schema-driven parse costs about 650 µs a
- * certificate against about 150 µs for Node's crypto.X509Certificate (BENCH-ANCHORS.md). One
- * walk with the DER reader, KeyObject included, measured 30–70 µs on the interop certificates
- * where X509Certificate took 125–160 µs and @peculiar/x509 230–850 µs (same run, same machine).
+ * certificate against about 150 µs for Node's crypto.X509Certificate (the 2026-11-22 anchor
+ * measurements). One walk with the DER reader, KeyObject included, measured 30–70 µs on the interop
+ * certificates where X509Certificate took 125–160 µs and @peculiar/x509 230–850 µs (same run, same
+ * machine).
  * @peculiar/x509 knows none of the
  * ETSI statements either, so that ASN.1 — with the tolerance for the malformed forms real QTSPs
  * issued (a bare QCStatement, flat RolesOfPSP) — is written here in any case

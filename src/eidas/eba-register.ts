@@ -1,8 +1,8 @@
 /**
- * The EBA PSD2 register (TRUST-SOURCES.md section 2) mapped to register entries. Pure: the JSON
- * comes in already parsed, entries and counts go out. The file is published by the EBA but fed
- * by 30 national authorities, so every entity is read defensively: an entity that is not a PSD2
- * TPP, or lacks what the organizationIdentifier needs, is skipped and counted, never fatal.
+ * The EBA PSD2 register mapped to register entries. Pure: the JSON comes in already parsed,
+ * entries and counts go out. The file is published by the EBA but fed by 30 national
+ * authorities, so every entity is read defensively: an entity that is not a PSD2 TPP, or lacks
+ * what the organizationIdentifier needs, is skipped and counted, never fatal.
  *
  * organizationIdentifier (ETSI TS 119 495 5.2.1) = `PSD` + country + `-` + NCA id + `-` + the
  * NCA's reference (`ENT_NAT_REF_COD`) with spaces and dashes removed. Country and NCA id come from

@@ -23,7 +23,7 @@ export function keyIdTargetFromDer(der: Uint8Array): KeyIdTarget {
 
 /**
  * How a signer writes its keyId. SPEC 5.3 is upper-case hex and RFC 2253; banks' verifiers that
- * compare the keyId as text want other spellings (BANK-QUIRKS.md: lower-case hex, Java's `, `
+ * compare the keyId as text want other spellings (met in the field: lower-case hex, Java's `, `
  * between RDNs, spaces as `%20`).
  */
 export interface KeyIdSpelling {

@@ -2,7 +2,7 @@
  * The fuzz harness: a real ingress gateway process over TLS on loopback in front of a recording
  * backend, with response signing on (the bank's QSealC), and — for egress families — an egress
  * gateway process on plain HTTP in front of a second recording backend (egress.ts); hostile
- * traffic from seeded families, and the invariants (DESIGN.md, issues 11 and 12) checked on every
+ * traffic from seeded families, and the invariants (issues 11 and 12) checked on every
  * exchange and once more over each backend's whole record at the end. Ingress:
  *
  * - nothing the gateway refused reached the backend;

@@ -54,7 +54,7 @@ export function toIngress(pki: DevPki, url: string) {
   };
 }
 
-/** Java-style signing rules (BANK-QUIRKS): lower-hex serial, ", " and %20 in the keyId, SHA256withRSA, sha-256=. */
+/** Java-style signing rules: lower-hex serial, ", " and %20 in the keyId, SHA256withRSA, sha-256=. */
 export const JAVA_STYLE_SIGNING = {
   headers: ["date", "digest", "x-request-id", "psu-id", "tpp-redirect-uri"],
   algorithmToken: "SHA256withRSA",

@@ -52,7 +52,7 @@ const MAPPED: readonly {
     },
   },
   {
-    name: "reference with a space (TRUST-SOURCES example)",
+    name: "reference with a space (C 102960 → C102960)",
     entity: entity({ owner: "MT_MFSA", reference: "C 102960" }),
     expected: { organizationIdentifier: "PSDMT-MFSA-C102960" },
   },
