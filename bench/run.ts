@@ -1,9 +1,10 @@
 /**
- * `npm run bench`: gateway throughput against its baselines, all in one run (BENCH-ANCHORS.md
- * method): the servers (backend and proxy, separate processes) pinned to core 0, autocannon on
- * core 1, 50 connections, realistic signed requests with about 2.9 KB of headers and unique
- * X-Request-IDs (so replay protection stays on), GET and a 1 KiB POST, plus a run where every
- * request carries a certificate the gateway has never seen. Results go to bench/RESULTS.md.
+ * `npm run bench`: gateway throughput against its baselines, all in one run (as the 2026-11-22
+ * anchor measurements were made): the servers (backend and proxy, separate processes) pinned to
+ * core 0, autocannon on core 1, 50 connections, realistic signed requests with about 2.9 KB of
+ * headers and unique X-Request-IDs (so replay protection stays on), GET and a 1 KiB POST, plus a
+ * run where every request carries a certificate the gateway has never seen. Results go to
+ * bench/RESULTS.md.
  *
  * Environment: BENCH_SECONDS (default 5), BENCH_ROUNDS (default 1; the anchors used 3),
  * BENCH_POOL (presigned requests per method, default 50000), BENCH_NEW_CERTS (default 2000).

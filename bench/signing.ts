@@ -1,6 +1,6 @@
 /**
  * `npm run bench:signing` (issue 12): what signing costs the gateway, against the machine's limit,
- * all in one run, rounds interleaved, medians (BENCH-ANCHORS.md method):
+ * all in one run, rounds interleaved, medians (as the 2026-11-22 anchor measurements were made):
  * 1. the limit: bare `crypto.sign` RSA-2048/SHA-256 on every core, async on libuv's pool and in
  *    one worker thread per core (the higher is the machine's limit);
  * 2. egress: an egress gateway signing every request (GET and a 1 KiB POST) to a local backend;

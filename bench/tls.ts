@@ -1,10 +1,10 @@
 /**
  * `npm run bench:tls` (issue 15, "behind TLS, as banks run it"): the gateway terminating TLS itself
  * against nginx terminating the same TLS as a pure pass-through and against bare undici behind
- * Node's TLS, all in one run, rounds interleaved (the order rotated each round), medians
- * (BENCH-ANCHORS.md method). Servers (backend and the server under test, separate processes) pinned
- * to core 0, the clients to core 1. Every request is bench/run.ts's signed GET by TPP A (presigned,
- * each with its own X-Request-ID).
+ * Node's TLS, all in one run, rounds interleaved (the order rotated each round), medians (as the
+ * 2026-11-22 anchor measurements were made). Servers (backend and the server under test, separate
+ * processes) pinned to core 0, the clients to core 1. Every request is bench/run.ts's signed GET by
+ * TPP A (presigned, each with its own X-Request-ID).
  *
  * 1. Keep-alive: autocannon over https (the dev CA; it presents TPP A's QWAC to the mTLS gateway),
  *    50 connections, against nginx, bare undici and the gateway, each over plain HTTP and TLS, the

@@ -1,7 +1,7 @@
 /**
  * `npm run bench:trust`: what live revocation (commit f39ccfb: OCSP to the certificate's AIA
- * responder, then CRLs, cached) costs, all in one run, rounds interleaved, medians (BENCH-ANCHORS.md
- * method):
+ * responder, then CRLs, cached) costs, all in one run, rounds interleaved, medians (as the
+ * 2026-11-22 anchor measurements were made):
  * (a) cached requests: the gateway at HEAD with live trust (revocation ocsp-crl against a loopback
  *     QTSP whose URLs the TPP certificates carry) against the gateway as it was before (commit
  *     e5be47b, local CRL files), each a compiled build in a git worktree and a process of its own,

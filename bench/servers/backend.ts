@@ -1,4 +1,4 @@
-/** The benchmark's backend: answers every request with 313 bytes of JSON, like BENCH-ANCHORS.md's. */
+/** The benchmark's backend: answers every request with 313 bytes of JSON, as in the 2026-11-22 anchors. */
 
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -2,7 +2,7 @@
  * The proxies under test, one per process so that their CPU can be measured apart from the
  * backend's: a bare http-proxy pass-through (the baseline to beat), a bare undici pass-through
  * (the ceiling), `undici-verify` (the same plus the least a verifying proxy must do: the reference
- * build of ../shared/BENCH-ANCHORS.md's "undici + full verification"), and the gateway with full
+ * build of the 2026-11-22 anchor measurements' "undici + full verification"), and the gateway with full
  * verification. Behind TLS (bench/tls.ts), with the dev gateway certificate from `pkiDir`:
  * `undici-tls` (bare undici behind Node's https server),
  * `undici-tls-data` (the same with the gateway listener's no-op 'data' listener on each TLS socket,
