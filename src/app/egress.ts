@@ -18,11 +18,14 @@ import {
 } from "../egress/index.js";
 import type { EgressEvent } from "../events.js";
 import { Backend } from "../forward/backend.js";
+import { guardConnections, TIMEOUT_CHECK_INTERVAL_MS } from "../listener/guard.js";
 import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
+import { connectionLimitMetrics } from "../observability/connection-limits.js";
 import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
 import type { Logger } from "../observability/logger.js";
 import { responseVerifierForProfile, signerForProfile } from "./bank-profile.js";
 import { type CertificateSummary, summaryOf } from "./certificate-summary.js";
+import { connectionLimitsOf } from "./connection-limits.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { drain, Started } from "./started.js";
 
@@ -88,9 +91,16 @@ export async function startEgressGateway(
     const metrics = new EgressMetrics(certificates, now);
     const modes = new Map(profiles.map((p) => [p.name, p.responseMode]));
 
-    const server = createServer({ requireHostHeader: false });
-    server.requestTimeout = config.listen.requestTimeoutSeconds * 1000;
-    server.keepAliveTimeout = config.listen.keepAliveTimeoutSeconds * 1000;
+    const limits = connectionLimitsOf(config.listen, deps.clusterWorker ? config.workers : 1);
+    const server = createServer({
+      requireHostHeader: false,
+      // Node checks these two together at creation; the guard keeps them and the rest.
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
+    });
+    const guard = guardConnections(server, limits, false);
+    guard.observe(connectionLimitMetrics(metrics.registry, "psd2_gateway_egress_", guard.open, logger, now));
     const readiness = async (): Promise<ReadinessCheck> => {
       const checks = {
         listener: { ok: server.listening && !draining, ...(draining ? { detail: "draining" } : {}) },

@@ -28,6 +28,7 @@ import { createIngressHandler } from "../ingress/handler.js";
 import { type Listener, startListener } from "../ingress/listener.js";
 import { type LimitStore, UnattendedAccessPolicy } from "../limits/index.js";
 import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
+import { connectionLimitMetrics } from "../observability/connection-limits.js";
 import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
 import { recordRequest } from "../observability/request-log.js";
@@ -36,8 +37,10 @@ import type { RegisterSource } from "../trust/register-sources.js";
 import type { TrustSourceStatus } from "../trust/source-status.js";
 import { loadTrustMaterial, type TrustMaterial } from "../trust/trust-material.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
+import { connectionLimitsOf } from "./connection-limits.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
+import { forwardedHeaderNames } from "./forwarded-headers.js";
 import { startLiveRevocation, startTrustedLists } from "./live-trust.js";
 import { startRegister } from "./register.js";
 import { drain, Started } from "./started.js";
@@ -97,8 +100,7 @@ export async function startIngressGateway(
     port: config.listen.port,
     ...(config.listen.tls ? { tls: config.listen.tls } : {}),
     requestClientCertificate: config.listen.clientCertificate !== "none",
-    requestTimeoutMs: config.listen.requestTimeoutSeconds * 1000,
-    keepAliveTimeoutMs: config.listen.keepAliveTimeoutSeconds * 1000,
+    limits: connectionLimitsOf(config.listen, deps.clusterWorker ? config.workers : 1),
   });
   started.add(() => drain(listener.server, 0));
 
@@ -144,6 +146,9 @@ export async function startIngressGateway(
     // 2. Everything else.
     components = await startComponents(config, deps, started, () => draining);
     metrics = components.metrics;
+    listener.guard.observe(
+      connectionLimitMetrics(metrics.registry, "psd2_gateway_", listener.guard.open, logger, now),
+    );
     listener.serve(components.handler);
     if (deps.clusterWorker) {
       // Constructing one installs prom-client's listener that answers the primary's metric requests.
@@ -373,6 +378,7 @@ async function startComponents(
     storeFailOpen: config.store.failOpen,
     onStoreError,
     onReplayRefused: () => metrics.replayRefusals.inc(),
+    overrideHeaders: verification.overrideHeaders,
     ...(unattended ? { unattended } : {}),
   };
   const responseSigner = signing && qseal ? responseSignerFrom(signing, qseal) : undefined;
@@ -387,6 +393,7 @@ async function startComponents(
     characterPolicy: verification.characterPolicy,
     trustedProxies: new Set(config.listen.trustedProxies),
     clientCertificateHeader: config.listen.clientCertificateHeader,
+    forwardedHeaders: forwardedHeaderNames(config.backend.forwardedHeaders),
     draining,
     onStoreError,
     onRequest: (event) => {

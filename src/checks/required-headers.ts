@@ -1,6 +1,7 @@
 /** Step 1: the headers every TPP request must carry (SPEC 4 General, 5.2, 5.9) and JSON bodies only (SPEC 1.3). */
 
 import type { IncomingHttpHeaders } from "node:http";
+import { isIP } from "node:net";
 import { type Rejection, reject } from "../errors.js";
 import { Kept } from "../kept.js";
 
@@ -42,6 +43,15 @@ export function checkRequiredHeaders(
     if (!isAbsoluteUri(redirect)) {
       return reject("FORMAT_ERROR", `TPP-Redirect-URI '${redirect.slice(0, 100)}' is not an absolute URI`);
     }
+  }
+  // Its presence marks the PSU as present, lifting the unattended limit (SPEC 8): an empty or
+  // made-up value must not do that.
+  const psuIp = single(headers["psu-ip-address"]);
+  if (psuIp !== undefined && isIP(psuIp) === 0) {
+    return reject(
+      "FORMAT_ERROR",
+      `PSU-IP-Address '${psuIp.slice(0, 64)}' is not an IP address; send the PSU's IPv4 or IPv6 address, or no PSU-IP-Address when the PSU is not present (SPEC 8)`,
+    );
   }
   if (headers.signature === undefined) {
     return reject(

@@ -27,6 +27,7 @@ import {
 } from "../signature/index.js";
 import { type CharacterPolicy, checkHeaderCharacters } from "./characters.js";
 import type { CheckContext, TrustedCertificate } from "./context.js";
+import { overrideChecker } from "./overrides.js";
 import { checkRequiredHeaders, hasBody } from "./required-headers.js";
 import { ambiguousPath, underPrefix } from "./routes.js";
 import type { MaybePromise, Step, StepResult } from "./runner.js";
@@ -70,6 +71,8 @@ export interface CheckOptions {
   readonly onReplayRefused?: () => void;
   /** The unattended-access limit (SPEC 8); none when switched off. */
   readonly unattended?: UnattendedAccessPolicy;
+  /** A bank's own path or method override headers, refused besides the well-known ones. */
+  readonly overrideHeaders?: readonly string[];
 }
 
 const EMPTY_SHA256 = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
@@ -129,6 +132,7 @@ const certificateOf = (c: CheckContext) => c.certificate!;
 /** The ordered list of named checks, built once from the options. */
 export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   const dateOptions = { toleranceMs: options.dateToleranceMs };
+  const refuseOverrides = overrideChecker(options.overrideHeaders);
   const steps: Step<CheckContext>[] = [
     {
       // Only origin-form targets (a path): an absolute URL would route past the role table. And
@@ -168,6 +172,11 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
         }
         return undefined;
       },
+    },
+    {
+      // Headers that make the backend serve another path or method than the one checked.
+      name: "override-headers",
+      run: (c) => refuseOverrides(c.headers, c.target),
     },
     {
       // Only 100-continue is understood (Node's own test); the listener hands the rest over here

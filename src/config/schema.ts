@@ -33,6 +33,35 @@ const tlsServer = z
   })
   .strict();
 
+/**
+ * A listener's caps and timeouts (src/listener/guard.ts), as nginx and Envoy have them: every one
+ * bounds what a client can hold without sending a request; none cuts a request being served.
+ */
+const connectionLimits = (defaults: { maxConnections: number; maxConnectionsPerAddress: number }) => ({
+  /** Open connections in all, for the whole gateway (with `workers: N`, each worker takes its share). */
+  maxConnections: z.number().int().positive().default(defaults.maxConnections),
+  /** Open connections from one client address (the TCP peer), shared among workers likewise. */
+  maxConnectionsPerAddress: z.number().int().positive().default(defaults.maxConnectionsPerAddress),
+  /** From accept to a finished TLS handshake. */
+  tlsHandshakeTimeoutSeconds: seconds(10),
+  /** A connection that sends nothing this long before its first request is closed. */
+  idleTimeoutSeconds: seconds(15),
+  /** From the first byte of a request to the end of its head. */
+  headersTimeoutSeconds: seconds(10),
+  /** From the first byte of a request to the end of its body. */
+  requestTimeoutSeconds: seconds(30),
+  /** Idle between requests on a keep-alive connection. */
+  keepAliveTimeoutSeconds: seconds(65),
+});
+
+/** Node refuses a headers timeout longer than the request timeout it is part of. */
+const headersWithinRequest = (l: { headersTimeoutSeconds: number; requestTimeoutSeconds: number }) =>
+  l.headersTimeoutSeconds <= l.requestTimeoutSeconds;
+const HEADERS_WITHIN_REQUEST = {
+  message: "headersTimeoutSeconds must not be longer than requestTimeoutSeconds",
+  path: ["headersTimeoutSeconds"],
+};
+
 const listen = z
   .object({
     host: z.string().default("127.0.0.1"),
@@ -49,10 +78,12 @@ const listen = z
     trustedProxies: z.array(z.string()).default([]),
     /** Header a TLS-terminating proxy puts the URL-encoded client PEM in (nginx, RFC 9440 style). */
     clientCertificateHeader: headerName.default("x-ssl-client-cert"),
-    requestTimeoutSeconds: seconds(30),
-    keepAliveTimeoutSeconds: seconds(65),
+    ...connectionLimits({ maxConnections: 8192, maxConnectionsPerAddress: 256 }),
   })
-  .strict();
+  .strict()
+  .refine(headersWithinRequest, HEADERS_WITHIN_REQUEST);
+
+const forwardedName = (name: string) => z.union([headerName, z.literal(false)]).default(name);
 
 const backend = z
   .object({
@@ -63,6 +94,22 @@ const backend = z
     key: path.optional(),
     timeoutSeconds: seconds(30),
     connections: z.number().int().positive().default(128),
+    /**
+     * The forwarding headers the gateway writes from what it saw (a header name, or false for
+     * none). A client's own are always removed; a peer in listen.trustedProxies is believed.
+     */
+    forwardedHeaders: z
+      .object({
+        forwarded: forwardedName("forwarded"),
+        for: forwardedName("x-forwarded-for"),
+        proto: forwardedName("x-forwarded-proto"),
+        host: forwardedName("x-forwarded-host"),
+        port: forwardedName("x-forwarded-port"),
+        prefix: forwardedName("x-forwarded-prefix"),
+        realIp: forwardedName("x-real-ip"),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict();
 
@@ -129,6 +176,11 @@ const verification = z
       .default([...DEFAULT_REDIRECT_URI_OPTIONAL_PREFIXES]),
     characterPolicy: characterPolicy.prefault({}),
     roles: z.array(routeRole).default(DEFAULT_ROLE_ROUTES),
+    /**
+     * Path or method override headers of the bank's own systems, refused (400) besides the
+     * well-known ones (X-Original-URL, X-Rewrite-URL, X-HTTP-Method-Override, …: src/checks/overrides.ts).
+     */
+    overrideHeaders: z.array(headerName).default([]),
   })
   .strict();
 
@@ -673,10 +725,11 @@ export const egressConfigSchema = z
         port: z.number().int().min(0).max(65535).default(8090),
         /** A Unix socket instead of host and port. */
         socket: path.optional(),
-        requestTimeoutSeconds: seconds(30),
-        keepAliveTimeoutSeconds: seconds(65),
+        // The application's own connections, from loopback or a Unix socket: one address.
+        ...connectionLimits({ maxConnections: 4096, maxConnectionsPerAddress: 4096 }),
       })
       .strict()
+      .refine(headersWithinRequest, HEADERS_WITHIN_REQUEST)
       .prefault({}),
     /** A request body larger than this is refused with 413 before anything is signed or sent. */
     maxBodyBytes: z

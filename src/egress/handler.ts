@@ -46,6 +46,8 @@ export interface EgressHandlerOptions {
 
 const GATEWAY_ORIGIN = { [ORIGIN_HEADER]: "gateway" } as const;
 const NO_BODY = Buffer.alloc(0);
+/** The access line's step when the application went away before its request was sent. */
+const APPLICATION_GONE_STEP = "application-gone";
 /** The step name of a bank's response withheld under `enforce` (access line). */
 const RESPONSE_SIGNATURE_STEP = "response-signature";
 
@@ -78,6 +80,8 @@ class EgressExchange implements ForwardCall {
   private signingMs: number | undefined;
   private responseSignature: ResponseSignatureStatus | undefined;
   private responseProblem: string | undefined;
+  /** Why the gateway answered itself, when a named step decided it (access line, metrics). */
+  private step: string | undefined;
   /** The status the bank answered with. */
   private bankStatus = 0;
   readonly method: string;
@@ -122,6 +126,7 @@ class EgressExchange implements ForwardCall {
     const sendsBody = hasBody(req.headers);
     const body = sendsBody ? await this.readBody(profile) : NO_BODY;
     if (body === undefined) return;
+    if (this.applicationGone()) return this.notSent(profile);
 
     const headers = upstreamRequestHeaders(req.headers, profile.gatewayHeaders);
     const flat = joinedHeaders(headers);
@@ -147,6 +152,8 @@ class EgressExchange implements ForwardCall {
       return this.answer(reject("FORMAT_ERROR", `the request cannot be signed: ${(error as Error).message}`));
     }
     this.signingMs = performance.now() - signStart;
+    // Signing waits its turn on the thread pool: the application may have gone meanwhile.
+    if (this.applicationGone()) return this.notSent(profile);
     for (const [name, value] of Object.entries(signed)) {
       delete headers[name.toLowerCase()];
       headers[name] = value;
@@ -158,6 +165,37 @@ class EgressExchange implements ForwardCall {
     if (profile.responseMode !== "off" && profile.responseVerifier)
       this.responseInspector = this.responseCheck(profile, profile.responseVerifier);
     forward(profile.backend, this);
+  }
+
+  /**
+   * The application closed its connection, or its side of it, before the request went out. A
+   * FIN could be a half-close, but whoever sends a payment must learn what became of it: what
+   * cannot surely be answered is not sent, as ingress never dispatches a request behind a FIN.
+   */
+  private applicationGone(): boolean {
+    const socket = this.req.socket;
+    return socket.destroyed || socket.readableEnded || this.res.destroyed;
+  }
+
+  /**
+   * Nothing was sent to the bank. An application that only half-closed still reads why; one that
+   * is gone gets nothing (499 in the access line). Either way the connection then closes.
+   */
+  private notSent(profile: BankProfile): void {
+    this.step = APPLICATION_GONE_STEP;
+    const { res } = this;
+    if (res.destroyed || !this.req.socket.writable) {
+      res.destroy();
+      this.report(499, 0);
+      return;
+    }
+    res.shouldKeepAlive = false;
+    this.answer(
+      reject(
+        "FORMAT_ERROR",
+        `the application closed its side of the connection before the request went to bank '${profile.name}'; nothing was sent: keep the connection open until the answer has come`,
+      ),
+    );
   }
 
   /** The body, or undefined when it was refused (answered) or the application went away. */
@@ -288,8 +326,12 @@ class EgressExchange implements ForwardCall {
   }
 
   private report(status: number, bytesOut: number, code?: string, upstreamMs?: number): void {
+    this.options.onRequest?.(this.event(status, bytesOut, code, upstreamMs));
+  }
+
+  private event(status: number, bytesOut: number, code?: string, upstreamMs?: number): EgressEvent {
     const psuId = this.req.headers["psu-id"];
-    const event: EgressEvent = {
+    return {
       mode: "egress",
       requestId: this.requestId,
       method: this.method,
@@ -303,8 +345,8 @@ class EgressExchange implements ForwardCall {
       signingMs: this.signingMs,
       responseSignature: this.responseSignature,
       responseProblem: this.responseProblem,
+      step: this.step,
     };
-    this.options.onRequest?.(event);
   }
 }
 

@@ -18,6 +18,7 @@ import { reject } from "../errors.js";
 import { closeLingering } from "../forward/linger.js";
 import { rawRejection, writeRejection } from "../forward/respond.js";
 import { keepAnsweringAfterConnect } from "../forward/tunnel.js";
+import { clientErrorText } from "../listener/guard.js";
 import { ORIGIN_HEADER } from "./handler.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -83,7 +84,7 @@ class Connection {
       return;
     }
     if (this.refusal !== undefined) return; // what follows the first is dropped
-    this.refusal = `malformed HTTP request: ${error.message}`;
+    this.refusal = clientErrorText(error, this.socket);
     // A request whose body the bad bytes cut can never complete: the refusal is its answer.
     const cut = [...(this.active ? [this.active] : []), ...this.waiting.map(([, res]) => res)].find(
       (res) => !res.req.complete && !res.headersSent && !res.writableEnded,

@@ -333,6 +333,11 @@ class Forwarding implements Dispatcher.DispatchHandler {
 
 /** Streams `call` to the backend and its answer back; `call.finished` is told the outcome. */
 export function forward(backend: Backend, call: ForwardCall): void {
+  // What cannot be answered is not sent: a client gone while its request was checked or signed.
+  if (call.res.destroyed || call.req.socket.destroyed) {
+    call.finished({ status: 499, bytesOut: 0 });
+    return;
+  }
   const forwarding = new Forwarding(backend, call);
   backend.pool.dispatch(
     {

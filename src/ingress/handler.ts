@@ -23,13 +23,15 @@ import {
 import { type Rejection, reject, type StatusProfile } from "../errors.js";
 import type { RequestEvent, RequestObserver } from "../events.js";
 import type { Backend } from "../forward/backend.js";
-import { type BodyInspector, inspectedBody } from "../forward/body.js";
+import { type BodyInspector, BodyRejected, inspectedBody } from "../forward/body.js";
 import { type ForwardCall, type ForwardOutcome, forward, type ResponseSigner } from "../forward/forwarder.js";
 import { upstreamRequestHeaders } from "../forward/headers.js";
 import { closeLingering } from "../forward/linger.js";
 import { rawRejection, writeRejection } from "../forward/respond.js";
+import { clientErrorText, requestTimeoutKind } from "../listener/guard.js";
 import { headerValue } from "../signature/index.js";
 import { characterInspector, digestInspector, sizeInspector } from "./body-inspectors.js";
+import { DEFAULT_FORWARDED_HEADER_NAMES, type ForwardedHeaderNames, ForwardedHeaders } from "./forwarded.js";
 
 export interface IdentityHeaderNames {
   readonly organizationId: string;
@@ -50,6 +52,8 @@ export interface HandlerOptions {
   /** Peers allowed to hand the client certificate over in `clientCertificateHeader`. */
   readonly trustedProxies: ReadonlySet<string>;
   readonly clientCertificateHeader: string;
+  /** The forwarding headers written for the backend (the client's own never pass). */
+  readonly forwardedHeaders?: ForwardedHeaderNames;
   /** True once the gateway is shutting down: answers then close their connection. */
   readonly draining?: () => boolean;
   /** A reserved slot could not be given back (the store is down). */
@@ -62,11 +66,16 @@ export interface HandlerOptions {
 
 /** What the handler shares between requests: options and the set of headers a client may not send. */
 class Ingress {
-  /** Every identity header is removed from the incoming request before ours are added. */
+  /** Every identity and forwarding header is removed from the incoming request before ours are added. */
   readonly strip: ReadonlySet<string>;
+  readonly forwarded: ForwardedHeaders;
 
   constructor(readonly options: HandlerOptions) {
     const names = options.identityHeaders;
+    this.forwarded = new ForwardedHeaders(
+      options.forwardedHeaders ?? DEFAULT_FORWARDED_HEADER_NAMES,
+      options.trustedProxies,
+    );
     this.strip = new Set([
       names.organizationId,
       names.name,
@@ -74,9 +83,8 @@ class Ingress {
       names.certificateFingerprint,
       names.psuPresent,
       options.clientCertificateHeader,
-      // Set by the gateway; listed so that their '_' and '.' look-alikes are stripped too.
-      "x-forwarded-for",
-      "x-forwarded-proto",
+      // Written by the gateway; listed so that their '_' and '.' look-alikes are stripped too.
+      ...this.forwarded.strip,
     ]);
   }
 
@@ -208,10 +216,19 @@ class Connection {
     else if (this.pendingRefusal !== undefined) this.writeRefusal(this.pendingRefusal);
   }
 
-  /** Node could not parse what the client sent: answer in the Berlin Group shape, then close. */
-  clientError(message: string): void {
+  /** Node could not parse what the client sent (or not in time): answer in the Berlin Group shape, then close. */
+  clientError(message: string, step?: string): void {
+    const active = this.active;
+    // A body that stopped arriving (the request timeout) can never complete: the refusal is the
+    // answer of the request it belongs to, which is not forwarded whole.
+    if (active && !active.req.complete) {
+      this.condemned = true;
+      this.waiting.length = 0;
+      active.bodyStalled(reject("FORMAT_ERROR", message), step);
+      return;
+    }
     // Requests parsed before the bad one are still answered, in order; the refusal comes last.
-    if (this.active) this.pendingRefusal = message;
+    if (active) this.pendingRefusal = message;
     else this.writeRefusal(message);
   }
 
@@ -221,12 +238,7 @@ class Connection {
       this.socket.destroy();
       return;
     }
-    this.socket.write(
-      rawRejection(
-        reject("FORMAT_ERROR", `malformed HTTP request: ${message}`),
-        this.ingress.options.statusProfile,
-      ),
-    );
+    this.socket.write(rawRejection(reject("FORMAT_ERROR", message), this.ingress.options.statusProfile));
     // No timeout of Node's guards this socket any more (a CONNECT's is not even Node's): the
     // lingering close bounds how long a client that never closes can hold it.
     this.closeLingering();
@@ -246,6 +258,8 @@ class IngressExchange extends CheckContext implements ForwardCall {
   upstreamHeaders: Record<string, string | string[]> = {};
   upstreamBody: AsyncIterable<Buffer> | null = null;
   private reported = false;
+  /** Its body stopped arriving before it was forwarded: answered, never forwarded. */
+  private stalled = false;
 
   constructor(
     private readonly ingress: Ingress,
@@ -302,7 +316,24 @@ class IngressExchange extends CheckContext implements ForwardCall {
     }
   }
 
+  /**
+   * The body stopped arriving: a body being forwarded fails as a refused one does (the backend
+   * never gets its tail); one not yet forwarded (its checks still run) is answered now.
+   */
+  bodyStalled(rejection: Rejection, step: string | undefined): void {
+    this.failedStep = step;
+    this.res.shouldKeepAlive = false;
+    if (this.upstreamBody !== null && this.req.listenerCount("error") > 0) {
+      // The body iterator listens for errors: it throws this, and the forwarder answers with it.
+      this.req.emit("error", new BodyRejected(rejection));
+      return;
+    }
+    this.stalled = true;
+    if (!this.res.headersSent) this.refuse(rejection);
+  }
+
   private checked(result: Rejection | undefined): void {
+    if (this.stalled) return; // answered already
     if (result) {
       this.refuse(result);
       return;
@@ -359,8 +390,7 @@ class IngressExchange extends CheckContext implements ForwardCall {
     headers[names.roles] = values.roles;
     headers[names.certificateFingerprint] = identity.fingerprint;
     headers[names.psuPresent] = this.psuPresent ? "true" : "false";
-    headers["x-forwarded-for"] = this.req.socket.remoteAddress ?? "";
-    headers["x-forwarded-proto"] = (this.req.socket as Partial<TLSSocket>).encrypted ? "https" : "http";
+    this.ingress.forwarded.write(headers, this.headers, this.req.socket);
     this.upstreamHeaders = headers;
 
     if (hasBody(this.headers)) {
@@ -455,7 +485,7 @@ export function createIngressHandler(options: HandlerOptions): IngressHandler {
         socket.destroy();
         return;
       }
-      connectionOf(socket).clientError(error.message);
+      connectionOf(socket).clientError(clientErrorText(error, socket), requestTimeoutKind(error, socket));
     },
   };
 }

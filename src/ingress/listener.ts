@@ -13,6 +13,12 @@ import type { TLSSocket } from "node:tls";
 import { reject } from "../errors.js";
 import { writeRejection } from "../forward/respond.js";
 import { keepAnsweringAfterConnect } from "../forward/tunnel.js";
+import {
+  type ConnectionGuard,
+  type ConnectionLimits,
+  guardConnections,
+  TIMEOUT_CHECK_INTERVAL_MS,
+} from "../listener/guard.js";
 import type { IngressHandler } from "./handler.js";
 
 export interface ListenerOptions {
@@ -21,13 +27,14 @@ export interface ListenerOptions {
   readonly tls?: { readonly cert: string; readonly key: string; readonly minVersion: "TLSv1.2" | "TLSv1.3" };
   /** Ask for the TPP's QWAC in the handshake (checked by the gateway, not by the handshake). */
   readonly requestClientCertificate: boolean;
-  readonly requestTimeoutMs: number;
-  readonly keepAliveTimeoutMs: number;
+  readonly limits: ConnectionLimits;
 }
 
 export interface Listener {
   readonly server: Server;
   readonly url: string;
+  /** Connection caps and timeouts: open connections, and where the limits that bite are reported. */
+  readonly guard: ConnectionGuard;
   /** Hands requests to `handler` from now on (until then every request is answered 503). */
   serve(handler: IngressHandler): void;
   /** Loads the TLS certificate and key again; new handshakes use them, open connections carry on. */
@@ -61,6 +68,10 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   let handler = STARTING;
   const onRequest = (req: IncomingMessage, res: ServerResponse) => handler.onRequest(req, res);
   const http = {
+    // Node's timers, set again by the guard; given here too because Node checks them together.
+    headersTimeout: options.limits.headersTimeoutMs,
+    requestTimeout: options.limits.requestTimeoutMs,
+    connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
     // Node's own Host check answers a bare 400 and parses on, so requests pipelined behind it were
     // dispatched though the connection closed: the handler refuses it in its turn instead.
     requireHostHeader: false,
@@ -77,6 +88,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
           // Berlin Group error instead of a failed handshake.
           requestCert: options.requestClientCertificate,
           rejectUnauthorized: false,
+          handshakeTimeout: options.limits.tlsHandshakeTimeoutMs,
         },
         onRequest,
       )
@@ -95,8 +107,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       socket.on("data", () => {});
     });
   }
-  server.requestTimeout = options.requestTimeoutMs;
-  server.keepAliveTimeout = options.keepAliveTimeoutMs;
+  const guard = guardConnections(server, options.limits, Boolean(tls));
   // Malformed HTTP never reaches the request listener: answered in the Berlin Group shape.
   server.on("clientError", (error: Error, socket: Socket) => handler.onClientError(error, socket));
   // Node answers an unknown Expect with a bare 417: the checks refuse it instead, in its turn.
@@ -119,6 +130,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   const shown = tls && (host === "127.0.0.1" || host === "0.0.0.0") ? "localhost" : host;
   return {
     server,
+    guard,
     url: `${tls ? "https" : "http"}://${shown}:${address.port}`,
     serve(next) {
       handler = next;

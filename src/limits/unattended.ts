@@ -152,9 +152,12 @@ export class UnattendedAccessPolicy {
     return checkTransactionDetails(body, contentEncoding, now, this.options.maxTransactionAgeDays);
   }
 
-  /** Which limited class and account a GET path falls under, if any. */
-  classify(method: string, routingPath: string): LimitedCall | undefined {
-    if (method !== "GET") return undefined;
+  /**
+   * Which limited class and account a path falls under, if any. Every method counts: HEAD is the
+   * read it is, and a legacy core that serves these read-only resources whatever the method must
+   * not give a POST or PUT a free read.
+   */
+  classify(_method: string, routingPath: string): LimitedCall | undefined {
     const parts = routingPath.split("/").filter(Boolean);
     for (const route of this.routes) {
       if (route.segments.length !== parts.length) continue;

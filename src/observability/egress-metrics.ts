@@ -59,7 +59,7 @@ export function recordEgressRequest(
   responseMode: (bank: string) => string,
 ): void {
   const bank = event.routeClass;
-  const origin = event.code === undefined ? "bank" : "gateway";
+  const origin = event.code === undefined && event.step === undefined ? "bank" : "gateway";
   metrics.requests.inc({ bank, status: String(event.status), origin });
   if (event.signingMs !== undefined) metrics.signing.observe({ bank }, event.signingMs / 1000);
   if (event.upstreamMs !== undefined) metrics.upstream.observe({ bank }, event.upstreamMs / 1000);
@@ -71,6 +71,7 @@ export function recordEgressRequest(
     status: event.status,
     origin,
     code: event.code,
+    step: event.step,
     responseSignature: event.responseSignature,
     responseProblem: event.responseProblem,
     totalMs: Math.round(event.totalMs * 100) / 100,

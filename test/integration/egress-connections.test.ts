@@ -180,13 +180,28 @@ describe("pipelined requests", () => {
   });
 });
 
-describe("a FIN right after a whole request (a half-close)", () => {
-  it("still gets the answer of the request the bank executed", async () => {
+describe("a FIN from the application (a half-close, or an application gone: TCP cannot tell)", () => {
+  const payment = () => {
     const body = JSON.stringify({ instructedAmount: { currency: "NOK", amount: "12.50" } });
-    const outcome = await send(
-      `POST /bank/v1/payments/sepa-credit-transfers HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
-      "fin",
-    );
+    return `POST /bank/v1/payments/sepa-credit-transfers HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  };
+
+  it("before the request went out (while it was signed): nothing is sent, and a half-closed application reads why", async () => {
+    const outcome = await send(payment(), "fin");
+    expect(summary(outcome)).toEqual(["400 gateway FORMAT_ERROR"]);
+    expect(outcome.responses[0]!.body.toString()).toContain("nothing was sent");
+    await new Promise((r) => setTimeout(r, 100));
+    expect(backend.requests).toHaveLength(0);
+  });
+
+  it("after the request went out: the answer of the request the bank executed still comes", async () => {
+    bankAnswersAfter(400);
+    const outcome = await client.exchange({
+      writes: [{ data: Buffer.from(payment(), "latin1") }],
+      after: "fin",
+      afterMs: 200,
+      deadlineMs: 5_000,
+    });
     expect(summary(outcome)).toEqual(["200 bank"]);
     expect(backend.requests).toHaveLength(1);
   });

@@ -125,3 +125,20 @@ describe("TPP-Redirect-URI must be an absolute URI, every time", () => {
     }
   });
 });
+
+describe("required-headers: PSU-IP-Address must be an IP address (it lifts the unattended limit, SPEC 8)", () => {
+  const headers = (value: string): IncomingHttpHeaders => ({ ...SANDBOX_HEADERS, "psu-ip-address": value });
+
+  it.each(["192.0.2.10", "2001:db8::10", "::ffff:192.0.2.10"])("takes %s", (value) => {
+    expect(run("GET", "/v1/sandbox/customers", headers(value))).toBeUndefined();
+  });
+
+  it.each(["", " ", "localhost", "192.0.2.300", "192.0.2.1, 192.0.2.2", "2001:db8::zz"])(
+    "refuses %j with FORMAT_ERROR naming the header",
+    (value) => {
+      const result = run("GET", "/v1/sandbox/customers", headers(value));
+      expect(isRejection(result) && result.code).toBe("FORMAT_ERROR");
+      expect(isRejection(result) && result.text).toContain("PSU-IP-Address");
+    },
+  );
+});

@@ -48,7 +48,7 @@ async function admit(p: UnattendedAccessPolicy, ...args: Parameters<typeof call>
 }
 
 describe("unattended-access policy (SPEC 8)", () => {
-  it("classifies balance and transaction reads of accounts and card accounts, GET only", () => {
+  it("classifies balance and transaction reads of accounts and card accounts, whatever the method", () => {
     const p = policy();
     expect(p.classify("GET", "/v1/accounts/a1/balances")).toEqual({
       class: "balances",
@@ -82,7 +82,13 @@ describe("unattended-access policy (SPEC 8)", () => {
     });
     expect(p.classify("GET", "/v1/accounts")).toBeUndefined();
     expect(p.classify("GET", "/v1/accounts/a1")).toBeUndefined();
-    expect(p.classify("POST", "/v1/accounts/a1/balances")).toBeUndefined();
+    // HEAD is the read it is; a legacy core serving these whatever the method gives no free read.
+    for (const method of ["HEAD", "POST", "PUT", "DELETE", "OPTIONS"])
+      expect(p.classify(method, "/v1/accounts/a1/balances")).toEqual({
+        class: "balances",
+        account: "a1",
+        period: "none",
+      });
   });
 
   it("lets the PSU-present call through untouched", async () => {
@@ -157,7 +163,9 @@ describe("which period rule an unattended call gets (SPEC 8: 90 days)", () => {
     ["GET", "/v1/accounts/a1/transactions/t1", PRESENT, "none"],
     ["GET", "/v1/accounts/a1/balances", UNATTENDED, "none"],
     ["GET", "/v1/accounts", UNATTENDED, "none"],
-    ["POST", "/v1/accounts/a1/transactions", UNATTENDED, "none"],
+    ["POST", "/v1/accounts/a1/transactions", UNATTENDED, "dateFrom"],
+    ["HEAD", "/v1/accounts/a1/transactions", UNATTENDED, "dateFrom"],
+    ["HEAD", "/v1/accounts/a1/transactions/t1", UNATTENDED, "bookingDate"],
   ] as const)("%s %s %o → %s", (method, path, headers, rule) => {
     expect(policy().periodRule(method, path, headers)).toBe(rule);
   });
