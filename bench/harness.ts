@@ -25,6 +25,29 @@ export function pin(pid: number, cores: number | string): void {
   if (CAN_PIN) execFileSync("taskset", ["-acp", String(cores), String(pid)], { stdio: "ignore" });
 }
 
+/**
+ * The Node binary the servers under test run on: `BENCH_NODE` (e.g. /usr/bin/node, to measure
+ * another runtime beside this one; bench/runtimes.ts alternates them), this process's by default.
+ * Backends and clients stay on this process's runtime, so only the server under test changes.
+ */
+export const SERVER_NODE = process.env.BENCH_NODE || process.execPath;
+const UNDER_TEST = new Set([
+  "servers/proxy.ts",
+  "servers/signing-gateway.ts",
+  "servers/sign-limit.ts",
+  "servers/soak-gateway.ts",
+]);
+
+/** Bench processes load the built gateway (dist/, see dist-hooks.mjs), through tsx for bench/'s own files. */
+export const CHILD_EXEC_ARGV = [
+  "--import",
+  "tsx",
+  "--import",
+  join(BENCH_DIR, "dist-loader.mjs"),
+  // Node 26 deprecates module.register for registerHooks, which Node 20 (BENCH_NODE) lacks.
+  "--disable-warning=DEP0205",
+];
+
 export interface Child {
   readonly process: ChildProcess;
   readonly port: number;
@@ -38,7 +61,8 @@ export async function startChild(
   env?: NodeJS.ProcessEnv,
 ): Promise<Child> {
   const child = fork(join(BENCH_DIR, file), args, {
-    execArgv: ["--import", "tsx"],
+    execArgv: CHILD_EXEC_ARGV,
+    execPath: UNDER_TEST.has(file) ? SERVER_NODE : process.execPath,
     stdio: ["ignore", "inherit", "inherit", "ipc"],
     ...(env ? { env: { ...process.env, ...env } } : {}),
   });

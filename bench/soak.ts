@@ -46,6 +46,7 @@ import { Worker } from "node:worker_threads";
 import { Pool, request } from "undici";
 import { generateDevPki } from "../src/cli/dev-pki.js";
 import { buildKeyId, keyIdTargetFromDer } from "../src/signature/index.js";
+import { CHILD_EXEC_ARGV } from "./harness.js";
 import { machineLine, replaceSection } from "./results-file.js";
 import type { SoakGatewayReady } from "./servers/soak-gateway.js";
 import type { SignBatch, SignedBatch, SignedRecord, SoakSignerData } from "./soak-sign.js";
@@ -141,7 +142,7 @@ async function startChild<R extends { ready: number }>(
   stdout: "inherit" | "ignore" = "inherit",
 ): Promise<Child<R>> {
   const child = fork(join(here, file), args, {
-    execArgv: [...execArgv, "--import", "tsx"],
+    execArgv: [...execArgv, ...CHILD_EXEC_ARGV],
     stdio: ["ignore", stdout, "inherit", "ipc"],
   });
   const ready = await new Promise<R>((resolve, reject) => {
