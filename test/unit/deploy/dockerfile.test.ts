@@ -1,0 +1,202 @@
+/**
+ * The image lets the gateway write where the example configs and the Dockerfile's comments say it
+ * writes (the CRL cache, the memory store's snapshot, the sandbox's state file, egress's socket):
+ * each such folder is created in the runtime stage owned by the stage's USER before it switches to
+ * it, and the state folder is a VOLUME. A static reading of the Dockerfile, since no Docker engine
+ * runs here; the mutated Dockerfiles at the end show that it fails on what was wrong before.
+ */
+
+import { readdirSync, readFileSync } from "node:fs";
+import { join, posix } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import {
+  foldersWrittenIn,
+  type NamedPath,
+  pathKeysOfSchema,
+  READ_PATH_KEYS,
+  WRITTEN_PATH_KEYS,
+  writtenPathsInText,
+} from "../../helpers/config-paths.js";
+
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+const DOCKERFILE = readFileSync(join(root, "Dockerfile"), "utf8");
+/** Where the gateway keeps state across containers. */
+const STATE_DIR = "/var/lib/psd2-gateway";
+
+interface Instruction {
+  readonly keyword: string;
+  readonly args: string;
+}
+
+/** The instructions of the last stage (the image that runs), continuation lines joined. */
+function runtimeStage(dockerfile: string): Instruction[] {
+  const lines = dockerfile.replace(/\\\r?\n/g, " ").split(/\r?\n/);
+  const instructions = lines
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("#"))
+    .map((line) => {
+      const [keyword = "", ...rest] = line.split(/\s+/);
+      return { keyword: keyword.toUpperCase(), args: rest.join(" ") };
+    });
+  const from = instructions.map((ins) => ins.keyword).lastIndexOf("FROM");
+  return instructions.slice(from);
+}
+
+function comments(dockerfile: string): string {
+  return dockerfile
+    .split("\n")
+    .map((line) => (line.trim().startsWith("#") ? line : ""))
+    .join("\n");
+}
+
+/**
+ * Folders a shell command creates or hands over, and to whom; `user` runs it. Only root may
+ * create folders anywhere and give them away; anyone else only inside a folder of their own.
+ */
+function ownership(command: string, user: string, owners: Map<string, string>): void {
+  const root = user === "root" || user === "0";
+  const mayCreate = (folder: string) => root || owners.get(posix.dirname(folder)) === user;
+  for (const part of command.split(/&&|;|\|\|/)) {
+    const [program, ...words] = part.trim().split(/\s+/);
+    if (program === "install" && words.includes("-d")) {
+      let owner = user;
+      const folders: string[] = [];
+      for (let i = 0; i < words.length; i++) {
+        const w = words[i]!;
+        if (w === "-o" || w === "--owner") owner = words[++i] ?? "";
+        else if (w.startsWith("--owner=")) owner = w.slice("--owner=".length);
+        else if (w === "-g" || w === "-m" || w === "--group" || w === "--mode") i++;
+        else if (!w.startsWith("-")) folders.push(w);
+      }
+      for (const f of folders.map((f) => posix.normalize(f)))
+        if (mayCreate(f) && (root || owner === user)) owners.set(f, owner);
+    } else if (program === "mkdir") {
+      for (const w of words.filter((w) => !w.startsWith("-")).map((w) => posix.normalize(w)))
+        if (mayCreate(w)) owners.set(w, user);
+    } else if (program === "chown" && root) {
+      const [spec, ...targets] = words.filter((w) => !w.startsWith("-"));
+      const owner = (spec ?? "").split(":")[0]!;
+      for (const t of targets) {
+        const target = posix.normalize(t);
+        for (const folder of owners.keys())
+          if (folder === target || (words.includes("-R") && folder.startsWith(`${target}/`)))
+            owners.set(folder, owner);
+      }
+    }
+  }
+}
+
+/** JSON array or space-separated, as Docker reads VOLUME. */
+function volumesOf(args: string): string[] {
+  const trimmed = args.trim();
+  if (trimmed.startsWith("[")) return (JSON.parse(trimmed) as string[]).map((v) => posix.normalize(v));
+  return trimmed.split(/\s+/).map((v) => posix.normalize(v));
+}
+
+/** Why the image could not write where `written` says (nothing when it can). */
+function problemsOf(dockerfile: string, written: readonly NamedPath[]): string[] {
+  const problems: string[] = [];
+  const owners = new Map<string, string>();
+  const volumes = new Set<string>();
+  // Docker may discard what a build step does to a folder after VOLUME declared it.
+  const declaredBeforeCreation = new Set<string>();
+  let user = "root";
+  for (const ins of runtimeStage(dockerfile)) {
+    if (ins.keyword === "USER") user = ins.args.split(":")[0]!.trim();
+    else if (ins.keyword === "RUN") ownership(ins.args, user, owners);
+    else if (ins.keyword === "VOLUME") {
+      for (const v of volumesOf(ins.args)) {
+        volumes.add(v);
+        if (!owners.has(v)) declaredBeforeCreation.add(v);
+      }
+    }
+  }
+  const runtimeUser = user;
+  if (runtimeUser === "root" || runtimeUser === "0") problems.push("the image runs as root");
+  for (const named of written) {
+    const folders = foldersWrittenIn(named);
+    if (!folders.some((folder) => owners.get(folder) === runtimeUser))
+      problems.push(
+        `${named.where}: ${named.key} ${named.path} needs ${folders.at(-1)} created owned by ${runtimeUser} ` +
+          `before USER ${runtimeUser} (owned: ${[...owners].map(([f, o]) => `${f}=${o}`).join(", ") || "none"})`,
+      );
+  }
+  if (!volumes.has(STATE_DIR)) problems.push(`${STATE_DIR} is not a VOLUME`);
+  else if (declaredBeforeCreation.has(STATE_DIR))
+    problems.push(`${STATE_DIR} is declared a VOLUME before the build step that creates it`);
+  return problems;
+}
+
+const configDir = join(root, "config");
+const WRITTEN: NamedPath[] = [
+  ...readdirSync(configDir)
+    .filter((f) => f.endsWith(".yaml"))
+    .flatMap((f) => writtenPathsInText(readFileSync(join(configDir, f), "utf8"), `config/${f}`)),
+  ...writtenPathsInText(comments(DOCKERFILE), "Dockerfile"),
+];
+
+describe("Dockerfile: what the gateway writes", () => {
+  it("every path key of the config schema is sorted into written or read-only", () => {
+    const sorted = new Set([...Object.keys(WRITTEN_PATH_KEYS), ...READ_PATH_KEYS]);
+    expect(pathKeysOfSchema().filter((k) => !sorted.has(k))).toEqual([]);
+    expect(pathKeysOfSchema()).toEqual(expect.arrayContaining(Object.keys(WRITTEN_PATH_KEYS)));
+  });
+
+  it("the example configs and the Dockerfile name an image path for every written key", () => {
+    const keys = new Set(WRITTEN.map((w) => w.key));
+    expect([...keys].sort()).toEqual(Object.keys(WRITTEN_PATH_KEYS).sort());
+    // The Dockerfile's own list covers every key, so that it stays the one place to look.
+    const inDockerfile = new Set(WRITTEN.filter((w) => w.where.startsWith("Dockerfile")).map((w) => w.key));
+    expect([...inDockerfile].sort()).toEqual(Object.keys(WRITTEN_PATH_KEYS).sort());
+  });
+
+  it("the runtime stage creates each of those folders owned by its user, and keeps state in a VOLUME", () => {
+    expect(problemsOf(DOCKERFILE, WRITTEN)).toEqual([]);
+  });
+
+  describe("the check fails on images that cannot write there", () => {
+    const install = /RUN install -d[^\n]*(\\\n[^\n]*)*\n/;
+
+    it("without the folders (the Dockerfile before /var/lib/psd2-gateway existed)", () => {
+      expect(DOCKERFILE).toMatch(install);
+      const problems = problemsOf(DOCKERFILE.replace(install, ""), WRITTEN);
+      // One for each written path, none of which node could create.
+      expect(problems.filter((p) => p.includes("needs"))).toHaveLength(WRITTEN.length);
+    });
+
+    it("with the folders made after USER node, where chown is not allowed", () => {
+      const step = DOCKERFILE.match(install)![0];
+      const moved = DOCKERFILE.replace(step, "").replace("USER node\n", `USER node\n${step}`);
+      expect(problemsOf(moved, WRITTEN).some((p) => p.includes("needs"))).toBe(true);
+    });
+
+    it("with the folders left to root (mkdir without chown)", () => {
+      const rootOwned = DOCKERFILE.replace(install, `RUN mkdir -p ${STATE_DIR} /run/psd2-gateway\n`);
+      expect(problemsOf(rootOwned, WRITTEN).some((p) => p.includes("needs"))).toBe(true);
+      const handedOver = rootOwned.replace(
+        `RUN mkdir -p ${STATE_DIR} /run/psd2-gateway\n`,
+        `RUN mkdir -p ${STATE_DIR} /run/psd2-gateway && chown node:node ${STATE_DIR} /run/psd2-gateway\n`,
+      );
+      expect(problemsOf(handedOver, WRITTEN)).toEqual([]);
+    });
+
+    it("with the state folder not a VOLUME, or declared before it is made", () => {
+      const noVolume = DOCKERFILE.replace(/VOLUME \[[^\]]*\]/, 'VOLUME ["/etc/psd2-gateway"]');
+      expect(problemsOf(noVolume, WRITTEN)).toEqual([`${STATE_DIR} is not a VOLUME`]);
+      const step = DOCKERFILE.match(install)![0];
+      const early = DOCKERFILE.replace(step, "").replace(
+        "COPY config ./config\n",
+        `COPY config ./config\nVOLUME ["${STATE_DIR}"]\n${step}`,
+      );
+      expect(problemsOf(early, WRITTEN)).toContain(
+        `${STATE_DIR} is declared a VOLUME before the build step that creates it`,
+      );
+    });
+
+    it("with a written path outside the folders made", () => {
+      const elsewhere: NamedPath = { key: "snapshotFile", path: "/data/limits.json", where: "test" };
+      expect(problemsOf(DOCKERFILE, [elsewhere])).toHaveLength(1);
+    });
+  });
+});

