@@ -42,7 +42,9 @@ describe("connectionLimitMetrics", () => {
     observe("max-connections-per-address", "192.0.2.1");
     scrape = new Scrape(await registry.metrics());
     expect(scrape.only("psd2_gateway_connection_limit_total", { limit: "idle-timeout" })).toBe(2);
-    expect(scrape.only("psd2_gateway_connection_limit_total", { limit: "max-connections-per-address" })).toBe(1);
+    expect(scrape.only("psd2_gateway_connection_limit_total", { limit: "max-connections-per-address" })).toBe(
+      1,
+    );
   });
 
   it("warns once per limit per interval, and the next line says how many went unlogged", async () => {
@@ -55,7 +57,11 @@ describe("connectionLimitMetrics", () => {
     advance(WARN_INTERVAL_MS);
     observe("idle-timeout", "192.0.2.3");
     expect(warned()).toHaveLength(3);
-    expect(warned()[2]).toMatchObject({ limit: "idle-timeout", address: "192.0.2.3", unloggedSinceLastLine: 999 });
+    expect(warned()[2]).toMatchObject({
+      limit: "idle-timeout",
+      address: "192.0.2.3",
+      unloggedSinceLastLine: 999,
+    });
   });
 
   it("logs keep-alive timeouts at debug only", () => {
