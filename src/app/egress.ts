@@ -99,8 +99,7 @@ export async function startEgressGateway(
       requestTimeout: limits.requestTimeoutMs,
       connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
     });
-    const guard = guardConnections(server, limits, false);
-    guard.observe(connectionLimitMetrics(metrics.registry, "psd2_gateway_egress_", guard.open, logger, now));
+
     const readiness = async (): Promise<ReadinessCheck> => {
       const checks = {
         listener: { ok: server.listening && !draining, ...(draining ? { detail: "draining" } : {}) },
@@ -133,6 +132,8 @@ export async function startEgressGateway(
         },
       }),
     );
+    const guard = guardConnections(server, limits, false);
+    guard.observe(connectionLimitMetrics(metrics.registry, "psd2_gateway_egress_", guard.open, logger, now));
     if (deps.clusterWorker) {
       // Constructing one installs prom-client's listener that answers the primary's metric requests.
       new AggregatorRegistry();

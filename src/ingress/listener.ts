@@ -107,7 +107,6 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
       socket.on("data", () => {});
     });
   }
-  const guard = guardConnections(server, options.limits, Boolean(tls));
   // Malformed HTTP never reaches the request listener: answered in the Berlin Group shape.
   server.on("clientError", (error: Error, socket: Socket) => handler.onClientError(error, socket));
   // Node answers an unknown Expect with a bare 417: the checks refuse it instead, in its turn.
@@ -117,6 +116,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     keepAnsweringAfterConnect(socket);
     handler.onClientError(TUNNEL_REFUSED, socket);
   });
+  const guard = guardConnections(server, options.limits, Boolean(tls));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => {

@@ -77,7 +77,8 @@ function addressOf(socket: Socket): string {
 
 /**
  * Puts `limits` on `server` (an http or https server made with `connectionsCheckingInterval` =
- * TIMEOUT_CHECK_INTERVAL_MS and, for TLS, `handshakeTimeout`). Call before it listens.
+ * TIMEOUT_CHECK_INTERVAL_MS and, for TLS, `handshakeTimeout`). Call once its listeners are on and
+ * before it listens.
  */
 export function guardConnections(server: Server, initial: ConnectionLimits, tls: boolean): ConnectionGuard {
   let limits = initial;
@@ -142,8 +143,12 @@ export function guardConnections(server: Server, initial: ConnectionLimits, tls:
       socket.setTimeout(0);
     }
   };
-  for (const event of ["request", "checkExpectation", "checkContinue", "connect", "upgrade"])
-    server.prependListener(event, served);
+  // Only events the server already listens to: a listener of its own changes what Node does (with
+  // one for 'checkContinue' Node no longer sends 100 Continue; with one for 'upgrade' it no longer
+  // serves an Upgrade request as a plain one).
+  server.prependListener("request", served);
+  for (const event of ["checkExpectation", "checkContinue", "connect", "upgrade"])
+    if (server.listenerCount(event) > 0) server.prependListener(event, served);
   server.on("clientError", (error: Error, socket: Guarded) => {
     const kind = requestTimeoutKind(error, socket);
     if (kind) bite(kind, addressOf(socket));

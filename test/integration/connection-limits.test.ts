@@ -195,6 +195,16 @@ describe("ingress over TLS", () => {
     }
   });
 
+  it("still answers an Upgrade request as a plain one (the guard adds no listener that would change that)", async () => {
+    const socket = await tlsClient();
+    const answer = readAll(socket);
+    socket.end(
+      "GET /v1/accounts HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n",
+    );
+    await closedWithin(socket, 3_000);
+    expect(await answer).toMatch(/^HTTP\/1\.1 400 [^]*"code":"FORMAT_ERROR"/);
+  });
+
   it("reports open connections", async () => {
     const socket = await tlsClient("127.0.0.5");
     const scrape = new Scrape(await registry().metrics());
