@@ -1,7 +1,20 @@
 /**
  * The HTTP signature library: pure functions over header values and bytes, no servers, no config.
  * Every failure is returned as a `Rejection` carrying a Berlin Group code and a text for the TPP.
+ * The package publishes this module as `psd2-gateway/signature`, so it also exports what a caller
+ * needs to tell a rejection apart and answer it (errors.ts).
  */
+
+export {
+  type ErrorCode,
+  isRejection,
+  Rejection,
+  type StatusProfile,
+  statusFor,
+  type TppMessage,
+  type TppMessagesBody,
+  tppMessagesBody,
+} from "../errors.js";
 
 export {
   type AlgorithmName,
