@@ -10,8 +10,9 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 
 import { join } from "node:path";
 import type { ParsedCertificate, RevocationList } from "../eidas/index.js";
 import { verifiedCrl } from "../eidas/revocation.js";
+import { formatRfc2253, readNameFromDer } from "../x500/name.js";
 import { fetchDocument, type Validators } from "./http-fetch.js";
-import type { TrustSourceStatus } from "./source-status.js";
+import type { CrlDetails, TrustSourceStatus } from "./source-status.js";
 
 export interface CrlCacheOptions {
   /** The CAs a CRL may be signed by (the trust store's, read when a list arrives). */
@@ -144,6 +145,7 @@ export class CrlCache {
         ...(nextUpdate !== undefined ? { nextUpdate } : {}),
         stale: !e.list || (nextUpdate !== undefined && nextUpdate <= now),
         failsReadiness: false,
+        crl: crlDetails(e.pinned ? "configured-url" : "distribution-point", e.list),
       };
     });
   }
@@ -258,4 +260,22 @@ export class CrlCache {
       this.options.log?.(`CRL cache: cannot write ${base}: ${(error as Error).message}`, true);
     }
   }
+}
+
+/** What a CRL source's status says of the list it holds (nothing but the origin before the first). */
+export function crlDetails(origin: CrlDetails["origin"], list: RevocationList | undefined): CrlDetails {
+  if (!list) return { origin };
+  let issuer: string;
+  try {
+    issuer = formatRfc2253(readNameFromDer(list.issuerDer)).slice(0, 200);
+  } catch {
+    // Cannot happen for a list a trusted CA verified (its issuer is that CA's name); never fatal here.
+    issuer = "(unreadable name)";
+  }
+  return {
+    origin,
+    issuer,
+    thisUpdate: list.thisUpdate.getTime(),
+    ...(list.nextUpdate ? { nextUpdate: list.nextUpdate.getTime() } : {}),
+  };
 }
