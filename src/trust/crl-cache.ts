@@ -34,7 +34,8 @@ export interface CrlCacheOptions {
 
 interface Entry {
   readonly url: string;
-  readonly pinned: boolean;
+  /** A configured URL: never evicted, its list looked up by issuer for any certificate. */
+  pinned: boolean;
   list?: RevocationList;
   /** SHA-256 of the list's DER, to tell a new list from the same one served again. */
   digest?: string;
@@ -162,6 +163,8 @@ export class CrlCache {
       entry = { url, pinned, validators: {}, failures: 0, lastUsed: this.now() };
       this.entries.set(url, entry);
     }
+    // A configured URL read back from the disk cache (or met first as a distribution point) is pinned all the same.
+    if (pinned) entry.pinned = true;
     return entry;
   }
 
