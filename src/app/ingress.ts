@@ -33,8 +33,9 @@ import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
 import { recordRequest } from "../observability/request-log.js";
 import { RequestSigner } from "../signature/index.js";
+import { CrlFileSources } from "../trust/crl-files.js";
 import type { RegisterSource } from "../trust/register-sources.js";
-import type { TrustSourceStatus } from "../trust/source-status.js";
+import type { TrustReport, TrustSourceStatus } from "../trust/source-status.js";
 import { loadTrustMaterial, type TrustMaterial } from "../trust/trust-material.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
 import { connectionLimitsOf } from "./connection-limits.js";
@@ -138,7 +139,7 @@ export async function startIngressGateway(
               },
             },
             readiness,
-            trust: () => components?.trustSources() ?? [],
+            trust: () => components?.trustReport() ?? { sources: [] },
           })
         : undefined;
     if (admin) started.add(() => admin.close());
@@ -190,6 +191,8 @@ interface Components {
   readonly sources: readonly RegisterSource[];
   /** Every trust source's state: metrics, /readyz, /trust. */
   trustSources(): TrustSourceStatus[];
+  /** The sources and the OCSP cache: /trust. */
+  trustReport(): TrustReport;
   /** Reads the trusted lists again (SIGHUP); nothing without them. */
   refreshTrustedLists(): Promise<void> | undefined;
   readonly tlsCertificate: () => CertificateSummary | undefined;
@@ -212,6 +215,8 @@ async function startComponents(
   const listsToo = config.trust.trustedLists !== undefined;
   let trust: TrustMaterial = loadTrustMaterial(config.trust.caDir, config.trust.crlDir, listsToo);
   logTrust(logger, trust);
+  const crlFiles = new CrlFileSources({ graceMs: config.revocation.crl.graceSeconds * 1000, now });
+  crlFiles.loaded(trust.revocation.lists, trust.rejectedCrls);
 
   const registerParts = await startRegister(config, logger, now);
   const { register, sources } = registerParts;
@@ -252,6 +257,12 @@ async function startComponents(
     },
   });
   started.add(() => live.stop());
+  const trustSources = (): TrustSourceStatus[] => [
+    ...registerParts.statuses(),
+    ...(trustedLists?.statuses() ?? []),
+    ...crlFiles.statuses,
+    ...live.statuses(),
+  ];
 
   const verifier = new TppVerifier({
     trustStore: () => trustStore,
@@ -289,11 +300,8 @@ async function startComponents(
   const metrics = new GatewayMetrics({
     certificateCache: () => verifier.stats,
     register: () => register.stats,
-    trustSources: () => [
-      ...registerParts.statuses(),
-      ...(trustedLists?.statuses() ?? []),
-      ...live.statuses(),
-    ],
+    trustSources,
+    ocspCache: () => live.revocation.ocspCacheStatus,
     store: () => store.stats,
     certificates: () => [
       ...(qsealSummary ? [{ kind: "qseal" as const, ...qsealSummary }] : []),
@@ -410,11 +418,8 @@ async function startComponents(
     metrics,
     backendUrl,
     sources,
-    trustSources: () => [
-      ...registerParts.statuses(),
-      ...(trustedLists?.statuses() ?? []),
-      ...live.statuses(),
-    ],
+    trustSources,
+    trustReport: () => ({ sources: trustSources(), ocspCache: live.revocation.ocspCacheStatus }),
     refreshTrustedLists: () => trustedLists?.refresh(),
     tlsCertificate: () => tlsCertificate,
     prepareReload() {
@@ -423,6 +428,7 @@ async function startComponents(
       const nextTls = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
       return () => {
         trust = nextTrust;
+        crlFiles.loaded(nextTrust.revocation.lists, nextTrust.rejectedCrls);
         rebuildStore();
         tlsCertificate = nextTls;
         verifier.invalidate();

@@ -5,7 +5,7 @@
 
 import { request } from "undici";
 import { loadConfigFile } from "../config/load.js";
-import type { TrustSourceStatus } from "../trust/source-status.js";
+import type { CrlDetails, OcspCacheStatus, TrustReport, TrustSourceStatus } from "../trust/source-status.js";
 import { defineCommand, USAGE_ERROR } from "./command.js";
 import { DEFAULT_CONFIG } from "./paths.js";
 
@@ -18,9 +18,11 @@ export const trustCommand = defineCommand({
                    (admin.host, admin.port); default config/default.yaml
   --json           print the admin listener's /trust answer as JSON
 
-Prints one line per source: CRLs (configured and the certificates' distribution points), OCSP
-responders, register sources and trusted lists, each with its state, age, next update, size and
-last error. Exits 0 when every source is fresh, 1 when one is stale or the gateway does not answer.`,
+Prints a block per source: CRLs (files in trust.crlDir, revocation.crl.urls and the certificates'
+distribution points, with issuer, thisUpdate, nextUpdate and age), OCSP responders, register
+sources and trusted lists, each with its state, last success, size, failures and last error; then
+the OCSP answer cache (entries, hits, misses, evictions). Exits 0 when every source is fresh, 1 when
+one is stale or the gateway does not answer.`,
   options: {
     config: { type: "string" },
     json: { type: "boolean", default: false },
@@ -38,7 +40,7 @@ last error. Exits 0 when every source is fresh, 1 when one is stale or the gatew
     }
     const host = ["0.0.0.0", "::"].includes(config.admin.host) ? "127.0.0.1" : config.admin.host;
     const url = `http://${host.includes(":") ? `[${host}]` : host}:${config.admin.port}/trust`;
-    let answer: { now: string; sources: TrustSourceStatus[] };
+    let answer: TrustReport & { now: string };
     try {
       const response = await request(url, { headersTimeout: 2_000, bodyTimeout: 2_000 });
       const text = await response.body.text();
@@ -52,37 +54,77 @@ last error. Exits 0 when every source is fresh, 1 when one is stale or the gatew
       return 1;
     }
     if (values.json) console.log(JSON.stringify(answer, null, 2));
-    else console.log(renderTrustStatus(answer.sources, Date.parse(answer.now)));
+    else console.log(renderTrustStatus(answer, Date.parse(answer.now)));
     return answer.sources.some((s) => s.stale) ? 1 : 0;
   },
 });
 
-/** One block per source, the stale ones first. */
-export function renderTrustStatus(sources: readonly TrustSourceStatus[], now: number): string {
-  if (sources.length === 0) return "no trust sources yet (no certificate has been checked)";
+/** One block per source, the stale ones first, then the OCSP cache. */
+export function renderTrustStatus(report: TrustReport, now: number): string {
+  const { sources, ocspCache } = report;
   const ordered = [...sources].sort(
     (a, b) => Number(b.stale) - Number(a.stale) || a.kind.localeCompare(b.kind),
   );
-  return ordered
-    .map((s) => {
-      const state = s.stale ? "STALE" : s.lastError ? "failing (last copy fresh)" : "fresh";
-      const lines = [
-        `${s.kind.padEnd(12)} ${state.padEnd(6)} ${s.source}`,
-        `             last success ${ago(s.lastSuccess, now)}; next update ${
-          s.nextUpdate === undefined ? "none given" : new Date(s.nextUpdate).toISOString()
-        }; ${s.size} entries; ${s.failures} failures`,
-      ];
-      if (s.lastError)
-        lines.push(
-          `             last error: ${s.lastError}${s.failingSince ? ` (since ${new Date(s.failingSince).toISOString()})` : ""}`,
-        );
-      return lines.join("\n");
-    })
-    .join("\n");
+  const blocks = ordered.map((s) => {
+    const state = s.stale ? "STALE" : s.lastError ? "failing (last copy fresh)" : "fresh";
+    const lines = [`${s.kind.padEnd(12)} ${state.padEnd(6)} ${s.source}`];
+    if (s.crl) lines.push(...crlLines(s, s.crl, now));
+    const nextUpdate = s.crl
+      ? ""
+      : `; next update ${s.nextUpdate === undefined ? "none given" : iso(s.nextUpdate)}`;
+    lines.push(
+      `${INDENT}last success ${ago(s.lastSuccess, now)}${nextUpdate}; ${s.size} entries; ${s.failures} failures`,
+    );
+    if (s.lastError)
+      lines.push(
+        `${INDENT}last error: ${s.lastError}${s.failingSince ? ` (since ${iso(s.failingSince)})` : ""}`,
+      );
+    return lines.join("\n");
+  });
+  if (blocks.length === 0) blocks.push("no trust sources yet (no certificate has been checked)");
+  if (ocspCache) blocks.push(ocspCacheLine(ocspCache, sources.filter((s) => s.kind === "ocsp").length));
+  return blocks.join("\n");
+}
+
+const INDENT = " ".repeat(13);
+
+const ORIGIN: Record<CrlDetails["origin"], string> = {
+  file: "file in trust.crlDir",
+  "configured-url": "revocation.crl.urls",
+  "distribution-point": "certificates' distribution point",
+};
+
+/** Where the list comes from, whose it is, when it was issued and until when it proves anything. */
+function crlLines(s: TrustSourceStatus, crl: CrlDetails, now: number): string[] {
+  if (crl.issuer === undefined || crl.thisUpdate === undefined)
+    return [`${INDENT}${ORIGIN[crl.origin]}; no list held`];
+  const published = crl.nextUpdate === undefined ? "none given" : iso(crl.nextUpdate);
+  // The status's nextUpdate carries revocation.crl.graceSeconds on top of the published one.
+  const grace =
+    crl.nextUpdate !== undefined && s.nextUpdate !== undefined && s.nextUpdate > crl.nextUpdate
+      ? ` (+ ${Math.round((s.nextUpdate - crl.nextUpdate) / 1000)} s grace)`
+      : "";
+  return [
+    `${INDENT}${ORIGIN[crl.origin]}; issuer ${crl.issuer}`,
+    `${INDENT}thisUpdate ${iso(crl.thisUpdate)} (${seconds(now - crl.thisUpdate)} s old); nextUpdate ${published}${grace}`,
+  ];
+}
+
+function ocspCacheLine(c: OcspCacheStatus, responders: number): string {
+  return `${"ocsp cache".padEnd(12)} ${c.entries} answers held (max ${c.maxEntries}); ${c.hits} hits, ${
+    c.misses
+  } misses, ${c.evictions} evictions; ${responders} responder${responders === 1 ? "" : "s"}`;
 }
 
 function ago(at: number | undefined, now: number): string {
   if (at === undefined) return "never";
-  const seconds = Math.round((now - at) / 1000);
-  return `${new Date(at).toISOString()} (${seconds} s ago)`;
+  return `${iso(at)} (${seconds(now - at)} s ago)`;
+}
+
+function iso(at: number): string {
+  return new Date(at).toISOString();
+}
+
+function seconds(ms: number): number {
+  return Math.round(ms / 1000);
 }

@@ -175,15 +175,17 @@ export class CrlRevocationChecker implements RevocationChecker {
 
 /**
  * The CRLs in one file's bytes (PEM blocks, or DER when `name` ends in .crl), keeping only lists
- * whose signature a trusted CA verifies. Pure: files are read at the edge (src/trust/).
+ * whose signature a trusted CA verifies. Pure: files are read at the edge (src/trust/). A file of
+ * several lists names each `name#1`, `name#2`…, so texts and metric labels tell them apart.
  */
 export function crlsFromFile(
   name: string,
   bytes: Uint8Array,
   cas: readonly ParsedCertificate[],
-): { lists: RevocationList[]; problems: string[] } {
+): { lists: RevocationList[]; problems: string[]; rejected: { source: string; reason: string }[] } {
   const lists: RevocationList[] = [];
   const problems: string[] = [];
+  const rejected: { source: string; reason: string }[] = [];
   const text = Buffer.from(bytes).toString("latin1");
   const blocks: Uint8Array[] = [];
   if (/-----BEGIN (?:X509 )?CRL-----/.test(text)) {
@@ -191,12 +193,15 @@ export function crlsFromFile(
   } else if (/\.crl$/i.test(name) && bytes[0] === 0x30) {
     blocks.push(bytes);
   }
-  for (const der of blocks) {
-    const verified = verifiedCrl(der, name, cas);
-    if (typeof verified === "string") problems.push(`${verified}; ignored`);
-    else lists.push(verified);
+  for (const [i, der] of blocks.entries()) {
+    const source = blocks.length > 1 ? `${name}#${i + 1}` : name;
+    const verified = verifiedCrl(der, source, cas);
+    if (typeof verified === "string") {
+      problems.push(`${verified}; ignored`);
+      rejected.push({ source, reason: verified.slice(source.length + 2) });
+    } else lists.push(verified);
   }
-  return { lists, problems };
+  return { lists, problems, rejected };
 }
 
 /**

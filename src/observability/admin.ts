@@ -6,7 +6,7 @@
 
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { TrustSourceStatus } from "../trust/source-status.js";
+import type { TrustReport } from "../trust/source-status.js";
 
 /** Where /metrics comes from: one registry, or the cluster primary's aggregate of its workers. */
 export interface MetricsSource {
@@ -30,8 +30,8 @@ export async function startAdminServer(options: {
   port: number;
   metrics: MetricsSource;
   readiness: () => Promise<ReadinessCheck>;
-  /** The trust sources; absent where this process holds none (egress, a cluster's primary). */
-  trust?: () => readonly TrustSourceStatus[];
+  /** The trust sources and OCSP cache; absent where this process holds none (egress, a cluster's primary). */
+  trust?: () => TrustReport;
 }): Promise<AdminServer> {
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
@@ -54,7 +54,7 @@ export async function startAdminServer(options: {
           error:
             "this process holds no trust sources (egress mode, or the primary of workers > 1: see /metrics)",
         });
-      return json(200, { now: new Date().toISOString(), sources: options.trust() });
+      return json(200, { now: new Date().toISOString(), ...options.trust() });
     }
     if (path === "/metrics") {
       options.metrics.metrics().then(

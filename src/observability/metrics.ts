@@ -5,7 +5,7 @@
  */
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
-import type { TrustSourceStatus } from "../trust/source-status.js";
+import type { OcspCacheStatus, TrustSourceStatus } from "../trust/source-status.js";
 
 /** Latency buckets in seconds: the gateway's own share is sub-millisecond, the backend's can be seconds. */
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -25,6 +25,8 @@ export interface MetricSources {
   }[];
   /** Every trust source (CRLs, OCSP responders, register sources, trusted lists), read at scrape time. */
   readonly trustSources?: () => readonly TrustSourceStatus[];
+  /** The OCSP answers held in memory, read at scrape time. */
+  readonly ocspCache?: () => OcspCacheStatus;
   readonly now?: () => number;
 }
 
@@ -206,6 +208,33 @@ export class GatewayMetrics {
 
     trustSourceMetrics(this.registry, sources.trustSources, now);
 
+    const ocsp = sources.ocspCache;
+    scrapedGauge(
+      "psd2_gateway_ocsp_cache_entries",
+      "OCSP answers held in memory (one per certificate, until it expires)",
+      from(ocsp, (s) => s.entries),
+    );
+    scrapedGauge(
+      "psd2_gateway_ocsp_cache_max_entries",
+      "The OCSP answer cache's bound (revocation.ocsp.maxEntries)",
+      from(ocsp, (s) => s.maxEntries),
+    );
+    scrapedCounter(
+      "psd2_gateway_ocsp_cache_hits_total",
+      "Revocation checks answered by an OCSP answer in memory",
+      from(ocsp, (s) => s.hits),
+    );
+    scrapedCounter(
+      "psd2_gateway_ocsp_cache_misses_total",
+      "Revocation checks that had to ask an OCSP responder (no answer in memory, or an expired one)",
+      from(ocsp, (s) => s.misses),
+    );
+    scrapedCounter(
+      "psd2_gateway_ocsp_cache_evictions_total",
+      "OCSP answers pushed out by revocation.ocsp.maxEntries before they expired",
+      from(ocsp, (s) => s.evictions),
+    );
+
     const store = sources.store;
     scrapedCounter(
       "psd2_gateway_store_errors_total",
@@ -230,7 +259,11 @@ export class GatewayMetrics {
   }
 }
 
-/** One gauge family per trust-source property, labelled by kind and source (URL or file). */
+/**
+ * One gauge family per trust-source property, labelled by kind and source (URL or file): bounded,
+ * as the sources are configured files and URLs, or distribution points and responders named by
+ * certificates of trusted CAs (at most revocation.crl.maxLists and 256), never a request's text.
+ */
 function trustSourceMetrics(
   registry: Registry,
   read: MetricSources["trustSources"],
@@ -268,7 +301,7 @@ function trustSourceMetrics(
   );
   family(
     "psd2_gateway_trust_source_entries",
-    "Entries the source's copy holds (revoked serials, TPPs, trusted CAs)",
+    "Entries the source's copy holds (revoked serials, TPPs, trusted CAs, cached OCSP answers)",
     (s) => s.size,
   );
   family(
@@ -280,5 +313,10 @@ function trustSourceMetrics(
     "psd2_gateway_trust_source_next_update_timestamp_seconds",
     "Unix time the source's copy stops proving anything (nextUpdate, + grace for CRLs)",
     (s) => (s.nextUpdate === undefined ? undefined : s.nextUpdate / 1000),
+  );
+  family(
+    "psd2_gateway_trust_source_this_update_timestamp_seconds",
+    "CRLs: Unix time the list held was issued (its thisUpdate)",
+    (s) => (s.crl?.thisUpdate === undefined ? undefined : s.crl.thisUpdate / 1000),
   );
 }

@@ -10,8 +10,9 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 
 import { join } from "node:path";
 import type { ParsedCertificate, RevocationList } from "../eidas/index.js";
 import { verifiedCrl } from "../eidas/revocation.js";
+import { formatRfc2253, readNameFromDer } from "../x500/name.js";
 import { fetchDocument, type Validators } from "./http-fetch.js";
-import type { TrustSourceStatus } from "./source-status.js";
+import type { CrlDetails, TrustSourceStatus } from "./source-status.js";
 
 export interface CrlCacheOptions {
   /** The CAs a CRL may be signed by (the trust store's, read when a list arrives). */
@@ -33,7 +34,8 @@ export interface CrlCacheOptions {
 
 interface Entry {
   readonly url: string;
-  readonly pinned: boolean;
+  /** A configured URL: never evicted, its list looked up by issuer for any certificate. */
+  pinned: boolean;
   list?: RevocationList;
   /** SHA-256 of the list's DER, to tell a new list from the same one served again. */
   digest?: string;
@@ -144,6 +146,7 @@ export class CrlCache {
         ...(nextUpdate !== undefined ? { nextUpdate } : {}),
         stale: !e.list || (nextUpdate !== undefined && nextUpdate <= now),
         failsReadiness: false,
+        crl: crlDetails(e.pinned ? "configured-url" : "distribution-point", e.list),
       };
     });
   }
@@ -160,6 +163,8 @@ export class CrlCache {
       entry = { url, pinned, validators: {}, failures: 0, lastUsed: this.now() };
       this.entries.set(url, entry);
     }
+    // A configured URL read back from the disk cache (or met first as a distribution point) is pinned all the same.
+    if (pinned) entry.pinned = true;
     return entry;
   }
 
@@ -258,4 +263,22 @@ export class CrlCache {
       this.options.log?.(`CRL cache: cannot write ${base}: ${(error as Error).message}`, true);
     }
   }
+}
+
+/** What a CRL source's status says of the list it holds (nothing but the origin before the first). */
+export function crlDetails(origin: CrlDetails["origin"], list: RevocationList | undefined): CrlDetails {
+  if (!list) return { origin };
+  let issuer: string;
+  try {
+    issuer = formatRfc2253(readNameFromDer(list.issuerDer)).slice(0, 200);
+  } catch {
+    // Cannot happen for a list a trusted CA verified (its issuer is that CA's name); never fatal here.
+    issuer = "(unreadable name)";
+  }
+  return {
+    origin,
+    issuer,
+    thisUpdate: list.thisUpdate.getTime(),
+    ...(list.nextUpdate ? { nextUpdate: list.nextUpdate.getTime() } : {}),
+  };
 }

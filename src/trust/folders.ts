@@ -38,23 +38,35 @@ export function trustStoreFromFolder(folder: string): { store: TrustStore; probl
   return { store: new TrustStore(certificates), problems };
 }
 
-/** Every CRL in a folder whose signature a CA of `cas` verifies. */
+/**
+ * Every CRL in a folder whose signature a CA of `cas` verifies; `rejected` names each list (file,
+ * or file#n) that was not kept and why, for `trust status`.
+ */
 export function crlCheckerFromFolder(
   folder: string,
   cas: readonly ParsedCertificate[],
-): { checker: CrlRevocationChecker; problems: string[] } {
+): { checker: CrlRevocationChecker; problems: string[]; rejected: CrlRejection[] } {
   const lists: RevocationList[] = [];
   const problems: string[] = [];
+  const rejected: CrlRejection[] = [];
   let files: string[] = [];
   try {
     files = filesIn(folder, CRL_FILE);
   } catch (error) {
     problems.push(`cannot read CRL folder ${folder}: ${(error as Error).message}`);
+    rejected.push({ source: folder, reason: `cannot read the folder: ${(error as Error).message}` });
   }
   for (const file of files) {
     const found = crlsFromFile(file, readFileSync(file), cas);
     lists.push(...found.lists);
     problems.push(...found.problems);
+    rejected.push(...found.rejected);
   }
-  return { checker: new CrlRevocationChecker(lists), problems };
+  return { checker: new CrlRevocationChecker(lists), problems, rejected };
+}
+
+/** A CRL in a file that is not used: unreadable, or no trusted CA signed it. */
+export interface CrlRejection {
+  readonly source: string;
+  readonly reason: string;
 }

@@ -20,7 +20,7 @@ import { revocationSourcesOf } from "../eidas/revocation-sources.js";
 import { reject } from "../errors.js";
 import type { CrlCache } from "./crl-cache.js";
 import { fetchDocument } from "./http-fetch.js";
-import type { TrustSourceStatus } from "./source-status.js";
+import type { OcspCacheStatus, TrustSourceStatus } from "./source-status.js";
 
 export type RevocationOrder = "ocsp-crl" | "crl" | "ocsp";
 
@@ -79,10 +79,18 @@ export class LiveRevocation implements RevocationChecker {
   private readonly ocspInFlight = new Map<string, Promise<SourceAnswer>>();
   private readonly responders = new LRUCache<string, ResponderState>({ max: MAX_RESPONDERS });
   private readonly now: () => number;
+  private ocspHits = 0;
+  private ocspMisses = 0;
+  private ocspEvictions = 0;
 
   constructor(private readonly options: LiveRevocationOptions) {
     this.now = options.now ?? Date.now;
-    this.ocspCache = new LRUCache({ max: options.ocsp.maxEntries });
+    this.ocspCache = new LRUCache({
+      max: options.ocsp.maxEntries,
+      dispose: (_value, _key, reason) => {
+        if (reason === "evict") this.ocspEvictions++;
+      },
+    });
   }
 
   check(
@@ -103,8 +111,11 @@ export class LiveRevocation implements RevocationChecker {
     return this.unknown(certificate, reasons, steps.length === 0 || this.nothingToAsk(sources, issuer));
   }
 
-  /** OCSP responders seen, for metrics and `trust status`. */
+  /** OCSP responders seen, each with the answers of it held, for metrics and `trust status`. */
   get responderStatuses(): TrustSourceStatus[] {
+    const held = new Map<string, number>();
+    for (const cached of this.ocspCache.values())
+      held.set(cached.responder, (held.get(cached.responder) ?? 0) + 1);
     return [...this.responders.entries()].map(([url, s]) => ({
       kind: "ocsp" as const,
       source: url,
@@ -112,14 +123,20 @@ export class LiveRevocation implements RevocationChecker {
       failures: s.failures,
       ...(s.lastError ? { lastError: s.lastError } : {}),
       ...(s.failingSince ? { failingSince: s.failingSince } : {}),
-      size: 0,
+      size: held.get(url) ?? 0,
       stale: s.lastError !== undefined,
       failsReadiness: false,
     }));
   }
 
-  get cachedOcspAnswers(): number {
-    return this.ocspCache.size;
+  get ocspCacheStatus(): OcspCacheStatus {
+    return {
+      entries: this.ocspCache.size,
+      maxEntries: this.ocspCache.max,
+      hits: this.ocspHits,
+      misses: this.ocspMisses,
+      evictions: this.ocspEvictions,
+    };
   }
 
   private steps(
@@ -128,8 +145,18 @@ export class LiveRevocation implements RevocationChecker {
     now: Date,
     sources: { ocsp: string[]; crl: string[] },
   ): Step[] {
+    // One hit or miss per check: the slow path looks in the cache again after the fast one.
+    let counted = sources.ocsp.length === 0;
     const ocsp = (): Step => ({
-      cached: () => this.cachedOcsp(certificate, issuer, now, sources.ocsp),
+      cached: () => {
+        const answer = this.cachedOcsp(certificate, issuer, now, sources.ocsp);
+        if (!counted) {
+          counted = true;
+          if (answer === "network") this.ocspMisses++;
+          else this.ocspHits++;
+        }
+        return answer;
+      },
       fetch: () => this.fetchOcsp(certificate, issuer, sources.ocsp),
     });
     const crl = (): Step => ({

@@ -7,7 +7,11 @@ export type TrustSourceKind = "crl" | "ocsp" | "register" | "trusted-list";
 
 export interface TrustSourceStatus {
   readonly kind: TrustSourceKind;
-  /** The URL or file it is read from. */
+  /**
+   * The URL or file it is read from; a metric label, so bounded: configured files and URLs, and
+   * the distribution points and responders named by certificates of trusted CAs (at most
+   * revocation.crl.maxLists and 256), never a request's own text.
+   */
   readonly source: string;
   /** Epoch ms of the last successful refresh (or answer); undefined before the first. */
   readonly lastSuccess: number | undefined;
@@ -24,4 +28,34 @@ export interface TrustSourceStatus {
   readonly stale: boolean;
   /** A stale source fails every request (register, trusted lists), not only some certificates. */
   readonly failsReadiness: boolean;
+  /** CRLs only: where the list comes from and, once one is held, what it says of itself. */
+  readonly crl?: CrlDetails;
+}
+
+export interface CrlDetails {
+  /** A file in trust.crlDir, a URL in revocation.crl.urls, or a certificate's distribution point. */
+  readonly origin: "file" | "configured-url" | "distribution-point";
+  /** The issuer's name (RFC 2253), a trusted CA's: only lists a trusted CA signed are kept. */
+  readonly issuer?: string;
+  /** Epoch ms of the list's thisUpdate and nextUpdate as published (no grace added). */
+  readonly thisUpdate?: number;
+  readonly nextUpdate?: number;
+}
+
+/** The OCSP answers held in memory (per certificate), summed over every responder. */
+export interface OcspCacheStatus {
+  readonly entries: number;
+  readonly maxEntries: number;
+  /** Checks answered from memory, and checks that had to ask a responder. */
+  readonly hits: number;
+  readonly misses: number;
+  /** Answers pushed out by maxEntries before they expired. */
+  readonly evictions: number;
+}
+
+/** What the admin listener's /trust serves (with the time it answered). */
+export interface TrustReport {
+  readonly sources: readonly TrustSourceStatus[];
+  /** Absent where nothing asks OCSP (egress). */
+  readonly ocspCache?: OcspCacheStatus;
 }

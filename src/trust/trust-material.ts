@@ -4,11 +4,13 @@
  */
 
 import { CrlRevocationChecker, TrustStore } from "../eidas/index.js";
-import { crlCheckerFromFolder, trustStoreFromFolder } from "./folders.js";
+import { type CrlRejection, crlCheckerFromFolder, trustStoreFromFolder } from "./folders.js";
 
 export interface TrustMaterial {
   readonly store: TrustStore;
   readonly revocation: CrlRevocationChecker;
+  /** The CRLs in the folder that are not used, and why (also among `problems`). */
+  readonly rejectedCrls: readonly CrlRejection[];
   readonly problems: readonly string[];
 }
 
@@ -30,6 +32,11 @@ export function loadTrustMaterial(
     );
   const crl = crlDir
     ? crlCheckerFromFolder(crlDir, store.all)
-    : { checker: new CrlRevocationChecker([]), problems: [] };
-  return { store, revocation: crl.checker, problems: [...problems, ...crl.problems] };
+    : { checker: new CrlRevocationChecker([]), problems: [], rejected: [] };
+  return {
+    store,
+    revocation: crl.checker,
+    rejectedCrls: crl.rejected,
+    problems: [...problems, ...crl.problems],
+  };
 }

@@ -41,7 +41,7 @@ export async function qtspPki(): Promise<QtspPki> {
   return { pki, port, url };
 }
 
-/** A CRL of the demo issuing CA, DER. */
+/** A CRL of the demo issuing CA (or of `issuer`), DER; `signer` signs it in the issuer's name. */
 export async function issuingCaCrl(
   pki: DevPki,
   options: {
@@ -49,18 +49,19 @@ export async function issuingCaCrl(
     thisUpdate?: Date;
     nextUpdate?: Date;
     signer?: DevPki["root"];
+    issuer?: DevPki["root"];
   },
 ): Promise<Uint8Array> {
   const now = Date.now();
   const crl = await x509.X509CrlGenerator.create({
-    issuer: pki.issuingCa.certificate.subjectName,
+    issuer: (options.issuer ?? pki.issuingCa).certificate.subjectName,
     thisUpdate: options.thisUpdate ?? new Date(now - 1000),
     nextUpdate: options.nextUpdate ?? new Date(now + 24 * 3600 * 1000),
     entries: (options.revoked ?? []).map((c) => ({
       serialNumber: c.serialNumber,
       revocationDate: new Date(now - 1000),
     })),
-    signingKey: (options.signer ?? pki.issuingCa).keys.privateKey as never,
+    signingKey: (options.signer ?? options.issuer ?? pki.issuingCa).keys.privateKey as never,
     signingAlgorithm: { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" },
   });
   return new Uint8Array(crl.rawData);

@@ -255,6 +255,36 @@ describe("CRL distribution points (order: crl)", () => {
     restarted.crls.stop();
   });
 
+  it("a configured URL read back from disk stays configured: looked up by issuer while its QTSP is down", async () => {
+    const crl = await issuingCaCrl(q.pki, {});
+    const served = await qtsp();
+    served.setDocument("/crl/configured.crl", {
+      body: Buffer.from(crl),
+      contentType: "application/pkix-crl",
+    });
+    const cacheDir = mkdtempSync(join(tmpdir(), "psd2-crl-cache-"));
+    const url = `${q.url}/crl/configured.crl`;
+    const first = live({ order: "crl", cacheDir });
+    await first.crls.pin([url]);
+    expect(first.crls.pinnedLists()).toHaveLength(1);
+    first.crls.stop();
+
+    await server?.close();
+    server = undefined;
+    const restarted = live({ order: "crl", cacheDir });
+    restarted.crls.loadFromDisk();
+    await restarted.crls.pin([url]); // refused: the copy from disk is all there is
+    expect(restarted.crls.pinnedLists()).toHaveLength(1);
+    expect(restarted.crls.statuses).toEqual([
+      expect.objectContaining({
+        source: url,
+        failures: 1,
+        crl: expect.objectContaining({ origin: "configured-url" }),
+      }),
+    ]);
+    restarted.crls.stop();
+  });
+
   it("a local CRL file answers when the distribution point is down", async () => {
     const { crlCheckerFromFolder } = await import("../../../src/trust/folders.js");
     const { checker } = crlCheckerFromFolder(q.pki.paths.trustDir, [issuer]);
