@@ -51,7 +51,7 @@ export const startCommand = defineCommand({
 Runs until SIGTERM or SIGINT (then drains for shutdown.graceSeconds); SIGHUP reloads certificates,
 trust store, CRLs and the register. Exits 1 when the gateway cannot start (a taken port, a bad
 config key, unreadable certificates), with the reason on stderr.`,
-  options: { config: { type: "string" } },
+  options: { config: { type: "string", path: "file" } },
   async run(values) {
     const file = values.config ?? DEFAULT_CONFIG;
     const usingDefault = values.config === undefined;

@@ -22,7 +22,7 @@ Prints one line per source: CRLs (configured and the certificates' distribution 
 responders, register sources and trusted lists, each with its state, age, next update, size and
 last error. Exits 0 when every source is fresh, 1 when one is stale or the gateway does not answer.`,
   options: {
-    config: { type: "string" },
+    config: { type: "string", path: "file" },
     json: { type: "boolean", default: false },
   },
   allowPositionals: true,
