@@ -17,7 +17,13 @@ QWACs and QSealCs, an expired, a revoked and an unregistered certificate, the TP
 CRL. Private keys stay in that folder; never commit them.`,
   options: { out: { type: "string", path: "new-folder" }, force: { type: "boolean" } },
   async run(values) {
-    await ensureDevCertificates((m) => console.error(m), values.force ?? false, values.out ?? DEV_CERTS_DIR);
+    const out = values.out ?? DEV_CERTS_DIR;
+    const generated = await ensureDevCertificates((m) => console.error(m), values.force ?? false, out);
+    // Silence would read as "done" when nothing was (re)generated.
+    if (!generated)
+      console.error(
+        `development certificates already in ${out}; psd2-gateway certs --force generates them anew`,
+      );
     return 0;
   },
 });

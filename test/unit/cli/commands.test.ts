@@ -6,9 +6,9 @@
  */
 
 import { spawn } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { COMMANDS as ALL_COMMANDS } from "../../../src/cli/main.js";
 import { validateConfig } from "../../../src/config/load.js";
@@ -147,6 +147,25 @@ describe("every command", () => {
       expect(errors[0]).toContain("psd2-gateway sandbox: Sandbox state file");
       expect(errors[0]).toContain(file);
       expect(errors[0]).toContain("not JSON");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("certs where the development PKI already is: says so and how to generate it anew, exit 0", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "certs-cli-"));
+    try {
+      // The files whose presence says the PKI is complete.
+      for (const file of ["bank/bank-qseal.pem", "qtsp/status.json"]) {
+        mkdirSync(join(dir, dirname(file)), { recursive: true });
+        writeFileSync(join(dir, file), "");
+      }
+      const run = await cli(["certs", "--out", dir]);
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toBe("");
+      expect(run.stderr).toBe(
+        `development certificates already in ${dir}; psd2-gateway certs --force generates them anew\n`,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
