@@ -15,9 +15,15 @@ export const certsCommand = defineCommand({
 Writes a demo QTSP (root and issuing CA), the gateway's TLS certificate, two demo TPPs with PSD2
 QWACs and QSealCs, an expired, a revoked and an unregistered certificate, the TPP register and a
 CRL. Private keys stay in that folder; never commit them.`,
-  options: { out: { type: "string" }, force: { type: "boolean" } },
+  options: { out: { type: "string", path: "new-folder" }, force: { type: "boolean" } },
   async run(values) {
-    await ensureDevCertificates((m) => console.error(m), values.force ?? false, values.out ?? DEV_CERTS_DIR);
+    const out = values.out ?? DEV_CERTS_DIR;
+    const generated = await ensureDevCertificates((m) => console.error(m), values.force ?? false, out);
+    // Silence would read as "done" when nothing was (re)generated.
+    if (!generated)
+      console.error(
+        `development certificates already in ${out}; psd2-gateway certs --force generates them anew`,
+      );
     return 0;
   },
 });

@@ -4,11 +4,11 @@
  */
 
 import { createPrivateKey, randomUUID, X509Certificate } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Agent, request } from "undici";
 import { formatHttpDate, RequestSigner } from "../signature/index.js";
-import { defineCommand } from "./command.js";
+import { defineCommand, UsageError } from "./command.js";
 import { DEV_CERTS_DIR } from "./paths.js";
 
 interface Case {
@@ -144,13 +144,32 @@ export const demoCommand = defineCommand({
   --certs <dir>   the development PKI (default certs/dev)
 
 Exits 1 when a request could not be sent at all.`,
-  options: { url: { type: "string", default: "https://localhost:8443" }, certs: { type: "string" } },
+  options: {
+    url: { type: "string", default: "https://localhost:8443" },
+    certs: { type: "string", path: "folder" },
+  },
   run: runDemo,
 });
 
 async function runDemo(values: { url?: string | undefined; certs?: string | undefined }): Promise<number> {
   const dir = values.certs ?? DEV_CERTS_DIR;
   const file = (...p: string[]) => readFileSync(join(dir, ...p));
+  const needed = [
+    "trust/demo-root-ca.pem",
+    ...["tpp-a", "tpp-b"].flatMap((q) => [`tpp/${q}-qwac.pem`, `tpp/${q}-qwac.key.pem`]),
+    ...[...new Set(CASES.map((c) => c.tpp))].flatMap((t) => [`tpp/${t}-qseal.pem`, `tpp/${t}-qseal.key.pem`]),
+  ];
+  const missing = needed.find((f) => !existsSync(join(dir, f)));
+  if (missing !== undefined) {
+    if (values.certs !== undefined)
+      throw new UsageError(
+        `--certs ${dir}: not a development PKI (no ${missing} in it); npm run certs -- --out ${dir} makes one`,
+      );
+    console.error(
+      `psd2-gateway demo: no development PKI in ${dir} (no ${missing}); npm start or npm run certs makes it`,
+    );
+    return 1;
+  }
   // mTLS as a real TPP connects: each demo TPP with its own QWAC; the refused cases with TPP A's.
   const agents = new Map<string, Agent>();
   const agentFor = (tpp: string) => {

@@ -17,7 +17,7 @@ export const healthCommand = defineCommand({
 
 Exits 0 when the answer is 200, 1 otherwise.`,
   options: {
-    config: { type: "string" },
+    config: { type: "string", path: "file" },
     ready: { type: "boolean", default: false },
     json: { type: "boolean", default: false },
   },

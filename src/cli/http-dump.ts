@@ -31,9 +31,14 @@ export interface Dump {
 const REQUEST_LINE = /^([A-Z]+) (\S+) HTTP\/1\.[01]$/;
 const STATUS_LINE = /^HTTP\/(?:1\.[01]|2|3)(?:\.0)? (\d{3})(?: .*)?$/;
 
-/** Reads raw HTTP (a request or a response) or a `curl -v` dump (either or both); a string says why not. */
-export function parseDump(bytes: Buffer): Dump | string {
+/**
+ * Reads raw HTTP (a request or a response) or a `curl -v` dump (either or both); a string says why
+ * not, in terms of what the caller `expects` (the error names the start line it looked for).
+ */
+export function parseDump(bytes: Buffer, expects: "request" | "response" = "request"): Dump | string {
   const text = bytes.toString("latin1");
+  if (text.trim() === "")
+    return `empty: expected an HTTP ${expects} (${expects === "request" ? "GET /v1/accounts HTTP/1.1" : "HTTP/1.1 200 OK"} first) or a curl -v dump`;
   const lines = text.split(/\r?\n/);
   if (lines.some((l) => l.startsWith("> ") || l.startsWith("< "))) {
     const sent = lines.filter((l) => l.startsWith("> ")).map((l) => l.slice(2));
@@ -62,7 +67,8 @@ export function parseDump(bytes: Buffer): Dump | string {
     if (rest.length > 0) body = rest;
     head = text.slice(0, end).split(/\r?\n/);
   }
-  if (STATUS_LINE.test(head[0]?.trim() ?? "")) {
+  const first = head[0]?.trim() ?? "";
+  if (STATUS_LINE.test(first) || (expects === "response" && !REQUEST_LINE.test(first))) {
     const response = responseFrom(head, body);
     return typeof response === "string" ? response : { response };
   }
@@ -80,7 +86,7 @@ export function parseRequestDump(bytes: Buffer): DumpedRequest | string {
 function requestFrom(lines: readonly string[], body: Buffer | undefined): DumpedRequest | string {
   const requestLine = REQUEST_LINE.exec(lines[0]?.trim() ?? "");
   if (!requestLine) {
-    return `the first line '${(lines[0] ?? "").slice(0, 80)}' is not an HTTP request line (GET /v1/accounts HTTP/1.1)`;
+    return `not an HTTP request: its first line '${(lines[0] ?? "").slice(0, 80)}' is not a request line (GET /v1/accounts HTTP/1.1)`;
   }
   const headers = headerLines(lines.slice(1));
   if (typeof headers === "string") return headers;
@@ -90,7 +96,7 @@ function requestFrom(lines: readonly string[], body: Buffer | undefined): Dumped
 function responseFrom(lines: readonly string[], body: Buffer | undefined): DumpedResponse | string {
   const statusLine = STATUS_LINE.exec(lines[0]?.trim() ?? "");
   if (!statusLine) {
-    return `the first line '${(lines[0] ?? "").slice(0, 80)}' is not an HTTP status line (HTTP/1.1 200 OK)`;
+    return `not an HTTP response: its first line '${(lines[0] ?? "").slice(0, 80)}' is not a status line (HTTP/1.1 200 OK)`;
   }
   const headers = headerLines(lines.slice(1));
   if (typeof headers === "string") return headers;

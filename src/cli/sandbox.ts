@@ -20,7 +20,7 @@ export const sandboxCommand = defineCommand({
     port: { type: "string", default: String(DEFAULT_SANDBOX_PORT) },
     host: { type: "string", default: "127.0.0.1" },
     seed: { type: "string" },
-    "state-file": { type: "string" },
+    "state-file": { type: "string", path: "new-file" },
   },
   async run(values) {
     const port = Number(values.port);

@@ -5,7 +5,7 @@
  * signer built from the same profile, src/app/bank-profile.ts).
  */
 
-import { createPrivateKey, type KeyObject, X509Certificate } from "node:crypto";
+import { createPrivateKey, createPublicKey, type KeyObject, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Agent, type Dispatcher, request } from "undici";
 import { responseVerifierForProfile, signerForProfile } from "../app/bank-profile.js";
@@ -13,7 +13,7 @@ import { type Credentials, loadCredentials } from "../app/credentials.js";
 import type { BankProfileConfig } from "../config/schema.js";
 import { RequestSigner } from "../signature/index.js";
 import { bankProfileOption } from "./bank-option.js";
-import { defineCommand, USAGE_ERROR } from "./command.js";
+import { defineCommand, readOption, UsageError } from "./command.js";
 
 export const signCommand = defineCommand({
   name: "sign",
@@ -53,26 +53,27 @@ What it prints:
                          the client certificate for mutual TLS (default: the profile's qwac)
   --json                 print JSON: the headers, the curl line or the answer`,
   options: {
-    profile: { type: "string" },
+    profile: { type: "string", path: "file" },
     bank: { type: "string" },
-    key: { type: "string" },
-    cert: { type: "string" },
-    p12: { type: "string" },
+    key: { type: "string", path: "file" },
+    cert: { type: "string", path: "file" },
+    p12: { type: "string", path: "file" },
     "password-env": { type: "string" },
-    "password-file": { type: "string" },
+    "password-file": { type: "string", path: "file" },
     method: { type: "string", default: "GET" },
     target: { type: "string" },
-    body: { type: "string" },
+    body: { type: "string", path: "file" },
     header: { type: "string", multiple: true, default: [] },
     "no-request-target": { type: "boolean", default: false },
     curl: { type: "string" },
     send: { type: "boolean", default: false },
     url: { type: "string" },
-    ca: { type: "string" },
-    qwac: { type: "string" },
-    "qwac-key": { type: "string" },
+    ca: { type: "string", path: "file" },
+    qwac: { type: "string", path: "file" },
+    "qwac-key": { type: "string", path: "file" },
     json: { type: "boolean", default: false },
   },
+  check: (values) => checkOptions(values),
   run: (values) => sign(values),
 });
 
@@ -104,23 +105,16 @@ interface Keys {
   readonly profile: BankProfileConfig | undefined;
 }
 
-class UsageError extends Error {}
+/** A wrong combination of options, with the way to the usage. */
+const usage = (line: string) => new UsageError(`${line}; see psd2-gateway sign --help`);
 
 async function sign(values: SignValues): Promise<number> {
-  let keys: Keys;
-  let headers: Record<string, string>;
-  let origin: string | undefined;
-  try {
-    checkOptions(values);
-    headers = headerOptions(values.header ?? []);
-    origin = originOf(values.curl ?? values.url);
-    keys = loadKeys(values);
-    origin ??= originOf(keys.profile?.url);
-  } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
-    console.error(`psd2-gateway sign: ${error.message}; see psd2-gateway sign --help`);
-    return USAGE_ERROR;
-  }
+  const headers = headerOptions(values.header ?? []);
+  let origin = originOf(values.curl ?? values.url);
+  const keys = loadKeys(values);
+  origin ??= originOf(keys.profile?.url);
+  // Checked before anything is sent: a mismatched pair is a usage error like the others.
+  if (values.qwac !== undefined) keyPair(values, "qwac-key", "qwac");
   const { signer, profile } = keys;
   for (const [name, value] of Object.entries(profile?.defaultHeaders ?? {}))
     if (!Object.keys(headers).some((n) => n.toLowerCase() === name.toLowerCase())) headers[name] = value;
@@ -168,34 +162,36 @@ async function sign(values: SignValues): Promise<number> {
 function checkOptions(values: SignValues): void {
   const given = (["profile", "key", "p12"] as const).filter((o) => values[o] !== undefined);
   if (given.length !== 1 || values.target === undefined)
-    throw new UsageError(
+    throw usage(
       given.length > 1
         ? `give one of --profile, --key/--cert and --p12, not ${given.map((o) => `--${o}`).join(" and ")}`
         : "needs --target </path?query> and the keys: --profile <egress config>, --key <private key PEM> --cert <certificate PEM>, or --p12 <file>",
     );
-  if (values.bank !== undefined && values.profile === undefined)
-    throw new UsageError("--bank goes with --profile");
+  if (values.bank !== undefined && values.profile === undefined) throw usage("--bank goes with --profile");
   if (values.profile === undefined && values.p12 === undefined && values.cert === undefined)
-    throw new UsageError("--key goes with --cert <certificate PEM>");
+    throw usage("--key goes with --cert <certificate PEM>");
   if (values.cert !== undefined && values.key === undefined)
-    throw new UsageError("--cert goes with --key <private key PEM>");
+    throw usage("--cert goes with --key <private key PEM>");
   if (values.p12 === undefined && (values["password-env"] ?? values["password-file"]) !== undefined)
-    throw new UsageError("--password-env and --password-file go with --p12");
+    throw usage("--password-env and --password-file go with --p12");
   if (values.profile !== undefined && values["no-request-target"])
-    throw new UsageError("--no-request-target does not go with --profile: its signing.headers decide");
-  if (values.send && values.curl !== undefined) throw new UsageError("give --send or --curl, not both");
+    throw usage("--no-request-target does not go with --profile: its signing.headers decide");
+  if (values.send && values.curl !== undefined) throw usage("give --send or --curl, not both");
   if (!values.send && (values.url ?? values.ca ?? values.qwac ?? values["qwac-key"]) !== undefined)
-    throw new UsageError("--url, --ca, --qwac and --qwac-key go with --send");
+    throw usage("--url, --ca, --qwac and --qwac-key go with --send");
   if ((values.qwac === undefined) !== (values["qwac-key"] === undefined))
-    throw new UsageError("--qwac and --qwac-key go together");
+    throw usage("--qwac and --qwac-key go together");
   if (values.send && values.url === undefined && values.profile === undefined)
-    throw new UsageError("--send needs --url <base url> (or a --profile, whose url it takes)");
+    throw usage("--send needs --url <base url> (or a --profile, whose url it takes)");
+  // Malformed values too, before any path is looked at (sign() parses them again for use).
+  headerOptions(values.header ?? []);
+  originOf(values.curl ?? values.url);
 }
 
 function loadKeys(values: SignValues): Keys {
   if (values.profile !== undefined) {
     const profile = bankProfileOption(values.profile, values.bank);
-    if (typeof profile === "string") throw new UsageError(profile);
+    if (typeof profile === "string") throw usage(profile);
     const qseal = loadCredentials(profile.qseal, `banks.${profile.name}.qseal`);
     // Command-line header values are text: signed as their UTF-8 bytes.
     return { signer: signerForProfile(profile, qseal, "utf-8"), profile };
@@ -214,13 +210,42 @@ function loadKeys(values: SignValues): Keys {
     privateKey = credentials.privateKey;
     certificate = credentials.certificateDer;
   } else {
-    privateKey = createPrivateKey(readFileSync(values.key!));
-    certificate = new X509Certificate(readFileSync(values.cert!)).raw;
+    const pair = keyPair(values, "key", "cert");
+    privateKey = pair.privateKey;
+    certificate = pair.certificate.raw;
   }
   return {
     signer: new RequestSigner({ privateKey, certificate, signRequestTarget: !values["no-request-target"] }),
     profile: undefined,
   };
+}
+
+/**
+ * A private key and its certificate from two options, refused unless the certificate holds the
+ * key's public key: the bank would refuse every signature (or handshake) made with the pair.
+ */
+function keyPair(
+  values: SignValues,
+  keyOption: "key" | "qwac-key",
+  certOption: "cert" | "qwac",
+): { privateKey: KeyObject; certificate: X509Certificate } {
+  const keyPath = values[keyOption]!;
+  const certPath = values[certOption]!;
+  const privateKey = readOption(keyOption, keyPath, "a PEM private key", (b) => createPrivateKey(b));
+  const certificate = readOption(
+    certOption,
+    certPath,
+    "a certificate in PEM or DER",
+    (b) => new X509Certificate(b),
+  );
+  const spki = (key: KeyObject) => key.export({ type: "spki", format: "der" });
+  if (!spki(createPublicKey(privateKey)).equals(spki(certificate.publicKey))) {
+    const subject = /^CN=(.*)$/m.exec(certificate.subject)?.[1] ?? certificate.subject;
+    throw new UsageError(
+      `--${keyOption} ${keyPath} is not the private key of --${certOption} ${certPath} (${subject}): give the key and the certificate of one ${certOption === "cert" ? "QSealC" : "QWAC"}`,
+    );
+  }
+  return { privateKey, certificate };
 }
 
 /** Scheme, host and port: the path sent is the target (after the profile url's path), exactly as signed. */
@@ -229,7 +254,7 @@ function originOf(url: string | undefined): string | undefined {
   try {
     return new URL(url).origin;
   } catch {
-    throw new UsageError(`'${url}' is not a URL (https://bank.example:8443)`);
+    throw usage(`'${url}' is not a URL (https://bank.example:8443)`);
   }
 }
 
@@ -237,7 +262,7 @@ function headerOptions(lines: readonly string[]): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const line of lines) {
     const colon = line.indexOf(":");
-    if (colon <= 0) throw new UsageError(`--header '${line}' is not "Name: value"`);
+    if (colon <= 0) throw usage(`--header '${line}' is not "Name: value"`);
     headers[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
   }
   return headers;

@@ -10,18 +10,20 @@ import { createLogger, type Logger } from "../observability/logger.js";
 import { defineCommand } from "./command.js";
 import { DEFAULT_CONFIG, DEV_CERTS_DIR, EGRESS_EXAMPLE_CONFIG } from "./paths.js";
 
-/** Generates the development PKI unless it is there already. */
+/** Generates the development PKI unless it is there already; true when it generated it. */
 export async function ensureDevCertificates(
   log: (msg: string) => void,
   force = false,
   out = DEV_CERTS_DIR,
-): Promise<void> {
+): Promise<boolean> {
   // The newest files the PKI has: an older certs/dev without them is generated again.
-  if (!force && existsSync(`${out}/bank/bank-qseal.pem`) && existsSync(`${out}/qtsp/status.json`)) return;
+  if (!force && existsSync(`${out}/bank/bank-qseal.pem`) && existsSync(`${out}/qtsp/status.json`))
+    return false;
   log(`generating development certificates in ${out} …`);
   const { generateDevPki } = await import("./dev-pki.js");
   await generateDevPki(out, Date.now(), { qtspUrl: DEMO_QTSP_URL });
   log(`development certificates written to ${out} (private keys stay there; never commit them)`);
+  return true;
 }
 
 /** Where config/default.yaml runs the demo QTSP, and so where the dev certificates point. */
@@ -51,7 +53,7 @@ export const startCommand = defineCommand({
 Runs until SIGTERM or SIGINT (then drains for shutdown.graceSeconds); SIGHUP reloads certificates,
 trust store, CRLs and the register. Exits 1 when the gateway cannot start (a taken port, a bad
 config key, unreadable certificates), with the reason on stderr.`,
-  options: { config: { type: "string" } },
+  options: { config: { type: "string", path: "file" } },
   async run(values) {
     const file = values.config ?? DEFAULT_CONFIG;
     const usingDefault = values.config === undefined;

@@ -24,7 +24,7 @@ sources and trusted lists, each with its state, last success, size, failures and
 the OCSP answer cache (entries, hits, misses, evictions). Exits 0 when every source is fresh, 1 when
 one is stale or the gateway does not answer.`,
   options: {
-    config: { type: "string" },
+    config: { type: "string", path: "file" },
     json: { type: "boolean", default: false },
   },
   allowPositionals: true,

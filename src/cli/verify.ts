@@ -11,7 +11,7 @@ import type { CheckOptions } from "../checks/index.js";
 import type { BankProfileConfig } from "../config/schema.js";
 import { DEFAULT_DATE_TOLERANCE_MS } from "../signature/index.js";
 import { bankProfileOption } from "./bank-option.js";
-import { defineCommand, USAGE_ERROR } from "./command.js";
+import { defineCommand, UsageError } from "./command.js";
 import { explain } from "./explain-request.js";
 import { explainResponse } from "./explain-response.js";
 import { type Explanation, render } from "./explanation.js";
@@ -60,50 +60,52 @@ why, and the checks not reached. Without --trust the certificate is parsed and i
 read, but its chain, revocation and registration are not checked (the output says so).
 Exits 0 when every check passed, 1 when one failed, 2 on a bad command line.`,
   allowPositionals: true,
+  positionalPath: "file",
   options: {
-    body: { type: "string" },
-    trust: { type: "string" },
-    register: { type: "string" },
+    body: { type: "string", path: "file" },
+    trust: { type: "string", path: "folder" },
+    register: { type: "string", path: "file" },
     now: { type: "string" },
     algorithm: { type: "string", multiple: true },
     json: { type: "boolean", default: false },
     response: { type: "boolean", default: false },
-    request: { type: "string" },
-    profile: { type: "string" },
+    request: { type: "string", path: "file" },
+    profile: { type: "string", path: "file" },
     bank: { type: "string" },
     "certificate-header": { type: "string" },
   },
-  async run(values, positionals) {
-    const usage = (line: string) => {
-      console.error(`psd2-gateway verify: ${line}`);
-      return USAGE_ERROR;
-    };
-    if (positionals.length > 1) return usage("give one file (or none for standard input)");
+  check(values, positionals) {
+    if (positionals.length > 1) throw new UsageError("give one file (or none for standard input)");
     if (values.register && !values.trust)
-      return usage("--register needs --trust (the register is checked after the chain)");
+      throw new UsageError("--register needs --trust (the register is checked after the chain)");
     const responseOnly = (["request", "profile", "bank", "certificate-header"] as const).filter(
       (name) => values[name] !== undefined,
     );
     if (!values.response && responseOnly.length > 0)
-      return usage(`--${responseOnly[0]} applies to --response only`);
+      throw new UsageError(`--${responseOnly[0]} applies to --response only`);
     if (values.response && values.register)
-      return usage("--register applies to requests: a bank's certificate is not in the TPP register");
-    if (values.bank !== undefined && values.profile === undefined) return usage("--bank goes with --profile");
+      throw new UsageError("--register applies to requests: a bank's certificate is not in the TPP register");
+    if (values.bank !== undefined && values.profile === undefined)
+      throw new UsageError("--bank goes with --profile");
+    if (values.now !== undefined && Number.isNaN(Date.parse(values.now)))
+      throw new UsageError(`--now '${values.now}' is not a date`);
+  },
+  async run(values, positionals) {
     const now = values.now === undefined ? Date.now() : Date.parse(values.now);
-    if (Number.isNaN(now)) return usage(`--now '${values.now}' is not a date`);
     const profile = values.profile === undefined ? undefined : bankProfileOption(values.profile, values.bank);
-    if (typeof profile === "string") return usage(profile);
+    if (typeof profile === "string") throw new UsageError(profile);
 
-    const dump = parseDump(readFileSync(positionals[0] ?? 0));
+    const source = positionals[0] ?? "standard input";
+    const dump = parseDump(readFileSync(positionals[0] ?? 0), values.response ? "response" : "request");
     if (typeof dump === "string") {
-      console.error(`psd2-gateway verify: ${dump}`);
+      console.error(`psd2-gateway verify: ${source}: ${dump}`);
       return 1;
     }
     const body = values.body === undefined ? undefined : readFileSync(values.body);
     const algorithms = (values.algorithm as CheckOptions["algorithms"] | undefined) ?? EVERY_ALGORITHM;
     let explanation: Explanation;
     if (values.response) {
-      const explained = await verifyResponse(dump, values, profile, { now, algorithms, body });
+      const explained = await verifyResponse(dump, source, values, profile, { now, algorithms, body });
       if (typeof explained === "string") {
         console.error(`psd2-gateway verify: ${explained}`);
         return 1;
@@ -113,7 +115,7 @@ Exits 0 when every check passed, 1 when one failed, 2 on a bad command line.`,
       const request = dump.request;
       if (!request) {
         console.error(
-          "psd2-gateway verify: the file holds a response, not a request; add --response to check a signed response",
+          `psd2-gateway verify: ${source} holds a response, not a request; add --response to check a signed response`,
         );
         return 1;
       }
@@ -138,20 +140,25 @@ interface ResponseValues {
   "certificate-header"?: string | undefined;
 }
 
+/** The response's explanation, or a line saying what is wrong with the files. */
 async function verifyResponse(
   dump: Dump,
+  source: string,
   values: ResponseValues,
   profile: BankProfileConfig | undefined,
   given: { now: number; algorithms: CheckOptions["algorithms"]; body: Buffer | undefined },
 ): Promise<Explanation | string> {
   const response = dump.response;
-  if (!response) return 'the file holds no response (HTTP/1.1 200 OK first, or a curl -v dump\'s "< " lines)';
+  if (!response) {
+    const found = dump.request ? ` (${dump.request.method} ${dump.request.target})` : "";
+    return `${source}: not an HTTP response but a request${found}: a response starts with a status line (HTTP/1.1 200 OK; in a curl -v dump, "< " lines); leave out --response to check the request`;
+  }
   if (given.body !== undefined) response.body = given.body;
   let request = dump.request;
   if (values.request !== undefined) {
-    const read = parseDump(readFileSync(values.request));
-    if (typeof read === "string") return `${values.request}: ${read}`;
-    if (!read.request) return `${values.request} holds no request`;
+    const read = parseDump(readFileSync(values.request), "request");
+    if (typeof read === "string") return `--request ${values.request}: ${read}`;
+    if (!read.request) return `--request ${values.request}: not an HTTP request: it holds a response`;
     request = read.request;
   }
   const rules = profile?.responses;

@@ -227,11 +227,11 @@ describe("start with a config it cannot use", () => {
     expect(exit.output).not.toMatch(/listening|demo bank started/);
   });
 
-  it("a config file that is not there → exit 1 naming it", async () => {
+  it("a config file that is not there → exit 2 (a wrong command line), one line naming the option and the file", async () => {
     const missing = join(dir, "no-such-config.yaml");
     const exit = await run(["start", "--config", missing]);
-    expect(exit.code, exit.output).toBe(1);
-    expect(exit.output).toContain(missing);
+    expect(exit.code, exit.output).toBe(2);
+    expect(exit.output).toBe(`psd2-gateway start: --config ${missing}: no such file\n`);
   });
 });
 

@@ -383,3 +383,56 @@ describe("psd2-gateway sign: a wrong command line is one line and exit 2", () =>
     expect(out.stdout).toBe("");
   });
 });
+
+describe("psd2-gateway sign: a key and a certificate that are not one pair, or not a key and a certificate", () => {
+  const tpp = (file: string) => join(pki.dir, "tpp", file);
+
+  it("TPP A's QSealC key with TPP B's QSealC: refused before signing, naming both options; exit 2", async () => {
+    const key = tpp("tpp-a-qseal.key.pem");
+    const cert = tpp("tpp-b-qseal.pem");
+    const out = await cli(["--key", key, "--cert", cert, "--target", "/v1/accounts", ...PSU]);
+    expect(out.status).toBe(2);
+    expect(out.stdout).toBe("");
+    expect(out.stderr).toBe(
+      `psd2-gateway sign: --key ${key} is not the private key of --cert ${cert} (Demo Insight AS QSealC): give the key and the certificate of one QSealC\n`,
+    );
+  });
+
+  it("a QWAC key of another QWAC: refused before anything is sent; exit 2", async () => {
+    const { qseal, ca } = tppFiles(pki);
+    const before = backend.requests.length;
+    const out = await cli([
+      ...["--key", qseal.key, "--cert", qseal.cert, "--target", "/v1/accounts", ...PSU],
+      ...["--send", "--url", ingress.url, "--ca", ca],
+      ...["--qwac", tpp("tpp-b-qwac.pem"), "--qwac-key", tpp("tpp-a-qwac.key.pem")],
+    ]);
+    expect(out.status).toBe(2);
+    expect(out.stdout).toBe("");
+    expect(out.stderr).toContain(
+      `--qwac-key ${tpp("tpp-a-qwac.key.pem")} is not the private key of --qwac ${tpp("tpp-b-qwac.pem")}`,
+    );
+    expect(backend.requests.length).toBe(before);
+  });
+
+  it.each<[string, [string, string], string]>([
+    [
+      "a certificate given as --key",
+      ["tpp-a-qseal.pem", "tpp-a-qseal.pem"],
+      "--key KEY: not a PEM private key (",
+    ],
+    [
+      "a key given as --cert",
+      ["tpp-a-qseal.key.pem", "tpp-a-qseal.key.pem"],
+      "--cert CERT: not a certificate in PEM or DER (",
+    ],
+  ])(
+    "%s: exit 2, one line naming the option, the file and what it should hold",
+    async (_what, [key, cert], message) => {
+      const out = await cli(["--key", tpp(key), "--cert", tpp(cert), "--target", "/v1/accounts"]);
+      expect(out.status).toBe(2);
+      expect(out.stdout).toBe("");
+      expect(out.stderr.trim().split("\n")).toHaveLength(1);
+      expect(out.stderr).toContain(message.replace("KEY", tpp(key)).replace("CERT", tpp(cert)));
+    },
+  );
+});

@@ -1,0 +1,111 @@
+#!/usr/bin/env node
+/**
+ * What `npm start`, `demo`, `egress`, `certs` and `sign` run first: builds dist/ with tsc only when
+ * what it is built from differs from what the last build here was made from, and says so on
+ * stderr while it builds. tsc takes 10-20 s even with nothing to do; this check takes milliseconds.
+ *
+ * The inputs are every file under src/ (by content, so an edit, an added or a deleted file counts
+ * and a mere touch does not), the tsconfig files, package.json and the TypeScript version. Their
+ * record is written into dist/ after a successful build, so a deleted dist/ builds again, and a
+ * failed build is tried again next time. Plain JavaScript, so that it runs on whichever Node npm
+ * found (dist/main.js then says when that Node is too old). Run from the package root, as npm does.
+ */
+
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+
+/** Where the inputs of the last build are recorded. */
+const RECORD = "dist/.build-inputs.json";
+/** Besides src/: the files tsc's output also depends on (package.json's "type" decides ESM). */
+const CONFIG_FILES = ["tsconfig.json", "tsconfig.build.json", "package.json"];
+/** The key of the TypeScript version among the inputs (no file has that name). */
+const TYPESCRIPT = "(typescript)";
+
+/** Every input's fingerprint by its path, plus the TypeScript version (undefined when it is not installed). */
+function inputsOf(root) {
+  const inputs = {};
+  const add = (path) => {
+    inputs[path] = createHash("sha256")
+      .update(readFileSync(join(root, path)))
+      .digest("base64url");
+  };
+  const walk = (dir) => {
+    const entries = readdirSync(join(root, dir), { withFileTypes: true });
+    for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const path = `${dir}/${entry.name}`;
+      if (entry.isDirectory()) walk(path);
+      else add(path);
+    }
+  };
+  if (existsSync(join(root, "src"))) walk("src");
+  for (const file of CONFIG_FILES) if (existsSync(join(root, file))) add(file);
+  const typescript = typescriptOf(root);
+  // Left out when not installed (npm ci --omit=dev): an up-to-date dist/ still starts.
+  if (typescript) inputs[TYPESCRIPT] = typescript.version;
+  return inputs;
+}
+
+/** Why dist/ needs a build, in a few words; undefined when it is up to date with `inputs`. */
+function whyBuild(root, inputs) {
+  if (!existsSync(join(root, "dist"))) return "no dist/ yet";
+  if (!existsSync(join(root, "dist/main.js"))) return "dist/main.js is missing";
+  let recorded;
+  try {
+    recorded = JSON.parse(readFileSync(join(root, RECORD), "utf8"));
+  } catch {
+    return "no record of the sources it was built from";
+  }
+  const changes = [];
+  for (const [path, fingerprint] of Object.entries(inputs)) {
+    if (!(path in recorded)) changes.push(`${path} added`);
+    else if (recorded[path] !== fingerprint)
+      changes.push(path === TYPESCRIPT ? `TypeScript ${fingerprint}` : `${path} changed`);
+  }
+  for (const path of Object.keys(recorded))
+    if (!(path in inputs) && path !== TYPESCRIPT) changes.push(`${path} deleted`);
+  if (changes.length === 0) return undefined;
+  return changes.length === 1 ? changes[0] : `${changes[0]} and ${changes.length - 1} more`;
+}
+
+function typescriptOf(root) {
+  try {
+    const require = createRequire(join(root, "package.json"));
+    const { version } = require("typescript/package.json");
+    return { version, tsc: require.resolve("typescript/bin/tsc") };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Builds when needed; the exit code is tsc's (0 when nothing was to do). */
+function main(root) {
+  // Taken before the build: a file edited while tsc runs builds again next time.
+  const inputs = inputsOf(root);
+  const why = whyBuild(root, inputs);
+  if (why === undefined) return 0;
+  const typescript = typescriptOf(root);
+  if (!typescript) {
+    console.error(
+      `cannot build dist/ (${why}): TypeScript is not installed here; npm ci installs it with the dev dependencies`,
+    );
+    return 1;
+  }
+  console.error(`building dist/ (${why})…`);
+  const started = Date.now();
+  const tsc = spawnSync(process.execPath, [typescript.tsc, "-p", "tsconfig.build.json"], {
+    cwd: root,
+    stdio: "inherit",
+  });
+  if (tsc.status !== 0) {
+    console.error(`building dist/ failed (tsc exit ${tsc.status ?? tsc.signal}): see tsc's errors above`);
+    return tsc.status || 1;
+  }
+  writeFileSync(join(root, RECORD), `${JSON.stringify(inputs, null, 1)}\n`);
+  console.error(`built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return 0;
+}
+
+process.exitCode = main(process.cwd());
