@@ -7,6 +7,8 @@
 export interface RequestEvent {
   readonly mode: "ingress" | "egress";
   readonly requestId: string | undefined;
+  /** The W3C trace id the request was forwarded under (the caller's, or a new trace). */
+  readonly traceId?: string | undefined;
   readonly method: string;
   /** A bounded label: the route class (ingress) or the bank profile (egress). */
   readonly routeClass: string;

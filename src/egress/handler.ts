@@ -13,6 +13,7 @@ import type { Backend } from "../forward/backend.js";
 import { type ForwardCall, type ForwardOutcome, forward, isUpstreamTimeout } from "../forward/forwarder.js";
 import { joinedHeaders, upstreamRequestHeaders } from "../forward/headers.js";
 import { writeRejection } from "../forward/respond.js";
+import { type TraceContext, traceContextOf, writeTraceContext } from "../forward/trace-context.js";
 import type { ReceivedHeaders, ResponseInspector } from "../response-inspector.js";
 import type { RequestSigner } from "../signature/index.js";
 import type { ResponseVerifier } from "./response-verifier.js";
@@ -91,12 +92,16 @@ class EgressExchange implements ForwardCall {
   readonly readWhole = true;
   responseInspector: ResponseInspector | undefined = undefined;
 
+  /** The application's trace (W3C traceparent) or a new one: passed on to the bank, in the access line. */
+  private readonly trace: TraceContext;
+
   constructor(
     private readonly options: EgressHandlerOptions,
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
   ) {
     this.method = req.method ?? "GET";
+    this.trace = traceContextOf(req.headers);
   }
 
   async run(): Promise<void> {
@@ -129,6 +134,7 @@ class EgressExchange implements ForwardCall {
     if (this.applicationGone()) return this.notSent(profile);
 
     const headers = upstreamRequestHeaders(req.headers, profile.gatewayHeaders);
+    writeTraceContext(headers, this.trace);
     const flat = joinedHeaders(headers);
     for (const [name, value] of Object.entries(profile.defaultHeaders)) {
       if (flat[name] !== undefined) continue;
@@ -313,6 +319,7 @@ class EgressExchange implements ForwardCall {
   }
 
   finished(outcome: ForwardOutcome): void {
+    if (outcome.step) this.step = outcome.step;
     this.report(outcome.status, outcome.bytesOut, outcome.rejection?.code, outcome.upstreamMs);
   }
 
@@ -334,6 +341,7 @@ class EgressExchange implements ForwardCall {
     return {
       mode: "egress",
       requestId: this.requestId,
+      traceId: this.trace.traceId,
       method: this.method,
       routeClass: this.profile?.name ?? "none",
       status,

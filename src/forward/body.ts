@@ -8,6 +8,8 @@
 import type { Rejection } from "../errors.js";
 
 export interface BodyInspector {
+  /** The step its refusals are counted and logged under (`digest`, `body-size`, …). */
+  readonly step: string;
   /** Sees each chunk in order; returns a rejection to stop the body. */
   update(chunk: Buffer): Rejection | undefined;
   /** Called once after the last chunk; returns a rejection to withhold the tail. */
@@ -16,7 +18,11 @@ export interface BodyInspector {
 
 /** Thrown inside the body iterator so that undici aborts the upstream request. */
 export class BodyRejected extends Error {
-  constructor(readonly rejection: Rejection) {
+  constructor(
+    readonly rejection: Rejection,
+    /** The step that refused the body, for the access line and the rejections metric. */
+    readonly step: string,
+  ) {
     super(rejection.text);
   }
 }
@@ -33,7 +39,7 @@ export async function* inspectedBody(
     for await (const chunk of source) {
       for (const inspector of inspectors) {
         const refusal = inspector.update(chunk);
-        if (refusal) throw new BodyRejected(refusal);
+        if (refusal) throw new BodyRejected(refusal, inspector.step);
       }
       if (held) yield held;
       held = chunk;
@@ -44,7 +50,7 @@ export async function* inspectedBody(
   }
   for (const inspector of inspectors) {
     const refusal = inspector.finish();
-    if (refusal) throw new BodyRejected(refusal);
+    if (refusal) throw new BodyRejected(refusal, inspector.step);
   }
   if (held) yield held;
 }

@@ -26,6 +26,8 @@ export interface ResponseSigner {
 
 /** The step name the gateway's refusals of a response carry (access log, rejections metric). */
 export const RESPONSE_SIGNING_STEP = "response-signing";
+/** The step of the gateway's answer when the backend could not be reached or was too slow. */
+export const UPSTREAM_STEP = "upstream";
 
 /** Thrown into undici to stop reading a held response that has grown past its bound. */
 class ResponseTooLarge extends Error {
@@ -320,13 +322,13 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (error instanceof ResponseTooLarge) {
       this.fail(error.rejection, error.step);
     } else if (error instanceof BodyRejected) {
-      this.fail(error.rejection);
+      this.fail(error.rejection, error.step);
     } else if (error instanceof ClientAborted || this.call.req.socket.destroyed) {
       // The client is gone (its socket, not just the request stream, which ends with its body).
       this.call.res.destroy();
       this.finish(499);
     } else {
-      this.fail(this.call.unreachable?.(error) ?? upstreamFailure(error, this.backend));
+      this.fail(this.call.unreachable?.(error) ?? upstreamFailure(error, this.backend), UPSTREAM_STEP);
     }
   }
 }

@@ -8,6 +8,8 @@ import { type DigestValue, DigestVerifier } from "../signature/index.js";
 export function digestInspector(values: readonly DigestValue[]): BodyInspector {
   const verifier = new DigestVerifier(values);
   return {
+    // The body against the Digest the `digest` step parsed (`verify` prints the same name).
+    step: "body-digest",
     update(chunk) {
       verifier.update(chunk);
       return undefined;
@@ -22,6 +24,7 @@ export function digestInspector(values: readonly DigestValue[]): BodyInspector {
 export function sizeInspector(maxBytes: number): BodyInspector {
   let received = 0;
   return {
+    step: "body-size",
     update(chunk): Rejection | undefined {
       received += chunk.length;
       if (received > maxBytes) {
@@ -38,5 +41,9 @@ export function sizeInspector(maxBytes: number): BodyInspector {
 
 export function characterInspector(policy: CharacterPolicy): BodyInspector {
   const scanner = new Utf8Scanner(policy, "the JSON body", true);
-  return { update: (chunk) => scanner.update(chunk), finish: () => scanner.finish() };
+  return {
+    step: "body-characters",
+    update: (chunk) => scanner.update(chunk),
+    finish: () => scanner.finish(),
+  };
 }

@@ -28,6 +28,7 @@ import { type ForwardCall, type ForwardOutcome, forward, type ResponseSigner } f
 import { upstreamRequestHeaders } from "../forward/headers.js";
 import { closeLingering } from "../forward/linger.js";
 import { rawRejection, writeRejection } from "../forward/respond.js";
+import { type TraceContext, traceContextOf, writeTraceContext } from "../forward/trace-context.js";
 import { clientErrorText, requestTimeoutKind } from "../listener/guard.js";
 import { headerValue } from "../signature/index.js";
 import { characterInspector, digestInspector, sizeInspector } from "./body-inspectors.js";
@@ -257,6 +258,8 @@ class IngressExchange extends CheckContext implements ForwardCall {
   readonly requestId: string | undefined;
   upstreamHeaders: Record<string, string | string[]> = {};
   upstreamBody: AsyncIterable<Buffer> | null = null;
+  /** The trace it belongs to (W3C traceparent), passed on to the backend and in the access line. */
+  private readonly trace: TraceContext;
   private reported = false;
   /** Its body stopped arriving before it was forwarded: answered, never forwarded. */
   private stalled = false;
@@ -272,6 +275,7 @@ class IngressExchange extends CheckContext implements ForwardCall {
     const route: Route = { path, role: ingress.options.roles.roleFor(path) };
     super(req.method ?? "GET", target, req.headers, route, ingress.clientCertificateOf(req));
     this.requestId = headerValue(req.headers, "x-request-id");
+    this.trace = traceContextOf(req.headers);
   }
 
   run(): void {
@@ -325,7 +329,7 @@ class IngressExchange extends CheckContext implements ForwardCall {
     this.res.shouldKeepAlive = false;
     if (this.upstreamBody !== null && this.req.listenerCount("error") > 0) {
       // The body iterator listens for errors: it throws this, and the forwarder answers with it.
-      this.req.emit("error", new BodyRejected(rejection));
+      this.req.emit("error", new BodyRejected(rejection, step ?? "request-timeout"));
       return;
     }
     this.stalled = true;
@@ -391,6 +395,7 @@ class IngressExchange extends CheckContext implements ForwardCall {
     headers[names.certificateFingerprint] = identity.fingerprint;
     headers[names.psuPresent] = this.psuPresent ? "true" : "false";
     this.ingress.forwarded.write(headers, this.headers, this.req.socket);
+    writeTraceContext(headers, this.trace);
     this.upstreamHeaders = headers;
 
     if (hasBody(this.headers)) {
@@ -442,6 +447,7 @@ class IngressExchange extends CheckContext implements ForwardCall {
     const event: RequestEvent = {
       mode: "ingress",
       requestId: this.requestId,
+      traceId: this.trace.traceId,
       method: this.method,
       routeClass: routeClass(this.route.role),
       status,

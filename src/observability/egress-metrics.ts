@@ -66,6 +66,7 @@ export function recordEgressRequest(
   if (event.responseSignature === "invalid") metrics.responseFailures.inc({ bank, mode: responseMode(bank) });
   const line = {
     requestId: event.requestId,
+    traceId: event.traceId,
     bank,
     method: event.method,
     status: event.status,

@@ -62,7 +62,7 @@ export class GatewayMetrics {
 
   readonly rejections = new Counter({
     name: "psd2_gateway_rejections_total",
-    help: "Requests the gateway answered itself, by Berlin Group code and the check that refused them (empty for refusals outside the checks)",
+    help: "Requests the gateway answered itself, by Berlin Group code and the step that refused them (a check, body-digest, body-size, body-characters, request-timeout, upstream, response-signing, …)",
     labelNames: ["code", "step"] as const,
     registers: [this.registry],
   });

@@ -85,6 +85,7 @@ export function recordRequest(event: RequestEvent, logger: Logger, metrics: Gate
   logger.info(
     {
       requestId: event.requestId,
+      traceId: event.traceId,
       tpp: event.organizationId,
       routeClass: event.routeClass,
       method: event.method,

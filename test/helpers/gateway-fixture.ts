@@ -17,7 +17,7 @@ import { type DevPki, generateDevPki, type IssuedCertificate } from "../../src/c
 import { validateConfig } from "../../src/config/load.js";
 import type { GatewayConfigInput } from "../../src/config/schema.js";
 import type { LimitStore } from "../../src/limits/store.js";
-import { createLogger } from "../../src/observability/logger.js";
+import { createLogger, type Logger } from "../../src/observability/logger.js";
 import { buildKeyId, keyIdTargetFromDer, RequestSigner } from "../../src/signature/index.js";
 
 let pkiPromise: Promise<DevPki> | undefined;
@@ -55,6 +55,8 @@ export interface GatewayOptions {
   readonly tls?: boolean;
   /** Another PKI than the file's shared one (one whose certificates name a test QTSP). */
   readonly pki?: DevPki;
+  /** Where the gateway logs (silent by default): a test that reads access lines passes its own. */
+  readonly logger?: Logger;
 }
 
 export async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
@@ -76,7 +78,7 @@ export async function startTestGateway(options: GatewayOptions): Promise<TestGat
     admin: { port: 0, ...(overrides.admin ?? {}) },
   });
   const gateway = await startGateway(config, {
-    logger: createLogger("silent"),
+    logger: options.logger ?? createLogger("silent"),
     ...(options.now ? { now: options.now } : {}),
     ...(options.store ? { store: options.store } : {}),
   });

@@ -1,0 +1,108 @@
+/**
+ * Issue 26, point 4, over real TLS: a bank follows one payment through its systems by the W3C
+ * trace id (the TPP's traceparent goes on to the backend with the gateway as the next span, a new
+ * trace starts when there is none, and every access line carries the trace id), and every refusal
+ * names its step in the access line and in psd2_gateway_rejections_total — a Digest mismatch
+ * found at the end of the body was counted as step="".
+ */
+
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { createLogger } from "../../src/observability/logger.js";
+import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
+import { signedCall } from "../helpers/gateway-fixture.js";
+import { Scrape } from "../helpers/prometheus-text.js";
+
+const lines: Record<string, unknown>[] = [];
+const logger = createLogger("info", {
+  destination: new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of chunk.toString().split("\n")) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  }),
+});
+const accessLine = (requestId: string) =>
+  lines.find((l) => l.msg === "request" && l.requestId === requestId) as Record<string, unknown> | undefined;
+
+const TRACE = "0af7651916cd43dd8448eb211c80319c";
+const PAYMENT = "/v1/payments/norwegian-domestic-credit-transfers";
+const BODY = JSON.stringify({ instructedAmount: { amount: "10.00", currency: "NOK" } });
+
+describe("W3C trace context through ingress", () => {
+  const env = useGatewayAndBackend({ logger });
+
+  it("passes the TPP's trace on with the gateway as the next span, and logs its id", async () => {
+    env.backend.reset();
+    const r = await signedCall(env.gw, {
+      signer: env.gw.pki.tppA.qseal,
+      target: "/v1/accounts",
+      headers: { traceparent: `00-${TRACE}-b7ad6b7169203331-01`, tracestate: "tpp=abc" },
+    });
+    expect(r.status).toBe(200);
+    const seen = env.backend.requests[0]!.headers;
+    expect(seen.traceparent).toMatch(new RegExp(`^00-${TRACE}-(?!b7ad6b7169203331)[0-9a-f]{16}-01$`));
+    expect(seen.tracestate).toBe("tpp=abc");
+    await new Promise((r) => setTimeout(r, 50));
+    expect(accessLine(String(r.headers["x-request-id"]))?.traceId).toBe(TRACE);
+  });
+
+  it("starts a trace when the TPP sent none, and logs the id the backend got", async () => {
+    env.backend.reset();
+    const r = await signedCall(env.gw, { signer: env.gw.pki.tppA.qseal, target: "/v1/accounts" });
+    const traceparent = String(env.backend.requests[0]!.headers.traceparent);
+    expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(accessLine(String(r.headers["x-request-id"]))?.traceId).toBe(traceparent.slice(3, 35));
+  });
+
+  it("logs the trace id of a refused request too", async () => {
+    const r = await signedCall(env.gw, {
+      signer: env.gw.pki.tppB.qseal,
+      method: "POST",
+      target: PAYMENT,
+      body: BODY,
+      headers: { traceparent: `00-${TRACE}-b7ad6b7169203331-01` },
+    });
+    expect(r.status).toBe(400);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(accessLine(String(r.headers["x-request-id"]))).toMatchObject({ traceId: TRACE, step: "role" });
+  });
+});
+
+describe("every refusal names its step", () => {
+  const env = useGatewayAndBackend({ logger, config: { verification: { maxBodyBytes: 2048 } } });
+  const rejections = async (step: string) =>
+    new Scrape(await env.gw.gateway.metrics.registry.metrics()).value("psd2_gateway_rejections_total", {
+      step,
+    });
+
+  it("a Digest mismatch found at the end of the body: body-digest", async () => {
+    const before = await rejections("body-digest");
+    const r = await signedCall(env.gw, {
+      signer: env.gw.pki.tppA.qseal,
+      method: "POST",
+      target: PAYMENT,
+      body: BODY,
+      tamper: ({ headers, body }) => ({ headers, body: String(body).replace("10.00", "99.00") }),
+    });
+    expect(r.status).toBe(400);
+    expect(r.json.tppMessages?.[0]?.code).toBe("SIGNATURE_INVALID");
+    expect(await rejections("body-digest")).toBe(before + 1);
+    expect(await rejections("")).toBe(0);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(accessLine(String(r.headers["x-request-id"]))?.step).toBe("body-digest");
+  });
+
+  it("a backend that cannot be reached: upstream", async () => {
+    env.backend.behave((req) => req.socket.destroy());
+    try {
+      const before = await rejections("upstream");
+      const r = await signedCall(env.gw, { signer: env.gw.pki.tppA.qseal, target: "/v1/accounts" });
+      expect(r.status).toBe(502);
+      expect(await rejections("upstream")).toBe(before + 1);
+    } finally {
+      env.backend.reset();
+    }
+  });
+});
