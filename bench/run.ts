@@ -11,7 +11,8 @@
  * Last comes the memory soak (bench/soak.ts, its SOAK_* variables; SOAK_COUNT=0 skips it).
  * BENCH_LIMITS_ONLY=1 runs the limit-store routes alone (memory, Redis, Redis Cluster) and prints them.
  * BENCH_CONFIGS=undici,gateway (and BENCH_METHODS=GET) runs only those, interleaved, and prints
- * them with their ratios: the quick loop while working on the hot path; RESULTS.md is left as it is.
+ * them with their ratios: the quick loop while working on the hot path; RESULTS.md is left as it is
+ * (BENCH_JSON=<file> also writes the runs there, for bench/runtimes.ts).
  */
 
 import "reflect-metadata";
@@ -260,6 +261,9 @@ async function main() {
           console.log(
             `${config} ÷ undici ${method}: ${ratio(`${config} ${method}`, `undici ${method}`)}, CPU over undici ${cpuDelta(method, config)} µs = ${overVerify(method, config)}× a bare verify (${verifyUs.toFixed(1)} µs)`,
           );
+    // bench/runtimes.ts reads what this run measured.
+    if (process.env.BENCH_JSON)
+      writeFileSync(process.env.BENCH_JSON, JSON.stringify({ results, verifyMicros }, null, 2));
     process.exit(0);
   }
 

@@ -559,6 +559,8 @@ async function main() {
         `${key.padEnd(20)} median ${Math.round(median(runs.map((t) => t.run.rps)))} req/s, gateway ${perRequest((t) => t.interval.gatewayCpuUs)} µs CPU/req, event-loop thread ${perRequest((t) => t.interval.loopCpuUs)} µs CPU/req`,
       );
     }
+    if (process.env.BENCH_JSON)
+      writeFileSync(process.env.BENCH_JSON, JSON.stringify({ limits, throughput, isolated }, null, 2));
     process.exit(0);
   }
 

@@ -19,7 +19,7 @@
  *
  * Environment: BENCH_SECONDS (default 5), BENCH_ROUNDS (default 3), BENCH_POOL (presigned GETs,
  * default 30000), BENCH_HANDSHAKE_CONCURRENCY (requests in flight in part 2, default 16).
- * Smoke: BENCH_SECONDS=1 BENCH_ROUNDS=1 BENCH_POOL=10000.
+ * Smoke: BENCH_SECONDS=1 BENCH_ROUNDS=1 BENCH_POOL=10000. BENCH_TLS_SERVERS and BENCH_JSON: see below.
  */
 
 import "reflect-metadata";
@@ -92,6 +92,9 @@ const NEW_CONNECTION: readonly ServerName[] = [
   "gateway-tls",
   "gateway-mtls",
 ];
+/** BENCH_TLS_SERVERS=nginx-tls,gateway-tls,…: only those (bench/runtimes.ts); RESULTS.md is then left as it is. */
+const ONLY = process.env.BENCH_TLS_SERVERS?.split(",");
+const chosen = (servers: readonly ServerName[]) => (ONLY ? servers.filter((s) => ONLY.includes(s)) : servers);
 
 const isTls = (s: ServerName) => s.includes("tls");
 const isMtls = (s: ServerName) => s.endsWith("mtls");
@@ -446,14 +449,14 @@ async function main() {
   const keepAlive: Record<string, KeepAliveRun[]> = {};
   const rsa: number[] = [];
   const newConnection: Record<string, NewConnectionRun[]> = {};
-  const cases = NEW_CONNECTION.flatMap((s) => [false, true].map((resume) => ({ s, resume })));
+  const cases = chosen(NEW_CONNECTION).flatMap((s) => [false, true].map((resume) => ({ s, resume })));
   const elapsed = () => `[${Math.round((Date.now() - started) / 1000)} s]`;
   const rotate = <T>(xs: readonly T[], by: number) => xs.map((_, i) => xs[(i + by) % xs.length]!);
   for (let round = 0; round < ROUNDS; round++) {
     // One backend per round, shared by the round's servers (each run starts its own server).
     const backend = await startChild("servers/backend.ts", []);
     rsa.push(rsaSignUs(devPki.gatewayTls.keyPem));
-    for (const s of rotate(KEEP_ALIVE, round)) {
+    for (const s of rotate(chosen(KEEP_ALIVE), round)) {
       const r = await keepAliveRun(s, backend, pki, pool);
       console.error(
         `${elapsed()} round ${round + 1} keep-alive ${s.padEnd(16)} ${fixed(r.rps)} req/s p50 ${r.p50} ms p99 ${r.p99} ms cpu ${fixed(r.cpuUsPerRequest ?? 0)} µs/req backend ${fixed(r.backendCpuUs)} client ${percent(r.clientBusy)} non2xx ${r.non2xx} errors ${r.errors}`,
@@ -474,6 +477,9 @@ async function main() {
   const minutes = ((Date.now() - started) / 60_000).toFixed(1);
   const loadAfter = loadavg().map((n) => n.toFixed(2));
 
+  if (process.env.BENCH_JSON)
+    writeFileSync(process.env.BENCH_JSON, JSON.stringify({ keepAlive, newConnection, rsa }));
+  if (ONLY) process.exit(0);
   const ka = keepAliveReport(keepAlive);
   const report = `
 ${machineLine()}, nginx ${nginx}. The machine is shared (load average ${loadBefore.join(", ")} before the run, ${loadAfter.join(", ")} after); the run took ${minutes} min. ${CAN_PIN ? "Servers (the backend and the server under test, separate processes; nginx with one worker) pinned to core 0 (`taskset`), the clients (autocannon; the handshake client) to core 1" : "taskset unavailable: nothing pinned"}. ${SECONDS} s per run after 1 s of warm-up (whose answers must all be 200), ${ROUNDS} round(s), the runs interleaved and their order rotated each round, medians (ratios are of medians); every run starts a fresh server, every round a fresh backend. Requests: bench/run.ts's signed GET /v1/accounts/acc-0001/balances by TPP A (${Object.entries(pool[0]!.headers).reduce((n, [k, v]) => n + k.length + v.length + 4, 0)} bytes of headers, each with its own X-Request-ID, so replay protection stays on); the backend (bench/servers/backend.ts, plain HTTP) answers 313 bytes of JSON. TLS everywhere is the dev gateway certificate (RSA-2048, with its issuing CA) and key, TLS 1.2–1.3 on both servers, each with its defaults otherwise (what they negotiated is in part 2); nginx 1 worker, \`ssl_session_tickets on\`, upstream \`keepalive 128\`; the gateway is bench/servers/gateway-config.ts's with \`listen.tls\`. "Server CPU": the server process's CPU time per request, all threads (nginx: master and worker, /proc); "backend CPU": the backend's, on the same core; "client core busy": the client process's CPU time over the run's wall time (near 100 %: the client set the pace, not the server). Run with \`npm run bench:tls\`.
