@@ -5,8 +5,7 @@
  */
 
 import { readFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
 import { AggregatorRegistry } from "prom-client";
 import type { BankProfileConfig, EgressConfig } from "../config/schema.js";
 import {
@@ -14,11 +13,10 @@ import {
   BankRouter,
   createEgressHandler,
   GATEWAY_WRITTEN_HEADERS,
-  servePipelined,
 } from "../egress/index.js";
 import type { EgressEvent } from "../events.js";
 import { Backend } from "../forward/backend.js";
-import { guardConnections, TIMEOUT_CHECK_INTERVAL_MS } from "../listener/guard.js";
+import { type Listener, startListener } from "../listener/listener.js";
 import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
 import { connectionLimitMetrics } from "../observability/connection-limits.js";
 import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
@@ -91,18 +89,13 @@ export async function startEgressGateway(
     const metrics = new EgressMetrics(certificates, now);
     const modes = new Map(profiles.map((p) => [p.name, p.responseMode]));
 
-    const limits = connectionLimitsOf(config.listen, deps.clusterWorker ? config.workers : 1);
-    const server = createServer({
-      requireHostHeader: false,
-      // Node checks these two together at creation; the guard keeps them and the rest.
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
-    });
-
+    let listener: Listener | undefined;
     const readiness = async (): Promise<ReadinessCheck> => {
       const checks = {
-        listener: { ok: server.listening && !draining, ...(draining ? { detail: "draining" } : {}) },
+        listener: {
+          ok: (listener?.server.listening ?? false) && !draining,
+          ...(draining ? { detail: "draining" } : {}),
+        },
         banks: { ok: true, detail: profiles.map((p) => p.name).join(", ") },
       };
       return { ready: Object.values(checks).every((c) => c.ok), checks };
@@ -118,8 +111,17 @@ export async function startEgressGateway(
         : undefined;
     if (admin) started.add(() => admin.close());
 
-    servePipelined(
-      server,
+    // The application's listener: loopback TCP or a Unix socket, the same connection layer as ingress.
+    listener = await startListener({
+      host: config.listen.host,
+      port: config.listen.port,
+      socket: config.listen.socket,
+      limits: connectionLimitsOf(config.listen, deps.clusterWorker ? config.workers : 1),
+    });
+    const { server, url, guard } = listener;
+    started.add(() => drain(server, 0));
+    guard.observe(connectionLimitMetrics(metrics.registry, "psd2_gateway_egress_", guard.open, logger, now));
+    listener.serve(
       createEgressHandler({
         router: {
           route: (host, url) => router.route(host, url),
@@ -132,15 +134,11 @@ export async function startEgressGateway(
         },
       }),
     );
-    const guard = guardConnections(server, limits, false);
-    guard.observe(connectionLimitMetrics(metrics.registry, "psd2_gateway_egress_", guard.open, logger, now));
     if (deps.clusterWorker) {
       // Constructing one installs prom-client's listener that answers the primary's metric requests.
       new AggregatorRegistry();
       AggregatorRegistry.setRegistries([metrics.registry]);
     }
-    const url = await listen(server, config.listen);
-    started.add(() => drain(server, 0));
     logger.info(
       {
         url,
@@ -250,20 +248,4 @@ function warnExpiring(profiles: readonly LoadedProfile[], logger: Logger, now: (
         );
     }
   }
-}
-
-async function listen(server: Server, options: EgressConfig["listen"]): Promise<string> {
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    const done = () => {
-      server.off("error", reject);
-      resolve();
-    };
-    if (options.socket) server.listen(options.socket, done);
-    else server.listen(options.port, options.host, done);
-  });
-  if (options.socket) return `unix:${options.socket}`;
-  const address = server.address() as AddressInfo;
-  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
-  return `http://${host}:${address.port}`;
 }

@@ -12,8 +12,9 @@ import type { EgressEvent, ResponseSignatureStatus } from "../events.js";
 import type { Backend } from "../forward/backend.js";
 import { type ForwardCall, type ForwardOutcome, forward, isUpstreamTimeout } from "../forward/forwarder.js";
 import { joinedHeaders, upstreamRequestHeaders } from "../forward/headers.js";
-import { writeRejection } from "../forward/respond.js";
 import { type TraceContext, traceContextOf, writeTraceContext } from "../forward/trace-context.js";
+import type { Exchange, ExchangeFactory } from "../listener/connection.js";
+import { rawRejection, writeRejection } from "../listener/respond.js";
 import type { ReceivedHeaders, ResponseInspector } from "../response-inspector.js";
 import type { RequestSigner } from "../signature/index.js";
 import type { ResponseVerifier } from "./response-verifier.js";
@@ -64,17 +65,23 @@ export const GATEWAY_WRITTEN_HEADERS = [
   "tpp-signature-certificate",
 ];
 
-export function createEgressHandler(options: EgressHandlerOptions) {
-  return (req: IncomingMessage, res: ServerResponse): void => {
-    void new EgressExchange(options, req, res).run();
+/** The egress mode's exchanges for the listener; its own answers are marked `psd2-gateway-origin: gateway`. */
+export function createEgressHandler(options: EgressHandlerOptions): ExchangeFactory {
+  return {
+    create: (req, res) => new EgressExchange(options, req, res),
+    rawRefusal: (message) => rawRejection(reject("FORMAT_ERROR", message), "spec", GATEWAY_ORIGIN),
+    connectRefused: "the CONNECT method is not served; send the request itself",
   };
 }
+
+/** The only expectation Node understands (its own pattern, from lib/_http_server.js). */
+const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
 
 /**
  * One application request: read, signed, then handed to the forwarder (the same undici dispatch
  * relay as ingress), which streams the bank's answer back or holds it for the response check.
  */
-class EgressExchange implements ForwardCall {
+class EgressExchange implements ForwardCall, Exchange {
   private readonly started = performance.now();
   private profile: BankProfile | undefined;
   private requestId: string | undefined;
@@ -104,18 +111,34 @@ class EgressExchange implements ForwardCall {
     this.trace = traceContextOf(req.headers);
   }
 
-  async run(): Promise<void> {
-    try {
-      await this.prepare();
-    } catch (error) {
+  run(): void {
+    this.prepare().catch((error: unknown) => {
       // Our own defect: answered, never a crash; the text names no key material.
       this.answer(reject("INTERNAL_SERVER_ERROR", `the egress gateway failed: ${(error as Error).message}`));
-    }
+    });
+  }
+
+  /** Exchange: its body stopped arriving or could not be parsed; nothing was sent to the bank. */
+  refuseIncomplete(message: string, step: string | undefined): void {
+    this.step = step;
+    this.res.shouldKeepAlive = false;
+    if (!this.res.headersSent && !this.res.writableEnded) this.answer(reject("FORMAT_ERROR", message));
   }
 
   /** Routes, reads and signs the request, then forwards it; answers itself when it cannot. */
   private async prepare(): Promise<void> {
     const { req } = this;
+    // Node hands an Expect it does not know over as is (instead of a bare 417): refused here.
+    const expect = req.headers.expect;
+    if (expect !== undefined && !CONTINUE.test(expect)) {
+      this.res.shouldKeepAlive = false;
+      return this.answer(
+        reject(
+          "FORMAT_ERROR",
+          `Expect: ${expect.slice(0, 100)} is not supported; send 100-continue or no Expect`,
+        ),
+      );
+    }
     const route = this.options.router.route(req.headers.host, req.url ?? "/");
     if (!route)
       return this.answer(

@@ -9,7 +9,6 @@ export {
   RESPONSE_SIGNATURE_HEADER,
   type ResponseVerificationMode,
 } from "./handler.js";
-export { servePipelined } from "./pipeline.js";
 export {
   ResponseCheck,
   type ResponseToVerify,

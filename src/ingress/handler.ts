@@ -6,7 +6,6 @@
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import type { CharacterPolicy } from "../checks/index.js";
 import {
@@ -26,10 +25,9 @@ import type { Backend } from "../forward/backend.js";
 import { type BodyInspector, BodyRejected, inspectedBody } from "../forward/body.js";
 import { type ForwardCall, type ForwardOutcome, forward, type ResponseSigner } from "../forward/forwarder.js";
 import { upstreamRequestHeaders } from "../forward/headers.js";
-import { closeLingering } from "../forward/linger.js";
-import { rawRejection, writeRejection } from "../forward/respond.js";
 import { type TraceContext, traceContextOf, writeTraceContext } from "../forward/trace-context.js";
-import { clientErrorText, requestTimeoutKind } from "../listener/guard.js";
+import type { Exchange, ExchangeFactory } from "../listener/connection.js";
+import { rawRejection, writeRejection } from "../listener/respond.js";
 import { headerValue } from "../signature/index.js";
 import { characterInspector, digestInspector, sizeInspector } from "./body-inspectors.js";
 import { DEFAULT_FORWARDED_HEADER_NAMES, type ForwardedHeaderNames, ForwardedHeaders } from "./forwarded.js";
@@ -126,134 +124,8 @@ function identityHeaderValues(identity: TppIdentity): { readonly name: string; r
 /** The connection's client certificate (base64 DER), or null without one; set at its first request. */
 const PEER_CERTIFICATE = Symbol("psd2-gateway peer certificate");
 
-/**
- * One socket's pipeline: Node parses pipelined requests ahead and emits them at once; they are
- * dispatched one at a time, each after the previous answer was written. Once an answer closes
- * the connection, nothing behind it is dispatched (its answer could never be delivered).
- */
-class Connection {
-  private active: IngressExchange | undefined = undefined;
-  private readonly waiting: [IncomingMessage, ServerResponse][] = [];
-  /** No further request from this socket may reach the backend. */
-  private condemned = false;
-  /** A parse error that arrived while an answer was in flight: written after it. */
-  private pendingRefusal: string | undefined = undefined;
-  /** The client sent its FIN while an answer was in flight: end the connection after that answer. */
-  private endAfterActive = false;
-  /** Closing: the last answer is out, what the client still sends is read and dropped. */
-  lingering = false;
-
-  constructor(
-    private readonly ingress: Ingress,
-    private readonly socket: Socket,
-  ) {
-    socket.once("end", () => this.clientEnded());
-    // Node calls destroySoon after an answer that closes the connection; closing at once while
-    // pipelined requests are still arriving makes the kernel send a RST, and a RST throws away
-    // the answers the client has not read yet (answers to requests the backend executed).
-    socket.destroySoon = () => this.closeLingering();
-  }
-
-  /**
-   * RFC 9112 9.6: half-close once the answers are written, read and drop what the client still
-   * sends, and close when it has closed its side (or after LINGER_MS).
-   */
-  private closeLingering(): void {
-    const socket = this.socket;
-    if (this.lingering || socket.destroyed) return;
-    this.lingering = true;
-    this.condemned = true;
-    this.waiting.length = 0;
-    closeLingering(socket, LINGER_MS);
-  }
-
-  /**
-   * A FIN is a half-close or a client gone, which cannot be told apart: the answer in flight is
-   * still written (the listener keeps half-open connections), but nothing more is dispatched,
-   * since its answer might never be read.
-   */
-  private clientEnded(): void {
-    const active = this.active;
-    if (!active) return; // Node ends the connection itself
-    if (!active.req.complete) {
-      // Cut off mid-body, the request can never complete: abort it, and its upstream request.
-      this.socket.destroy();
-      return;
-    }
-    this.condemned = true;
-    this.waiting.length = 0;
-    this.endAfterActive = true;
-  }
-
-  accept(req: IncomingMessage, res: ServerResponse): void {
-    if (this.condemned || this.pendingRefusal !== undefined) return; // closes after the answer in flight
-    if (this.active) this.waiting.push([req, res]);
-    else this.start(req, res);
-  }
-
-  private start(req: IncomingMessage, res: ServerResponse): void {
-    const exchange = new IngressExchange(this.ingress, req, res);
-    this.active = exchange;
-    res.once("close", () => this.finished(res));
-    exchange.run();
-  }
-
-  private finished(res: ServerResponse): void {
-    this.active = undefined;
-    if (this.endAfterActive) {
-      // Node would wait for the answers never dispatched before ending the connection.
-      if (this.pendingRefusal !== undefined) this.writeRefusal(this.pendingRefusal);
-      else this.socket.end();
-      return;
-    }
-    if (!res.writableFinished || !res.shouldKeepAlive || this.socket.destroyed) {
-      // This answer closes the connection: what waits behind it is never dispatched.
-      this.condemned = true;
-      this.waiting.length = 0;
-      return;
-    }
-    const next = this.waiting.shift();
-    if (next) this.start(next[0], next[1]);
-    else if (this.pendingRefusal !== undefined) this.writeRefusal(this.pendingRefusal);
-  }
-
-  /** Node could not parse what the client sent (or not in time): answer in the Berlin Group shape, then close. */
-  clientError(message: string, step?: string): void {
-    const active = this.active;
-    // A body that stopped arriving (the request timeout) can never complete: the refusal is the
-    // answer of the request it belongs to, which is not forwarded whole.
-    if (active && !active.req.complete) {
-      this.condemned = true;
-      this.waiting.length = 0;
-      active.bodyStalled(reject("FORMAT_ERROR", message), step);
-      return;
-    }
-    // Requests parsed before the bad one are still answered, in order; the refusal comes last.
-    if (active) this.pendingRefusal = message;
-    else this.writeRefusal(message);
-  }
-
-  private writeRefusal(message: string): void {
-    this.pendingRefusal = undefined;
-    if (!this.socket.writable) {
-      this.socket.destroy();
-      return;
-    }
-    this.socket.write(rawRejection(reject("FORMAT_ERROR", message), this.ingress.options.statusProfile));
-    // No timeout of Node's guards this socket any more (a CONNECT's is not even Node's): the
-    // lingering close bounds how long a client that never closes can hold it.
-    this.closeLingering();
-  }
-}
-
-/** How long a closing connection reads and drops what the client still sends. */
-const LINGER_MS = 2_000;
-
-const CONNECTION = Symbol("psd2-gateway connection");
-type WithConnection = Socket & { [CONNECTION]?: Connection };
-
 /** One request on its way through the checks to the backend; also the checks' context. */
-class IngressExchange extends CheckContext implements ForwardCall {
+class IngressExchange extends CheckContext implements ForwardCall, Exchange {
   private readonly started = performance.now();
   readonly requestId: string | undefined;
   upstreamHeaders: Record<string, string | string[]> = {};
@@ -321,10 +193,12 @@ class IngressExchange extends CheckContext implements ForwardCall {
   }
 
   /**
-   * The body stopped arriving: a body being forwarded fails as a refused one does (the backend
-   * never gets its tail); one not yet forwarded (its checks still run) is answered now.
+   * Exchange: the body stopped arriving or could not be parsed. A body being forwarded fails as a
+   * refused one does (the backend never gets its tail); one not yet forwarded (its checks still
+   * run, or it never ran) is answered now.
    */
-  bodyStalled(rejection: Rejection, step: string | undefined): void {
+  refuseIncomplete(message: string, step: string | undefined): void {
+    const rejection = reject("FORMAT_ERROR", message);
     this.failedStep = step;
     this.res.shouldKeepAlive = false;
     if (this.upstreamBody !== null && this.req.listenerCount("error") > 0) {
@@ -463,35 +337,12 @@ class IngressExchange extends CheckContext implements ForwardCall {
   }
 }
 
-export interface IngressHandler {
-  /** The `request` listener of the HTTP(S) server. */
-  onRequest(req: IncomingMessage, res: ServerResponse): void;
-  /** The `clientError` listener: Node's own early refusals, in the same Berlin Group shape. */
-  onClientError(error: Error, socket: Socket): void;
-}
-
-export function createIngressHandler(options: HandlerOptions): IngressHandler {
+/** The ingress mode's exchanges for the listener, and its refusals of what Node could not parse. */
+export function createIngressHandler(options: HandlerOptions): ExchangeFactory {
   const ingress = new Ingress(options);
-  const connectionOf = (socket: WithConnection): Connection => {
-    let connection = socket[CONNECTION];
-    if (!connection) {
-      connection = new Connection(ingress, socket);
-      socket[CONNECTION] = connection;
-    }
-    return connection;
-  };
   return {
-    onRequest(req, res) {
-      connectionOf(req.socket).accept(req, res);
-    },
-    onClientError(error, socket) {
-      // While a connection closes, what the client still sends is dropped, parse errors included.
-      if ((socket as WithConnection)[CONNECTION]?.lingering) return;
-      if ((error as { code?: string }).code === "ECONNRESET" || !socket.writable) {
-        socket.destroy();
-        return;
-      }
-      connectionOf(socket).clientError(clientErrorText(error, socket), requestTimeoutKind(error, socket));
-    },
+    create: (req, res) => new IngressExchange(ingress, req, res),
+    rawRefusal: (message) => rawRejection(reject("FORMAT_ERROR", message), options.statusProfile),
+    connectRefused: "the CONNECT method is not served; this is an API, not a proxy",
   };
 }
