@@ -104,7 +104,10 @@ describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", 
     const [current, savings] = kari().accounts;
 
     await page.goto(link(started, "scaRedirect"));
-    await expect(page.getByRole("heading", { name: "Sandbox Bank" })).toBeTruthy();
+    // The SCA page itself, not the bank's error page (same heading, a role=alert text instead).
+    expect(await page.title()).toBe("Sandbox Bank: strong customer authentication");
+    expect(await page.getByRole("heading", { level: 1 }).innerText()).toBe("Sandbox Bank");
+    expect(await page.getByRole("alert").count()).toBe(0);
     await page.getByLabel(/National identification number/).fill(kari().customerNumber);
     if (process.env["UPDATE_SCREENSHOTS"] === "1")
       await page.screenshot({ path: SCREENSHOT, fullPage: true });

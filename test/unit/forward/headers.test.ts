@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { downstreamResponseHeaders, upstreamRequestHeaders } from "../../../src/forward/headers.js";
+import {
+  downstreamResponseHeaders,
+  joinedHeaders,
+  upstreamRequestHeaders,
+} from "../../../src/forward/headers.js";
 
 const STRIP = new Set(["x-tpp-organization-id", "x-tpp-roles"]);
 
@@ -41,6 +45,12 @@ describe("headers on the way to the backend", () => {
     const out = upstreamRequestHeaders({ "x-request-id": "r1", "set-thing": ["a", "b"] } as never, STRIP);
     expect(out).toEqual({ "x-request-id": "r1", "set-thing": ["a", "b"] });
   });
+
+  it("keeps look-alikes of names that are not stripped, and everything when nothing is", () => {
+    const headers = { x_request_id: "r1", "x.correlation.id": "c1", "x-tpp-roles": "PSP_AI" };
+    expect(upstreamRequestHeaders(headers, STRIP)).toEqual({ x_request_id: "r1", "x.correlation.id": "c1" });
+    expect(upstreamRequestHeaders(headers, new Set())).toEqual(headers);
+  });
 });
 
 describe("headers on the way back to the client", () => {
@@ -55,5 +65,22 @@ describe("headers on the way back to the client", () => {
       empty: undefined,
     });
     expect(out).toEqual({ "content-type": "application/json", "x-request-id": "r1" });
+  });
+
+  it.each([
+    ["Connection repeated, as an array", { connection: ["close", "X-Internal"], "x-internal": "secret" }],
+    ["Connection: keep-alive alone", { connection: "keep-alive", "keep-alive": "timeout=5" }],
+    ["upgrade and trailer", { upgrade: "h2c", trailer: "x-checksum", "proxy-authenticate": "Basic" }],
+  ])("drops %s", (_what, headers) => {
+    const out = downstreamResponseHeaders({ ...headers, "x-request-id": "r1" } as never);
+    expect(out).toEqual({ "x-request-id": "r1" });
+  });
+});
+
+describe("joinedHeaders", () => {
+  it("joins repeated values with ', ' and leaves single ones as they are", () => {
+    expect(
+      joinedHeaders({ accept: ["application/json", "text/plain"], "x-request-id": "r1", empty: [] }),
+    ).toEqual({ accept: "application/json, text/plain", "x-request-id": "r1", empty: "" });
   });
 });

@@ -573,33 +573,40 @@ describe("a periodic domestic credit transfer", () => {
 });
 
 describe("logical-duplicate keys", () => {
+  const withKid = { ...DOMESTIC, remittanceInformationStructuredArray: [{ reference: "79927398713" }] };
+  /** The payments the rows change: kind, product and the body the changes apply to. */
+  const ON = {
+    domestic: { kind: "single", product: DOMESTIC_PRODUCT, base: DOMESTIC },
+    domesticWithKid: { kind: "single", product: DOMESTIC_PRODUCT, base: withKid },
+    crossBorder: { kind: "single", product: CROSS_BORDER_PRODUCT, base: CROSS_BORDER },
+    periodic: { kind: "periodic", product: DOMESTIC_PRODUCT, base: PERIODIC },
+  } as const satisfies Record<string, { kind: PaymentKind; product: string; base: object }>;
+  interface KeyRow {
+    readonly rule: string;
+    readonly on: keyof typeof ON;
+    readonly changes: Readonly<Record<string, unknown>>;
+  }
   const key = (kind: PaymentKind, product: string, body: unknown) => {
     const result = parsePaymentRequest(kind, product, encode(body), TODAY);
     if (!result.ok) throw new Error(result.text);
     return paymentLogicalKey(result.payment);
   };
-  const withKid = { ...DOMESTIC, remittanceInformationStructuredArray: [{ reference: "79927398713" }] };
+  /** The key of the row's payment as changed, and of the payment as it was. */
+  const keys = ({ on, changes }: KeyRow) => {
+    const { kind, product, base } = ON[on];
+    return [key(kind, product, withChanges(base, changes)), key(kind, product, base)] as const;
+  };
 
-  it.each([
+  it.each<KeyRow>([
     {
       rule: "domestic: the amount as written",
-      kind: "single" as const,
-      product: DOMESTIC_PRODUCT,
-      base: DOMESTIC,
+      on: "domestic",
       changes: { "instructedAmount.amount": "100" },
     },
-    {
-      rule: "domestic: the creditor's name",
-      kind: "single" as const,
-      product: DOMESTIC_PRODUCT,
-      base: DOMESTIC,
-      changes: { creditorName: "P. Hansen" },
-    },
+    { rule: "domestic: the creditor's name", on: "domestic", changes: { creditorName: "P. Hansen" } },
     {
       rule: "domestic KID: the deprecated single member",
-      kind: "single" as const,
-      product: DOMESTIC_PRODUCT,
-      base: withKid,
+      on: "domesticWithKid",
       changes: {
         remittanceInformationStructuredArray: OMIT,
         remittanceInformationStructured: { reference: "79927398713" },
@@ -607,70 +614,37 @@ describe("logical-duplicate keys", () => {
     },
     {
       rule: "cross-border: the creditor's address and agent",
-      kind: "single" as const,
-      product: CROSS_BORDER_PRODUCT,
-      base: CROSS_BORDER,
+      on: "crossBorder",
       changes: { "creditorAddress.street": "Drottninggatan", creditorAgent: "HANDSESS" },
     },
     {
       rule: "cross-border: the regulatory report",
-      kind: "single" as const,
-      product: CROSS_BORDER_PRODUCT,
-      base: CROSS_BORDER,
+      on: "crossBorder",
       changes: { regulatoryReportingCode: "29" },
     },
-    {
-      rule: "periodic: the end date",
-      kind: "periodic" as const,
-      product: DOMESTIC_PRODUCT,
-      base: PERIODIC,
-      changes: { endDate: "2027-01-01" },
-    },
-  ])("the same payment whatever $rule", ({ kind, product, base, changes }) => {
-    expect(key(kind, product, withChanges(base, changes))).toBe(key(kind, product, base));
+    { rule: "periodic: the end date", on: "periodic", changes: { endDate: "2027-01-01" } },
+  ])("the same payment whatever $rule", (row) => {
+    const [changed, unchanged] = keys(row);
+    expect(changed).toBe(unchanged);
   });
 
-  it.each([
-    {
-      rule: "domestic: debtor",
-      kind: "single" as const,
-      product: DOMESTIC_PRODUCT,
-      base: DOMESTIC,
-      changes: { "debtorAccount.bban": "97100000001" },
-    },
-    {
-      rule: "domestic: creditor",
-      kind: "single" as const,
-      product: DOMESTIC_PRODUCT,
-      base: DOMESTIC,
-      changes: { "creditorAccount.bban": "12345678904" },
-    },
-    {
-      rule: "domestic: amount",
-      kind: "single" as const,
-      product: DOMESTIC_PRODUCT,
-      base: DOMESTIC,
-      changes: { "instructedAmount.amount": "100.01" },
-    },
+  it.each<KeyRow>([
+    { rule: "domestic: debtor", on: "domestic", changes: { "debtorAccount.bban": "97100000001" } },
+    { rule: "domestic: creditor", on: "domestic", changes: { "creditorAccount.bban": "12345678904" } },
+    { rule: "domestic: amount", on: "domestic", changes: { "instructedAmount.amount": "100.01" } },
     {
       rule: "domestic: remittance text",
-      kind: "single" as const,
-      product: DOMESTIC_PRODUCT,
-      base: DOMESTIC,
+      on: "domestic",
       changes: { remittanceInformationUnstructured: "Rent" },
     },
     {
       rule: "domestic: KID",
-      kind: "single" as const,
-      product: DOMESTIC_PRODUCT,
-      base: DOMESTIC,
+      on: "domestic",
       changes: { remittanceInformationStructuredArray: [{ reference: "79927398713" }] },
     },
     {
       rule: "domestic: a KID and a text of the same digits",
-      kind: "single" as const,
-      product: DOMESTIC_PRODUCT,
-      base: withKid,
+      on: "domesticWithKid",
       changes: {
         remittanceInformationStructuredArray: OMIT,
         remittanceInformationUnstructured: "79927398713",
@@ -678,41 +652,24 @@ describe("logical-duplicate keys", () => {
     },
     {
       rule: "cross-border: creditor account",
-      kind: "single" as const,
-      product: CROSS_BORDER_PRODUCT,
-      base: CROSS_BORDER,
+      on: "crossBorder",
       changes: { "creditorAccount.iban": "DE89370400440532013000" },
     },
     {
       rule: "cross-border: currency",
-      kind: "single" as const,
-      product: CROSS_BORDER_PRODUCT,
-      base: CROSS_BORDER,
+      on: "crossBorder",
       changes: { "instructedAmount.currency": "SEK", "regulatoryReportingAmount.currency": "SEK" },
     },
     {
       rule: "cross-border: remittance",
-      kind: "single" as const,
-      product: CROSS_BORDER_PRODUCT,
-      base: CROSS_BORDER,
+      on: "crossBorder",
       changes: { remittanceInformationUnstructured: "Invoice 42" },
     },
-    {
-      rule: "periodic: start date",
-      kind: "periodic" as const,
-      product: DOMESTIC_PRODUCT,
-      base: PERIODIC,
-      changes: { startDate: "2026-10-02" },
-    },
-    {
-      rule: "periodic: frequency",
-      kind: "periodic" as const,
-      product: DOMESTIC_PRODUCT,
-      base: PERIODIC,
-      changes: { frequency: "Weekly" },
-    },
-  ])("a different payment when $rule differs", ({ kind, product, base, changes }) => {
-    expect(key(kind, product, withChanges(base, changes))).not.toBe(key(kind, product, base));
+    { rule: "periodic: start date", on: "periodic", changes: { startDate: "2026-10-02" } },
+    { rule: "periodic: frequency", on: "periodic", changes: { frequency: "Weekly" } },
+  ])("a different payment when $rule differs", (row) => {
+    const [changed, unchanged] = keys(row);
+    expect(changed).not.toBe(unchanged);
   });
 
   it("a periodic payment is not a duplicate of the single payment it repeats", () => {

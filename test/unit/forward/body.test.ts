@@ -1,0 +1,173 @@
+/**
+ * The request body on its way upstream, with the real inspectors: each chunk passes one chunk
+ * late, the last only once every inspector approved the whole body, and a refusal throws
+ * BodyRejected carrying the refusing inspector's step (what the access line and the rejections
+ * metric show).
+ */
+
+import { describe, expect, it } from "vitest";
+import { PERMISSIVE_POLICY } from "../../../src/checks/index.js";
+import { reject } from "../../../src/errors.js";
+import { type BodyInspector, BodyRejected, ClientAborted, inspectedBody } from "../../../src/forward/body.js";
+import { characterInspector, digestInspector, sizeInspector } from "../../../src/ingress/body-inspectors.js";
+import { computeDigestHeader, type DigestValue, parseDigestHeader } from "../../../src/signature/index.js";
+import { named } from "../../helpers/named-rows.js";
+
+const CHUNKS = ['{"creditorName":', '"Kari Nordmann",', '"amount":"1.00"}'];
+const BODY = CHUNKS.join("");
+
+const digestOf = (body: string): DigestValue[] => {
+  const values = parseDigestHeader(computeDigestHeader(body));
+  if (!Array.isArray(values)) throw new Error(values.text);
+  return values;
+};
+
+async function* chunksOf(chunks: readonly (string | Buffer)[], log?: string[]): AsyncGenerator<Buffer> {
+  for (const chunk of chunks) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
+    log?.push(`read ${buffer.toString("latin1")}`);
+    yield buffer;
+  }
+}
+
+/** Passes everything on to `inner`, writing each call into `log`. */
+function logged(inner: BodyInspector, log: string[]): BodyInspector {
+  return {
+    step: inner.step,
+    update(chunk) {
+      log.push(`${inner.step} sees ${chunk.toString("latin1")}`);
+      return inner.update(chunk);
+    },
+    finish() {
+      log.push(`${inner.step} finish`);
+      return inner.finish();
+    },
+  };
+}
+
+/** What went upstream, and what ended the body. */
+async function drain(
+  body: AsyncIterable<Buffer>,
+  log?: string[],
+): Promise<{ sent: string[]; error?: unknown }> {
+  const sent: string[] = [];
+  try {
+    for await (const chunk of body) {
+      log?.push(`sent ${chunk.toString("latin1")}`);
+      sent.push(chunk.toString("latin1"));
+    }
+    return { sent };
+  } catch (error) {
+    return { sent, error };
+  }
+}
+
+describe("inspectedBody", () => {
+  it("passes each chunk on once the next has been seen, the last once every inspector finished", async () => {
+    const log: string[] = [];
+    const inspectors = [logged(digestInspector(digestOf(BODY)), log), logged(sizeInspector(1024), log)];
+    const { sent, error } = await drain(inspectedBody(chunksOf(CHUNKS, log), inspectors), log);
+    expect(error).toBeUndefined();
+    expect(sent).toEqual(CHUNKS);
+    const [a, b, c] = CHUNKS;
+    expect(log).toEqual([
+      `read ${a}`,
+      `body-digest sees ${a}`,
+      `body-size sees ${a}`,
+      `read ${b}`,
+      `body-digest sees ${b}`,
+      `body-size sees ${b}`,
+      `sent ${a}`,
+      `read ${c}`,
+      `body-digest sees ${c}`,
+      `body-size sees ${c}`,
+      `sent ${b}`,
+      "body-digest finish",
+      "body-size finish",
+      `sent ${c}`,
+    ]);
+  });
+
+  it.each(
+    named([
+      {
+        name: "a Digest that does not match: all but the last chunk, refused at the end",
+        inspectors: () => [digestInspector(digestOf(`${BODY} `)), sizeInspector(1024)],
+        chunks: CHUNKS,
+        sent: CHUNKS.slice(0, -1),
+        step: "body-digest",
+        code: "SIGNATURE_INVALID",
+      },
+      {
+        name: "a body growing past the size bound: refused at the chunk that crosses it",
+        inspectors: () => [digestInspector(digestOf(BODY)), sizeInspector(20)],
+        chunks: CHUNKS,
+        sent: [],
+        step: "body-size",
+        code: "PAYLOAD_TOO_LARGE",
+      },
+      {
+        name: "a refused character in the last chunk: the chunks before it, not the last",
+        inspectors: () => [characterInspector({ maxCodePoint: 0xffff, blockedRanges: [] })],
+        chunks: ["[1,", "2,", '"\u{1F600}"]'],
+        sent: ["[1,"],
+        step: "body-characters",
+        code: "FORMAT_ERROR",
+      },
+      {
+        name: "two inspectors refusing at the end: the first listed names the step",
+        inspectors: () => [characterInspector(PERMISSIVE_POLICY), digestInspector(digestOf(BODY))],
+        chunks: ["[1,", Buffer.from([0xe2, 0x98])],
+        sent: ["[1,"],
+        step: "body-characters",
+        code: "FORMAT_ERROR",
+      },
+      {
+        name: "the same two the other way round",
+        inspectors: () => [digestInspector(digestOf(BODY)), characterInspector(PERMISSIVE_POLICY)],
+        chunks: ["[1,", Buffer.from([0xe2, 0x98])],
+        sent: ["[1,"],
+        step: "body-digest",
+        code: "SIGNATURE_INVALID",
+      },
+      {
+        name: "an empty body against a non-empty body's Digest",
+        inspectors: () => [digestInspector(digestOf(BODY))],
+        chunks: [],
+        sent: [],
+        step: "body-digest",
+        code: "SIGNATURE_INVALID",
+      },
+    ]),
+  )("%s", async (_name, row) => {
+    const { sent, error } = await drain(inspectedBody(chunksOf(row.chunks), row.inspectors()));
+    expect(sent).toEqual(row.sent);
+    expect(error).toBeInstanceOf(BodyRejected);
+    const rejected = error as BodyRejected;
+    expect(rejected.step).toBe(row.step);
+    expect(rejected.rejection.code).toBe(row.code);
+    expect(rejected.message).toBe(rejected.rejection.text);
+  });
+
+  it("sends an empty body when there is nothing to inspect against", async () => {
+    const { sent, error } = await drain(inspectedBody(chunksOf([]), [digestInspector(digestOf(""))]));
+    expect(error).toBeUndefined();
+    expect(sent).toEqual([]);
+  });
+
+  it("turns the client going away into ClientAborted, and keeps a BodyRejected from the source as it is", async () => {
+    async function* breaking(error: Error): AsyncGenerator<Buffer> {
+      yield Buffer.from("[1,");
+      throw error;
+    }
+    const gone = await drain(inspectedBody(breaking(new Error("aborted")), [sizeInspector(1024)]));
+    expect(gone.error).toBeInstanceOf(ClientAborted);
+    expect((gone.error as Error).message).toBe("aborted");
+    expect(gone.sent).toEqual([]);
+
+    // The ingress handler fails the body this way when it stops arriving (bodyStalled).
+    const late = new BodyRejected(reject("FORMAT_ERROR", "the body stopped arriving"), "request-timeout");
+    const timedOut = await drain(inspectedBody(breaking(late), [sizeInspector(1024)]));
+    expect(timedOut.error).toBe(late);
+  });
+});
