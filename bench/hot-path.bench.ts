@@ -15,11 +15,11 @@
 import "reflect-metadata";
 import { createPrivateKey, verify as cryptoVerify, randomUUID, X509Certificate } from "node:crypto";
 import {
+  Chain,
   type CheckContext,
   CheckContext as Context,
   RoleTable,
   requestChecks,
-  runSteps,
 } from "../src/checks/index.js";
 import { validateConfig } from "../src/config/load.js";
 import { isRejection } from "../src/errors.js";
@@ -103,21 +103,24 @@ const unattended = new UnattendedAccessPolicy(
   store,
 );
 const verification = config.verification;
-const checks = requestChecks({
-  now: () => signedAt,
-  dateToleranceMs: verification.dateToleranceSeconds * 1000,
-  algorithms: verification.algorithms,
-  allowDecimalSerial: verification.allowDecimalSerial,
-  keyIdPolicy: verification.keyIdPolicy,
-  redirectUriOptionalPrefixes: verification.redirectUriOptionalPrefixes,
-  characterPolicy: verification.characterPolicy,
-  certificates: verifier,
-  clientCertificate: { mode: "none", requireSameOrganization: true },
-  replay: store,
-  replayWindowMs: windowMs,
-  storeFailOpen: false,
-  unattended,
-});
+const chain = new Chain(
+  requestChecks({
+    now: () => signedAt,
+    dateToleranceMs: verification.dateToleranceSeconds * 1000,
+    algorithms: verification.algorithms,
+    allowDecimalSerial: verification.allowDecimalSerial,
+    keyIdPolicy: verification.keyIdPolicy,
+    redirectUriOptionalPrefixes: verification.redirectUriOptionalPrefixes,
+    characterPolicy: verification.characterPolicy,
+    certificates: verifier,
+    clientCertificate: { mode: "none", requireSameOrganization: true },
+    replay: store,
+    replayWindowMs: windowMs,
+    storeFailOpen: false,
+    unattended,
+    maxBodyBytes: verification.maxBodyBytes,
+  }),
+);
 const roles = new RoleTable(verification.roles);
 const route = { path: TARGET, role: roles.roleFor(TARGET) };
 
@@ -132,7 +135,7 @@ function nextHeaders(): Record<string, string> {
 
 function checkOne(): CheckContext {
   const context = new Context("GET", TARGET, nextHeaders(), route, undefined);
-  const result = runSteps(checks, context);
+  const result = chain.runHead(context);
   if (result !== undefined) throw new Error(`refused: ${isRejection(result) ? result.text : "a promise"}`);
   return context;
 }
@@ -164,7 +167,7 @@ const event: RequestEvent = {
 
 let copied = 0;
 const BARE_VERIFY = "bare `crypto.verify` RSA-2048/SHA-256, KeyObject cached (baseline)";
-const CHECKS = "the named checks, whole list (`requestChecks` as ingress builds it), GET";
+const CHECKS = "the chain's head phase, every step (`requestChecks` as ingress builds it), GET";
 const cases: Case[] = [
   { name: BARE_VERIFY, run: () => cryptoVerify("sha256", signingString, publicKey, signatureBytes) },
   { name: CHECKS, run: checkOne },

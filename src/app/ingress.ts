@@ -10,7 +10,14 @@ import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { AggregatorRegistry } from "prom-client";
-import { type CheckOptions, RoleTable, requestChecks } from "../checks/index.js";
+import {
+  Chain,
+  type CheckContext,
+  type CheckOptions,
+  type ResponseSigner,
+  RoleTable,
+  requestChecks,
+} from "../checks/index.js";
 import type { GatewayConfig } from "../config/schema.js";
 import {
   DEFECT_CHANNEL,
@@ -22,7 +29,6 @@ import {
 import type { QualifiedAnchor } from "../eidas/trust-store.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
-import type { ResponseSigner } from "../forward/forwarder.js";
 import { joinedHeaders } from "../forward/headers.js";
 import { createIngressHandler } from "../ingress/handler.js";
 import { type LimitStore, UnattendedAccessPolicy } from "../limits/index.js";
@@ -297,7 +303,10 @@ async function startComponents(
   const signing = config.responseSigning;
   const qseal = signing ? loadCredentials(signing.qseal, "responseSigning.qseal") : undefined;
   const qsealSummary = qseal && summaryOf(qseal.certificate);
+  // The chain is built after the metrics it reports to (its steps count refusals there).
+  let chainLater: Chain<CheckContext> | undefined;
   const metrics = new GatewayMetrics({
+    steps: () => chainLater?.counts(),
     certificateCache: () => verifier.stats,
     register: () => register.stats,
     trustSources,
@@ -387,18 +396,18 @@ async function startComponents(
     onStoreError,
     onReplayRefused: () => metrics.replayRefusals.inc(),
     overrideHeaders: verification.overrideHeaders,
+    maxBodyBytes: verification.maxBodyBytes,
     ...(unattended ? { unattended } : {}),
+    ...(signing && qseal ? { responseSigner: responseSignerFrom(signing, qseal) } : {}),
   };
-  const responseSigner = signing && qseal ? responseSignerFrom(signing, qseal) : undefined;
+  const chain = new Chain(requestChecks(checkOptions));
+  chainLater = chain;
   const handler = createIngressHandler({
-    ...(responseSigner ? { responseSigner } : {}),
-    checks: requestChecks(checkOptions),
+    chain,
     roles: new RoleTable(verification.roles),
     backend,
     identityHeaders: config.identityHeaders,
     statusProfile: verification.statusProfile,
-    maxBodyBytes: verification.maxBodyBytes,
-    characterPolicy: verification.characterPolicy,
     trustedProxies: new Set(config.listen.trustedProxies),
     clientCertificateHeader: config.listen.clientCertificateHeader,
     forwardedHeaders: forwardedHeaderNames(config.backend.forwardedHeaders),

@@ -9,8 +9,8 @@ import type { KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Psd2Role } from "../eidas/index.js";
 import type { HeldSlot } from "../limits/index.js";
-import type { ResponseInspector } from "../response-inspector.js";
-import type { DigestValue, KeyIdTarget, SignatureParams } from "../signature/index.js";
+import type { DigestValue, DigestVerifier, KeyIdTarget, SignatureParams } from "../signature/index.js";
+import type { Utf8Scanner } from "./characters.js";
 import type { StepTrace } from "./runner.js";
 
 /** Who the TPP is, once its certificate has been checked against the trust store and the register. */
@@ -45,8 +45,17 @@ export class CheckContext implements StepTrace {
   signingString: Buffer | undefined = undefined;
   /** A reserved unattended-access slot: release it when the backend does not answer 2xx. */
   slot: HeldSlot | undefined = undefined;
-  /** A rule a step could not judge before the bank answers: the forwarder runs it on the response. */
-  responseInspector: ResponseInspector | undefined = undefined;
+  /** When an unattended transaction's details are judged by the bank's answer: the time it was asked. */
+  periodCheckedAt: number | undefined = undefined;
+  // The body phases' state, while the body streams.
+  /** Bytes of the body seen so far. */
+  bodyBytes = 0;
+  digestVerifier: DigestVerifier | undefined = undefined;
+  bodyCharacters: Utf8Scanner | undefined = undefined;
+  /** The HTTP version of the request line (`1.1`, `1.0`). */
+  httpVersion = "1.1";
+  /** The refusal must also close the connection (no Host; a body over the limit, unread). */
+  closeConnection = false;
   /** The step that refused the request, for the access line and the rejection metric. */
   failedStep: string | undefined = undefined;
 

@@ -8,9 +8,13 @@ export { CheckContext, type Route, type TppIdentity, type TrustedCertificate } f
 export { checkRequiredHeaders, hasBody } from "./required-headers.js";
 export { type RoleRoute, RoleTable, routeClass, routingPath, underPrefix } from "./routes.js";
 export {
+  Chain,
+  type Holder,
   type MaybePromise,
+  type ResponseHold,
   runSteps,
   type Step,
+  type StepCounts,
   type StepObserver,
   type StepResult,
   type StepTrace,
@@ -19,5 +23,7 @@ export {
   type CertificateVerifier,
   type CheckOptions,
   type ClientCertificatePolicy,
+  RESPONSE_SIGNING,
+  type ResponseSigner,
   requestChecks,
 } from "./steps.js";

@@ -1,7 +1,8 @@
 /**
- * The named checks of a TPP request, in order: cheap first, cached work before fresh work,
- * crypto last. Ingress runs this list on every request; `psd2-gateway verify` runs the same
- * list in explain mode. Each step reads the context and either goes on or returns a Rejection.
+ * The named steps of a TPP request, in order: cheap first, cached work before fresh work, crypto
+ * last. Ingress runs this chain on every request, in every phase (the head, the body as it
+ * streams, the backend's answer); `psd2-gateway verify` runs the same chain in explain mode. Each
+ * step reads the context and either goes on or returns a Rejection.
  */
 
 import { isRejection, type Rejection, reject } from "../errors.js";
@@ -18,6 +19,7 @@ import {
   checkCoverage,
   checkDate,
   type DigestValue,
+  DigestVerifier,
   expectedKeyId,
   headerValue,
   matchSignatureKeyId,
@@ -25,7 +27,7 @@ import {
   parseSignatureHeader,
   verifySignatureOver,
 } from "../signature/index.js";
-import { type CharacterPolicy, checkHeaderCharacters } from "./characters.js";
+import { type CharacterPolicy, checkHeaderCharacters, Utf8Scanner } from "./characters.js";
 import type { CheckContext, TrustedCertificate } from "./context.js";
 import { overrideChecker } from "./overrides.js";
 import { checkRequiredHeaders, hasBody } from "./required-headers.js";
@@ -48,6 +50,16 @@ export interface ClientCertificatePolicy {
   readonly mode: "none" | "request" | "require";
   /** The QWAC's organizationIdentifier must equal the QSealC's. */
   readonly requireSameOrganization: boolean;
+}
+
+/**
+ * Signs the backend's responses (ingress `responseSigning`): the body is held, up to
+ * `maxBodyBytes`, because its Digest is signed; a larger response is refused, never sent unsigned.
+ */
+export interface ResponseSigner {
+  readonly maxBodyBytes: number;
+  /** The headers to add to the response (Digest, Date, X-Request-ID, Signature, the certificate). */
+  sign(body: Buffer, headers: Readonly<Record<string, string | string[]>>): Promise<Record<string, string>>;
 }
 
 export interface CheckOptions {
@@ -73,6 +85,10 @@ export interface CheckOptions {
   readonly unattended?: UnattendedAccessPolicy;
   /** A bank's own path or method override headers, refused besides the well-known ones. */
   readonly overrideHeaders?: readonly string[];
+  /** The largest request body (`verification.maxBodyBytes`); unbounded without it (explain mode). */
+  readonly maxBodyBytes?: number;
+  /** Signs the backend's responses (config `responseSigning`). */
+  readonly responseSigner?: ResponseSigner;
 }
 
 const EMPTY_SHA256 = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
@@ -133,7 +149,40 @@ const certificateOf = (c: CheckContext) => c.certificate!;
 export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   const dateOptions = { toleranceMs: options.dateToleranceMs };
   const refuseOverrides = overrideChecker(options.overrideHeaders);
+  const maxBody = options.maxBodyBytes ?? Number.POSITIVE_INFINITY;
   const steps: Step<CheckContext>[] = [
+    {
+      // RFC 9112 3.2: an HTTP/1.1 request without Host is malformed. Refused in its turn on the
+      // connection, which then closes as Node's own check would (the listener turns that off).
+      name: "host",
+      run: (c) => {
+        if (c.headers.host !== undefined || c.httpVersion !== "1.1") return undefined;
+        c.closeConnection = true;
+        return reject("FORMAT_ERROR", "malformed HTTP request: no Host header; HTTP/1.1 requires one");
+      },
+    },
+    {
+      // A declared length over the bound is refused before anything else (the body is never read:
+      // the connection closes); a chunked body is counted as it streams.
+      name: "body-size",
+      run: (c) => {
+        const length = Number(c.headers["content-length"] ?? 0);
+        if (!(length > maxBody)) return undefined;
+        c.closeConnection = true;
+        return reject(
+          "PAYLOAD_TOO_LARGE",
+          `the request body is ${length} bytes; this bank accepts at most ${maxBody}`,
+        );
+      },
+      body: (c, chunk) => {
+        c.bodyBytes += chunk.length;
+        if (c.bodyBytes <= maxBody) return undefined;
+        return reject(
+          "PAYLOAD_TOO_LARGE",
+          `the request body exceeds ${maxBody} bytes, the most this bank accepts`,
+        );
+      },
+    },
     {
       // Only origin-form targets (a path): an absolute URL would route past the role table. And
       // only paths the backend cannot route differently from the role check.
@@ -223,7 +272,21 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
         c.digest = parsed;
         return undefined;
       },
+      // The body is hashed as it streams; its last chunk is held back until it matches.
+      body: (c, chunk) => {
+        if (c.digest === undefined) return undefined;
+        c.digestVerifier ??= new DigestVerifier(c.digest);
+        c.digestVerifier.update(chunk);
+        return undefined;
+      },
+      bodyEnd: (c) => {
+        if (c.digest === undefined) return undefined;
+        c.digestVerifier ??= new DigestVerifier(c.digest);
+        const verdict = c.digestVerifier.finish();
+        return verdict === true ? undefined : verdict;
+      },
     },
+
     {
       name: "signature-header",
       run: (c) => {
@@ -369,10 +432,23 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       },
     });
   }
+  steps.push({
+    // SPEC 1.3: UTF-8 JSON, and the character policy, checked as the body streams (after every
+    // step of the head, whose phase comes first).
+    name: "body-characters",
+    body: (c, chunk) => {
+      c.bodyCharacters ??= new Utf8Scanner(options.characterPolicy, "the JSON body", true);
+      return c.bodyCharacters.update(chunk);
+    },
+    bodyEnd: (c) => c.bodyCharacters?.finish(),
+  });
+  if (options.responseSigner) steps.push(responseSigningStep(options.responseSigner));
   return steps;
 }
 
 const UNATTENDED_PERIOD = "unattended-period";
+/** The step name the gateway's refusals of a response it cannot sign carry. */
+export const RESPONSE_SIGNING = "response-signing";
 
 /** A 2xx answer is the bank's data; anything else (an SCA redirect, an error) carries none. */
 const isSuccess = (status: number) => status >= 200 && status < 300;
@@ -389,15 +465,42 @@ function unattendedPeriodStep(unattended: UnattendedAccessPolicy, now: () => num
     run: (c) => {
       const rule = unattended.periodRule(c.method, c.route.path, c.headers);
       if (rule === "dateFrom") return unattended.checkDateFrom(c.target, now());
-      if (rule === "bookingDate") {
-        const at = now();
-        c.responseInspector = {
-          step: UNATTENDED_PERIOD,
-          maxBodyBytes: MAX_TRANSACTION_DETAILS_BYTES,
-          wants: isSuccess,
-          inspect: (body, headers) =>
-            unattended.checkTransactionDetails(body, headerValue(headers, "content-encoding"), at),
-        };
+      if (rule === "bookingDate") c.periodCheckedAt = now();
+      return undefined;
+    },
+    // A 2xx answer is the bank's data (an SCA redirect or an error carries none): held, and
+    // withheld with 502 when it is too large to date.
+    response: (c, status) =>
+      c.periodCheckedAt !== undefined && isSuccess(status)
+        ? { maxBodyBytes: MAX_TRANSACTION_DETAILS_BYTES }
+        : undefined,
+    responseBody: (c, body, received) =>
+      unattended.checkTransactionDetails(body, headerValue(received, "content-encoding"), c.periodCheckedAt!),
+  };
+}
+
+/** The step that signs the backend's answers (SPEC 5.10): held whole, never sent unsigned. */
+function responseSigningStep(signer: ResponseSigner): Step<CheckContext> {
+  const tooLarge = reject(
+    "BAD_GATEWAY",
+    `the bank's response is larger than ${signer.maxBodyBytes} bytes (responseSigning.maxBodyBytes) and cannot be signed; it is never sent unsigned`,
+  );
+  return {
+    name: RESPONSE_SIGNING,
+    response: () => ({ maxBodyBytes: signer.maxBodyBytes, tooLarge: () => tooLarge }),
+    responseBody: async (_c, body, _received, send) => {
+      let signed: Record<string, string>;
+      try {
+        signed = await signer.sign(body, send);
+      } catch (error) {
+        return reject(
+          "BAD_GATEWAY",
+          `the bank's response could not be signed (${(error as Error).message}); it is never sent unsigned`,
+        );
+      }
+      for (const [name, value] of Object.entries(signed)) {
+        delete send[name.toLowerCase()];
+        send[name] = value;
       }
       return undefined;
     },

@@ -1,25 +1,26 @@
 /**
- * `psd2-gateway verify` for a request: runs the gateway's own list of checks
- * (src/checks/steps.ts) in explain mode, then the body against Digest as the gateway checks it
- * while the body streams. No second copy of the rules: a check added to the gateway shows up here.
+ * `psd2-gateway verify` for a request: runs the gateway's own chain of named steps
+ * (src/checks/steps.ts) in explain mode, the request's head and then its body, as the gateway
+ * checks it while it streams. No second copy of the rules: a step added to the gateway shows up here.
  */
 
 import { readFileSync } from "node:fs";
 import {
   type CertificateVerifier,
+  Chain,
   CheckContext,
   type CheckOptions,
+  hasBody,
   PERMISSIVE_POLICY,
   RoleTable,
   requestChecks,
   routingPath,
-  runSteps,
   type TrustedCertificate,
 } from "../checks/index.js";
 import { DEFAULT_REDIRECT_URI_OPTIONAL_PREFIXES, DEFAULT_ROLE_ROUTES } from "../config/schema.js";
 import { parseRegisterDocument, requirePsd2, TppRegister, TppVerifier } from "../eidas/index.js";
 import { isRejection, type Rejection } from "../errors.js";
-import { DEFAULT_DATE_TOLERANCE_MS, DigestVerifier } from "../signature/index.js";
+import { DEFAULT_DATE_TOLERANCE_MS } from "../signature/index.js";
 import { crlCheckerFromFolder, trustStoreFromFolder } from "../trust/folders.js";
 import {
   describeCertificate,
@@ -60,7 +61,7 @@ export function explain(request: DumpedRequest, options: ExplainOptions): Explan
     "replay and the unattended-access limit (they depend on what the bank saw before)",
     "mutual TLS (the QWAC is part of the connection, not of the request)",
   );
-  const steps = requestChecks(checkOptions);
+  const chain = new Chain(requestChecks(checkOptions));
   const path = routingPath(request.target);
   const context = new CheckContext(
     request.method,
@@ -71,15 +72,22 @@ export function explain(request: DumpedRequest, options: ExplainOptions): Explan
   );
   const outcomes = new Outcomes();
   // Explain mode has no promise-returning step (no store, the certificate checked synchronously).
-  const result = runSteps(steps, context, outcomes.observer) as Rejection | undefined;
-  const list = outcomes.finish(steps);
-
-  const bodyOutcome = result === undefined ? checkBody(request, context) : undefined;
-  if (bodyOutcome) list.push(bodyOutcome);
-  else if (result === undefined && request.body === undefined && context.digest) {
+  let result = chain.runHead(context, outcomes.observer) as Rejection | undefined;
+  // Then the body, past the same steps' body phases, as the gateway checks it while it streams.
+  const ranBody = result === undefined && request.body !== undefined && hasBody(request.headers);
+  if (ranBody) result = chain.runBody(context, request.body!) ?? chain.runBodyEnd(context);
+  else if (result === undefined && context.digest)
     notChecked.push("the body against Digest (the dump holds no body: give --body <file>)");
-  }
-  const passed = list.every((o) => o.outcome === "passed");
+  // A request without a body passes the body's steps as it passes the digest of zero bytes.
+  const noBody = result === undefined && !hasBody(request.headers);
+  const list = inChainOrder(
+    chain,
+    outcomes.list,
+    ranBody ? context.failedStep : undefined,
+    result,
+    ranBody || noBody,
+  );
+  const passed = list.every((o) => o.outcome === "passed" || o.outcome === "not run") && result === undefined;
   return {
     passed,
     request: { method: request.method, target: request.target },
@@ -91,13 +99,27 @@ export function explain(request: DumpedRequest, options: ExplainOptions): Explan
   };
 }
 
-/** The body against Digest, as the gateway checks it while the body streams. */
-function checkBody(request: DumpedRequest, context: CheckContext): StepOutcome | undefined {
-  if (!context.digest || request.body === undefined) return undefined;
-  const verifier = new DigestVerifier(context.digest);
-  verifier.update(request.body);
-  const result = verifier.finish();
-  return result === true ? { step: "body-digest", outcome: "passed" } : failed("body-digest", result);
+/**
+ * Every step of the chain once, in its order: the head's outcomes, a body phase's refusal on the
+ * step it belongs to, the steps the body passed (`bodyPassed`: it ran, or there was none), and
+ * "not run" for the rest (those after a refusal, and those that act only on the bank's answer).
+ */
+function inChainOrder(
+  chain: Chain<CheckContext>,
+  head: readonly StepOutcome[],
+  bodyFailedAt: string | undefined,
+  result: Rejection | undefined,
+  bodyPassed: boolean,
+): StepOutcome[] {
+  const byName = new Map(head.map((o) => [o.step, o]));
+  return chain.steps.map((step): StepOutcome => {
+    if (bodyFailedAt === step.name && result) return failed(step.name, result);
+    const fromHead = byName.get(step.name);
+    if (fromHead) return fromHead;
+    if (bodyPassed && bodyFailedAt === undefined && (step.body || step.bodyEnd))
+      return { step: step.name, outcome: "passed" };
+    return { step: step.name, outcome: "not run" };
+  });
 }
 
 function explainCertificates(options: ExplainOptions, notChecked: string[]): CertificateVerifier {

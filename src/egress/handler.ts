@@ -8,20 +8,28 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { hasBody } from "../checks/index.js";
 import { type Rejection, reject } from "../errors.js";
-import type { EgressEvent, ResponseSignatureStatus } from "../events.js";
+import type { EgressEvent } from "../events.js";
 import type { Backend } from "../forward/backend.js";
-import { type ForwardCall, type ForwardOutcome, forward, isUpstreamTimeout } from "../forward/forwarder.js";
+import {
+  type ForwardCall,
+  type ForwardOutcome,
+  forward,
+  type Headers,
+  isUpstreamTimeout,
+  type ResponsePhase,
+  type UpstreamRequest,
+} from "../forward/forwarder.js";
 import { joinedHeaders, upstreamRequestHeaders } from "../forward/headers.js";
 import { type TraceContext, traceContextOf, writeTraceContext } from "../forward/trace-context.js";
 import type { Exchange, ExchangeFactory } from "../listener/connection.js";
 import { rawRejection, writeRejection } from "../listener/respond.js";
-import type { ReceivedHeaders, ResponseInspector } from "../response-inspector.js";
+import type { ReceivedHeaders } from "../response-inspector.js";
 import type { RequestSigner } from "../signature/index.js";
+import { RESPONSE_SIGNATURE_STEP, ResponseSignatureCheck } from "./response-signature.js";
 import type { ResponseVerifier } from "./response-verifier.js";
 import type { BankRouter } from "./router.js";
 
 export const ORIGIN_HEADER = "psd2-gateway-origin";
-export const RESPONSE_SIGNATURE_HEADER = "psd2-gateway-response-signature";
 
 export type ResponseVerificationMode = "off" | "advisory" | "enforce";
 
@@ -50,8 +58,6 @@ const GATEWAY_ORIGIN = { [ORIGIN_HEADER]: "gateway" } as const;
 const NO_BODY = Buffer.alloc(0);
 /** The access line's step when the application went away before its request was sent. */
 const APPLICATION_GONE_STEP = "application-gone";
-/** The step name of a bank's response withheld under `enforce` (access line). */
-const RESPONSE_SIGNATURE_STEP = "response-signature";
 
 /**
  * Headers the gateway writes itself (from the body, the clock, the signature): never copied from
@@ -81,23 +87,20 @@ const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
  * One application request: read, signed, then handed to the forwarder (the same undici dispatch
  * relay as ingress), which streams the bank's answer back or holds it for the response check.
  */
-class EgressExchange implements ForwardCall, Exchange {
+class EgressExchange
+  implements ForwardCall<ResponseSignatureCheck>, ResponsePhase<ResponseSignatureCheck>, Exchange
+{
   private readonly started = performance.now();
   private profile: BankProfile | undefined;
   private requestId: string | undefined;
   private signingMs: number | undefined;
-  private responseSignature: ResponseSignatureStatus | undefined;
-  private responseProblem: string | undefined;
+  /** What becomes of the bank's response signature: judged, marked and reported in one place. */
+  private signatureCheck: ResponseSignatureCheck | undefined;
   /** Why the gateway answered itself, when a named step decided it (access line, metrics). */
   private step: string | undefined;
-  /** The status the bank answered with. */
-  private bankStatus = 0;
   readonly method: string;
-  target = "";
-  upstreamHeaders: Record<string, string | string[]> = {};
-  upstreamBody: Buffer | null = null;
+  upstream: UpstreamRequest = NOT_SENT;
   readonly readWhole = true;
-  responseInspector: ResponseInspector | undefined = undefined;
 
   /** The application's trace (W3C traceparent) or a new one: passed on to the bank, in the access line. */
   private readonly trace: TraceContext;
@@ -111,10 +114,14 @@ class EgressExchange implements ForwardCall, Exchange {
     this.trace = traceContextOf(req.headers);
   }
 
+  get response(): this {
+    return this;
+  }
+
   run(): void {
     this.prepare().catch((error: unknown) => {
       // Our own defect: answered, never a crash; the text names no key material.
-      this.answer(reject("INTERNAL_SERVER_ERROR", `the egress gateway failed: ${(error as Error).message}`));
+      this.refuse(reject("INTERNAL_SERVER_ERROR", `the egress gateway failed: ${(error as Error).message}`));
     });
   }
 
@@ -122,7 +129,7 @@ class EgressExchange implements ForwardCall, Exchange {
   refuseIncomplete(message: string, step: string | undefined): void {
     this.step = step;
     this.res.shouldKeepAlive = false;
-    if (!this.res.headersSent && !this.res.writableEnded) this.answer(reject("FORMAT_ERROR", message));
+    if (!this.res.headersSent && !this.res.writableEnded) this.refuse(reject("FORMAT_ERROR", message));
   }
 
   /** Routes, reads and signs the request, then forwards it; answers itself when it cannot. */
@@ -132,7 +139,7 @@ class EgressExchange implements ForwardCall, Exchange {
     const expect = req.headers.expect;
     if (expect !== undefined && !CONTINUE.test(expect)) {
       this.res.shouldKeepAlive = false;
-      return this.answer(
+      return this.refuse(
         reject(
           "FORMAT_ERROR",
           `Expect: ${expect.slice(0, 100)} is not supported; send 100-continue or no Expect`,
@@ -141,7 +148,7 @@ class EgressExchange implements ForwardCall, Exchange {
     }
     const route = this.options.router.route(req.headers.host, req.url ?? "/");
     if (!route)
-      return this.answer(
+      return this.refuse(
         reject(
           "RESOURCE_UNKNOWN",
           `no bank profile serves ${(req.url ?? "").slice(0, 200)}; the banks are reached as ${this.options.router.describe()}`,
@@ -178,7 +185,7 @@ class EgressExchange implements ForwardCall, Exchange {
         body,
       });
     } catch (error) {
-      return this.answer(reject("FORMAT_ERROR", `the request cannot be signed: ${(error as Error).message}`));
+      return this.refuse(reject("FORMAT_ERROR", `the request cannot be signed: ${(error as Error).message}`));
     }
     this.signingMs = performance.now() - signStart;
     // Signing waits its turn on the thread pool: the application may have gone meanwhile.
@@ -188,11 +195,12 @@ class EgressExchange implements ForwardCall, Exchange {
       headers[name] = value;
     }
     this.requestId = signed["X-Request-ID"];
-    this.target = route.target;
-    this.upstreamHeaders = headers;
-    this.upstreamBody = sendsBody ? body : null;
-    if (profile.responseMode !== "off" && profile.responseVerifier)
-      this.responseInspector = this.responseCheck(profile, profile.responseVerifier);
+    this.upstream = { method: this.method, target: route.target, headers, body: sendsBody ? body : null };
+    this.signatureCheck = new ResponseSignatureCheck(profile, {
+      method: this.method,
+      target: profile.backend.basePath + route.target,
+      requestId: this.requestId ?? "",
+    });
     forward(profile.backend, this);
   }
 
@@ -219,7 +227,7 @@ class EgressExchange implements ForwardCall, Exchange {
       return;
     }
     res.shouldKeepAlive = false;
-    this.answer(
+    this.refuse(
       reject(
         "FORMAT_ERROR",
         `the application closed its side of the connection before the request went to bank '${profile.name}'; nothing was sent: keep the connection open until the answer has come`,
@@ -248,7 +256,7 @@ class EgressExchange implements ForwardCall, Exchange {
 
   private bodyTooLarge(profile: BankProfile, size: string): undefined {
     this.res.shouldKeepAlive = false;
-    this.answer(
+    this.refuse(
       reject(
         "PAYLOAD_TOO_LARGE",
         `the request body is ${size} bytes; egress mode signs at most ${this.options.maxBodyBytes} (maxBodyBytes); nothing was sent to bank '${profile.name}'`,
@@ -257,69 +265,40 @@ class EgressExchange implements ForwardCall, Exchange {
     return undefined;
   }
 
-  /**
-   * The bank's signed answer, checked before it goes out. Refusals come unsigned (a bank, and our
-   * own ingress, signs no refusal: that would hand attackers an RSA signature per garbage
-   * request); withholding them would hide the bank's reason, so they pass, marked. A signature
-   * that is there and fails is never passed under `enforce`.
-   */
-  private responseCheck(profile: BankProfile, verifier: ResponseVerifier): ResponseInspector {
-    const enforce = profile.responseMode === "enforce";
-    return {
-      step: RESPONSE_SIGNATURE_STEP,
-      maxBodyBytes: profile.maxResponseBytes,
-      wants: (status, received) => !unsignedRefusal(status, received),
-      tooLarge: (status, _received, send) => {
-        this.responseSignature = "unchecked-too-large";
-        if (enforce)
-          return reject(
-            "BAD_GATEWAY",
-            `bank '${profile.name}' answered ${status} with a body over ${profile.maxResponseBytes} bytes (responses.maxBodyBytes), too large to verify; the response was withheld`,
-          );
-        send[RESPONSE_SIGNATURE_HEADER] = "unchecked-too-large";
-        return undefined;
-      },
-      inspect: async (body, received, send) => {
-        const verdict = await verifier.verify({
-          headers: received,
-          body,
-          request: {
-            method: this.method,
-            target: profile.backend.basePath + this.target,
-            requestId: this.requestId ?? "",
-          },
-        });
-        if (verdict === true) {
-          this.responseSignature = send[RESPONSE_SIGNATURE_HEADER] = "verified";
-          return undefined;
-        }
-        this.responseSignature = "invalid";
-        this.responseProblem = `${verdict.code}: ${verdict.text}`;
-        if (!enforce) {
-          send[RESPONSE_SIGNATURE_HEADER] = "invalid";
-          return undefined;
-        }
-        return reject(
-          "BAD_GATEWAY",
-          `bank '${profile.name}' answered ${this.bankStatus}, but its response signature failed (${this.responseProblem}); the response was withheld`,
-        );
-      },
-    };
+  // ResponsePhase: the bank's answer, its signature judged by the one ResponseSignatureCheck.
+  head(
+    status: number,
+    received: ReceivedHeaders,
+    send: Headers,
+  ): readonly ResponseSignatureCheck[] | undefined {
+    send[ORIGIN_HEADER] = "bank";
+    return this.signatureCheck?.head(status, received, send) ? [this.signatureCheck] : undefined;
   }
 
-  // ForwardCall: what the forwarder asks of this request (req, res, method, target are above).
-  addResponseHeaders(headers: Record<string, string | string[]>, status: number): void {
-    this.bankStatus = status;
-    headers[ORIGIN_HEADER] = "bank";
-    const unchecked: ResponseSignatureStatus | undefined = !this.responseInspector
-      ? "not-checked"
-      : unsignedRefusal(status, headers)
-        ? "unsigned-error"
-        : undefined;
-    if (unchecked) this.responseSignature = headers[RESPONSE_SIGNATURE_HEADER] = unchecked;
+  tooLarge(check: ResponseSignatureCheck, send: Headers): Rejection | undefined {
+    return this.withStep(check.tooLarge(send));
   }
 
-  writeRejection(rejection: Rejection): number {
+  async body(
+    holds: readonly ResponseSignatureCheck[],
+    body: Buffer,
+    received: ReceivedHeaders,
+    send: Headers,
+  ) {
+    for (const check of holds) {
+      const refusal = this.withStep(await check.body(body, received, send));
+      if (refusal) return refusal;
+    }
+    return undefined;
+  }
+
+  /** A refusal of the bank's answer names the step it came from. */
+  private withStep(refusal: Rejection | undefined): Rejection | undefined {
+    if (refusal) this.step = RESPONSE_SIGNATURE_STEP;
+    return refusal;
+  }
+
+  answer(rejection: Rejection): number {
     return writeRejection(this.res, rejection, "spec", this.requestId, GATEWAY_ORIGIN);
   }
 
@@ -347,11 +326,11 @@ class EgressExchange implements ForwardCall, Exchange {
   }
 
   /** The gateway's own answer, before anything was forwarded. */
-  private answer(rejection: Rejection): void {
+  private refuse(rejection: Rejection): void {
     const { res } = this;
     let bytesOut = 0;
     if (res.headersSent) res.destroy();
-    else bytesOut = this.writeRejection(rejection);
+    else bytesOut = this.answer(rejection);
     this.report(res.statusCode, bytesOut, rejection.code);
   }
 
@@ -374,14 +353,12 @@ class EgressExchange implements ForwardCall, Exchange {
       bytesOut,
       psuId: typeof psuId === "string" ? psuId : undefined,
       signingMs: this.signingMs,
-      responseSignature: this.responseSignature,
-      responseProblem: this.responseProblem,
+      responseSignature: this.signatureCheck?.status,
+      responseProblem: this.signatureCheck?.problem,
       step: this.step,
     };
   }
 }
 
-/** A refusal without a Signature header: banks sign no refusal (see `responseCheck`). */
-function unsignedRefusal(status: number, headers: ReceivedHeaders): boolean {
-  return status >= 400 && headers.signature === undefined;
-}
+/** What an exchange forwards before it is signed: nothing. */
+const NOT_SENT: UpstreamRequest = { method: "GET", target: "/", headers: {}, body: null };

@@ -6,9 +6,9 @@ export {
   type EgressHandlerOptions,
   GATEWAY_WRITTEN_HEADERS,
   ORIGIN_HEADER,
-  RESPONSE_SIGNATURE_HEADER,
   type ResponseVerificationMode,
 } from "./handler.js";
+export { RESPONSE_SIGNATURE_HEADER } from "./response-signature.js";
 export {
   ResponseCheck,
   type ResponseToVerify,

@@ -38,12 +38,19 @@ export interface ResponseVerifierOptions {
   readonly now?: () => number;
 }
 
+/** The request a response answers: its signature must bind to it (X-Request-ID). */
+export interface RequestOfResponse {
+  readonly method: string;
+  readonly target: string;
+  readonly requestId: string;
+}
+
 export interface ResponseToVerify {
   /** Lower-case names; values as received (Latin-1 strings, one char per byte). */
   readonly headers: HeaderMap;
   readonly body: Uint8Array;
   /** The request it answers: its X-Request-ID must come back, and (request-target) is the request's. */
-  readonly request: { readonly method: string; readonly target: string; readonly requestId: string };
+  readonly request: RequestOfResponse;
 }
 
 /** The headers a response signature must cover when the response carries them. */

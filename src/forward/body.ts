@@ -8,8 +8,8 @@
 import type { Rejection } from "../errors.js";
 
 export interface BodyInspector {
-  /** The step its refusals are counted and logged under (`digest`, `body-size`, …). */
-  readonly step: string;
+  /** The step its refusals are logged under, when the inspector names it (a chain names its own). */
+  readonly step?: string;
   /** Sees each chunk in order; returns a rejection to stop the body. */
   update(chunk: Buffer): Rejection | undefined;
   /** Called once after the last chunk; returns a rejection to withhold the tail. */
@@ -20,8 +20,8 @@ export interface BodyInspector {
 export class BodyRejected extends Error {
   constructor(
     readonly rejection: Rejection,
-    /** The step that refused the body, for the access line and the rejections metric. */
-    readonly step: string,
+    /** The step that refused the body, when the refuser did not record it itself. */
+    readonly step?: string,
   ) {
     super(rejection.text);
   }

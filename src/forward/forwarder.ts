@@ -2,69 +2,72 @@
  * Streams a request to a backend and its response back, with undici's low-level dispatch so the
  * hot path allocates little: response bytes go straight from the backend socket to the client.
  * One `Forwarding` object per request is the undici handler; the outcome goes to the call's
- * `finished` (a callback, not a promise: no microtask hops per request).
+ * `finished` (a callback, not a promise: no microtask hops per request). What happens to the
+ * answer — headers added, its body held for a step that must see it, the gateway's own answers —
+ * is the mode's (its chain's) ResponsePhase; the forwarder only moves bytes.
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Readable } from "node:stream";
 import type { Dispatcher } from "undici";
 import { type Rejection, reject } from "../errors.js";
-import type { ReceivedHeaders, ResponseInspector } from "../response-inspector.js";
+import type { ReceivedHeaders } from "../response-inspector.js";
 import type { Backend } from "./backend.js";
 import { BodyRejected, ClientAborted } from "./body.js";
 import { downstreamResponseHeaders } from "./headers.js";
 
-/**
- * Signs a response before it goes out (ingress `responseSigning`): the body is held, up to
- * `maxBodyBytes`, because its Digest is signed; a larger response is refused, never sent unsigned.
- */
-export interface ResponseSigner {
-  readonly maxBodyBytes: number;
-  /** The headers to add to the response (Digest, Date, X-Request-ID, Signature, the certificate). */
-  sign(body: Buffer, headers: Readonly<Record<string, string | string[]>>): Promise<Record<string, string>>;
-}
-
-/** The step name the gateway's refusals of a response carry (access log, rejections metric). */
-export const RESPONSE_SIGNING_STEP = "response-signing";
 /** The step of the gateway's answer when the backend could not be reached or was too slow. */
 export const UPSTREAM_STEP = "upstream";
 
-/** Thrown into undici to stop reading a held response that has grown past its bound. */
-class ResponseTooLarge extends Error {
-  constructor(
-    readonly rejection: Rejection,
-    readonly step: string,
-  ) {
-    super(rejection.text);
-  }
-}
+export type Headers = Record<string, string | string[]>;
 
-/** What the forwarder needs from the mode that calls it (ingress or egress). */
-export interface ForwardCall {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
+/** The request as the backend gets it. */
+export interface UpstreamRequest {
   readonly method: string;
   /** Path and query as the backend gets them (below the backend URL's path). */
   readonly target: string;
-  readonly upstreamHeaders: Record<string, string | string[]>;
+  readonly headers: Headers;
   /** `null` for a request without a body. */
-  readonly upstreamBody: AsyncIterable<Buffer> | Buffer | null;
+  readonly body: AsyncIterable<Buffer> | Buffer | null;
+}
+
+/** A wish to see the response body before it goes out (a step of the mode's chain). */
+export interface BodyHold {
+  readonly maxBodyBytes: number;
+}
+
+/** What the mode does with the backend's answer, and its own answers. */
+export interface ResponsePhase<H extends BodyHold = BodyHold> {
   /**
    * The request was read whole before it was forwarded (egress): when the gateway answers a
    * failure itself, the connection stays open, since no unread body is left on it.
    */
-  readonly readWhole?: boolean;
-  /** Headers added to the backend's response (X-Request-ID echoed, egress's marks). */
-  addResponseHeaders(headers: Record<string, string | string[]>, status: number): void;
-  /** Writes the gateway's own answer (a refusal or an upstream failure). */
-  writeRejection(rejection: Rejection): number;
-  /** Called just before the response head is written (the caller may still change keep-alive). */
+  readonly readWhole: boolean;
+  /** The head about to go out (`send`, hop-by-hop headers dropped): the mode adds to it and says who holds the body. */
+  head(status: number, received: ReceivedHeaders, send: Headers): readonly H[] | undefined;
+  /** `hold`'s bound was passed: a refusal withholds the response, undefined lets it pass without `hold`. */
+  tooLarge(hold: H, send: Headers): Rejection | undefined;
+  /** The whole held body past its holders: a refusal withholds it and is answered instead. */
+  body(
+    holds: readonly H[],
+    body: Buffer,
+    received: ReceivedHeaders,
+    send: Headers,
+  ): Promise<Rejection | undefined>;
+  /** Writes the gateway's own answer (a refusal or an upstream failure); returns the body's size. */
+  answer(rejection: Rejection): number;
+  /** Called just before the response head is written (the mode may still change keep-alive). */
   beforeHead(): void;
-  /** The answer when the backend cannot be reached or is too slow (default: ingress's wording). */
-  unreachable?(error: Error): Rejection;
-  readonly responseSigner?: ResponseSigner | undefined;
-  /** Judges the bank's answer before it goes out: set by an ingress check, or by egress. */
-  readonly responseInspector?: ResponseInspector | undefined;
+  /** The answer when the backend cannot be reached or is too slow. */
+  unreachable(error: Error, backend: Backend): Rejection;
+}
+
+/** What the forwarder needs from the mode that calls it: transport only. */
+export interface ForwardCall<H extends BodyHold = BodyHold> {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly upstream: UpstreamRequest;
+  readonly response: ResponsePhase<H>;
   /** Told once what happened, when the answer is out or the exchange ended without one. */
   finished(outcome: ForwardOutcome): void;
 }
@@ -74,7 +77,7 @@ export interface ForwardOutcome {
   readonly status: number;
   /** Set when the gateway answered instead of the backend. */
   readonly rejection?: Rejection;
-  /** Set when that answer came from a step after the backend's (response signing). */
+  /** Set when the forwarder itself named why (the backend unreachable: `upstream`). */
   readonly step?: string;
   /** Milliseconds from dispatch to the backend's response headers. */
   readonly upstreamMs?: number;
@@ -88,7 +91,8 @@ export function isUpstreamTimeout(error: Error): boolean {
   return TIMEOUT_CODES.has((error as { code?: string }).code ?? "");
 }
 
-function upstreamFailure(error: Error, backend: Backend): Rejection {
+/** Ingress's wording of an unreachable or slow backend. */
+export function upstreamFailure(error: Error, backend: Backend): Rejection {
   if (isUpstreamTimeout(error)) {
     return reject(
       "GATEWAY_TIMEOUT",
@@ -102,29 +106,36 @@ function upstreamFailure(error: Error, backend: Backend): Rejection {
   );
 }
 
-/** A response held back to be inspected and/or signed: its head and its body so far. */
-interface HeldResponse {
-  readonly status: number;
-  readonly received: ReceivedHeaders;
-  /** The head to send (hop-by-hop headers dropped, the call's headers added). */
-  readonly headers: Record<string, string | string[]>;
-  readonly chunks: Buffer[];
-  size: number;
-  /** Undefined once a response too large to inspect was let pass unchecked. */
-  inspector: ResponseInspector | undefined;
+/** Thrown into undici to stop reading a held response that has grown past a bound. */
+class ResponseTooLarge extends Error {
+  constructor(readonly rejection: Rejection) {
+    super(rejection.text);
+  }
 }
 
-class Forwarding implements Dispatcher.DispatchHandler {
+/** A response held back for the steps that must see its body: its head and its body so far. */
+interface HeldResponse<H> {
+  readonly status: number;
+  readonly received: ReceivedHeaders;
+  /** The head to send (hop-by-hop headers dropped, the mode's headers added). */
+  readonly headers: Headers;
+  readonly chunks: Buffer[];
+  size: number;
+  /** Those still holding it (one whose bound was passed and let it pass has left). */
+  holds: H[];
+}
+
+class Forwarding<H extends BodyHold> implements Dispatcher.DispatchHandler {
   private readonly started = performance.now();
   private upstreamMs: number | undefined = undefined;
   private bytesOut = 0;
   private settled = false;
   private controller: Dispatcher.DispatchController | undefined = undefined;
-  private held: HeldResponse | undefined = undefined;
+  private held: HeldResponse<H> | undefined = undefined;
 
   constructor(
     private readonly backend: Backend,
-    private readonly call: ForwardCall,
+    private readonly call: ForwardCall<H>,
   ) {
     const { res } = call;
     // A client that goes away aborts the upstream request too.
@@ -143,12 +154,12 @@ class Forwarding implements Dispatcher.DispatchHandler {
   }
 
   private fail(rejection: Rejection, step?: string): void {
-    const { res } = this.call;
+    const { res, response } = this.call;
     // The client may still be sending a body nobody reads: answer, then close the connection.
-    if (!this.call.readWhole) res.shouldKeepAlive = false;
-    this.call.beforeHead();
+    if (!response.readWhole) res.shouldKeepAlive = false;
+    response.beforeHead();
     if (!res.headersSent) {
-      this.call.writeRejection(rejection);
+      response.answer(rejection);
     } else {
       // The backend already answered in part: the only honest thing left is to cut the response,
       // by closing the connection (lingering, so answers before it on the connection survive).
@@ -159,12 +170,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
   }
 
   /** Writes the response head; false (and the exchange aborted) when Node refuses the backend's headers. */
-  private writeHead(
-    controller: Dispatcher.DispatchController,
-    status: number,
-    headers: Record<string, string | string[]>,
-  ): boolean {
-    this.call.beforeHead();
+  private writeHead(controller: Dispatcher.DispatchController, status: number, headers: Headers): boolean {
+    this.call.response.beforeHead();
     try {
       this.call.res.writeHead(status, headers);
       return true;
@@ -186,11 +193,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return; // 1xx informational: wait for the final response
     this.upstreamMs = performance.now() - this.started;
     const headers = downstreamResponseHeaders(received);
-    this.call.addResponseHeaders(headers, statusCode);
-    const candidate = this.call.responseInspector;
-    const inspector = candidate?.wants(statusCode, received) ? candidate : undefined;
-    if (inspector || this.call.responseSigner) {
-      this.held = { status: statusCode, received, headers, chunks: [], size: 0, inspector };
+    const holds = this.call.response.head(statusCode, received, headers);
+    if (holds && holds.length > 0) {
+      this.held = { status: statusCode, received, headers, chunks: [], size: 0, holds: [...holds] };
       return;
     }
     this.writeHead(controller, statusCode, headers);
@@ -208,43 +213,23 @@ class Forwarding implements Dispatcher.DispatchHandler {
     if (!this.call.res.write(chunk)) controller.pause();
   }
 
-  /** A held response past its inspector's bound or the signer's: withheld, or let pass unchecked. */
-  private holdOrRelease(controller: Dispatcher.DispatchController, held: HeldResponse): void {
-    const inspector = held.inspector;
-    if (inspector && held.size > inspector.maxBodyBytes) {
-      const refusal = inspector.tooLarge
-        ? inspector.tooLarge(held.status, held.received, held.headers)
-        : reject(
-            "BAD_GATEWAY",
-            `the bank's response is larger than ${inspector.maxBodyBytes} bytes, too large for the gateway's ${inspector.step} check; it was withheld`,
-          );
+  /** A held response past a holder's bound: withheld, or that holder lets it pass without it. */
+  private holdOrRelease(controller: Dispatcher.DispatchController, held: HeldResponse<H>): void {
+    for (const hold of held.holds) {
+      if (held.size <= hold.maxBodyBytes) continue;
+      const refusal = this.call.response.tooLarge(hold, held.headers);
       if (refusal) {
-        if (!controller.aborted) controller.abort(new ResponseTooLarge(refusal, inspector.step));
+        if (!controller.aborted) controller.abort(new ResponseTooLarge(refusal));
         return;
       }
-      held.inspector = undefined;
-      // Nothing else holds it: what came so far goes out, and the rest streams as it comes.
-      if (!this.call.responseSigner) {
-        this.release(controller, held);
-        return;
-      }
+      held.holds = held.holds.filter((h) => h !== hold);
     }
-    const signer = this.call.responseSigner;
-    if (signer && held.size > signer.maxBodyBytes && !controller.aborted) {
-      controller.abort(
-        new ResponseTooLarge(
-          reject(
-            "BAD_GATEWAY",
-            `the bank's response is larger than ${signer.maxBodyBytes} bytes (responseSigning.maxBodyBytes) and cannot be signed; it is never sent unsigned`,
-          ),
-          RESPONSE_SIGNING_STEP,
-        ),
-      );
-    }
+    // Nothing holds it any more: what came so far goes out, and the rest streams as it comes.
+    if (held.holds.length === 0) this.release(controller, held);
   }
 
   /** Sends the head and the body held so far; what follows is streamed. */
-  private release(controller: Dispatcher.DispatchController, held: HeldResponse): void {
+  private release(controller: Dispatcher.DispatchController, held: HeldResponse<H>): void {
     this.held = undefined;
     if (!this.writeHead(controller, held.status, held.headers)) return;
     let flowing = true;
@@ -264,50 +249,27 @@ class Forwarding implements Dispatcher.DispatchHandler {
     this.finish(this.call.res.statusCode);
   }
 
-  /** A held response: inspected (withheld when refused), then signed when configured, then sent. */
-  private async sendHeld(held: HeldResponse): Promise<void> {
+  /** A held response: past its holders (withheld when one refuses), then sent whole. */
+  private async sendHeld(held: HeldResponse<H>): Promise<void> {
     const body = Buffer.concat(held.chunks, held.size);
     const headers = held.headers;
-    const inspector = held.inspector;
-    if (inspector) {
-      let refusal: Rejection | undefined;
-      try {
-        refusal = await inspector.inspect(body, held.received, headers);
-      } catch (error) {
-        refusal = reject(
-          "INTERNAL_SERVER_ERROR",
-          `the gateway failed to check the bank's response (${(error as Error).message}); it was withheld`,
-        );
-      }
-      if (this.settled) return; // the client went away while the response was checked
-      if (refusal) return this.fail(refusal, inspector.step);
+    let refusal: Rejection | undefined;
+    try {
+      refusal = await this.call.response.body(held.holds, body, held.received, headers);
+    } catch (error) {
+      refusal = reject(
+        "INTERNAL_SERVER_ERROR",
+        `the gateway failed to check the bank's response (${(error as Error).message}); it was withheld`,
+      );
     }
-    const signer = this.call.responseSigner;
-    if (signer) {
-      let signed: Record<string, string>;
-      try {
-        signed = await signer.sign(body, headers);
-      } catch (error) {
-        return this.fail(
-          reject(
-            "BAD_GATEWAY",
-            `the bank's response could not be signed (${(error as Error).message}); it is never sent unsigned`,
-          ),
-          RESPONSE_SIGNING_STEP,
-        );
-      }
-      if (this.settled) return; // the client went away while the response was signed
-      for (const [name, value] of Object.entries(signed)) {
-        delete headers[name.toLowerCase()];
-        headers[name] = value;
-      }
-    }
+    if (this.settled) return; // the client went away while the response was checked
+    if (refusal) return this.fail(refusal);
     const { res } = this.call;
     // Only a response with content is framed by its body: a HEAD answer keeps the backend's
     // Content-Length (the length a GET would get), a 204 or 304 gets none (RFC 9110 8.6).
-    if (this.call.method !== "HEAD" && held.status !== 204 && held.status !== 304)
+    if (this.call.upstream.method !== "HEAD" && held.status !== 204 && held.status !== 304)
       headers["content-length"] = String(body.length);
-    this.call.beforeHead();
+    this.call.response.beforeHead();
     try {
       res.writeHead(held.status, headers);
     } catch {
@@ -320,7 +282,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     if (error instanceof ResponseTooLarge) {
-      this.fail(error.rejection, error.step);
+      this.fail(error.rejection);
     } else if (error instanceof BodyRejected) {
       this.fail(error.rejection, error.step);
     } else if (error instanceof ClientAborted || this.call.req.socket.destroyed) {
@@ -328,28 +290,28 @@ class Forwarding implements Dispatcher.DispatchHandler {
       this.call.res.destroy();
       this.finish(499);
     } else {
-      this.fail(this.call.unreachable?.(error) ?? upstreamFailure(error, this.backend), UPSTREAM_STEP);
+      this.fail(this.call.response.unreachable(error, this.backend), UPSTREAM_STEP);
     }
   }
 }
 
 /** Streams `call` to the backend and its answer back; `call.finished` is told the outcome. */
-export function forward(backend: Backend, call: ForwardCall): void {
+export function forward<H extends BodyHold>(backend: Backend, call: ForwardCall<H>): void {
   // What cannot be answered is not sent: a client gone while its request was checked or signed.
   if (call.res.destroyed || call.req.socket.destroyed) {
     call.finished({ status: 499, bytesOut: 0 });
     return;
   }
-  const forwarding = new Forwarding(backend, call);
+  const { upstream } = call;
   backend.pool.dispatch(
     {
       origin: backend.origin,
-      path: backend.basePath + call.target,
-      method: call.method,
-      headers: call.upstreamHeaders,
+      path: backend.basePath + upstream.target,
+      method: upstream.method,
+      headers: upstream.headers,
       // undici accepts any async iterable as a body; its typings only name Readable.
-      body: call.upstreamBody as unknown as Readable | Buffer | null,
+      body: upstream.body as unknown as Readable | Buffer | null,
     },
-    forwarding,
+    new Forwarding(backend, call),
   );
 }

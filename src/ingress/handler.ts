@@ -1,35 +1,42 @@
 /**
- * The ingress request handler: run the named checks, then stream the request to the backend with
- * the verified TPP identity attached. One `IngressExchange` per request holds its state (it is the
- * checks' context too); one `Connection` per socket serialises pipelined requests, so that every
- * request the backend executes is answered, in order, on the connection it came from.
+ * The ingress exchange: the chain of named steps on the request's head, then the request streamed
+ * to the backend with the verified TPP identity attached, its body and the backend's answer past
+ * the same chain's body and response phases. One `IngressExchange` per request holds its state (it
+ * is the steps' context too); the listener's Connection runs them one at a time per socket.
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { TLSSocket } from "node:tls";
-import type { CharacterPolicy } from "../checks/index.js";
 import {
+  type Chain,
   CheckContext,
+  type Holder,
   hasBody,
   type RoleTable,
   type Route,
   routeClass,
   routingPath,
-  runSteps,
-  type Step,
   type TppIdentity,
 } from "../checks/index.js";
 import { type Rejection, reject, type StatusProfile } from "../errors.js";
 import type { RequestEvent, RequestObserver } from "../events.js";
 import type { Backend } from "../forward/backend.js";
 import { type BodyInspector, BodyRejected, inspectedBody } from "../forward/body.js";
-import { type ForwardCall, type ForwardOutcome, forward, type ResponseSigner } from "../forward/forwarder.js";
+import {
+  type ForwardCall,
+  type ForwardOutcome,
+  forward,
+  type Headers,
+  type ResponsePhase,
+  type UpstreamRequest,
+  upstreamFailure,
+} from "../forward/forwarder.js";
 import { upstreamRequestHeaders } from "../forward/headers.js";
 import { type TraceContext, traceContextOf, writeTraceContext } from "../forward/trace-context.js";
 import type { Exchange, ExchangeFactory } from "../listener/connection.js";
 import { rawRejection, writeRejection } from "../listener/respond.js";
+import type { ReceivedHeaders } from "../response-inspector.js";
 import { headerValue } from "../signature/index.js";
-import { characterInspector, digestInspector, sizeInspector } from "./body-inspectors.js";
 import { DEFAULT_FORWARDED_HEADER_NAMES, type ForwardedHeaderNames, ForwardedHeaders } from "./forwarded.js";
 
 export interface IdentityHeaderNames {
@@ -41,13 +48,12 @@ export interface IdentityHeaderNames {
 }
 
 export interface HandlerOptions {
-  readonly checks: readonly Step<CheckContext>[];
+  /** The named steps, every phase (requestChecks as a Chain). */
+  readonly chain: Chain<CheckContext>;
   readonly roles: RoleTable;
   readonly backend: Backend;
   readonly identityHeaders: IdentityHeaderNames;
   readonly statusProfile: StatusProfile;
-  readonly maxBodyBytes: number;
-  readonly characterPolicy: CharacterPolicy;
   /** Peers allowed to hand the client certificate over in `clientCertificateHeader`. */
   readonly trustedProxies: ReadonlySet<string>;
   readonly clientCertificateHeader: string;
@@ -59,8 +65,6 @@ export interface HandlerOptions {
   readonly onStoreError?: (error: unknown) => void;
   /** Called once per request with what happened, for logs and metrics. */
   readonly onRequest?: RequestObserver;
-  /** Signs the backend's responses (config `responseSigning`). */
-  readonly responseSigner?: ResponseSigner;
 }
 
 /** What the handler shares between requests: options and the set of headers a client may not send. */
@@ -121,15 +125,23 @@ function identityHeaderValues(identity: TppIdentity): { readonly name: string; r
   return values;
 }
 
+/** What an exchange forwards before it is sent: nothing. */
+const NOT_SENT: UpstreamRequest = { method: "GET", target: "/", headers: {}, body: null };
+
 /** The connection's client certificate (base64 DER), or null without one; set at its first request. */
 const PEER_CERTIFICATE = Symbol("psd2-gateway peer certificate");
 
-/** One request on its way through the checks to the backend; also the checks' context. */
-class IngressExchange extends CheckContext implements ForwardCall, Exchange {
+type IngressHold = Holder<CheckContext>;
+
+/** One request on its way through the chain to the backend; also the steps' context. */
+class IngressExchange
+  extends CheckContext
+  implements ForwardCall<IngressHold>, ResponsePhase<IngressHold>, Exchange, BodyInspector
+{
   private readonly started = performance.now();
   readonly requestId: string | undefined;
-  upstreamHeaders: Record<string, string | string[]> = {};
-  upstreamBody: AsyncIterable<Buffer> | null = null;
+  upstream: UpstreamRequest = NOT_SENT;
+  readonly readWhole = false;
   /** The trace it belongs to (W3C traceparent), passed on to the backend and in the access line. */
   private readonly trace: TraceContext;
   private reported = false;
@@ -146,39 +158,19 @@ class IngressExchange extends CheckContext implements ForwardCall, Exchange {
     const path = routingPath(target);
     const route: Route = { path, role: ingress.options.roles.roleFor(path) };
     super(req.method ?? "GET", target, req.headers, route, ingress.clientCertificateOf(req));
+    this.httpVersion = req.httpVersion;
     this.requestId = headerValue(req.headers, "x-request-id");
     this.trace = traceContextOf(req.headers);
   }
 
+  get response(): this {
+    return this;
+  }
+
   run(): void {
     const { options } = this.ingress;
-    // RFC 9112 3.2: an HTTP/1.1 request without Host is malformed. Refused here, in its turn on the
-    // connection, and the connection closed as Node's own check would (the listener turns that off).
-    if (
-      this.headers.host === undefined &&
-      this.req.httpVersionMajor === 1 &&
-      this.req.httpVersionMinor === 1
-    ) {
-      this.res.shouldKeepAlive = false;
-      // Not a step of the list: these two close the connection, which only the handler can do.
-      this.failedStep = "host";
-      this.refuse(reject("FORMAT_ERROR", "malformed HTTP request: no Host header; HTTP/1.1 requires one"));
-      return;
-    }
-    const length = Number(this.headers["content-length"] ?? 0);
-    if (length > options.maxBodyBytes) {
-      this.res.shouldKeepAlive = false;
-      this.failedStep = "body-size";
-      this.refuse(
-        reject(
-          "PAYLOAD_TOO_LARGE",
-          `the request body is ${length} bytes; this bank accepts at most ${options.maxBodyBytes}`,
-        ),
-      );
-      return;
-    }
     try {
-      const result = runSteps(options.checks, this);
+      const result = options.chain.runHead(this);
       if (result instanceof Promise) {
         result.then(
           (r) => this.checked(r),
@@ -201,7 +193,7 @@ class IngressExchange extends CheckContext implements ForwardCall, Exchange {
     const rejection = reject("FORMAT_ERROR", message);
     this.failedStep = step;
     this.res.shouldKeepAlive = false;
-    if (this.upstreamBody !== null && this.req.listenerCount("error") > 0) {
+    if (this.upstream.body !== null && this.req.listenerCount("error") > 0) {
       // The body iterator listens for errors: it throws this, and the forwarder answers with it.
       this.req.emit("error", new BodyRejected(rejection, step ?? "request-timeout"));
       return;
@@ -234,22 +226,49 @@ class IngressExchange extends CheckContext implements ForwardCall, Exchange {
   }
 
   private refuse(rejection: Rejection): void {
+    // A refusal that leaves the connection unusable (no Host; a body too large to read) closes it.
+    if (this.closeConnection) this.res.shouldKeepAlive = false;
     this.beforeHead();
-    const bytesOut = this.writeRejection(rejection);
+    const bytesOut = this.answer(rejection);
     this.done(this.res.statusCode, bytesOut, rejection.code);
   }
 
-  // ForwardCall: what the forwarder asks of this request (method, target and req/res are above).
-  addResponseHeaders(headers: Record<string, string | string[]>): void {
-    if (this.requestId !== undefined) headers["x-request-id"] = this.requestId;
+  // BodyInspector: the chain's body phases, as the body streams to the backend.
+  update(chunk: Buffer): Rejection | undefined {
+    return this.ingress.options.chain.runBody(this, chunk);
   }
 
-  writeRejection(rejection: Rejection): number {
+  finish(): Rejection | undefined {
+    return this.ingress.options.chain.runBodyEnd(this);
+  }
+
+  // ResponsePhase: the backend's answer past the chain's response phases.
+  head(status: number, received: ReceivedHeaders, send: Headers): readonly IngressHold[] | undefined {
+    if (this.requestId !== undefined) send["x-request-id"] = this.requestId;
+    return this.ingress.options.chain.holders(this, status, received);
+  }
+
+  tooLarge(holder: IngressHold, send: Headers): Rejection | undefined {
+    const { step, hold } = holder;
+    const refusal = hold.tooLarge
+      ? hold.tooLarge(send)
+      : reject(
+          "BAD_GATEWAY",
+          `the bank's response is larger than ${hold.maxBodyBytes} bytes, too large for the gateway's ${step.name} check; it was withheld`,
+        );
+    return refusal && this.ingress.options.chain.refuse(step, refusal, this);
+  }
+
+  body(holds: readonly IngressHold[], body: Buffer, received: ReceivedHeaders, send: Headers) {
+    return this.ingress.options.chain.runResponseBody(this, holds, body, received, send);
+  }
+
+  answer(rejection: Rejection): number {
     return writeRejection(this.res, rejection, this.ingress.options.statusProfile, this.requestId);
   }
 
-  get responseSigner(): ResponseSigner | undefined {
-    return this.ingress.options.responseSigner;
+  unreachable(error: Error, backend: Backend): Rejection {
+    return upstreamFailure(error, backend);
   }
 
   /** While draining every answer closes its connection, so no new request arrives on it. */
@@ -270,20 +289,15 @@ class IngressExchange extends CheckContext implements ForwardCall, Exchange {
     headers[names.psuPresent] = this.psuPresent ? "true" : "false";
     this.ingress.forwarded.write(headers, this.headers, this.req.socket);
     writeTraceContext(headers, this.trace);
-    this.upstreamHeaders = headers;
-
-    if (hasBody(this.headers)) {
-      const inspectors: BodyInspector[] = [
-        sizeInspector(options.maxBodyBytes),
-        characterInspector(options.characterPolicy),
-      ];
-      if (this.digest) inspectors.unshift(digestInspector(this.digest));
-      // When forwarding stops early (a refusal mid-body, the backend gone), the request must not be
-      // destroyed with it: that would destroy the socket and its RST would drop the answers
-      // before this one. Node reads and drops the rest of the body, then closes lingering.
-      this.upstreamBody = inspectedBody(this.req.iterator({ destroyOnReturn: false }), inspectors);
-    }
-
+    // When forwarding stops early (a refusal mid-body, the backend gone), the request must not be
+    // destroyed with it: that would destroy the socket and its RST would drop the answers before
+    // this one. Node reads and drops the rest of the body, then closes lingering.
+    const body = hasBody(this.headers)
+      ? options.chain.inspectsBody
+        ? inspectedBody(this.req.iterator({ destroyOnReturn: false }), [this])
+        : this.req.iterator({ destroyOnReturn: false })
+      : null;
+    this.upstream = { method: this.method, target: this.target, headers, body };
     forward(options.backend, this);
   }
 

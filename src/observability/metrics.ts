@@ -5,6 +5,7 @@
  */
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { StepCounts } from "../checks/index.js";
 import type { OcspCacheStatus, TrustSourceStatus } from "../trust/source-status.js";
 
 /** Latency buckets in seconds: the gateway's own share is sub-millisecond, the backend's can be seconds. */
@@ -23,6 +24,8 @@ export interface MetricSources {
     name: string;
     notAfter: Date;
   }[];
+  /** The chain's passes and refusals per step, read at scrape time. */
+  readonly steps?: () => StepCounts | undefined;
   /** Every trust source (CRLs, OCSP responders, register sources, trusted lists), read at scrape time. */
   readonly trustSources?: () => readonly TrustSourceStatus[];
   /** The OCSP answers held in memory, read at scrape time. */
@@ -62,7 +65,7 @@ export class GatewayMetrics {
 
   readonly rejections = new Counter({
     name: "psd2_gateway_rejections_total",
-    help: "Requests the gateway answered itself, by Berlin Group code and the step that refused them (a check, body-digest, body-size, body-characters, request-timeout, upstream, response-signing, …)",
+    help: "Requests the gateway answered itself, by Berlin Group code and the step that refused them (a step of the chain, request-timeout, upstream, …)",
     labelNames: ["code", "step"] as const,
     registers: [this.registry],
   });
@@ -248,6 +251,7 @@ export class GatewayMetrics {
     );
 
     certificateExpiryGauge(this.registry, sources.certificates, now);
+    stepMetrics(this.registry, sources.steps);
   }
 
   metrics(): Promise<string> {
@@ -319,4 +323,23 @@ function trustSourceMetrics(
     "CRLs: Unix time the list held was issued (its thisUpdate)",
     (s) => (s.crl?.thisUpdate === undefined ? undefined : s.crl.thisUpdate / 1000),
   );
+}
+
+/** Per step of the chain, its passes and refusals since start (a step's phases each decide once). */
+function stepMetrics(registry: Registry, read: MetricSources["steps"]): void {
+  new Counter({
+    name: "psd2_gateway_steps_total",
+    help: "Verdicts of each named step of the chain (its head, body end and response phases), by outcome",
+    labelNames: ["step", "outcome"] as const,
+    registers: [registry],
+    collect() {
+      const counts = read?.();
+      if (!counts) return;
+      this.reset();
+      counts.names.forEach((step: string, i: number) => {
+        this.inc({ step, outcome: "passed" }, counts.passed[i]!);
+        this.inc({ step, outcome: "refused" }, counts.refused[i]!);
+      });
+    },
+  });
 }

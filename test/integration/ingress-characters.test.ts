@@ -189,7 +189,7 @@ describe("characterPolicy maxCodePoint 0xFFFF (no emoji)", () => {
    * GAP: the policy only sees raw bytes. JSON lets a TPP write any character as an escape: the
    * ASCII text `\ud83d\ude00` is U+1F600 once the backend parses the JSON, so the emoji reaches
    * the systems the policy protects (SPEC 1.3). Utf8Scanner (src/ingress/characters.ts) never
-   * decodes `\u` escapes; characterInspector (src/ingress/body-inspectors.ts) applies it to the
+   * decodes `\u` escapes; the body-characters step (src/checks/steps.ts) applies it to the
    * raw body only.
    */
   it("an emoji written as a JSON escape (\\ud83d\\ude00) is refused too", async () => {

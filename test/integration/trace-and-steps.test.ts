@@ -77,8 +77,8 @@ describe("every refusal names its step", () => {
       step,
     });
 
-  it("a Digest mismatch found at the end of the body: body-digest", async () => {
-    const before = await rejections("body-digest");
+  it("a Digest mismatch found at the end of the body: the digest step", async () => {
+    const before = await rejections("digest");
     const r = await signedCall(env.gw, {
       signer: env.gw.pki.tppA.qseal,
       method: "POST",
@@ -88,10 +88,10 @@ describe("every refusal names its step", () => {
     });
     expect(r.status).toBe(400);
     expect(r.json.tppMessages?.[0]?.code).toBe("SIGNATURE_INVALID");
-    expect(await rejections("body-digest")).toBe(before + 1);
+    expect(await rejections("digest")).toBe(before + 1);
     expect(await rejections("")).toBe(0);
     await new Promise((r) => setTimeout(r, 50));
-    expect(accessLine(String(r.headers["x-request-id"]))?.step).toBe("body-digest");
+    expect(accessLine(String(r.headers["x-request-id"]))?.step).toBe("digest");
   });
 
   it("a backend that cannot be reached: upstream", async () => {

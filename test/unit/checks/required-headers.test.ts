@@ -51,7 +51,7 @@ function run(method: string, target: string, headers: IncomingHttpHeaders) {
     { path: routingPath(target), role: undefined },
     undefined,
   );
-  const result = step.run(context);
+  const result = step.run!(context);
   if (result instanceof Promise) throw new Error("required-headers is synchronous");
   return result;
 }

@@ -9,8 +9,8 @@ import { describe, expect, it } from "vitest";
 import { PERMISSIVE_POLICY } from "../../../src/checks/index.js";
 import { reject } from "../../../src/errors.js";
 import { type BodyInspector, BodyRejected, ClientAborted, inspectedBody } from "../../../src/forward/body.js";
-import { characterInspector, digestInspector, sizeInspector } from "../../../src/ingress/body-inspectors.js";
 import { computeDigestHeader, type DigestValue, parseDigestHeader } from "../../../src/signature/index.js";
+import { characterInspector, digestInspector, sizeInspector } from "../../helpers/body-steps.js";
 import { named } from "../../helpers/named-rows.js";
 
 const CHUNKS = ['{"creditorName":', '"Kari Nordmann",', '"amount":"1.00"}'];
@@ -72,17 +72,17 @@ describe("inspectedBody", () => {
     const [a, b, c] = CHUNKS;
     expect(log).toEqual([
       `read ${a}`,
-      `body-digest sees ${a}`,
+      `digest sees ${a}`,
       `body-size sees ${a}`,
       `read ${b}`,
-      `body-digest sees ${b}`,
+      `digest sees ${b}`,
       `body-size sees ${b}`,
       `sent ${a}`,
       `read ${c}`,
-      `body-digest sees ${c}`,
+      `digest sees ${c}`,
       `body-size sees ${c}`,
       `sent ${b}`,
-      "body-digest finish",
+      "digest finish",
       "body-size finish",
       `sent ${c}`,
     ]);
@@ -95,7 +95,7 @@ describe("inspectedBody", () => {
         inspectors: () => [digestInspector(digestOf(`${BODY} `)), sizeInspector(1024)],
         chunks: CHUNKS,
         sent: CHUNKS.slice(0, -1),
-        step: "body-digest",
+        step: "digest",
         code: "SIGNATURE_INVALID",
       },
       {
@@ -127,7 +127,7 @@ describe("inspectedBody", () => {
         inspectors: () => [digestInspector(digestOf(BODY)), characterInspector(PERMISSIVE_POLICY)],
         chunks: ["[1,", Buffer.from([0xe2, 0x98])],
         sent: ["[1,"],
-        step: "body-digest",
+        step: "digest",
         code: "SIGNATURE_INVALID",
       },
       {
@@ -135,7 +135,7 @@ describe("inspectedBody", () => {
         inspectors: () => [digestInspector(digestOf(BODY))],
         chunks: [],
         sent: [],
-        step: "body-digest",
+        step: "digest",
         code: "SIGNATURE_INVALID",
       },
     ]),

@@ -8,8 +8,8 @@ import { describe, expect, it } from "vitest";
 import type { CharacterPolicy } from "../../../src/checks/index.js";
 import type { Rejection } from "../../../src/errors.js";
 import type { BodyInspector } from "../../../src/forward/body.js";
-import { characterInspector, digestInspector, sizeInspector } from "../../../src/ingress/body-inspectors.js";
 import { computeDigestHeader, type DigestValue, parseDigestHeader } from "../../../src/signature/index.js";
+import { characterInspector, digestInspector, sizeInspector } from "../../helpers/body-steps.js";
 import { named } from "../../helpers/named-rows.js";
 
 /** Feeds the chunks in order, then finishes: where the inspector refused, and with what. */
@@ -36,8 +36,8 @@ const SHA256 = computeDigestHeader(BODY, "sha-256");
 const SHA512 = computeDigestHeader(BODY, "sha-512");
 
 describe("digestInspector", () => {
-  it("is the body-digest step", () => {
-    expect(digestInspector(digestOf(SHA256)).step).toBe("body-digest");
+  it("is the digest step", () => {
+    expect(digestInspector(digestOf(SHA256)).step).toBe("digest");
   });
 
   it.each(
