@@ -32,8 +32,35 @@ export const OVERRIDE_HEADERS: readonly string[] = [...PATH_OVERRIDES, ...METHOD
 /** What a CGI-style backend reads a name as: every character but letters, digits and '-' as '-'. */
 const NOT_A_DASH = /[^a-z0-9-]/;
 const NOT_A_DASH_ALL = /[^a-z0-9-]/g;
-/** `_method` as a query parameter (Rails, Laravel, Symfony read it as the method). */
-const METHOD_PARAMETER = /[?&]_method(?:=|&|$)/i;
+/**
+ * `_method` as a query parameter name as frameworks read it (Rails, Laravel, Symfony, ASP.NET):
+ * percent-decoded, `+` a space, PHP's `.`, space and `[` as `_`, any case.
+ */
+function isMethodParameter(name: string): boolean {
+  let decoded = name.replaceAll("+", " ");
+  if (decoded.includes("%")) {
+    try {
+      decoded = decodeURIComponent(decoded);
+    } catch {
+      // A malformed escape is refused by the request-target step; compare it as it is.
+    }
+  }
+  return decoded.replace(/[. []/g, "_").toLowerCase() === "_method";
+}
+
+const MAYBE_METHOD = /method|%/i;
+
+/** The query's parameter names that could be read as `_method` (letters `method`, any case or escape). */
+function methodParameter(target: string): string | undefined {
+  const query = target.indexOf("?");
+  // Only a query that spells `method` or escapes anything can hold one.
+  if (query < 0 || !MAYBE_METHOD.test(target.slice(query))) return undefined;
+  for (const pair of target.slice(query + 1).split("&")) {
+    const name = pair.split("=", 1)[0]!;
+    if (isMethodParameter(name)) return name;
+  }
+  return undefined;
+}
 
 /** A refusal when `headers` or `target` carry an override; `extra` are a bank's own names. */
 export function overrideChecker(
@@ -54,10 +81,11 @@ export function overrideChecker(
         `header '${name}' would make the bank's systems serve another ${kind} than the one checked; send the request to its own path with its own method, without ${readAs}`,
       );
     }
-    if (target.includes("_method") && METHOD_PARAMETER.test(target)) {
+    const parameter = methodParameter(target);
+    if (parameter !== undefined) {
       return reject(
         "FORMAT_ERROR",
-        "query parameter '_method' would make the bank's systems serve another method than the one checked; send the request with its own method",
+        `query parameter '${parameter.slice(0, 40)}' would be read as _method and make the bank's systems serve another method than the one checked; send the request with its own method`,
       );
     }
     return undefined;

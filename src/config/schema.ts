@@ -44,11 +44,14 @@ const connectionLimits = (defaults: { maxConnections: number; maxConnectionsPerA
   maxConnectionsPerAddress: z.number().int().positive().default(defaults.maxConnectionsPerAddress),
   /** From accept to a finished TLS handshake. */
   tlsHandshakeTimeoutSeconds: seconds(10),
-  /** A connection that sends nothing this long before its first request is closed. */
-  idleTimeoutSeconds: seconds(15),
-  /** From the first byte of a request to the end of its head. */
+  /**
+   * A connection that sends nothing this long before its first request is closed. Shorter than the
+   * headers timeout, which also runs from the connection's opening for its first request.
+   */
+  idleTimeoutSeconds: seconds(5),
+  /** To the end of a request's head: from the connection's opening (its first request) or the request's first byte. */
   headersTimeoutSeconds: seconds(10),
-  /** From the first byte of a request to the end of its body. */
+  /** To the end of a request's body, counted as the headers timeout is. */
   requestTimeoutSeconds: seconds(30),
   /** Idle between requests on a keep-alive connection. */
   keepAliveTimeoutSeconds: seconds(65),

@@ -20,7 +20,7 @@ export interface ConnectionLimits {
   readonly tlsHandshakeTimeoutMs: number;
   /** A connection that sends nothing this long before its first request is closed. */
   readonly idleTimeoutMs: number;
-  /** From the first byte of a request to the end of its head. */
+  /** To the end of a request's head: from the connection's opening (first request) or the request's first byte. */
   readonly headersTimeoutMs: number;
   /** From the first byte of a request to the end of its body. */
   readonly requestTimeoutMs: number;
@@ -129,8 +129,9 @@ export function guardConnections(server: Server, initial: ConnectionLimits, tls:
     // Before the handshake nothing HTTP can be answered: closed at once, ahead of https's own
     // listener that hands the error on to 'clientError' (which would write a plain-text refusal).
     server.prependListener("tlsClientError", (error: NodeJS.ErrnoException, socket: Guarded) => {
+      const address = addressOf(socket); // before destroy, which forgets it
       socket.destroy();
-      if (error.code === "ERR_TLS_HANDSHAKE_TIMEOUT") bite("tls-handshake-timeout", addressOf(socket));
+      if (error.code === "ERR_TLS_HANDSHAKE_TIMEOUT") bite("tls-handshake-timeout", address);
     });
   }
 

@@ -16,7 +16,7 @@ describe("connectionLimitsOf", () => {
       maxConnections: 8192,
       maxConnectionsPerAddress: 256,
       tlsHandshakeTimeoutMs: 10_000,
-      idleTimeoutMs: 15_000,
+      idleTimeoutMs: 5_000,
       headersTimeoutMs: 10_000,
       requestTimeoutMs: 30_000,
       keepAliveTimeoutMs: 65_000,
