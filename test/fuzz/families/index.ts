@@ -11,6 +11,7 @@ import { egressHeaders } from "./egress-headers.js";
 import { egressPaths } from "./egress-paths.js";
 import { egressPipelining } from "./egress-pipelining.js";
 import { headers } from "./headers.js";
+import { overrides } from "./overrides.js";
 import { paths } from "./paths.js";
 import { pipelining } from "./pipelining.js";
 import { replay } from "./replay.js";
@@ -26,6 +27,7 @@ export const ALL_FAMILIES: readonly AnyFamily[] = [
   pipelining,
   slow,
   spoof,
+  overrides,
   connection,
   paths,
   certificates,
