@@ -8,9 +8,11 @@ import { egressBodies } from "./egress-bodies.js";
 import { egressConnection } from "./egress-connection.js";
 import { egressControl } from "./egress-control.js";
 import { egressHeaders } from "./egress-headers.js";
+import { egressIdle } from "./egress-idle.js";
 import { egressPaths } from "./egress-paths.js";
 import { egressPipelining } from "./egress-pipelining.js";
 import { headers } from "./headers.js";
+import { idle } from "./idle.js";
 import { overrides } from "./overrides.js";
 import { paths } from "./paths.js";
 import { pipelining } from "./pipelining.js";
@@ -29,6 +31,7 @@ export const ALL_FAMILIES: readonly AnyFamily[] = [
   spoof,
   overrides,
   connection,
+  idle,
   paths,
   certificates,
   replay,
@@ -39,4 +42,5 @@ export const ALL_FAMILIES: readonly AnyFamily[] = [
   egressPaths,
   egressPipelining,
   egressConnection,
+  egressIdle,
 ];
