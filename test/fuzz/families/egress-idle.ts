@@ -7,6 +7,12 @@
  * slower than every timeout, an Upgrade request or CONNECT, and more connections from one address
  * than the per-address cap. The invariants are idle-common.ts's, besides the egress target's own
  * (every answer of the gateway's marked psd2-gateway-origin: gateway, …).
+ *
+ * Can fail (FUZZ_FAMILIES=egress-idle FUZZ_COUNT=300 FUZZ_SEED=34, 114 cases, only the fuzz
+ * egress gateway's listen config changed): 6 violations with the gateway as it is, all of them
+ * Upgrade requests held unanswered (upgrade-held); with idleTimeoutSeconds 30 1,113; with
+ * headersTimeoutSeconds 30 (request 60) 59; with maxConnectionsPerAddress 100,000 28; with
+ * keepAliveTimeoutSeconds 30 35; with requestTimeoutSeconds 30 34.
  */
 
 import type { EgressFamily } from "../types.js";

@@ -7,6 +7,10 @@
  * value, and a forwarded request carries exactly its signer's identity and the forwarding headers
  * the gateway wrote from what it saw (issue 25): the fuzz client's address, https, the Host it
  * sent and the gateway's port.
+ *
+ * Can fail (FUZZ_FAMILIES=spoof FUZZ_COUNT=3000 FUZZ_SEED=32): 0 violations with the gateway as
+ * it is, 4,079 with every peer believed as a trusted proxy (src/ingress/forwarded.ts: 2,270
+ * spoof-reached-backend, 1,809 backend-header).
  */
 
 import { serialize } from "../request.js";
