@@ -37,7 +37,7 @@ import {
 } from "../../src/signature/index.js";
 import { freeLoopbackPort } from "../helpers/gateway-process.js";
 import { type BackendRecord, type FuzzBackend, startFuzzBackend } from "./backend.js";
-import { type FuzzGateway, spawnFuzzProcess } from "./gateway.js";
+import { type FuzzGateway, fuzzListenConfig, spawnFuzzProcess } from "./gateway.js";
 import { type ParsedResponse, RawClient } from "./raw-client.js";
 import type { CasePlan, EgressBanks, ExchangeResult, ExpectedRequest } from "./types.js";
 import { type Checker, describe, isTppMessages, sha256Base64, shown, type Violation } from "./verdicts.js";
@@ -64,7 +64,7 @@ export interface EgressSide {
   readonly gateway: FuzzGateway;
 }
 
-export async function startEgressSide(pki: DevPki, dir: string): Promise<EgressSide> {
+export async function startEgressSide(pki: DevPki, dir: string, concurrency: number): Promise<EgressSide> {
   // The bank behind the `alt` profile signs its answers with its QSealC, as ingress mode does.
   const bankSigner = new RequestSigner({
     privateKey: pki.bankQseal.privateKey,
@@ -94,7 +94,7 @@ export async function startEgressSide(pki: DevPki, dir: string): Promise<EgressS
     const qseal = { cert: join(tpp, "tpp-a-qseal.pem"), key: join(tpp, "tpp-a-qseal.key.pem") };
     const config = {
       mode: "egress",
-      listen: { host: "127.0.0.1", port, requestTimeoutSeconds: 10 },
+      listen: { host: "127.0.0.1", port, ...fuzzListenConfig("egress", concurrency) },
       maxBodyBytes: EGRESS_MAX_BODY_BYTES,
       admin: { host: "127.0.0.1", port: adminPort },
       log: { level: "warn" },
@@ -212,6 +212,8 @@ export class EgressTarget {
       ...(bodiless.size > 0 ? { bodiless } : {}),
       deadlineMs: plan.deadlineMs ?? 15_000,
       ...(plan.readAfterWrites ? { readAfterWrites: true } : {}),
+      ...(plan.localAddress !== undefined ? { localAddress: plan.localAddress } : {}),
+      ...(plan.onConnected !== undefined ? { onConnected: plan.onConnected } : {}),
     });
     const bytes = Buffer.concat(plan.writes.map((w) => w.data));
     const v: MakeViolation = (kind, label, expected, got) => ({
@@ -426,6 +428,7 @@ export class EgressTarget {
       backendAnswer: (tag) => answers.get(tag),
       // The egress gateway's own answers echo no X-Request-ID of the application's.
       refusal: () => undefined,
+      backendSaw: (tag) => this.backend.byTag(tag).length,
     };
   }
 

@@ -9,11 +9,73 @@
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { get as httpGet } from "node:http";
+import { get as httpGet, Server } from "node:http";
 import { join } from "node:path";
 import { stringify as toYaml } from "yaml";
 import type { DevPki } from "../../src/cli/dev-pki.js";
+import { TIMEOUT_CHECK_INTERVAL_MS } from "../../src/listener/guard.js";
 import { freeLoopbackPort, REPO_ROOT } from "../helpers/gateway-process.js";
+import type { ListenLimits } from "./types.js";
+
+/**
+ * The connection limits of the fuzz gateways (`listen.*`), short so that each one bites within a
+ * case of the idle families, yet well above the deliberate pauses of the others: the slowest head
+ * (slow.ts, egress-connection.ts) takes under a second, the longest wait before a first request is
+ * 300 ms and between requests 120 ms, the slowest body a second.
+ *
+ * Node times a connection's first head from the connection's start (the TLS handshake's end), so
+ * whichever of the idle and headers timeouts is shorter closes a connection that says nothing or
+ * stalls in its first head. Ingress has them in the defaults' order (idle 15 s after headers 10 s:
+ * the headers timeout's 400 answers both); egress the other way round, so that the idle timeout
+ * itself is seen to close what sends nothing (without an answer).
+ */
+export const FUZZ_LISTEN_SECONDS = {
+  ingress: {
+    tlsHandshakeTimeoutSeconds: 2,
+    idleTimeoutSeconds: 4,
+    headersTimeoutSeconds: 2,
+    requestTimeoutSeconds: 5,
+    keepAliveTimeoutSeconds: 2,
+  },
+  egress: {
+    tlsHandshakeTimeoutSeconds: 2,
+    idleTimeoutSeconds: 2,
+    headersTimeoutSeconds: 3,
+    requestTimeoutSeconds: 5,
+    keepAliveTimeoutSeconds: 2,
+  },
+} as const;
+
+/**
+ * The per-address cap: far above what the harness itself has open from 127.0.0.1 (each worker's
+ * case holds a few connections at most, replays up to six at once, and closed ones linger a
+ * moment on the gateway's side), so only the idle families' own loopback addresses reach it.
+ */
+export function perAddressCap(concurrency: number): number {
+  return Math.max(64, 6 * concurrency);
+}
+
+/** The `listen` settings of a fuzz gateway for a run with this many connections in flight. */
+export function fuzzListenConfig(side: "ingress" | "egress", concurrency: number): Record<string, number> {
+  return { ...FUZZ_LISTEN_SECONDS[side], maxConnectionsPerAddress: perAddressCap(concurrency) };
+}
+
+/** The same limits in ms, as the idle families time them. */
+export function fuzzListenLimits(side: "ingress" | "egress", concurrency: number): ListenLimits {
+  const s = FUZZ_LISTEN_SECONDS[side];
+  return {
+    maxConnectionsPerAddress: perAddressCap(concurrency),
+    tlsHandshakeTimeoutMs: s.tlsHandshakeTimeoutSeconds * 1000,
+    idleTimeoutMs: s.idleTimeoutSeconds * 1000,
+    headersTimeoutMs: s.headersTimeoutSeconds * 1000,
+    requestTimeoutMs: s.requestTimeoutSeconds * 1000,
+    keepAliveTimeoutMs: s.keepAliveTimeoutSeconds * 1000,
+    checkIntervalMs: TIMEOUT_CHECK_INTERVAL_MS,
+    // The gateway runs on this Node: its servers close this much after the keep-alive timeout.
+    keepAliveBufferMs:
+      (new Server() as Server & { keepAliveTimeoutBuffer?: number }).keepAliveTimeoutBuffer ?? 0,
+  };
+}
 
 export interface FuzzGateway {
   /** `ingress` or `egress`: how reports name the process. */
@@ -45,6 +107,8 @@ export async function startFuzzGateway(options: {
   pki: DevPki;
   dir: string;
   backendUrl: string;
+  /** Connections the run keeps in flight (sizes the per-address cap). */
+  concurrency: number;
   config: Record<string, Record<string, unknown>>;
 }): Promise<FuzzGateway> {
   const { pki, dir } = options;
@@ -57,6 +121,7 @@ export async function startFuzzGateway(options: {
       host: "127.0.0.1",
       port,
       tls: { cert: pki.paths.gatewayCert, key: pki.paths.gatewayKey },
+      ...fuzzListenConfig("ingress", options.concurrency),
       ...(extra["listen"] ?? {}),
     },
     backend: { url: options.backendUrl, ...(extra["backend"] ?? {}) },

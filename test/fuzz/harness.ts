@@ -31,7 +31,7 @@ import { TppVerifier } from "../../src/eidas/index.js";
 import { loadTrustMaterial } from "../../src/trust/trust-material.js";
 import { type BackendRecord, type FuzzBackend, PAD_MARKER, startFuzzBackend } from "./backend.js";
 import { type EgressSide, EgressTarget, startEgressSide } from "./egress.js";
-import { type FuzzGateway, startFuzzGateway } from "./gateway.js";
+import { type FuzzGateway, fuzzListenLimits, startFuzzGateway } from "./gateway.js";
 import { Rng } from "./prng.js";
 import { type ParsedResponse, RawClient } from "./raw-client.js";
 import { signRequest } from "./request.js";
@@ -43,6 +43,8 @@ import type {
   EgressCaseContext,
   ExchangeResult,
   ExpectedRequest,
+  FamilyCheck,
+  ListenLimits,
 } from "./types.js";
 import {
   type Checker,
@@ -172,6 +174,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         pki,
         dir,
         backendUrl: backend.url,
+        concurrency: options.concurrency,
         config: {
           verification: {
             algorithms: ["rsa-sha256", "ecdsa-sha256"],
@@ -205,7 +208,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     }
     let egress: EgressSide | undefined;
     if (options.families.some((f) => f.target === "egress")) {
-      egress = await startEgressSide(pki, dir);
+      egress = await startEgressSide(pki, dir, options.concurrency);
       const side = egress;
       closers.unshift(
         () => side.gateway.stop(5_000),
@@ -239,6 +242,7 @@ class Run implements Checker {
   private exited = false;
   private sentinelCounter = 0;
   private readonly egress: EgressTarget | undefined;
+  private readonly limits: Record<"ingress" | "egress", ListenLimits>;
 
   constructor(
     private readonly options: FuzzOptions,
@@ -258,6 +262,10 @@ class Run implements Checker {
         cases: 0,
       });
     this.egress = egressSide ? new EgressTarget(this, egressSide, pki) : undefined;
+    this.limits = {
+      ingress: fuzzListenLimits("ingress", options.concurrency),
+      egress: fuzzListenLimits("egress", options.concurrency),
+    };
   }
 
   private side(): IngressSide {
@@ -437,6 +445,16 @@ class Run implements Checker {
     const tagPrefix = `${family.name}.${index}`;
     const rng = Rng.forCase(this.options.seed, family.name, index);
     const tag = () => `${tagPrefix}.${tagCounter++}`;
+    const check: FamilyCheck = (ok, kind, label, expected, got) =>
+      this.check(ok, () => ({
+        kind,
+        family: family.name,
+        caseIndex: index,
+        label,
+        expected,
+        got: got(),
+        bytes: "",
+      }));
     try {
       if (family.target === "egress") {
         const egress = this.egress!;
@@ -446,6 +464,8 @@ class Run implements Checker {
           caseIndex: index,
           banks: egress.banks,
           maxBodyBytes: egress.maxBodyBytes,
+          limits: this.limits.egress,
+          check,
           tag,
           exchange: (plan) => egress.exchange(family.name, index, plan),
         };
@@ -458,6 +478,9 @@ class Run implements Checker {
           pki: this.pki,
           tpps: this.tpps,
           maxBodyBytes: MAX_BODY_BYTES,
+          gatewayPort: this.side().gateway.port,
+          limits: this.limits.ingress,
+          check,
           tag,
           sign: async (spec) => {
             const signedTag = spec.tag ?? ctx.tag();
@@ -487,7 +510,9 @@ class Run implements Checker {
     const requests = [...plan.requests];
     const writes = [...plan.writes];
     let sentinelId: string | undefined;
-    const useSentinel = plan.sentinel ?? (plan.after === undefined || plan.after === "read");
+    // Over plain TCP to the TLS listener nothing can answer a sentinel.
+    const useSentinel =
+      plan.transport !== "tcp" && (plan.sentinel ?? (plan.after === undefined || plan.after === "read"));
     if (useSentinel) {
       sentinelId = `fuzz-sentinel-${++this.sentinelCounter}`;
       const tag = `sentinel.${this.sentinelCounter}`;
@@ -526,6 +551,9 @@ class Run implements Checker {
       ...(sentinelId !== undefined ? { sentinelId } : {}),
       deadlineMs: plan.deadlineMs ?? 15_000,
       ...(plan.readAfterWrites ? { readAfterWrites: true } : {}),
+      ...(plan.transport !== undefined ? { transport: plan.transport } : {}),
+      ...(plan.localAddress !== undefined ? { localAddress: plan.localAddress } : {}),
+      ...(plan.onConnected !== undefined ? { onConnected: plan.onConnected } : {}),
     });
     const bytes = Buffer.concat(plan.writes.map((w) => w.data));
     const v = (kind: string, label: string, expected: string, got: string): Violation => ({
@@ -796,6 +824,7 @@ class Run implements Checker {
       outcome,
       backendAnswer: (tag) => answers.get(tag),
       refusal: (id) => refusals.get(id),
+      backendSaw: (tag) => this.backend.byTag(tag).length,
     };
   }
 

@@ -2,7 +2,9 @@
  * Raw exchanges with a gateway, over TLS (ingress) or plain TCP (egress): bytes written as a
  * family wants them (in parts, with pauses, half-closed or cut), every response read back and
  * split (Content-Length, chunked, or up to the close; none for answers to HEAD, 204 and 304),
- * until a sentinel request's answer, the close, or a deadline.
+ * until a sentinel request's answer, the close, or a deadline. Each exchange tells when it
+ * connected, wrote, read and ended (for the connection limits' timing), and may come from another
+ * loopback address or skip the TLS handshake altogether.
  */
 
 import { type Socket, connect as tcpConnect } from "node:net";
@@ -145,6 +147,15 @@ export interface ExchangePlan {
    * write): answers wait in its receive buffer meanwhile, as they do for a busy client.
    */
   readonly readAfterWrites?: boolean;
+  /**
+   * `tcp`: a plain TCP connection even to a TLS listener (no handshake: the writes are the raw
+   * bytes, what comes back is counted, not parsed). Default: the client's own (TLS or TCP).
+   */
+  readonly transport?: "tcp";
+  /** Connect from this local address (another 127.x.y.z: a client of its own for per-address caps). */
+  readonly localAddress?: string;
+  /** Told once connected (TCP, or the TLS handshake done), before the first write. */
+  readonly onConnected?: () => void;
 }
 
 export interface ExchangeOutcome {
@@ -153,7 +164,19 @@ export interface ExchangeOutcome {
   /** Bytes that could not be read as HTTP responses. */
   readonly malformed?: string;
   readonly error?: string;
+  /** When it ended (the gateway's close, the client's deadline or cut), in ms from the start. */
   readonly ms: number;
+  /** Ms from the start (before connecting) to each event, when it happened. */
+  readonly timing: {
+    /** TCP connected, or over TLS the handshake done. */
+    readonly connected?: number;
+    readonly firstWrite?: number;
+    readonly lastWrite?: number;
+    readonly firstRead?: number;
+    readonly lastRead?: number;
+  };
+  /** Bytes read in all (with `transport: "tcp"` to a TLS listener, the only account of them). */
+  readonly bytesRead: number;
 }
 
 export interface RawClientOptions {
@@ -173,10 +196,11 @@ export class RawClient {
     this.context = options.tls ? createSecureContext({ ca: options.tls.ca }) : undefined;
   }
 
-  private connect(): Promise<Socket> {
-    if (!this.options.tls) {
+  private connect(plan: ExchangePlan): Promise<Socket> {
+    const local = plan.localAddress !== undefined ? { localAddress: plan.localAddress } : {};
+    if (!this.options.tls || plan.transport === "tcp") {
       return new Promise((resolve, reject) => {
-        const socket = tcpConnect({ host: this.options.host, port: this.options.port }, () => {
+        const socket = tcpConnect({ host: this.options.host, port: this.options.port, ...local }, () => {
           socket.off("error", reject);
           resolve(socket);
         });
@@ -192,6 +216,7 @@ export class RawClient {
         ...(this.context ? { secureContext: this.context } : {}),
         servername: tls.servername,
         ...(this.session ? { session: this.session } : {}),
+        ...local,
       };
       const socket: TLSSocket = tlsConnect(opts, () => {
         socket.off("error", reject);
@@ -207,17 +232,30 @@ export class RawClient {
 
   async exchange(plan: ExchangePlan): Promise<ExchangeOutcome> {
     const started = performance.now();
+    const since = () => performance.now() - started;
     let socket: Socket;
     try {
-      socket = await this.connect();
+      socket = await this.connect(plan);
     } catch (error) {
       return {
         responses: [],
         endedBy: "connect-error",
         error: (error as Error).message,
-        ms: performance.now() - started,
+        ms: since(),
+        timing: {},
+        bytesRead: 0,
       };
     }
+    const timing: {
+      connected: number;
+      firstWrite?: number;
+      lastWrite?: number;
+      firstRead?: number;
+      lastRead?: number;
+    } = { connected: since() };
+    plan.onConnected?.();
+    // Over TLS to a listener written to as plain TCP, the bytes read are TLS records, not HTTP.
+    const parse = !(this.options.tls && plan.transport === "tcp");
     socket.setTimeout(0);
     return new Promise<ExchangeOutcome>((resolve) => {
       const chunks: Buffer[] = [];
@@ -229,18 +267,25 @@ export class RawClient {
         if (settled) return;
         settled = true;
         for (const t of timers) clearTimeout(t);
+        const ms = since();
         socket.destroy();
         const all = Buffer.concat(chunks, received);
-        const { responses, malformed } = splitResponses(all, endedBy !== "sentinel", plan.bodiless);
+        const { responses, malformed } = parse
+          ? splitResponses(all, endedBy !== "sentinel", plan.bodiless)
+          : { responses: [], malformed: undefined };
         resolve({
           responses,
           endedBy,
           ...(malformed !== undefined ? { malformed } : {}),
           ...(error !== undefined ? { error } : {}),
-          ms: performance.now() - started,
+          ms,
+          timing,
+          bytesRead: received,
         });
       };
       socket.on("data", (chunk: Buffer) => {
+        timing.firstRead ??= since();
+        timing.lastRead = since();
         chunks.push(chunk);
         received += chunk.length;
         if (plan.sentinelId !== undefined) {
@@ -274,6 +319,8 @@ export class RawClient {
           if (settled) return;
           if (write.delayMs) await new Promise((r) => timers.push(setTimeout(r, write.delayMs)));
           if (settled || socket.destroyed) return;
+          timing.firstWrite ??= since();
+          timing.lastWrite = since();
           socket.write(write.data);
         }
         if (settled) return;

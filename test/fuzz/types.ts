@@ -50,6 +50,15 @@ export interface ExpectedRequest {
 
 /** One connection: what is written, the requests it holds, how the client ends it. */
 export interface CasePlan {
+  /**
+   * `tcp`: plain TCP to the ingress TLS listener, no handshake (the writes are raw bytes, what
+   * comes back is only counted). Default: TLS to ingress, TCP to egress.
+   */
+  readonly transport?: "tcp";
+  /** Connect from this loopback address (127.x.y.z), a client of its own for the per-address cap. */
+  readonly localAddress?: string;
+  /** Told once the connection is up (TCP, or the TLS handshake done), before the first write. */
+  readonly onConnected?: () => void;
   /** The requests, in the order written. */
   readonly requests: readonly ExpectedRequest[];
   readonly writes: readonly Write[];
@@ -74,12 +83,44 @@ export interface ExchangeResult {
   backendAnswer(tag: string): ParsedResponse | undefined;
   /** The gateway's refusal echoing `requestId`, when the client got one. */
   refusal(requestId: string): ParsedResponse | undefined;
+  /** How many times the backend has received the request tagged `tag` so far. */
+  backendSaw(tag: string): number;
 }
+
+/**
+ * The connection limits both fuzz gateways listen with (gateway.ts, short so that each bites
+ * within a case), in ms, and Node's own margins on them.
+ */
+export interface ListenLimits {
+  readonly maxConnectionsPerAddress: number;
+  readonly tlsHandshakeTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+  /** How often Node looks for heads and bodies past their timeouts (src/listener/guard.ts). */
+  readonly checkIntervalMs: number;
+  /** What Node adds to the keep-alive timeout before it closes (server.keepAliveTimeoutBuffer). */
+  readonly keepAliveBufferMs: number;
+}
+
+/** A family's own invariant: counted as passed, or reported as a violation of `kind`. */
+export type FamilyCheck = (
+  ok: boolean,
+  kind: string,
+  label: string,
+  expected: string,
+  got: () => string,
+) => boolean;
 
 export interface CaseContext {
   readonly rng: Rng;
   readonly family: string;
   readonly caseIndex: number;
+  /** The ingress gateway's TLS port (what it writes in X-Forwarded-Port). */
+  readonly gatewayPort: number;
+  readonly limits: ListenLimits;
+  check: FamilyCheck;
   readonly pki: DevPki;
   readonly tpps: TppSet;
   readonly maxBodyBytes: number;
@@ -118,6 +159,8 @@ export interface EgressCaseContext {
   readonly rng: Rng;
   readonly family: string;
   readonly caseIndex: number;
+  readonly limits: ListenLimits;
+  check: FamilyCheck;
   readonly banks: EgressBanks;
   /** The egress gateway's maxBodyBytes. */
   readonly maxBodyBytes: number;

@@ -1,9 +1,10 @@
 /**
  * The application's connection to the egress listener, ended in every way: a head written slowly
- * or after a pause, a FIN right after a whole request (a half-close: the answer still comes), a
- * FIN or a reset in the middle of the head or the body (nothing reaches the bank), a reset while
- * the bank is working on the request (the application gave up; what ran may go unanswered), and
- * several requests one after another on one kept-alive connection.
+ * or after a pause, a FIN right after a whole request (a half-close: once the request went to the
+ * bank its answer still comes; a FIN that came first means nothing is sent, and the application
+ * reads why: issue 25), a FIN or a reset in the middle of the head or the body (nothing reaches
+ * the bank), a reset while the bank is working on the request (the application gave up; what ran
+ * may go unanswered), and several requests one after another on one kept-alive connection.
  */
 
 import type { Rng } from "../prng.js";
@@ -54,16 +55,34 @@ export const egressConnection: EgressFamily = {
           writes: [{ data: bytes, delayMs: rng.range(50, 300) }],
         });
         return;
-      case "fin-after-request":
-        // A half-close after a whole request: the application still reads its answer.
-        await ctx.exchange({
-          requests: [forwardOf(app, label)],
+      case "fin-after-request": {
+        // A half-close after a whole request: the bank's answer if the request went out before
+        // the FIN came, otherwise nothing sent and a 400 that says so. Either way, an answer.
+        const result = await ctx.exchange({
+          requests: [{ ...forwardOf(app, label), expect: "any" }],
           writes: [{ data: bytes }],
           after: "fin",
           afterMs: rng.int(20),
           sentinel: false,
         });
+        const first = result.outcome.responses[0];
+        const text = first?.body.toString("utf8") ?? "";
+        const bank = result.backendAnswer(app.tag) !== undefined;
+        ctx.check(
+          bank ||
+            (first?.status === 400 &&
+              first.headers["psd2-gateway-origin"] === "gateway" &&
+              text.includes('"FORMAT_ERROR"') &&
+              text.includes("nothing was sent") &&
+              result.backendSaw(app.tag) === 0),
+          "half-close",
+          label,
+          "the bank's answer, or (the FIN first) a 400 FORMAT_ERROR saying nothing was sent, and nothing sent",
+          () =>
+            `${first ? `${first.status} ${first.headers["psd2-gateway-origin"]}: ${text.slice(0, 200)}` : "no answer"}; the bank received it ${result.backendSaw(app.tag)}×`,
+        );
         return;
+      }
       case "fin-mid-head":
       case "cut-mid-head":
       case "fin-mid-body":

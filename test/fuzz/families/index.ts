@@ -8,9 +8,12 @@ import { egressBodies } from "./egress-bodies.js";
 import { egressConnection } from "./egress-connection.js";
 import { egressControl } from "./egress-control.js";
 import { egressHeaders } from "./egress-headers.js";
+import { egressIdle } from "./egress-idle.js";
 import { egressPaths } from "./egress-paths.js";
 import { egressPipelining } from "./egress-pipelining.js";
 import { headers } from "./headers.js";
+import { idle } from "./idle.js";
+import { overrides } from "./overrides.js";
 import { paths } from "./paths.js";
 import { pipelining } from "./pipelining.js";
 import { replay } from "./replay.js";
@@ -26,7 +29,9 @@ export const ALL_FAMILIES: readonly AnyFamily[] = [
   pipelining,
   slow,
   spoof,
+  overrides,
   connection,
+  idle,
   paths,
   certificates,
   replay,
@@ -37,4 +42,5 @@ export const ALL_FAMILIES: readonly AnyFamily[] = [
   egressPaths,
   egressPipelining,
   egressConnection,
+  egressIdle,
 ];
