@@ -51,6 +51,19 @@ function readAll(socket: Socket): Promise<string> {
   return new Promise((resolve) => socket.once("close", () => resolve(Buffer.concat(chunks).toString())));
 }
 
+/** Starts a request's head, then one byte every 150 ms (never idle, never whole); what came back. */
+async function trickledHead(socket: Socket, target: string): Promise<string> {
+  const answer = readAll(socket);
+  socket.write(`GET ${target} HTTP/1.1\r\nHost: localhost\r\n`);
+  const trickle = setInterval(() => socket.writable && socket.write("X"), 150);
+  try {
+    await closedWithin(socket, 4_000);
+  } finally {
+    clearInterval(trickle);
+  }
+  return answer;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function limitCount(registry: { metrics(): Promise<string> }, name: string, limit: string) {
@@ -100,17 +113,7 @@ describe("ingress over TLS", () => {
   it("refuses a head trickled past headersTimeoutSeconds with a FORMAT_ERROR naming the timeout, and forwards nothing", async () => {
     env.backend.reset();
     const before = await counted("headers-timeout");
-    const socket = await tlsClient();
-    const answer = readAll(socket);
-    socket.write("GET /v1/accounts HTTP/1.1\r\nHost: localhost\r\n");
-    // One byte every 150 ms: never idle, never a whole head.
-    const trickle = setInterval(() => socket.writable && socket.write("X"), 150);
-    try {
-      await closedWithin(socket, 4_000);
-    } finally {
-      clearInterval(trickle);
-    }
-    const text = await answer;
+    const text = await trickledHead(await tlsClient(), "/v1/accounts");
     expect(text).toMatch(/^HTTP\/1\.1 400 /);
     expect(text).toContain('"code":"FORMAT_ERROR"');
     expect(text).toContain("headersTimeoutSeconds");
@@ -252,16 +255,7 @@ describe("egress", () => {
   });
 
   it("refuses a head trickled past headersTimeoutSeconds, marked as the gateway's answer", async () => {
-    const socket = await client();
-    const answer = readAll(socket);
-    socket.write("GET /bank/v1/accounts HTTP/1.1\r\nHost: localhost\r\n");
-    const trickle = setInterval(() => socket.writable && socket.write("X"), 150);
-    try {
-      await closedWithin(socket, 4_000);
-    } finally {
-      clearInterval(trickle);
-    }
-    const text = await answer;
+    const text = await trickledHead(await client(), "/bank/v1/accounts");
     expect(text).toMatch(/^HTTP\/1\.1 400 /);
     expect(text).toContain("psd2-gateway-origin: gateway");
     expect(text).toContain("headersTimeoutSeconds");
