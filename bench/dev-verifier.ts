@@ -3,7 +3,7 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type DevPki, generateDevPki } from "../src/cli/dev-pki.js";
+import { type DevPki, generateDevPki } from "../src/dev/pki.js";
 import { parseRegisterDocument, TppRegister } from "../src/eidas/register.js";
 import { TppVerifier } from "../src/eidas/tpp-verifier.js";
 import { loadTrustMaterial } from "../src/trust/trust-material.js";

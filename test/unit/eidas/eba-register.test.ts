@@ -5,7 +5,7 @@
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ebaRegisterDocument, ebaRegisterZip } from "../../../src/cli/dev-eba-register.js";
+import { ebaRegisterDocument, ebaRegisterZip } from "../../../src/dev/eba-register.js";
 import { mapEbaEntity, mapEbaRegister } from "../../../src/eidas/eba-register.js";
 import type { RegisterEntry } from "../../../src/eidas/register.js";
 import { decodeRegister } from "../../../src/trust/register-worker.js";

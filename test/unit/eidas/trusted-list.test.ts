@@ -5,7 +5,7 @@ import {
   type DevTrustedLists,
   generateTrustedListSigner,
   type TrustedListSigner,
-} from "../../../src/cli/dev-trusted-lists.js";
+} from "../../../src/dev/trusted-lists.js";
 import {
   type CaService,
   grantedAt,

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, generateDevPki } from "../../../src/cli/dev-pki.js";
+import { type DevPki, generateDevPki } from "../../../src/dev/pki.js";
 import { parseRegisterDocument, TppRegister } from "../../../src/eidas/register.js";
 import { TppVerifier } from "../../../src/eidas/tpp-verifier.js";
 import { VerdictCache } from "../../../src/eidas/verdict-cache.js";

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { QTSP_PATHS } from "../../../src/cli/dev-pki.js";
+import { QTSP_PATHS } from "../../../src/dev/pki.js";
 import { type ParsedCertificate, parseCertificate } from "../../../src/eidas/index.js";
 import type { RevocationList, RevocationStatus } from "../../../src/eidas/revocation.js";
 import { isRejection } from "../../../src/errors.js";
