@@ -15,11 +15,11 @@ import type { GatewayConfig } from "../config/schema.js";
 import {
   DEFECT_CHANNEL,
   type DefectEvent,
+  type QualifiedAnchor,
   type TppRegister,
   TppVerifier,
   TrustStore,
 } from "../eidas/index.js";
-import type { QualifiedAnchor } from "../eidas/trust-store.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
 import type { ResponseSigner } from "../forward/forwarder.js";

@@ -6,8 +6,12 @@
 
 import { readFileSync } from "node:fs";
 import type { GatewayConfig } from "../config/schema.js";
-import { certificatesFromFile, type ParsedCertificate, type RevocationList } from "../eidas/index.js";
-import type { QualifiedAnchor } from "../eidas/trust-store.js";
+import {
+  certificatesFromFile,
+  type ParsedCertificate,
+  type QualifiedAnchor,
+  type RevocationList,
+} from "../eidas/index.js";
 import type { Logger } from "../observability/logger.js";
 import { CrlCache } from "../trust/crl-cache.js";
 import { LiveRevocation, type RevocationEvents } from "../trust/live-revocation.js";

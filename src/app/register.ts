@@ -5,7 +5,7 @@
  */
 
 import type { GatewayConfig } from "../config/schema.js";
-import { TppRegister } from "../eidas/register.js";
+import { TppRegister } from "../eidas/index.js";
 import type { Logger } from "../observability/logger.js";
 import {
   createRegisterSource,

@@ -18,7 +18,7 @@ import {
   STATUS_WITHDRAWN,
   TRUSTED_LIST_ALGORITHMS,
   TSL_NS,
-} from "../eidas/trusted-list.js";
+} from "../trust/formats/trusted-list.js";
 import type { DevPki } from "./pki.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);

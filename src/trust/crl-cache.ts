@@ -8,8 +8,7 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { ParsedCertificate, RevocationList } from "../eidas/index.js";
-import { verifiedCrl } from "../eidas/revocation.js";
+import { type ParsedCertificate, type RevocationList, verifiedCrl } from "../eidas/index.js";
 import { formatRfc2253, readNameFromDer } from "../x500/name.js";
 import { fetchDocument, type Validators } from "./http-fetch.js";
 import type { CrlDetails, TrustSourceStatus } from "./source-status.js";

@@ -8,18 +8,19 @@
  */
 
 import { LRUCache } from "lru-cache";
-import type { ParsedCertificate, RevocationList } from "../eidas/index.js";
-import { buildOcspRequest, type OcspAnswer, OcspError, readOcspResponse } from "../eidas/ocsp.js";
 import {
+  type ParsedCertificate,
   type RevocationChecker,
+  type RevocationList,
   type RevocationStatus,
   revokedRefusal,
   statusFromCrl,
-} from "../eidas/revocation.js";
-import { revocationSourcesOf } from "../eidas/revocation-sources.js";
+} from "../eidas/index.js";
 import { reject } from "../errors.js";
 import type { CrlCache } from "./crl-cache.js";
+import { buildOcspRequest, type OcspAnswer, OcspError, readOcspResponse } from "./formats/ocsp.js";
 import { fetchDocument } from "./http-fetch.js";
+import { revocationSourcesOf } from "./revocation-sources.js";
 import type { OcspCacheStatus, TrustSourceStatus } from "./source-status.js";
 
 export type RevocationOrder = "ocsp-crl" | "crl" | "ocsp";

@@ -9,7 +9,7 @@
  */
 
 import { readFile, stat } from "node:fs/promises";
-import type { RegisterSink, TppRegister } from "../eidas/register.js";
+import type { RegisterSink, TppRegister } from "../eidas/index.js";
 import { fetchDocument } from "./http-fetch.js";
 import { type LoadRegisterOptions, loadRegister, type RegisterFormat } from "./register-loading.js";
 

@@ -7,8 +7,8 @@
 
 import { readFile, stat } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { parseCertificate } from "../eidas/certificate.js";
-import type { QualifiedAnchor } from "../eidas/trust-store.js";
+import { parseCertificate, type QualifiedAnchor } from "../eidas/index.js";
+import { isRejection } from "../errors.js";
 import {
   type CaService,
   grantedAt,
@@ -18,8 +18,7 @@ import {
   TRUSTED_LIST_LIMITS,
   type TrustedList,
   TrustedListError,
-} from "../eidas/trusted-list.js";
-import { isRejection } from "../errors.js";
+} from "./formats/trusted-list.js";
 import { fetchDocument as fetchBounded } from "./http-fetch.js";
 
 export type FetchedDocument =

@@ -3,10 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type DevPki, generateDevPki } from "../../../src/dev/pki.js";
-import { parseRegisterDocument, TppRegister } from "../../../src/eidas/register.js";
+import { TppRegister } from "../../../src/eidas/register.js";
 import { TppVerifier } from "../../../src/eidas/tpp-verifier.js";
 import { VerdictCache } from "../../../src/eidas/verdict-cache.js";
 import { isRejection, reject } from "../../../src/errors.js";
+import { parseRegisterDocument } from "../../../src/trust/formats/register-document.js";
 import { loadTrustMaterial } from "../../../src/trust/trust-material.js";
 
 let pki: DevPki;
