@@ -8,6 +8,7 @@
 
 export {
   type BasicConstraints,
+  type Extension,
   isPsd2Certificate,
   type KeyUsage,
   type ParseCertificateOptions,

@@ -9,7 +9,7 @@ import { KeyObject, webcrypto } from "node:crypto";
 import * as x509 from "@peculiar/x509";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ParsedCertificate, parseCertificate } from "../../../src/eidas/certificate.js";
+import { type ParsedCertificate, parseCertificate } from "../../../src/eidas/index.js";
 import { isRejection } from "../../../src/errors.js";
 import type { CertificateStatus } from "../../../src/qtsp/ocsp-responder.js";
 import { type QtspServer, startQtspServer } from "../../../src/qtsp/server.js";

@@ -24,7 +24,7 @@ import {
 import * as x509 from "@peculiar/x509";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type Extension, type ParsedCertificate, parseCertificate } from "../../../src/eidas/certificate.js";
+import { type Extension, type ParsedCertificate, parseCertificate } from "../../../src/eidas/index.js";
 import { isRejection } from "../../../src/errors.js";
 import {
   MAX_URL_LENGTH,

@@ -22,7 +22,7 @@ import { AlgorithmIdentifier, CRLReasons, SubjectPublicKeyInfo } from "@peculiar
 import * as x509 from "@peculiar/x509";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type ParsedCertificate, parseCertificate } from "../../../../src/eidas/certificate.js";
+import { type ParsedCertificate, parseCertificate } from "../../../../src/eidas/index.js";
 import { isRejection } from "../../../../src/errors.js";
 import {
   type BuildOcspResponseOptions,
