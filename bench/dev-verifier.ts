@@ -3,9 +3,9 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type DevPki, generateDevPki } from "../src/cli/dev-pki.js";
-import { parseRegisterDocument, TppRegister } from "../src/eidas/register.js";
-import { TppVerifier } from "../src/eidas/tpp-verifier.js";
+import { type DevPki, generateDevPki } from "../src/dev/pki.js";
+import { TppRegister, TppVerifier } from "../src/eidas/index.js";
+import { parseRegisterDocument } from "../src/trust/formats/register-document.js";
 import { loadTrustMaterial } from "../src/trust/trust-material.js";
 
 export interface DevVerifiers {

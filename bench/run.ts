@@ -21,7 +21,7 @@ import { createPublicKey, type KeyObject, randomUUID, sign, verify } from "node:
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { generateDevPki } from "../src/cli/dev-pki.js";
+import { generateDevPki } from "../src/dev/pki.js";
 import { freshCertificates } from "./fresh-certificates.js";
 import {
   load,

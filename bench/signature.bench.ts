@@ -20,7 +20,7 @@ import {
   sign as cryptoSign,
   verify as cryptoVerify,
 } from "node:crypto";
-import { parseCertificate } from "../src/eidas/certificate.js";
+import { parseCertificate } from "../src/eidas/index.js";
 import { isRejection } from "../src/errors.js";
 import {
   buildSigningString,

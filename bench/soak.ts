@@ -44,7 +44,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import { Pool, request } from "undici";
-import { generateDevPki } from "../src/cli/dev-pki.js";
+import { generateDevPki } from "../src/dev/pki.js";
 import { buildKeyId, keyIdTargetFromDer } from "../src/signature/index.js";
 import { CHILD_EXEC_ARGV } from "./harness.js";
 import { machineLine, replaceSection } from "./results-file.js";

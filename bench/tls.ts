@@ -29,7 +29,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ConnectionOptions } from "node:tls";
-import { generateDevPki } from "../src/cli/dev-pki.js";
+import { generateDevPki } from "../src/dev/pki.js";
 import {
   BENCH_DIR,
   type Child,

@@ -1,7 +1,7 @@
 /**
  * The QTSP of bench/trust.ts, in a process of its own on the loopback port the bench PKI's
  * certificates name (their AIA OCSP responder and CRL distribution point):
- * - `demo`: the demo QTSP `npm start` runs (src/cli/demo-qtsp.ts): CRL, OCSP from the PKI's
+ * - `demo`: the demo QTSP `npm start` runs (src/dev/demo-qtsp.ts): CRL, OCSP from the PKI's
  *   status.json, trusted lists, the EBA-format register;
  * - `good`: a bare OCSP responder (src/qtsp/server.ts) signing with the issuing CA's key and
  *   answering "good" for every serial, as test/helpers/test-qtsp.ts's startTestQtsp does by default
@@ -14,7 +14,7 @@
 import "reflect-metadata";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startDemoQtsp } from "../../src/cli/demo-qtsp.js";
+import { startDemoQtsp } from "../../src/dev/demo-qtsp.js";
 import { type QtspServer, startQtspServer } from "../../src/qtsp/server.js";
 
 const [mode, pkiDir, port] = process.argv.slice(2) as [string, string, string];

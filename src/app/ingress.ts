@@ -1,7 +1,7 @@
 /**
  * Ingress mode assembled from the config: the TPP-facing and admin listeners are bound first (a
- * taken port fails before anything else starts), then trust material, register, verdict cache,
- * limit store, backend, metrics, reloads and file watching. Whatever started is closed again
+ * taken port fails before anything else starts), then the trust sources (app/trust.ts), verdict
+ * cache, limit store, backend, metrics, reloads and file watching. Whatever started is closed again
  * when a later part fails. Until the handler is in place the listener answers 503.
  */
 
@@ -19,14 +19,7 @@ import {
   requestChecks,
 } from "../checks/index.js";
 import type { GatewayConfig } from "../config/schema.js";
-import {
-  DEFECT_CHANNEL,
-  type DefectEvent,
-  type TppRegister,
-  TppVerifier,
-  TrustStore,
-} from "../eidas/index.js";
-import type { QualifiedAnchor } from "../eidas/trust-store.js";
+import { DEFECT_CHANNEL, type DefectEvent, type TppRegister, TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
 import { joinedHeaders } from "../forward/headers.js";
@@ -39,19 +32,15 @@ import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
 import { recordRequest } from "../observability/request-log.js";
 import { RequestSigner } from "../signature/index.js";
-import { CrlFileSources } from "../trust/crl-files.js";
-import type { RegisterSource } from "../trust/register-sources.js";
-import type { TrustReport, TrustSourceStatus } from "../trust/source-status.js";
-import { loadTrustMaterial, type TrustMaterial } from "../trust/trust-material.js";
+import type { TrustSourceStatus } from "../trust/source-status.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
 import { connectionLimitsOf } from "./connection-limits.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
 import { forwardedHeaderNames } from "./forwarded-headers.js";
-import { startLiveRevocation, startTrustedLists } from "./live-trust.js";
-import { startRegister } from "./register.js";
 import { drain, Started } from "./started.js";
 import { createLimitStore } from "./store.js";
+import { startTrust, type Trust } from "./trust.js";
 
 export interface IngressGateway {
   readonly url: string;
@@ -126,7 +115,7 @@ export async function startIngressGateway(
             : `${Math.round((now() - stats.lastSuccess) / 1000)} s old, ${stats.entries} TPPs`,
       },
       store: { ok: storeReady, detail: config.store.type },
-      trust: trustReadiness(components.trustSources(), now()),
+      trust: trustReadiness(components.trust.statuses(), now()),
     };
     return { ready: Object.values(checks).every((c) => c.ok), checks };
   };
@@ -145,7 +134,7 @@ export async function startIngressGateway(
               },
             },
             readiness,
-            trust: () => components?.trustReport() ?? { sources: [] },
+            trust: () => components?.trust.report() ?? { sources: [] },
           })
         : undefined;
     if (admin) started.add(() => admin.close());
@@ -194,13 +183,8 @@ interface Components {
   readonly store: LimitStore;
   readonly metrics: GatewayMetrics;
   readonly backendUrl: string;
-  readonly sources: readonly RegisterSource[];
-  /** Every trust source's state: metrics, /readyz, /trust. */
-  trustSources(): TrustSourceStatus[];
-  /** The sources and the OCSP cache: /trust. */
-  trustReport(): TrustReport;
-  /** Reads the trusted lists again (SIGHUP); nothing without them. */
-  refreshTrustedLists(): Promise<void> | undefined;
+  /** Every trust source: CA and CRL folders, register, trusted lists, fetched CRLs, OCSP. */
+  readonly trust: Trust;
   readonly tlsCertificate: () => CertificateSummary | undefined;
   /**
    * Reads trust material and the TLS certificate again and returns what puts them in place; throws
@@ -218,61 +202,25 @@ async function startComponents(
   const { logger } = deps;
   const now = deps.now ?? Date.now;
 
-  const listsToo = config.trust.trustedLists !== undefined;
-  let trust: TrustMaterial = loadTrustMaterial(config.trust.caDir, config.trust.crlDir, listsToo);
-  logTrust(logger, trust);
-  const crlFiles = new CrlFileSources({ graceMs: config.revocation.crl.graceSeconds * 1000, now });
-  crlFiles.loaded(trust.revocation.lists, trust.rejectedCrls);
-
-  const registerParts = await startRegister(config, logger, now);
-  const { register, sources } = registerParts;
-  for (const source of sources) started.add(() => source.stop());
-
-  // The verifier and metrics come after revocation, which reports to both: reached through these.
+  // The verifier and metrics come after the trust sources, which report to both: reached through these.
   let metricsLater: GatewayMetrics | undefined;
   let verifierLater: TppVerifier | undefined;
 
-  // The trust store in use: the folder's CAs and the trusted lists' anchors, rebuilt when either changes.
-  let anchors: readonly QualifiedAnchor[] = [];
-  let trustStore: TrustStore = trust.store;
-  const rebuildStore = () => {
-    trustStore = anchors.length > 0 ? new TrustStore(trust.store.all, [...anchors]) : trust.store;
-    verifierLater?.invalidate();
-  };
-  const trustedLists = config.trust.trustedLists
-    ? await startTrustedLists(config.trust.trustedLists, {
-        logger,
-        now,
-        onChange: (next) => {
-          anchors = next;
-          rebuildStore();
-        },
-      })
-    : undefined;
-  if (trustedLists) started.add(() => trustedLists.stop());
-
-  const live = await startLiveRevocation(config, {
+  const trust = await startTrust(config, {
     logger,
     now,
-    cas: () => [...trustStore.all, ...trustStore.anchors.map((a) => a.certificate)],
-    localList: (issuer) => trust.revocation.listOf(issuer),
     onChange: () => verifierLater?.invalidate(),
     events: {
       ocspAnswered: (outcome, seconds) => metricsLater?.ocspRequests.observe({ outcome }, seconds),
       unknownStatus: (action) => metricsLater?.revocationUnknown.inc({ action }),
     },
   });
-  started.add(() => live.stop());
-  const trustSources = (): TrustSourceStatus[] => [
-    ...registerParts.statuses(),
-    ...(trustedLists?.statuses() ?? []),
-    ...crlFiles.statuses,
-    ...live.statuses(),
-  ];
+  started.add(() => trust.stop());
+  const { register } = trust;
 
   const verifier = new TppVerifier({
-    trustStore: () => trustStore,
-    revocation: () => live.revocation,
+    trustStore: () => trust.pool.trustStore,
+    revocation: () => trust.revocation,
     onRevocationWarning: (certificate, warning) =>
       logger.warn({ certificate: certificate.sha256Fingerprint }, warning),
     register,
@@ -309,15 +257,15 @@ async function startComponents(
     steps: () => chainLater?.counts(),
     certificateCache: () => verifier.stats,
     register: () => register.stats,
-    trustSources,
-    ocspCache: () => live.revocation.ocspCacheStatus,
+    trustSources: trust.statuses,
+    ocspCache: () => trust.revocation.ocspCacheStatus,
     store: () => store.stats,
     certificates: () => [
       ...(qsealSummary ? [{ kind: "qseal" as const, ...qsealSummary }] : []),
       ...(tlsCertificate
         ? [{ kind: "tls" as const, name: tlsCertificate.name, notAfter: tlsCertificate.notAfter }]
         : []),
-      ...trustStore.all.map((c) => ({
+      ...trust.pool.trustStore.all.map((c) => ({
         kind: "ca" as const,
         name: commonName(c.subjectRfc2253),
         notAfter: c.notAfter,
@@ -426,22 +374,16 @@ async function startComponents(
     store,
     metrics,
     backendUrl,
-    sources,
-    trustSources,
-    trustReport: () => ({ sources: trustSources(), ocspCache: live.revocation.ocspCacheStatus }),
-    refreshTrustedLists: () => trustedLists?.refresh(),
+    trust,
     tlsCertificate: () => tlsCertificate,
     prepareReload() {
       // Everything is read first; only when all of it loads does any of it replace the old state.
-      const nextTrust = loadTrustMaterial(config.trust.caDir, config.trust.crlDir, listsToo);
+      const commitTrust = trust.prepareReload();
       const nextTls = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
       return () => {
-        trust = nextTrust;
-        crlFiles.loaded(nextTrust.revocation.lists, nextTrust.rejectedCrls);
-        rebuildStore();
+        commitTrust();
         tlsCertificate = nextTls;
         verifier.invalidate();
-        logTrust(logger, nextTrust);
         if (nextTls)
           logger.info(
             { name: nextTls.name, sha256: nextTls.fingerprint, notAfter: nextTls.notAfter },
@@ -502,13 +444,12 @@ function gatewayOf(
     // SIGHUP: certificates and trust at once, and the register from its sources (file or URL).
     reload() {
       reload();
-      for (const source of components.sources) void source.refresh();
-      void components.refreshTrustedLists();
+      components.trust.refresh();
     },
     async close(graceMs = config.shutdown.graceSeconds * 1000) {
       startDraining();
       watch.stop();
-      for (const source of components.sources) source.stop();
+      components.trust.stop();
       await drain(listener.server, graceMs);
       await started.closeAll();
       logger.info("gateway stopped");
@@ -571,23 +512,4 @@ export function responseSignerFrom(
 
 function readCertificate(file: string): CertificateSummary {
   return summaryOf(new X509Certificate(readFileSync(file)));
-}
-
-function logTrust(logger: Logger, trust: TrustMaterial): void {
-  logger.info(
-    {
-      cas: trust.store.all.map((c) => ({
-        subject: c.subjectRfc2253,
-        sha256: c.sha256Fingerprint,
-        notAfter: c.notAfter.toISOString(),
-      })),
-      crls: trust.revocation.lists.map((l) => ({
-        source: l.source,
-        revoked: l.revoked.size,
-        nextUpdate: l.nextUpdate?.toISOString(),
-      })),
-    },
-    "trust store loaded",
-  );
-  for (const problem of trust.problems) logger.warn(problem);
 }

@@ -18,10 +18,11 @@ import {
   type TrustedCertificate,
 } from "../checks/index.js";
 import { DEFAULT_REDIRECT_URI_OPTIONAL_PREFIXES, DEFAULT_ROLE_ROUTES } from "../config/schema.js";
-import { parseRegisterDocument, requirePsd2, TppRegister, TppVerifier } from "../eidas/index.js";
+import { requirePsd2, TppRegister, TppVerifier } from "../eidas/index.js";
 import { isRejection, type Rejection } from "../errors.js";
 import { DEFAULT_DATE_TOLERANCE_MS } from "../signature/index.js";
 import { crlCheckerFromFolder, trustStoreFromFolder } from "../trust/folders.js";
+import { parseRegisterDocument } from "../trust/formats/register-document.js";
 import {
   describeCertificate,
   describeSignature,

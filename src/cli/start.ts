@@ -20,7 +20,7 @@ export async function ensureDevCertificates(
   if (!force && existsSync(`${out}/bank/bank-qseal.pem`) && existsSync(`${out}/qtsp/status.json`))
     return false;
   log(`generating development certificates in ${out} …`);
-  const { generateDevPki } = await import("./dev-pki.js");
+  const { generateDevPki } = await import("../dev/pki.js");
   await generateDevPki(out, Date.now(), { qtspUrl: DEMO_QTSP_URL });
   log(`development certificates written to ${out} (private keys stay there; never commit them)`);
   return true;
@@ -65,7 +65,7 @@ config key, unreadable certificates), with the reason on stderr.`,
     // Once per machine, before the gateway that fetches from it (a cluster's workers find it running).
     const demoQtsp = config.mode === "ingress" ? config.demoQtsp : undefined;
     if (demoQtsp && !isWorker()) {
-      const { startDemoQtsp } = await import("./demo-qtsp.js");
+      const { startDemoQtsp } = await import("../dev/demo-qtsp.js");
       try {
         const qtsp = await startDemoQtsp({ pkiDir: demoQtsp.pki, ...demoQtsp });
         logger.info(

@@ -1,11 +1,14 @@
 /**
  * The eIDAS layer's public surface: certificate parsing (QCStatements, PSD2 roles,
  * organizationIdentifier), the trust store and chain building, CRL revocation, the TPP register
- * and the cached TPP verifier. Pure and cached: no file or network I/O (that is src/trust/).
+ * and the cached TPP verifier. Pure and cached: no file or network I/O (that is src/trust/, which
+ * also reads the documents only its sources fetch: trusted lists, OCSP, register files). Code
+ * outside eidas/ imports from here, never from a file beside it.
  */
 
 export {
   type BasicConstraints,
+  type Extension,
   isPsd2Certificate,
   type KeyUsage,
   type ParseCertificateOptions,
@@ -18,7 +21,8 @@ export {
   DEFAULT_MAX_CERTIFICATE_HEADER_BYTES,
   decodeCertificateHeader,
 } from "./certificate-header.js";
-export { DEFECT_CHANNEL, type DefectEvent } from "./defects.js";
+export { DEFECT_CHANNEL, type DefectEvent, reportDefect } from "./defects.js";
+export { parsePsdOrganizationIdentifier } from "./organization-identifier.js";
 export {
   encodeQcStatements,
   PSD2_ROLES,
@@ -27,8 +31,8 @@ export {
   type QcTypeName,
 } from "./qcstatements.js";
 export {
-  parseRegisterDocument,
   type RegisterEntry,
+  type RegisterSink,
   type RegisterStats,
   TppRegister,
 } from "./register.js";
@@ -37,7 +41,19 @@ export {
   crlsFromFile,
   type RevocationChecker,
   type RevocationList,
+  type RevocationStatus,
+  revokedRefusal,
+  serialKey,
+  statusFromCrl,
+  verifiedCrl,
 } from "./revocation.js";
+export { verifyTbs } from "./signature-algorithms.js";
 export { MAX_REFUSAL_TEXT, TppVerifier, type TppVerifierOptions, type TrustedTpp } from "./tpp-verifier.js";
-export { type ChainResult, certificatesFromFile, TrustStore } from "./trust-store.js";
+export {
+  type ChainPurpose,
+  type ChainResult,
+  certificatesFromFile,
+  type QualifiedAnchor,
+  TrustStore,
+} from "./trust-store.js";
 export type { VerdictCacheStats } from "./verdict-cache.js";

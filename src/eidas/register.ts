@@ -10,31 +10,9 @@
  * lookup fails closed, because a lower layer might hold a withdrawal we have not seen.
  */
 
-import { z } from "zod";
 import { type Rejection, reject } from "../errors.js";
 import { parsePsdOrganizationIdentifier } from "./organization-identifier.js";
-import { PSD2_ROLES, type Psd2Role } from "./qcstatements.js";
-
-const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "expected an ISO date (YYYY-MM-DD)");
-const country = z.string().regex(/^[A-Z]{2}$/, "expected an ISO 3166 country code");
-
-const entrySchema = z.object({
-  organizationIdentifier: z.string().min(1),
-  name: z.string().min(1),
-  roles: z.array(z.enum(PSD2_ROLES)),
-  /** `authorised` is the only status that lets requests through; anything else blocks. */
-  status: z.string().min(1),
-  /** SHA-256 fingerprints (hex, any case, colons allowed); when given, only these certificates are accepted. */
-  certificateFingerprints: z.array(z.string()).optional(),
-  withdrawnOn: isoDate.optional(),
-  /** Where each role may be used; without it, a role counts for every country. */
-  countries: z.partialRecord(z.enum(PSD2_ROLES), z.array(country)).optional(),
-});
-
-const documentSchema = z.object({
-  updated: z.string().optional(),
-  tpps: z.array(entrySchema),
-});
+import type { Psd2Role } from "./qcstatements.js";
 
 export interface RegisterEntry {
   readonly organizationIdentifier: string;
@@ -48,26 +26,6 @@ export interface RegisterEntry {
   readonly countries?: Partial<Record<Psd2Role, readonly string[]>>;
   /** The layer (source name) the entry came from. */
   readonly source?: string;
-}
-
-/** Parses a register document in our own format; throws with the offending path on malformed input. */
-export function parseRegisterDocument(text: string, source?: string): RegisterEntry[] {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (error) {
-    throw new Error(`register is not valid JSON: ${(error as Error).message}`);
-  }
-  const parsed = documentSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new Error(`register entry ${issue.path.join(".")}: ${issue.message}`);
-  }
-  return parsed.data.tpps.map((e) => ({
-    ...e,
-    certificateFingerprints: e.certificateFingerprints?.map((f) => f.replace(/:/g, "").toLowerCase()),
-    ...(source !== undefined ? { source } : {}),
-  }));
 }
 
 export interface RegisterLayerOptions {

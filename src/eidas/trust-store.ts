@@ -3,9 +3,10 @@
  * from a leaf to a trusted self-signed root with every signature, validity period,
  * basicConstraints and keyUsage checked along the way.
  *
- * Trusted-list anchors (ETSI TS 119 612, see trusted-list.ts) are CAs a list names as qualified:
- * a chain may end at one without reaching a root, and then the list decides: the leaf must have
- * been issued while the service was granted, and be of a kind (QWAC, QSealC) it was granted for.
+ * Trusted-list anchors (ETSI TS 119 612, read by src/trust/formats/trusted-list.ts) are CAs a list
+ * names as qualified: a chain may end at one without reaching a root, and then the list decides:
+ * the leaf must have been issued while the service was granted, and be of a kind (QWAC, QSealC) it
+ * was granted for.
  * A CA that is both in a folder and on a list is judged by the list (the fresher word on withdrawal).
  */
 

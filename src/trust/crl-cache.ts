@@ -3,18 +3,22 @@
  * from configured URLs. Each list is verified against the trust store, kept in memory and (when a
  * cache folder is configured) on disk so a restart does not fetch everything again, and fetched
  * again in the background before its nextUpdate, with conditional requests, jitter and back-off.
+ * As a trust source it starts from the disk cache and the configured URLs; live-revocation.ts
+ * reads its lists.
  */
 
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { ParsedCertificate, RevocationList } from "../eidas/index.js";
-import { verifiedCrl } from "../eidas/revocation.js";
+import { type ParsedCertificate, type RevocationList, verifiedCrl } from "../eidas/index.js";
 import { formatRfc2253, readNameFromDer } from "../x500/name.js";
 import { fetchDocument, type Validators } from "./http-fetch.js";
+import type { TrustSource } from "./source.js";
 import type { CrlDetails, TrustSourceStatus } from "./source-status.js";
 
 export interface CrlCacheOptions {
+  /** Configured URLs (revocation.crl.urls): fetched at start and kept whatever the certificates name. */
+  readonly urls?: readonly string[];
   /** The CAs a CRL may be signed by (the trust store's, read when a list arrives). */
   readonly cas: () => readonly ParsedCertificate[];
   /** Fetched again at least this often, and before nextUpdate. */
@@ -52,7 +56,8 @@ interface Entry {
 /** Shortest wait before trying a failed URL again; doubles up to the refresh interval. */
 const FIRST_BACKOFF_MS = 5_000;
 
-export class CrlCache {
+export class CrlCache implements TrustSource {
+  readonly name = "fetched CRLs";
   private readonly entries = new Map<string, Entry>();
   private readonly now: () => number;
   private stopped = false;
@@ -60,6 +65,12 @@ export class CrlCache {
   constructor(private readonly options: CrlCacheOptions) {
     this.now = options.now ?? Date.now;
     if (options.cacheDir) mkdirSync(options.cacheDir, { recursive: true });
+  }
+
+  /** The lists the disk cache holds, then the configured URLs fetched (conditionally, when held). */
+  async start(): Promise<void> {
+    this.loadFromDisk();
+    await this.pin(this.options.urls ?? []);
   }
 
   /** Configured URLs: fetched now and kept fresh for as long as the gateway runs. */
@@ -129,6 +140,10 @@ export class CrlCache {
     const entry = this.entryFor(url, false);
     entry.lastUsed = this.now();
     return this.fetch(entry);
+  }
+
+  status(): TrustSourceStatus[] {
+    return this.statuses;
   }
 
   get statuses(): TrustSourceStatus[] {

@@ -4,22 +4,25 @@
  * A status nobody can prove is not "good": it refuses, unless `softFail` lets it through with a
  * warning. Answers are cached until they expire (OCSP per certificate, bounded; CRLs per URL) and
  * refreshed in the background, so only a certificate the gateway has no fresh answer for waits on
- * the network, and then for at most `firstAnswerTimeoutMs`.
+ * the network, and then for at most `firstAnswerTimeoutMs`. As a trust source it reports the OCSP
+ * responders it has asked.
  */
 
 import { LRUCache } from "lru-cache";
-import type { ParsedCertificate, RevocationList } from "../eidas/index.js";
-import { buildOcspRequest, type OcspAnswer, OcspError, readOcspResponse } from "../eidas/ocsp.js";
 import {
+  type ParsedCertificate,
   type RevocationChecker,
+  type RevocationList,
   type RevocationStatus,
   revokedRefusal,
   statusFromCrl,
-} from "../eidas/revocation.js";
-import { revocationSourcesOf } from "../eidas/revocation-sources.js";
+} from "../eidas/index.js";
 import { reject } from "../errors.js";
 import type { CrlCache } from "./crl-cache.js";
+import { buildOcspRequest, type OcspAnswer, OcspError, readOcspResponse } from "./formats/ocsp.js";
 import { fetchDocument } from "./http-fetch.js";
+import { revocationSourcesOf } from "./revocation-sources.js";
+import type { TrustSource } from "./source.js";
 import type { OcspCacheStatus, TrustSourceStatus } from "./source-status.js";
 
 export type RevocationOrder = "ocsp-crl" | "crl" | "ocsp";
@@ -74,7 +77,8 @@ const SOFT_FAIL_HOLD_MS = 60_000;
 /** Responders tracked for status and refusal texts; certificates name them, so bounded. */
 const MAX_RESPONDERS = 256;
 
-export class LiveRevocation implements RevocationChecker {
+export class LiveRevocation implements RevocationChecker, TrustSource {
+  readonly name = "OCSP responders";
   private readonly ocspCache: LRUCache<string, CachedOcsp>;
   private readonly ocspInFlight = new Map<string, Promise<SourceAnswer>>();
   private readonly responders = new LRUCache<string, ResponderState>({ max: MAX_RESPONDERS });
@@ -110,6 +114,16 @@ export class LiveRevocation implements RevocationChecker {
     }
     return this.unknown(certificate, reasons, steps.length === 0 || this.nothingToAsk(sources, issuer));
   }
+
+  /** Nothing to load ahead: a responder is asked when a certificate names it. */
+  async start(): Promise<void> {}
+
+  status(): TrustSourceStatus[] {
+    return this.responderStatuses;
+  }
+
+  /** Nothing runs on its own: answers are refreshed when a certificate that uses them is checked. */
+  stop(): void {}
 
   /** OCSP responders seen, each with the answers of it held, for metrics and `trust status`. */
   get responderStatuses(): TrustSourceStatus[] {

@@ -14,7 +14,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { RegisterEntry } from "../eidas/register.js";
+import type { RegisterEntry } from "../eidas/index.js";
 import {
   type DecodeOptions,
   decodeRegister,

@@ -5,13 +5,16 @@
  *
  * Polling is jittered (±10 %) so that a fleet of gateways does not hit the publisher in step;
  * after a failure the next try comes sooner and backs off exponentially, up to the poll interval.
- * A failed refresh keeps the last good copy and is counted on the layer.
+ * A failed refresh keeps the last good copy and is counted on the layer. The layers' sources
+ * together are one trust source (RegisterTrustSource): loaded at once, reported layer by layer.
  */
 
 import { readFile, stat } from "node:fs/promises";
-import type { RegisterSink, TppRegister } from "../eidas/register.js";
+import type { RegisterSink, TppRegister } from "../eidas/index.js";
 import { fetchDocument } from "./http-fetch.js";
 import { type LoadRegisterOptions, loadRegister, type RegisterFormat } from "./register-loading.js";
+import type { TrustSource } from "./source.js";
+import type { TrustSourceStatus } from "./source-status.js";
 
 export interface RegisterSource {
   /** Fetches once; resolves whether or not it succeeded (failures are recorded on the register). */
@@ -254,6 +257,45 @@ export function createRegisterSource(
   return config.file !== undefined
     ? new FileRegisterSource(config.file, layer, config.pollMs, log, config)
     : new HttpRegisterSource(config.url!, layer, config.pollMs, log, config);
+}
+
+/**
+ * The TPP register's sources, one per layer, as one trust source: all loaded at once before the
+ * gateway serves, then each on its own schedule; the status is each layer's.
+ */
+export class RegisterTrustSource implements TrustSource {
+  readonly name = "register";
+
+  constructor(
+    private readonly register: TppRegister,
+    private readonly sources: readonly RegisterSource[],
+  ) {}
+
+  async start(): Promise<void> {
+    await this.refresh();
+    for (const source of this.sources) source.start();
+  }
+
+  async refresh(): Promise<void> {
+    await Promise.all(this.sources.map((s) => s.refresh()));
+  }
+
+  status(): TrustSourceStatus[] {
+    return this.register.stats.sources.map((s) => ({
+      kind: "register" as const,
+      source: `${s.name}: ${s.description ?? "not loaded"}`,
+      lastSuccess: s.lastSuccess,
+      failures: s.failures,
+      ...(s.lastError ? { lastError: s.lastError } : {}),
+      size: s.entries,
+      stale: !s.fresh,
+      failsReadiness: true,
+    }));
+  }
+
+  stop(): void {
+    for (const source of this.sources) source.stop();
+  }
 }
 
 /** A URL fit for logs and stats: user and password removed. */

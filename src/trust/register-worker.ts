@@ -10,8 +10,9 @@
 
 import { parentPort, workerData } from "node:worker_threads";
 import { unzipSync } from "fflate";
-import { mapEbaRegister } from "../eidas/eba-register.js";
-import { parseRegisterDocument, type RegisterEntry } from "../eidas/register.js";
+import type { RegisterEntry } from "../eidas/index.js";
+import { mapEbaRegister } from "./formats/eba-register.js";
+import { parseRegisterDocument } from "./formats/register-document.js";
 
 /**
  * What the bytes hold. `eba-zip` and `eba-json` are the EBA's register, `json` our own format;

@@ -3,12 +3,15 @@
  * the configured LOTL signer certificates, follows its XML pointers, verifies each national list
  * with the signers the LOTL names for that territory, and turns granted CA/QC services into
  * trust-store anchors. One bad list is reported and skipped; its last good copy is kept.
+ * TrustedListSource is the trust source: the lists read before the gateway serves and then on
+ * their own schedule, their anchors put in the TrustPool.
  */
 
+import { readFileSync } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { parseCertificate } from "../eidas/certificate.js";
-import type { QualifiedAnchor } from "../eidas/trust-store.js";
+import { certificatesFromFile, parseCertificate, type QualifiedAnchor } from "../eidas/index.js";
+import { isRejection } from "../errors.js";
 import {
   type CaService,
   grantedAt,
@@ -18,9 +21,11 @@ import {
   TRUSTED_LIST_LIMITS,
   type TrustedList,
   TrustedListError,
-} from "../eidas/trusted-list.js";
-import { isRejection } from "../errors.js";
+} from "./formats/trusted-list.js";
 import { fetchDocument as fetchBounded } from "./http-fetch.js";
+import type { TrustPool } from "./pool.js";
+import type { TrustLogger, TrustSource } from "./source.js";
+import type { TrustSourceStatus } from "./source-status.js";
 
 export type FetchedDocument =
   | { readonly status: "ok"; readonly body: string; readonly etag?: string; readonly lastModified?: string }
@@ -237,6 +242,132 @@ export class TrustedListSet {
 /** One-shot form of TrustedListSet.refresh(). */
 export async function loadTrustedLists(options: TrustedListsOptions): Promise<TrustedListsResult> {
   return new TrustedListSet(options).refresh();
+}
+
+export interface TrustedListSourceOptions {
+  /** File path, file: URL or http(s) URL of the list of the lists. */
+  readonly lotl: string;
+  /** Files (PEM or DER) of the certificates allowed to sign the LOTL (trust.trustedLists.lotlSigners). */
+  readonly lotlSignerFiles: readonly string[];
+  readonly territories?: readonly string[];
+  /** Per-document timeout. */
+  readonly timeoutMs: number;
+  /** Read again this often; sooner after a failure. */
+  readonly pollMs: number;
+  readonly pool: TrustPool;
+  readonly log: TrustLogger;
+  readonly now: () => number;
+}
+
+/** First retry after a failed refresh; doubles up to the poll interval. */
+const RETRY_MS = 30_000;
+
+/**
+ * The EU trusted lists as a trust source: read once before the gateway serves and then on their own
+ * schedule; a refresh that brings other anchors puts them in the pool (the trust store is rebuilt).
+ */
+export class TrustedListSource implements TrustSource {
+  readonly name: string;
+  /** Made at start, once the signer files are read. */
+  private set: TrustedListSet | undefined;
+  private failures = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private anchorsKey = "";
+
+  constructor(private readonly options: TrustedListSourceOptions) {
+    this.name = options.lotl;
+  }
+
+  async start(): Promise<void> {
+    const { lotl, territories, timeoutMs } = this.options;
+    this.set = new TrustedListSet({
+      lotl,
+      lotlSigners: this.options.lotlSignerFiles.flatMap(certificatesIn),
+      ...(territories ? { territories } : {}),
+      timeoutMs,
+    });
+    await this.refresh();
+    this.schedule();
+  }
+
+  /** Reads every list again now. */
+  async refresh(): Promise<void> {
+    const { log } = this.options;
+    if (!this.set) return;
+    const result = await this.set.refresh(new Date(this.options.now()));
+    const failed = result.lists.filter((l) => !l.ok);
+    this.failures = failed.length > 0 ? this.failures + 1 : 0;
+    for (const l of failed)
+      log.warn(
+        { list: l.location, territory: l.territory, err: l.error },
+        "trusted list refresh failed; keeping the last good copy",
+      );
+    for (const problem of result.problems) log.warn(problem);
+    // A new sequence number may change a CA's qualification or history without changing the CA.
+    const key = [
+      ...result.lists.map((l) => `${l.location}#${l.sequenceNumber}`),
+      ...result.anchors.map((a) => `${a.source}:${a.certificate.sha256Fingerprint}`),
+    ].join(",");
+    if (key !== this.anchorsKey) {
+      this.anchorsKey = key;
+      log.info(
+        { lists: result.lists.filter((l) => l.inUse).length, anchors: result.anchors.length },
+        "trusted lists loaded",
+      );
+      this.options.pool.put(this.name, { anchors: result.anchors });
+    }
+  }
+
+  status(): TrustSourceStatus[] {
+    const { set } = this;
+    if (!set) return [];
+    const stats = new Map(set.stats().map((s) => [s.location, s]));
+    const at = new Date(this.options.now());
+    const staleLocations = new Set(set.stale(at).map((l) => l.location));
+    const anchors = set.anchors;
+    return set.current.lists.map((l) => {
+      const s = stats.get(l.location);
+      return {
+        kind: "trusted-list" as const,
+        source: `${l.territory} ${l.location}`,
+        lastSuccess: s?.lastSuccess?.getTime(),
+        failures: s?.failures ?? 0,
+        ...(s?.lastError ? { lastError: s.lastError } : {}),
+        size:
+          l.kind === "lotl"
+            ? set.current.lists.length - 1
+            : anchors.filter((a) => a.source.includes(l.location)).length,
+        ...(l.nextUpdate ? { nextUpdate: l.nextUpdate.getTime() } : {}),
+        stale: !l.inUse || staleLocations.has(l.location),
+        failsReadiness: true,
+      };
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    const poll = this.options.pollMs;
+    const delay = this.failures > 0 ? Math.min(RETRY_MS * 2 ** (this.failures - 1), poll) : poll;
+    // ±10 % jitter so many gateways do not fetch the lists in the same second.
+    this.timer = setTimeout(
+      () => void this.refresh().finally(() => this.schedule()),
+      delay * (0.9 + Math.random() * 0.2),
+    );
+    this.timer.unref();
+  }
+}
+
+function certificatesIn(file: string): Uint8Array[] {
+  const found = certificatesFromFile(file, readFileSync(file));
+  if (found.certificates.length === 0)
+    throw new Error(`trust.trustedLists.lotlSigners: no certificate in ${file}`);
+  return found.certificates.map((c) => c.der);
 }
 
 function isStale(nextUpdate: Date | undefined, now: Date): boolean {

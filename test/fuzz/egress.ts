@@ -24,7 +24,7 @@
 
 import { type KeyObject, X509Certificate } from "node:crypto";
 import { join } from "node:path";
-import type { DevPki } from "../../src/cli/dev-pki.js";
+import type { DevPki } from "../../src/dev/pki.js";
 import { isRejection, statusFor } from "../../src/errors.js";
 import {
   formatCertificateHeader,

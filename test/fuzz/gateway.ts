@@ -12,7 +12,7 @@ import { writeFileSync } from "node:fs";
 import { get as httpGet, Server } from "node:http";
 import { join } from "node:path";
 import { stringify as toYaml } from "yaml";
-import type { DevPki } from "../../src/cli/dev-pki.js";
+import type { DevPki } from "../../src/dev/pki.js";
 import { TIMEOUT_CHECK_INTERVAL_MS } from "../../src/listener/guard.js";
 import { freeLoopbackPort, REPO_ROOT } from "../helpers/gateway-process.js";
 import type { ListenLimits } from "./types.js";

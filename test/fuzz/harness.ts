@@ -25,7 +25,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { get as httpGet } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type DevPki, generateDevPki } from "../../src/cli/dev-pki.js";
+import { type DevPki, generateDevPki } from "../../src/dev/pki.js";
 import { ResponseVerifier } from "../../src/egress/response-verifier.js";
 import { TppVerifier } from "../../src/eidas/index.js";
 import { loadTrustMaterial } from "../../src/trust/trust-material.js";

@@ -18,7 +18,7 @@ import * as x509 from "@peculiar/x509";
 import type { Dispatcher } from "undici";
 import { request } from "undici";
 import { stringify as toYaml } from "yaml";
-import type { DevPki } from "../../src/cli/dev-pki.js";
+import type { DevPki } from "../../src/dev/pki.js";
 import type { PreparedCall } from "./gateway-fixture.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);

@@ -11,7 +11,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
-import { type DevPki, generateDevPki, QTSP_PATHS } from "../../src/cli/dev-pki.js";
+import { type DevPki, generateDevPki, QTSP_PATHS } from "../../src/dev/pki.js";
 import type { CertificateStatus } from "../../src/qtsp/ocsp-responder.js";
 import { type QtspServer, type QtspServerOptions, startQtspServer } from "../../src/qtsp/server.js";
 

@@ -14,8 +14,8 @@ import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EgressGateway, startGateway } from "../../src/app.js";
-import type { DevPki } from "../../src/cli/dev-pki.js";
 import { validateEgressConfig } from "../../src/config/load.js";
+import type { DevPki } from "../../src/dev/pki.js";
 import { createLogger } from "../../src/observability/logger.js";
 import {
   enforcedResponses,

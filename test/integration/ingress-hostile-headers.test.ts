@@ -14,7 +14,7 @@
  */
 
 import { describe, expect, it } from "vitest";
-import type { IssuedCertificate } from "../../src/cli/dev-pki.js";
+import type { IssuedCertificate } from "../../src/dev/pki.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import {
   expectRejected,

@@ -11,8 +11,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { connect as tlsConnect } from "node:tls";
 import { describe, expect, it } from "vitest";
-import type { DevPki, IssuedCertificate } from "../../src/cli/dev-pki.js";
 import { validateConfig } from "../../src/config/load.js";
+import type { DevPki, IssuedCertificate } from "../../src/dev/pki.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import {
   expectRejected,

@@ -10,7 +10,7 @@
 
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { DevPki, IssuedCertificate } from "../../src/cli/dev-pki.js";
+import type { DevPki, IssuedCertificate } from "../../src/dev/pki.js";
 import type { StatusProfile } from "../../src/errors.js";
 import {
   buildKeyId,

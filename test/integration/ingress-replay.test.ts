@@ -6,7 +6,7 @@
 
 import { createPrivateKey, generateKeyPairSync, type KeyObject, sign } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { DevPki } from "../../src/cli/dev-pki.js";
+import type { DevPki } from "../../src/dev/pki.js";
 import {
   buildSigningString,
   formatSignatureHeader,

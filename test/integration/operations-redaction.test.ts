@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DevPki } from "../../src/cli/dev-pki.js";
+import type { DevPki } from "../../src/dev/pki.js";
 import {
   type PreparedCall,
   prepareSignedCall,

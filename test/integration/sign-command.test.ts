@@ -14,8 +14,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify as toYaml } from "yaml";
-import type { DevPki } from "../../src/cli/dev-pki.js";
 import { explain, parseRequestDump, withFraming } from "../../src/cli/verify.js";
+import type { DevPki } from "../../src/dev/pki.js";
 import {
   enforcedResponses,
   HOST_SIGNING,

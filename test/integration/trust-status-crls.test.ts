@@ -14,7 +14,7 @@ import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
 import { Agent } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, QTSP_PATHS } from "../../src/cli/dev-pki.js";
+import { type DevPki, QTSP_PATHS } from "../../src/dev/pki.js";
 import { parseCertificate } from "../../src/eidas/index.js";
 import { isRejection } from "../../src/errors.js";
 import type { QtspServer } from "../../src/qtsp/server.js";

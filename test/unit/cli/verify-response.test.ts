@@ -11,9 +11,9 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { stringify as toYaml } from "yaml";
 import { responseSignerFrom } from "../../../src/app/ingress.js";
-import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/cli/dev-pki.js";
 import { explainResponse, parseDump, render } from "../../../src/cli/verify.js";
 import { validateConfig } from "../../../src/config/load.js";
+import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
 
 let pki: DevPki;
 let dir: string;

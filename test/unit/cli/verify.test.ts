@@ -9,8 +9,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/cli/dev-pki.js";
 import { explain, parseRequestDump, render, withFraming } from "../../../src/cli/verify.js";
+import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
 import { formatHttpDate, RequestSigner } from "../../../src/signature/index.js";
 
 let pki: DevPki;

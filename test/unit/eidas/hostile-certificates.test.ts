@@ -12,7 +12,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, generateDevPki } from "../../../src/cli/dev-pki.js";
+import { type DevPki, generateDevPki } from "../../../src/dev/pki.js";
 import { DEFECT_CHANNEL, type DefectEvent } from "../../../src/eidas/defects.js";
 import { TppRegister } from "../../../src/eidas/register.js";
 import type { RevocationChecker, RevocationStatus } from "../../../src/eidas/revocation.js";

@@ -5,8 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Psd2Role } from "../../../src/eidas/qcstatements.js";
-import { parseRegisterDocument, type RegisterEntry, TppRegister } from "../../../src/eidas/register.js";
+import { type RegisterEntry, TppRegister } from "../../../src/eidas/register.js";
 import { isRejection } from "../../../src/errors.js";
+import { parseRegisterDocument } from "../../../src/trust/formats/register-document.js";
 import { FileRegisterSource, HttpRegisterSource } from "../../../src/trust/register-sources.js";
 
 const ENTRY = {

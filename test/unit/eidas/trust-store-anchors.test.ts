@@ -2,13 +2,13 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/cli/dev-pki.js";
+import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
 import {
   buildTrustedLists,
   type DevCaService,
   generateTrustedListSigner,
   type TrustedListSigner,
-} from "../../../src/cli/dev-trusted-lists.js";
+} from "../../../src/dev/trusted-lists.js";
 import { parseCertificate } from "../../../src/eidas/certificate.js";
 import { type ChainPurpose, TrustStore } from "../../../src/eidas/trust-store.js";
 import { isRejection } from "../../../src/errors.js";

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/cli/dev-pki.js";
+import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
 import { parseCertificate } from "../../../src/eidas/certificate.js";
 import type { TrustStore } from "../../../src/eidas/trust-store.js";
 import { isRejection } from "../../../src/errors.js";

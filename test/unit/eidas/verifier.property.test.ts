@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/cli/dev-pki.js";
+import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
 import { TppRegister } from "../../../src/eidas/register.js";
 import { TppVerifier, type TrustedTpp } from "../../../src/eidas/tpp-verifier.js";
 import { type ErrorCode, isRejection, type Rejection } from "../../../src/errors.js";

@@ -2,11 +2,12 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, generateDevPki } from "../../../src/cli/dev-pki.js";
-import { parseRegisterDocument, TppRegister } from "../../../src/eidas/register.js";
+import { type DevPki, generateDevPki } from "../../../src/dev/pki.js";
+import { TppRegister } from "../../../src/eidas/register.js";
 import { TppVerifier } from "../../../src/eidas/tpp-verifier.js";
 import { VerdictCache } from "../../../src/eidas/verdict-cache.js";
 import { isRejection, reject } from "../../../src/errors.js";
+import { parseRegisterDocument } from "../../../src/trust/formats/register-document.js";
 import { loadTrustMaterial } from "../../../src/trust/trust-material.js";
 
 let pki: DevPki;

@@ -10,8 +10,8 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ebaRegisterDocument, ebaRegisterZip } from "../../../src/cli/dev-eba-register.js";
-import { TppRegister } from "../../../src/eidas/register.js";
+import { ebaRegisterDocument, ebaRegisterZip } from "../../../src/dev/eba-register.js";
+import { TppRegister } from "../../../src/eidas/index.js";
 import { isRejection } from "../../../src/errors.js";
 import { createRegisterSource, pollDelay } from "../../../src/trust/register-sources.js";
 

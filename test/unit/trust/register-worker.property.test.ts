@@ -8,8 +8,8 @@
 import fc from "fast-check";
 import { zipSync } from "fflate";
 import { describe, expect, it } from "vitest";
-import { PSD2_ROLES } from "../../../src/eidas/qcstatements.js";
-import type { RegisterEntry } from "../../../src/eidas/register.js";
+import type { RegisterEntry } from "../../../src/eidas/index.js";
+import { PSD2_ROLES } from "../../../src/eidas/index.js";
 import { decodeRegister, isZip } from "../../../src/trust/register-worker.js";
 
 const FORMATS = ["auto", "json", "eba-json", "eba-zip"] as const;

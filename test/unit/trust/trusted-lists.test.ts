@@ -9,7 +9,7 @@ import {
   buildTrustedLists,
   generateTrustedListSigner,
   type TrustedListSigner,
-} from "../../../src/cli/dev-trusted-lists.js";
+} from "../../../src/dev/trusted-lists.js";
 import { loadTrustedLists, TrustedListSet } from "../../../src/trust/trusted-lists.js";
 
 const DAY = 24 * 3600 * 1000;

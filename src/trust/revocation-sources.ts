@@ -3,7 +3,9 @@
  * Authority Information Access, 4.2.1.13 CRL Distribution Points): OCSP responders, CRLs and the
  * issuer certificate. The certificate is attacker input and the URLs are where the gateway will
  * connect, so only short http(s) URLs come out, a few of each, and a malformed extension yields
- * nothing rather than a throw. Pure: no I/O; the fetchers in src/trust/ decide what to call.
+ * nothing rather than a throw. Pure: no I/O; live-revocation.ts decides what to call. Here, not in
+ * eidas/, because only the live revocation client asks where to fetch (and @peculiar/asn1-x509,
+ * which reads the extensions, stays out of what the eIDAS layer loads).
  */
 
 import { AsnConvert } from "@peculiar/asn1-schema";
@@ -16,7 +18,7 @@ import {
   id_ce_cRLDistributionPoints,
   id_pe_authorityInfoAccess,
 } from "@peculiar/asn1-x509";
-import type { ParsedCertificate } from "./certificate.js";
+import type { ParsedCertificate } from "../eidas/index.js";
 
 export interface RevocationSources {
   /** OCSP responder URLs (AIA id-ad-ocsp), in certificate order. */

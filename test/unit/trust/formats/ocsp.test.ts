@@ -22,23 +22,23 @@ import { AlgorithmIdentifier, CRLReasons, SubjectPublicKeyInfo } from "@peculiar
 import * as x509 from "@peculiar/x509";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type ParsedCertificate, parseCertificate } from "../../../src/eidas/certificate.js";
+import { type ParsedCertificate, parseCertificate } from "../../../../src/eidas/index.js";
+import { isRejection } from "../../../../src/errors.js";
+import {
+  type BuildOcspResponseOptions,
+  buildOcspResponse,
+  type CertificateStatus,
+  ocspErrorResponse,
+} from "../../../../src/qtsp/ocsp-responder.js";
 import {
   buildOcspRequest,
   type OcspAnswer,
   OcspError,
   type OcspExpectation,
   readOcspResponse,
-} from "../../../src/eidas/ocsp.js";
-import { isRejection } from "../../../src/errors.js";
-import {
-  type BuildOcspResponseOptions,
-  buildOcspResponse,
-  type CertificateStatus,
-  ocspErrorResponse,
-} from "../../../src/qtsp/ocsp-responder.js";
-import { encodeTlvTree, mutateTree, mutationsArbitrary, parseTlv } from "../../helpers/der-mutation.js";
-import { named } from "../../helpers/named-rows.js";
+} from "../../../../src/trust/formats/ocsp.js";
+import { encodeTlvTree, mutateTree, mutationsArbitrary, parseTlv } from "../../../helpers/der-mutation.js";
+import { named } from "../../../helpers/named-rows.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 

@@ -1,12 +1,11 @@
 /**
  * A register in the EBA's own format for the dev PKI and tests: the JSON document (an array of
  * arrays of entities) and the ZIP the EBA publishes it in. Mapping the document back
- * (eidas/eba-register.ts) gives the same organizationIdentifiers, roles, countries and withdrawals.
+ * (trust/formats/eba-register.ts) gives the same organizationIdentifiers, roles, countries and withdrawals.
  */
 
 import { strToU8, zipSync } from "fflate";
-import { parsePsdOrganizationIdentifier } from "../eidas/organization-identifier.js";
-import type { Psd2Role } from "../eidas/qcstatements.js";
+import { type Psd2Role, parsePsdOrganizationIdentifier } from "../eidas/index.js";
 
 export interface DevEbaTpp {
   /** `PSD` + country + `-` + NCA id + `-` + reference; the reference may not hold spaces or dashes (the EBA mapping drops them). */

@@ -10,8 +10,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
 import { encodeQcStatements, type Psd2Role, type QcTypeName } from "../eidas/index.js";
-import { ebaRegisterDocument, ebaRegisterZip } from "./dev-eba-register.js";
-import { writeDevTrustedLists } from "./dev-trusted-lists.js";
+import { ebaRegisterDocument, ebaRegisterZip } from "./eba-register.js";
+import { writeDevTrustedLists } from "./trusted-lists.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 

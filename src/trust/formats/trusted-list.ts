@@ -1,7 +1,8 @@
 /**
  * ETSI TS 119 612 trusted lists: the EU list of the lists (LOTL) and the national lists it points
  * to. Pure: the XML text and the certificates allowed to sign it come in, a verified, bounded
- * summary comes out, or a TrustedListError that says what is wrong. Fetching is src/trust/.
+ * summary comes out, or a TrustedListError that says what is wrong. Fetching and turning the
+ * granted services into trust anchors is trusted-lists.ts's.
  *
  * Order of work, each step guarding the next: size cap and no DOCTYPE (no entity expansion) →
  * well-formed XML → exactly one ds:Signature, a child of the root → its signing certificate is one
@@ -22,8 +23,8 @@ import {
 } from "node:crypto";
 import { DOMParser, type Element } from "@xmldom/xmldom";
 import { SignedXml } from "xml-crypto";
-import { isRejection } from "../errors.js";
-import { type ParsedCertificate, parseCertificate } from "./certificate.js";
+import { type ParsedCertificate, parseCertificate } from "../../eidas/index.js";
+import { isRejection } from "../../errors.js";
 
 export class TrustedListError extends Error {
   override readonly name = "TrustedListError";

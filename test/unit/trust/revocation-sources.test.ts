@@ -24,14 +24,14 @@ import {
 import * as x509 from "@peculiar/x509";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type Extension, type ParsedCertificate, parseCertificate } from "../../../src/eidas/certificate.js";
+import { type Extension, type ParsedCertificate, parseCertificate } from "../../../src/eidas/index.js";
+import { isRejection } from "../../../src/errors.js";
 import {
   MAX_URL_LENGTH,
   MAX_URLS_PER_KIND,
   type RevocationSources,
   revocationSourcesOf,
-} from "../../../src/eidas/revocation-sources.js";
-import { isRejection } from "../../../src/errors.js";
+} from "../../../src/trust/revocation-sources.js";
 import { encodeTlvTree, mutateTree, mutationsArbitrary, parseTlv } from "../../helpers/der-mutation.js";
 import { named } from "../../helpers/named-rows.js";
 

@@ -10,8 +10,7 @@
  * hyphen (`FI-FINFSA`) is accepted too.
  */
 
-import type { Psd2Role } from "./qcstatements.js";
-import type { RegisterEntry } from "./register.js";
+import type { Psd2Role, RegisterEntry } from "../../eidas/index.js";
 
 /** PSD2 Annex I service codes that make a TPP role; PSP_AS and PSP_IC come only from our own JSON. */
 const ROLE_BY_SERVICE: Readonly<Record<string, Psd2Role>> = { PS_070: "PSP_PI", PS_080: "PSP_AI" };

@@ -5,11 +5,11 @@
 
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ebaRegisterDocument, ebaRegisterZip } from "../../../src/cli/dev-eba-register.js";
-import { mapEbaEntity, mapEbaRegister } from "../../../src/eidas/eba-register.js";
-import type { RegisterEntry } from "../../../src/eidas/register.js";
-import { decodeRegister } from "../../../src/trust/register-worker.js";
-import { named } from "../../helpers/named-rows.js";
+import { ebaRegisterDocument, ebaRegisterZip } from "../../../../src/dev/eba-register.js";
+import type { RegisterEntry } from "../../../../src/eidas/index.js";
+import { mapEbaEntity, mapEbaRegister } from "../../../../src/trust/formats/eba-register.js";
+import { decodeRegister } from "../../../../src/trust/register-worker.js";
+import { named } from "../../../helpers/named-rows.js";
 
 function entity(overrides: {
   type?: unknown;

@@ -18,8 +18,8 @@ import {
   STATUS_WITHDRAWN,
   TRUSTED_LIST_ALGORITHMS,
   TSL_NS,
-} from "../eidas/trusted-list.js";
-import type { DevPki } from "./dev-pki.js";
+} from "../trust/formats/trusted-list.js";
+import type { DevPki } from "./pki.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
@@ -36,7 +36,7 @@ const SVC_INFO_EXT = "http://uri.etsi.org/TrstSvc/TrustedList/SvcInfoExt/";
 const TSL_TYPE = "http://uri.etsi.org/TrstSvc/TrustedList/TSLType/";
 const ADDITIONAL_TYPES_NS = "http://uri.etsi.org/02231/v2/additionaltypes#";
 
-/** What signs a list: an IssuedCertificate from dev-pki fits. */
+/** What signs a list: an IssuedCertificate from the dev PKI (pki.ts) fits. */
 export interface TrustedListSigner {
   readonly pem: string;
   readonly keyPem: string;

@@ -5,7 +5,7 @@ import {
   type DevTrustedLists,
   generateTrustedListSigner,
   type TrustedListSigner,
-} from "../../../src/cli/dev-trusted-lists.js";
+} from "../../../../src/dev/trusted-lists.js";
 import {
   type CaService,
   grantedAt,
@@ -13,8 +13,8 @@ import {
   STATUS_GRANTED,
   STATUS_WITHDRAWN,
   TrustedListError,
-} from "../../../src/eidas/trusted-list.js";
-import { named } from "../../helpers/named-rows.js";
+} from "../../../../src/trust/formats/trusted-list.js";
+import { named } from "../../../helpers/named-rows.js";
 
 const DAY = 24 * 3600 * 1000;
 const NOW = new Date();

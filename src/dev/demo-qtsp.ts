@@ -8,7 +8,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { extname, join } from "node:path";
 import { type QtspDocument, type QtspServer, startQtspServer } from "../qtsp/server.js";
-import { QTSP_PATHS } from "./dev-pki.js";
+import { QTSP_PATHS } from "./pki.js";
 
 const CONTENT_TYPES: Record<string, string> = {
   ".crl": "application/pkix-crl",

@@ -2,7 +2,8 @@
  * OCSP (RFC 6960) in the lightweight profile QTSPs serve (RFC 5019): the request for one
  * certificate, and the reading of a response into a status the gateway may rely on — or an
  * OcspError saying why it may not. Pure: the clock, the nonce and the bytes come from the caller;
- * fetching is the edge's job (src/trust/).
+ * asking the responder is live-revocation.ts's job. Here, not in eidas/, because only the live
+ * revocation client speaks OCSP: the eIDAS layer sees its answers as a RevocationStatus.
  *
  * The response is network input: whatever the bytes, readOcspResponse returns an answer or throws
  * an OcspError, never another exception, and its work is bounded (size, certificates, answers and
@@ -44,12 +45,15 @@ import {
   readOid,
   TAG,
   whole,
-} from "../asn1/der.js";
-import { isRejection } from "../errors.js";
-import { type ParsedCertificate, parseCertificate } from "./certificate.js";
-import { reportDefect } from "./defects.js";
-import { serialKey } from "./revocation.js";
-import { verifyTbs } from "./signature-algorithms.js";
+} from "../../asn1/der.js";
+import {
+  type ParsedCertificate,
+  parseCertificate,
+  reportDefect,
+  serialKey,
+  verifyTbs,
+} from "../../eidas/index.js";
+import { isRejection } from "../../errors.js";
 
 export type OcspStatus = "good" | "revoked" | "unknown";
 

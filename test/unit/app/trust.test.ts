@@ -1,0 +1,94 @@
+/**
+ * The trust sources as the gateway starts them from a config (startTrust): in order, reported
+ * together, reloaded all or nothing, and a start that fails closes what had started. Real files
+ * from the dev PKI; nothing is fetched (no CRL URLs configured, no certificate checked).
+ */
+
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startTrust, type Trust } from "../../../src/app/trust.js";
+import { validateConfig } from "../../../src/config/load.js";
+import { type DevPki, generateDevPki } from "../../../src/dev/pki.js";
+import { createLogger } from "../../../src/observability/logger.js";
+
+let pki: DevPki;
+let trust: Trust | undefined;
+const logger = createLogger("silent");
+
+beforeAll(async () => {
+  pki = await generateDevPki(mkdtempSync(join(tmpdir(), "psd2-app-trust-")));
+});
+
+afterEach(() => {
+  trust?.stop();
+  trust = undefined;
+});
+
+function configWith(trustSection: Record<string, unknown>) {
+  return validateConfig({
+    listen: { host: "127.0.0.1", port: 0 },
+    backend: { url: "http://127.0.0.1:9" },
+    trust: trustSection,
+    register: { file: pki.paths.register },
+    log: { level: "silent" },
+    admin: { enabled: false },
+  });
+}
+
+describe("startTrust", () => {
+  it("starts the folders, the register, fetched CRLs and OCSP in that order and reports them together", async () => {
+    let changes = 0;
+    trust = await startTrust(configWith({ caDir: pki.paths.trustDir }), {
+      logger,
+      now: Date.now,
+      onChange: () => changes++,
+    });
+    expect(trust.sources.map((s) => s.name)).toEqual([
+      pki.paths.trustDir,
+      "register",
+      "fetched CRLs",
+      "OCSP responders",
+    ]);
+    expect(trust.pool.trustStore.size).toBe(2);
+    expect(trust.register.isFresh()).toBe(true);
+    expect(changes).toBe(1);
+    const kinds = trust.statuses().map((s) => s.kind);
+    expect(kinds).toContain("register");
+    expect(trust.report().ocspCache).toMatchObject({ entries: 0, hits: 0, misses: 0 });
+  });
+
+  it("reloads the folders all or nothing: one that no longer loads throws and keeps the store in use", async () => {
+    const caDir = mkdtempSync(join(tmpdir(), "psd2-app-trust-ca-"));
+    cpSync(pki.paths.trustDir, caDir, { recursive: true });
+    trust = await startTrust(configWith({ caDir }), { logger, now: Date.now, onChange: () => {} });
+    const before = trust.pool.trustStore;
+
+    rmSync(caDir, { recursive: true });
+    cpSync(pki.paths.trustDir, caDir, { recursive: true, filter: (f) => !f.endsWith(".pem") });
+    expect(() => trust!.prepareReload()).toThrow(/no CA certificates found/);
+    expect(trust.pool.trustStore).toBe(before);
+
+    cpSync(pki.paths.trustDir, caDir, { recursive: true });
+    const commit = trust.prepareReload();
+    expect(trust.pool.trustStore).toBe(before);
+    commit();
+    expect(trust.pool.trustStore).not.toBe(before);
+    expect(trust.pool.trustStore.size).toBe(2);
+  });
+
+  it("fails to start when a source cannot, with that source's reason", async () => {
+    const noCertificate = join(mkdtempSync(join(tmpdir(), "psd2-app-trust-lotl-")), "signers.pem");
+    writeFileSync(noCertificate, "not a certificate\n");
+    await expect(
+      startTrust(
+        configWith({
+          caDir: pki.paths.trustDir,
+          trustedLists: { lotl: "http://127.0.0.1:9/lotl.xml", lotlSigners: [noCertificate] },
+        }),
+        { logger, now: Date.now, onChange: () => {} },
+      ),
+    ).rejects.toThrow(`trust.trustedLists.lotlSigners: no certificate in ${noCertificate}`);
+  });
+});
