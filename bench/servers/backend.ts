@@ -19,7 +19,9 @@ const BODY = Buffer.from(JSON.stringify({ ...SHAPE, pad: "x".repeat(313 - JSON.s
 let capture = false;
 let last: { method?: string | undefined; url?: string | undefined; headers: IncomingHttpHeaders } | undefined;
 
-const server = createServer((req, res) => {
+// A bank's core takes the head the gateway forwards: the TPP's (up to Node's 16 KiB, as the soak
+// sends it) plus the identity, forwarding and trace headers the gateway adds.
+const server = createServer({ maxHeaderSize: 32 * 1024 }, (req, res) => {
   if (capture) {
     capture = false;
     last = { method: req.method, url: req.url, headers: req.headers };
