@@ -18,13 +18,14 @@ import type { EgressEvent } from "../events.js";
 import { Backend } from "../forward/backend.js";
 import { type Listener, startListener } from "../listener/listener.js";
 import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
-import { connectionLimitMetrics } from "../observability/connection-limits.js";
 import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
 import type { Logger } from "../observability/logger.js";
 import { responseVerifierForProfile, signerForProfile } from "./bank-profile.js";
 import { type CertificateSummary, summaryOf } from "./certificate-summary.js";
 import { connectionLimitsOf } from "./connection-limits.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
+import { watchFiles } from "./file-watch.js";
+import type { ConfigFile } from "./ingress.js";
 import { drain, Started } from "./started.js";
 
 export interface EgressGateway {
@@ -35,8 +36,9 @@ export interface EgressGateway {
   readonly adminUrl: string | undefined;
   readiness(): Promise<ReadinessCheck>;
   /**
-   * Reads every bank profile's keys, certificates and CAs anew and swaps them in at once (SIGHUP);
-   * throws, keeping the old ones, when any cannot be read.
+   * SIGHUP: the configuration file read again and taken over (bank profiles, body bound, limits),
+   * or, when it fails validation (kept, logged, counted), every bank profile's keys, certificates
+   * and CAs read anew; throws, keeping the old ones, when any cannot be read.
    */
   reload(): void;
   close(graceMs?: number): Promise<void>;
@@ -49,6 +51,8 @@ export interface EgressDependencies {
   readonly onRequest?: (event: EgressEvent) => void;
   /** A worker of `workers: N`: the primary serves the admin listener and asks for its metrics. */
   readonly clusterWorker?: boolean;
+  /** Where the configuration came from: read again on SIGHUP and when it changes. */
+  readonly configFile?: ConfigFile;
 }
 
 /** Certificates closer than this to expiry are warned about at start. */
@@ -87,7 +91,8 @@ export async function startEgressGateway(
         })),
       );
     const metrics = new EgressMetrics(certificates, now);
-    const modes = new Map(profiles.map((p) => [p.name, p.responseMode]));
+    let modes = new Map(profiles.map((p) => [p.name, p.responseMode]));
+    let running = config;
 
     let listener: Listener | undefined;
     const readiness = async (): Promise<ReadinessCheck> => {
@@ -120,20 +125,21 @@ export async function startEgressGateway(
     });
     const { server, url, guard } = listener;
     started.add(() => drain(server, 0));
-    guard.observe(connectionLimitMetrics(metrics.registry, "psd2_gateway_egress_", guard.open, logger, now));
-    listener.serve(
+    metrics.connections.countOpen(guard.open);
+    guard.observe(metrics.connections.observer(logger, now));
+    const factoryOf = (c: EgressConfig) =>
       createEgressHandler({
         router: {
           route: (host, url) => router.route(host, url),
           describe: () => router.describe(),
         },
-        maxBodyBytes: config.maxBodyBytes,
+        maxBodyBytes: c.maxBodyBytes,
         onRequest: (event) => {
           recordEgressRequest(event, logger, metrics, (bank) => modes.get(bank) ?? "off");
           deps.onRequest?.(event);
         },
-      }),
-    );
+      });
+    listener.serve(factoryOf(config));
     if (deps.clusterWorker) {
       // Constructing one installs prom-client's listener that answers the primary's metric requests.
       new AggregatorRegistry();
@@ -155,6 +161,54 @@ export async function startEgressGateway(
       "egress gateway listening",
     );
     if (admin) logger.info({ url: admin.url }, "admin listener: /metrics, /healthz, /readyz");
+
+    /** Every profile is loaded before any is swapped: one bad file keeps all the old ones (it throws). */
+    const swapProfiles = (banks: EgressConfig["banks"]) => {
+      const fresh = banks.map((bank) => loadProfile(bank, env, now));
+      const old = profiles;
+      profiles = fresh;
+      router = new BankRouter<BankProfile>(fresh);
+      modes = new Map(fresh.map((p) => [p.name, p.responseMode]));
+      warnExpiring(fresh, logger, now);
+      // undici's close lets the requests still using the old pools finish first.
+      for (const p of old) {
+        const closing = p.backend.close().finally(() => retired.delete(closing));
+        retired.add(closing);
+      }
+      logger.info(
+        { banks: fresh.map((p) => ({ name: p.name, keyId: p.signer.keyId, mtls: p.qwac !== undefined })) },
+        "bank profiles loaded: keys and certificates read anew",
+      );
+    };
+    const reloads = metrics.configReloads.reporter(logger, now);
+    /** The bank profiles, body bound and limits of a reloaded configuration, for new requests. */
+    const reloadConfiguration = (why: string): boolean => {
+      const file = deps.configFile;
+      if (!file) return false;
+      try {
+        const next = file.read();
+        if (next.mode !== "egress")
+          throw new Error(
+            `${file.path}: mode is ${next.mode}; this gateway runs egress (a restart changes it)`,
+          );
+        swapProfiles(next.banks);
+        const needsRestart = egressKeysNeedingRestart(running, next);
+        running = next;
+        guard.apply(connectionLimitsOf(next.listen, deps.clusterWorker ? next.workers : 1));
+        listener!.serve(factoryOf(next));
+        reloads.applied(why, needsRestart);
+        return true;
+      } catch (error) {
+        reloads.failed(why, error as Error);
+        return false;
+      }
+    };
+    const configWatch = deps.configFile
+      ? watchFiles([deps.configFile.path], config.reload.pollSeconds * 1000, () =>
+          reloadConfiguration("the config file changed"),
+        )
+      : undefined;
+    if (configWatch) started.add(() => configWatch.stop());
     return {
       url,
       server,
@@ -162,21 +216,8 @@ export async function startEgressGateway(
       adminUrl: admin?.url,
       readiness,
       reload() {
-        // Every profile is loaded before any is swapped: one bad file keeps all the old ones (it throws).
-        const fresh = config.banks.map((bank) => loadProfile(bank, env, now));
-        const old = profiles;
-        profiles = fresh;
-        router = new BankRouter<BankProfile>(fresh);
-        warnExpiring(fresh, logger, now);
-        // undici's close lets the requests still using the old pools finish first.
-        for (const p of old) {
-          const closing = p.backend.close().finally(() => retired.delete(closing));
-          retired.add(closing);
-        }
-        logger.info(
-          { banks: fresh.map((p) => ({ name: p.name, keyId: p.signer.keyId, mtls: p.qwac !== undefined })) },
-          "bank profiles reloaded: keys and certificates read anew",
-        );
+        // A new configuration brings its profiles' keys read anew; otherwise the running ones are.
+        if (!reloadConfiguration("SIGHUP")) swapProfiles(running.banks);
       },
       async close(graceMs = config.shutdown.graceSeconds * 1000) {
         draining = true;
@@ -189,6 +230,19 @@ export async function startEgressGateway(
     await started.closeAll();
     throw error;
   }
+}
+
+/** The keys a running egress gateway takes over only at a restart: its listener, workers and admin listener. */
+function egressKeysNeedingRestart(running: EgressConfig, next: EgressConfig): string[] {
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+  const keys: [string, unknown, unknown][] = [
+    ["listen.host", running.listen.host, next.listen.host],
+    ["listen.port", running.listen.port, next.listen.port],
+    ["listen.socket", running.listen.socket, next.listen.socket],
+    ["workers", running.workers, next.workers],
+    ["admin", running.admin, next.admin],
+  ];
+  return keys.filter(([, a, b]) => !same(a, b)).map(([key]) => key);
 }
 
 function loadProfile(bank: BankProfileConfig, env: NodeJS.ProcessEnv, now: () => number): LoadedProfile {

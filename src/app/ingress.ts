@@ -10,34 +10,23 @@ import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { AggregatorRegistry } from "prom-client";
-import {
-  Chain,
-  type CheckContext,
-  type CheckOptions,
-  type ResponseSigner,
-  RoleTable,
-  requestChecks,
-} from "../checks/index.js";
-import type { GatewayConfig } from "../config/schema.js";
+import type { Chain, CheckContext } from "../checks/index.js";
+import type { AnyGatewayConfig, GatewayConfig } from "../config/schema.js";
 import { DEFECT_CHANNEL, type DefectEvent, type TppRegister, TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
-import { joinedHeaders } from "../forward/headers.js";
-import { createIngressHandler } from "../ingress/handler.js";
-import { type LimitStore, UnattendedAccessPolicy } from "../limits/index.js";
+import type { LimitStore } from "../limits/index.js";
 import { type Listener, startListener } from "../listener/listener.js";
 import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
-import { connectionLimitMetrics } from "../observability/connection-limits.js";
 import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
 import { recordRequest } from "../observability/request-log.js";
-import { RequestSigner } from "../signature/index.js";
 import type { TrustSourceStatus } from "../trust/source-status.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
 import { connectionLimitsOf } from "./connection-limits.js";
-import { type Credentials, loadCredentials } from "./credentials.js";
+import { loadCredentials } from "./credentials.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
-import { forwardedHeaderNames } from "./forwarded-headers.js";
+import { keysNeedingRestart, type RequestPath, requestPathOf } from "./request-path.js";
 import { drain, Started } from "./started.js";
 import { createLimitStore } from "./store.js";
 import { startTrust, type Trust } from "./trust.js";
@@ -58,8 +47,21 @@ export interface IngressGateway {
    * reason) and refreshes the TPP register from its sources.
    */
   reload(): void;
+  /**
+   * Takes over a reloaded configuration for new requests: the chain, routes and roles, limits,
+   * identity and forwarding headers, backend, response signing; requests in flight finish as they
+   * began. Throws, keeping the running configuration, when it cannot be built; returns the keys
+   * that changed but need a restart to take effect (kept as they were).
+   */
+  reconfigure(next: GatewayConfig): string[];
   /** Stops accepting, lets requests in flight finish, closes what is still open after `graceMs`. */
   close(graceMs?: number): Promise<void>;
+}
+
+/** The configuration file a gateway was started from: read again (validated; throws why not) on reload. */
+export interface ConfigFile {
+  readonly path: string;
+  read(): AnyGatewayConfig;
 }
 
 /** A backend the command line started for this gateway (the demo bank), closed with it. */
@@ -78,6 +80,11 @@ export interface IngressDependencies {
   readonly clusterWorker?: boolean;
   /** Starts the demo bank when `backend.url` is `sandbox` (the command line supplies it). */
   readonly startDemoBank?: (options: GatewayConfig["sandbox"]) => Promise<StartedBackend>;
+  /**
+   * Where the configuration came from: read again (and validated; it throws why not) on SIGHUP
+   * and, watched with the other files, when it changes.
+   */
+  readonly configFile?: ConfigFile;
 }
 
 export async function startIngressGateway(
@@ -142,10 +149,9 @@ export async function startIngressGateway(
     // 2. Everything else.
     components = await startComponents(config, deps, started, () => draining);
     metrics = components.metrics;
-    listener.guard.observe(
-      connectionLimitMetrics(metrics.registry, "psd2_gateway_", listener.guard.open, logger, now),
-    );
-    listener.serve(components.handler);
+    metrics.connections.countOpen(listener.guard.open);
+    listener.guard.observe(metrics.connections.observer(logger, now));
+    listener.serve(components.path.factory);
     if (deps.clusterWorker) {
       // Constructing one installs prom-client's listener that answers the primary's metric requests.
       new AggregatorRegistry();
@@ -177,7 +183,8 @@ export async function startIngressGateway(
 }
 
 interface Components {
-  readonly handler: ReturnType<typeof createIngressHandler>;
+  /** The chain and exchange factory the listener serves now (replaced by a configuration reload). */
+  path: RequestPath;
   readonly verifier: TppVerifier;
   readonly register: TppRegister;
   readonly store: LimitStore;
@@ -191,6 +198,11 @@ interface Components {
    * (keeping the old state) when they do not load.
    */
   prepareReload(): () => void;
+  /**
+   * Builds the request path of `next` (throws, keeping the running one, when it cannot) and returns
+   * what puts it in place, with the keys that need a restart to take effect.
+   */
+  prepareReconfigure(next: GatewayConfig): { commit: () => void; needsRestart: string[] };
 }
 
 async function startComponents(
@@ -252,9 +264,9 @@ async function startComponents(
   const qseal = signing ? loadCredentials(signing.qseal, "responseSigning.qseal") : undefined;
   const qsealSummary = qseal && summaryOf(qseal.certificate);
   // The chain is built after the metrics it reports to (its steps count refusals there).
-  let chainLater: Chain<CheckContext> | undefined;
+  let chainLater: (() => Chain<CheckContext>) | undefined;
   const metrics = new GatewayMetrics({
-    steps: () => chainLater?.counts(),
+    steps: () => chainLater?.().counts(),
     certificateCache: () => verifier.stats,
     register: () => register.stats,
     trustSources: trust.statuses,
@@ -289,91 +301,54 @@ async function startComponents(
 
   const onStoreError = (error: unknown) =>
     logger.warn({ err: (error as Error).message }, "limit store unreachable");
-  const unattendedConfig = config.limits.unattended;
-  const unattended = unattendedConfig.enabled
-    ? new UnattendedAccessPolicy(
-        {
-          limit: unattendedConfig.limit,
-          windowMs: unattendedConfig.windowSeconds * 1000,
-          routes: unattendedConfig.routes,
-          includeConsentId: unattendedConfig.includeConsentId,
-          maxTransactionAgeDays: unattendedConfig.maxTransactionAgeDays,
-          failOpen: config.store.failOpen,
-        },
-        store,
-        { onStoreError, onExceeded: (limitClass) => metrics.unattendedRejections.inc({ class: limitClass }) },
-      )
-    : undefined;
 
   // The demo bank is the command line's to start, and only when the config asks for it.
-  let backendUrl = config.backend.url;
-  if (backendUrl === "sandbox") {
+  let demoBankUrl: string | undefined;
+  if (config.backend.url === "sandbox") {
     if (!deps.startDemoBank) throw new Error("backend.url is 'sandbox' but no demo bank was supplied");
     const bank = await deps.startDemoBank(config.sandbox);
     started.add(() => bank.close());
-    backendUrl = bank.url;
+    demoBankUrl = bank.url;
     logger.info({ url: bank.url }, "built-in demo bank started");
   }
-  const backend = Backend.fromFiles({
-    url: backendUrl,
-    ca: config.backend.ca,
-    cert: config.backend.cert,
-    key: config.backend.key,
-    timeoutMs: config.backend.timeoutSeconds * 1000,
-    connections: config.backend.connections,
-  });
+  const backendOf = (c: GatewayConfig) =>
+    Backend.fromFiles({
+      url: c.backend.url === "sandbox" ? demoBankUrl! : c.backend.url,
+      ca: c.backend.ca,
+      cert: c.backend.cert,
+      key: c.backend.key,
+      timeoutMs: c.backend.timeoutSeconds * 1000,
+      connections: c.backend.connections,
+    });
+  let backend = backendOf(config);
   started.add(() => backend.close());
 
-  const verification = config.verification;
-  const checkOptions: CheckOptions = {
-    now,
-    dateToleranceMs: verification.dateToleranceSeconds * 1000,
-    algorithms: verification.algorithms,
-    allowDecimalSerial: verification.allowDecimalSerial,
-    keyIdPolicy: verification.keyIdPolicy,
-    redirectUriOptionalPrefixes: verification.redirectUriOptionalPrefixes.map((p) => p.toLowerCase()),
-    characterPolicy: verification.characterPolicy,
-    certificates: verifier,
-    clientCertificate: {
-      mode: config.listen.clientCertificate,
-      requireSameOrganization: config.listen.requireSameOrganization,
-    },
-    replay: store,
-    replayWindowMs: (config.replay.windowSeconds ?? 2 * verification.dateToleranceSeconds) * 1000,
-    storeFailOpen: config.store.failOpen,
-    onStoreError,
-    onReplayRefused: () => metrics.replayRefusals.inc(),
-    overrideHeaders: verification.overrideHeaders,
-    maxBodyBytes: verification.maxBodyBytes,
-    ...(unattended ? { unattended } : {}),
-    ...(signing && qseal ? { responseSigner: responseSignerFrom(signing, qseal) } : {}),
-  };
-  const chain = new Chain(requestChecks(checkOptions));
-  chainLater = chain;
-  const handler = createIngressHandler({
-    chain,
-    roles: new RoleTable(verification.roles),
-    backend,
-    identityHeaders: config.identityHeaders,
-    statusProfile: verification.statusProfile,
-    trustedProxies: new Set(config.listen.trustedProxies),
-    clientCertificateHeader: config.listen.clientCertificateHeader,
-    forwardedHeaders: forwardedHeaderNames(config.backend.forwardedHeaders),
-    draining,
-    onStoreError,
-    onRequest: (event) => {
-      recordRequest(event, logger, metrics);
-      deps.onRequest?.(event);
-    },
-  });
-
-  return {
-    handler,
+  // The request path: the one builder, again on a configuration reload.
+  const pathOf = (c: GatewayConfig, b: Backend) =>
+    requestPathOf(c, {
+      now,
+      certificates: verifier,
+      store,
+      onStoreError,
+      onReplayRefused: () => metrics.replayRefusals.inc(),
+      onUnattendedExceeded: (limitClass) => metrics.unattendedRejections.inc({ class: limitClass }),
+      backend: b,
+      draining,
+      onRequest: (event) => {
+        recordRequest(event, logger, metrics);
+        deps.onRequest?.(event);
+      },
+    });
+  let running = config;
+  const components: Components = {
+    path: pathOf(config, backend),
     verifier,
     register,
     store,
     metrics,
-    backendUrl,
+    get backendUrl() {
+      return backend.origin + backend.basePath;
+    },
     trust,
     tlsCertificate: () => tlsCertificate,
     prepareReload() {
@@ -391,7 +366,36 @@ async function startComponents(
           );
       };
     },
+    prepareReconfigure(next) {
+      const needsRestart = keysNeedingRestart(running, next);
+      const nextBackend = sameBackend(running, next) ? backend : backendOf(next);
+      let path: RequestPath;
+      try {
+        path = pathOf(next, nextBackend);
+      } catch (error) {
+        if (nextBackend !== backend) void nextBackend.close();
+        throw error;
+      }
+      return {
+        needsRestart,
+        commit: () => {
+          const old = backend;
+          running = next;
+          backend = nextBackend;
+          components.path = path;
+          // Requests in flight finish on the old pool; it closes once they have.
+          if (old !== nextBackend) void old.close();
+        },
+      };
+    },
   };
+  chainLater = () => components.path.chain;
+  return components;
+}
+
+/** The backend block is the same (a new pool is made only when it changed). */
+function sameBackend(a: GatewayConfig, b: GatewayConfig): boolean {
+  return JSON.stringify(a.backend) === JSON.stringify(b.backend);
 }
 
 function gatewayOf(
@@ -409,6 +413,29 @@ function gatewayOf(
     const commit = components.prepareReload();
     listener.reloadTls();
     commit();
+  };
+  const reloads = components.metrics.configReloads.reporter(logger, deps.now);
+  const reconfigure = (next: GatewayConfig) => {
+    const { commit, needsRestart } = components.prepareReconfigure(next);
+    commit();
+    listener.guard.apply(connectionLimitsOf(next.listen, deps.clusterWorker ? next.workers : 1));
+    listener.serve(components.path.factory);
+    return needsRestart;
+  };
+  /** Reads the configuration file again and takes it over, or keeps the running one and says why. */
+  const reloadConfiguration = (why: string) => {
+    const file = deps.configFile;
+    if (!file) return;
+    try {
+      const next = file.read();
+      if (next.mode !== "ingress")
+        throw new Error(
+          `${file.path}: mode is ${next.mode}; this gateway runs ingress (a restart changes it)`,
+        );
+      reloads.applied(why, reconfigure(next));
+    } catch (error) {
+      reloads.failed(why, error as Error);
+    }
   };
   const tryReload = (why: string) => {
     try {
@@ -429,7 +456,13 @@ function gatewayOf(
   const watch: FileWatch = watchFiles(watched, config.reload.pollSeconds * 1000, () =>
     tryReload("files changed"),
   );
+  const configWatch: FileWatch | undefined = deps.configFile
+    ? watchFiles([deps.configFile.path], config.reload.pollSeconds * 1000, () =>
+        reloadConfiguration("the config file changed"),
+      )
+    : undefined;
   started.add(() => watch.stop());
+  if (configWatch) started.add(() => configWatch.stop());
 
   return {
     url: listener.url,
@@ -441,14 +474,21 @@ function gatewayOf(
     metrics: components.metrics,
     adminUrl: admin?.url,
     readiness,
-    // SIGHUP: certificates and trust at once, and the register from its sources (file or URL).
+    // SIGHUP: certificates and trust at once, the register from its sources (file or URL), and
+    // the configuration file.
     reload() {
-      reload();
-      components.trust.refresh();
+      try {
+        reload();
+      } finally {
+        components.trust.refresh();
+        reloadConfiguration("SIGHUP");
+      }
     },
+    reconfigure,
     async close(graceMs = config.shutdown.graceSeconds * 1000) {
       startDraining();
       watch.stop();
+      configWatch?.stop();
       components.trust.stop();
       await drain(listener.server, graceMs);
       await started.closeAll();
@@ -488,25 +528,6 @@ function throttled<T>(intervalMs: number, f: (value: T) => void): (value: T) => 
     if (now - last < intervalMs) return;
     last = now;
     f(value);
-  };
-}
-
-/** The bank's response signer: Digest, Date, X-Request-ID and Signature with the bank's QSealC. */
-export function responseSignerFrom(
-  signing: NonNullable<GatewayConfig["responseSigning"]>,
-  qseal: Credentials,
-): ResponseSigner {
-  const signer = new RequestSigner({
-    privateKey: qseal.privateKey,
-    certificate: qseal.certificateDer,
-    headers: signing.headers,
-    certificateHeader: { name: signing.certificateHeader },
-    // Header values from undici are one char per byte: keep those bytes.
-    headerEncoding: "latin1",
-  });
-  return {
-    maxBodyBytes: signing.maxBodyBytes,
-    sign: (body, headers) => signer.sign({ method: "", target: "", headers: joinedHeaders(headers), body }),
   };
 }
 

@@ -51,7 +51,9 @@ export const startCommand = defineCommand({
                     side (config/egress.example.yaml: npm run egress)
 
 Runs until SIGTERM or SIGINT (then drains for shutdown.graceSeconds); SIGHUP reloads certificates,
-trust store, CRLs and the register. Exits 1 when the gateway cannot start (a taken port, a bad
+trust store, CRLs, the register and the configuration file (also when it changes): the chain of
+steps, routes, limits and bank profiles are swapped for new requests; a config that fails
+validation keeps the running one and the log says why. Exits 1 when the gateway cannot start (a taken port, a bad
 config key, unreadable certificates), with the reason on stderr.`,
   options: { config: { type: "string", path: "file" } },
   async run(values) {
@@ -100,6 +102,8 @@ config key, unreadable certificates), with the reason on stderr.`,
         // A worker leaves the admin listener to the primary, which asks every worker.
         clusterWorker: isWorker(),
         startDemoBank,
+        // Read again on SIGHUP and when it changes; the mode's builder checks the mode.
+        configFile: { path: resolve(file), read: () => loadConfigFile(file) },
       }),
     );
     if (!gateway) return 1;

@@ -746,6 +746,11 @@ export const egressConfigSchema = z
      * number is safe.
      */
     workers: z.number().int().min(1).max(64).default(1),
+    /** How often the config file is checked for changes (it is also read again on SIGHUP). */
+    reload: z
+      .object({ pollSeconds: z.number().positive().default(10) })
+      .strict()
+      .prefault({}),
     banks: z
       .array(bankProfile)
       .min(1)

@@ -29,48 +29,54 @@ const ROUTINE: ReadonlySet<ConnectionLimitName> = new Set(["keep-alive-timeout"]
 
 export const WARN_INTERVAL_MS = 10_000;
 
-/**
- * Registers `<prefix>connections_open` and `<prefix>connection_limit_total{limit}` and returns the
- * observer the listener's guard reports to.
- */
-export function connectionLimitMetrics(
-  registry: Registry,
-  prefix: string,
-  open: () => number,
-  logger: Logger,
-  now: () => number = Date.now,
-): ConnectionLimitObserver {
-  new Gauge({
-    name: `${prefix}connections_open`,
-    help: "Client connections open on the listener",
-    registers: [registry],
-    collect() {
-      this.set(open());
-    },
-  });
-  const bites = new Counter({
-    name: `${prefix}connection_limit_total`,
-    help: "Connections refused or closed, and requests refused, by a listener limit (listen.*)",
-    labelNames: ["limit"] as const,
-    registers: [registry],
-  });
-  for (const limit of CONNECTION_LIMIT_NAMES) bites.inc({ limit }, 0);
-  const lastWarned = new Map<ConnectionLimitName, { at: number; since: number }>();
-  return (limit, address) => {
-    bites.inc({ limit });
-    if (ROUTINE.has(limit)) {
-      logger.debug({ limit, address }, WHAT_HAPPENED[limit]);
-      return;
-    }
-    const t = now();
-    const last = lastWarned.get(limit);
-    if (last && t - last.at < WARN_INTERVAL_MS) {
-      last.since += 1;
-      return;
-    }
-    // How many more bit since the last line, which that line could not tell.
-    const more = last && last.since > 0 ? { unloggedSinceLastLine: last.since } : {};
-    logger.warn({ limit, address, ...more }, WHAT_HAPPENED[limit]);
-    lastWarned.set(limit, { at: t, since: 0 });
-  };
+/** `<prefix>connections_open` and `<prefix>connection_limit_total{limit}`, in a mode's registry. */
+export class ConnectionLimitMetrics {
+  private open: () => number = () => 0;
+  private readonly bites: Counter<"limit">;
+
+  constructor(registry: Registry, prefix: string) {
+    const self = this;
+    new Gauge({
+      name: `${prefix}connections_open`,
+      help: "Client connections open on the listener",
+      registers: [registry],
+      collect() {
+        this.set(self.open());
+      },
+    });
+    this.bites = new Counter({
+      name: `${prefix}connection_limit_total`,
+      help: "Connections refused or closed, and requests refused, by a listener limit (listen.*)",
+      labelNames: ["limit"] as const,
+      registers: [registry],
+    });
+    for (const limit of CONNECTION_LIMIT_NAMES) this.bites.inc({ limit }, 0);
+  }
+
+  /** Where the open connections are counted (the listener, made after the metrics). */
+  countOpen(open: () => number): void {
+    this.open = open;
+  }
+
+  /** What the listener's guard reports to: counted, and a warn line per limit every WARN_INTERVAL_MS. */
+  observer(logger: Logger, now: () => number = Date.now): ConnectionLimitObserver {
+    const lastWarned = new Map<ConnectionLimitName, { at: number; since: number }>();
+    return (limit, address) => {
+      this.bites.inc({ limit });
+      if (ROUTINE.has(limit)) {
+        logger.debug({ limit, address }, WHAT_HAPPENED[limit]);
+        return;
+      }
+      const t = now();
+      const last = lastWarned.get(limit);
+      if (last && t - last.at < WARN_INTERVAL_MS) {
+        last.since += 1;
+        return;
+      }
+      // How many more bit since the last line, which that line could not tell.
+      const more = last && last.since > 0 ? { unloggedSinceLastLine: last.since } : {};
+      logger.warn({ limit, address, ...more }, WHAT_HAPPENED[limit]);
+      lastWarned.set(limit, { at: t, since: 0 });
+    };
+  }
 }

@@ -6,6 +6,8 @@
 
 import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
 import type { EgressEvent } from "../events.js";
+import { ConfigReloadMetrics } from "./config-reload.js";
+import { ConnectionLimitMetrics } from "./connection-limits.js";
 import { hashPsuId, type Logger } from "./logger.js";
 import { certificateExpiryGauge, type MetricSources } from "./metrics.js";
 
@@ -34,6 +36,9 @@ export class EgressMetrics {
     buckets: DURATION_BUCKETS,
     registers: [this.registry],
   });
+  /** The application's listener: open connections and its limits that bit. */
+  readonly connections = new ConnectionLimitMetrics(this.registry, "psd2_gateway_egress_");
+  readonly configReloads = new ConfigReloadMetrics(this.registry, "psd2_gateway_egress_");
   readonly responseFailures = new Counter({
     name: "psd2_gateway_egress_response_verification_failures_total",
     help: "Bank responses whose signature failed verification (advisory: passed on; enforce: replaced by 502)",

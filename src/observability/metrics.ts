@@ -7,6 +7,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { StepCounts } from "../checks/index.js";
 import type { OcspCacheStatus, TrustSourceStatus } from "../trust/source-status.js";
+import { ConfigReloadMetrics } from "./config-reload.js";
+import { ConnectionLimitMetrics } from "./connection-limits.js";
 
 /** Latency buckets in seconds: the gateway's own share is sub-millisecond, the backend's can be seconds. */
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -113,6 +115,10 @@ export class GatewayMetrics {
     help: "Requests refused because their signature was already used inside the replay window",
     registers: [this.registry],
   });
+
+  /** The listener's open connections and its limits that bit. */
+  readonly connections = new ConnectionLimitMetrics(this.registry, "psd2_gateway_");
+  readonly configReloads = new ConfigReloadMetrics(this.registry, "psd2_gateway_");
 
   readonly defects = new Counter({
     name: "psd2_gateway_defects_total",

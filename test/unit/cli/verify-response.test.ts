@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { stringify as toYaml } from "yaml";
-import { responseSignerFrom } from "../../../src/app/ingress.js";
+import { responseSignerFrom } from "../../../src/app/request-path.js";
 import { explainResponse, parseDump, render } from "../../../src/cli/verify.js";
 import { validateConfig } from "../../../src/config/load.js";
 import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";

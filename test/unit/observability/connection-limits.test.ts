@@ -7,7 +7,7 @@
 import { Writable } from "node:stream";
 import { Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
-import { connectionLimitMetrics, WARN_INTERVAL_MS } from "../../../src/observability/connection-limits.js";
+import { ConnectionLimitMetrics, WARN_INTERVAL_MS } from "../../../src/observability/connection-limits.js";
 import { createLogger } from "../../../src/observability/logger.js";
 import { Scrape } from "../../helpers/prometheus-text.js";
 
@@ -21,13 +21,9 @@ function setUp() {
   });
   let t = 1_000_000;
   const registry = new Registry();
-  const observe = connectionLimitMetrics(
-    registry,
-    "psd2_gateway_",
-    () => 7,
-    createLogger("debug", { destination }),
-    () => t,
-  );
+  const metrics = new ConnectionLimitMetrics(registry, "psd2_gateway_");
+  metrics.countOpen(() => 7);
+  const observe = metrics.observer(createLogger("debug", { destination }), () => t);
   return { lines, observe, registry, advance: (ms: number) => (t += ms) };
 }
 

@@ -1,0 +1,178 @@
+/**
+ * The one builder of ingress's request path from a validated config: the chain of named steps
+ * (with the unattended-access policy and the response signer it needs) and the exchange factory
+ * around it. `start` builds it at start and again on a configuration reload; `verify --config`
+ * builds the same chain, so its verdicts are the gateway's; the benches build it through
+ * startGateway. The long-lived parts it is built on (the certificate verifier, the limit store,
+ * the logs and metrics) are passed in, never made here.
+ */
+
+import {
+  type CertificateVerifier,
+  Chain,
+  type CheckContext,
+  type CheckOptions,
+  type ResponseSigner,
+  RoleTable,
+  requestChecks,
+} from "../checks/index.js";
+import type { GatewayConfig } from "../config/schema.js";
+import type { RequestObserver } from "../events.js";
+import type { Backend } from "../forward/backend.js";
+import { joinedHeaders } from "../forward/headers.js";
+import { createIngressHandler } from "../ingress/handler.js";
+import { type LimitStore, UnattendedAccessPolicy } from "../limits/index.js";
+import type { ExchangeFactory } from "../listener/connection.js";
+import { RequestSigner } from "../signature/index.js";
+import { type Credentials, loadCredentials } from "./credentials.js";
+import { forwardedHeaderNames } from "./forwarded-headers.js";
+
+/** What the chain is built on besides the config. */
+export interface ChainParts {
+  readonly now: () => number;
+  readonly certificates: CertificateVerifier;
+  readonly store: LimitStore;
+  /** Hooks into logs and metrics; none in explain mode. */
+  readonly onStoreError?: (error: unknown) => void;
+  readonly onReplayRefused?: () => void;
+  readonly onUnattendedExceeded?: (limitClass: string) => void;
+}
+
+/** The chain the config asks for, every step in its order. */
+export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckContext> {
+  const verification = config.verification;
+  const unattendedConfig = config.limits.unattended;
+  const onStoreError = parts.onStoreError;
+  const unattended = unattendedConfig.enabled
+    ? new UnattendedAccessPolicy(
+        {
+          limit: unattendedConfig.limit,
+          windowMs: unattendedConfig.windowSeconds * 1000,
+          routes: unattendedConfig.routes,
+          includeConsentId: unattendedConfig.includeConsentId,
+          maxTransactionAgeDays: unattendedConfig.maxTransactionAgeDays,
+          failOpen: config.store.failOpen,
+        },
+        parts.store,
+        {
+          ...(onStoreError ? { onStoreError } : {}),
+          ...(parts.onUnattendedExceeded ? { onExceeded: parts.onUnattendedExceeded } : {}),
+        },
+      )
+    : undefined;
+  const signing = config.responseSigning;
+  const options: CheckOptions = {
+    now: parts.now,
+    dateToleranceMs: verification.dateToleranceSeconds * 1000,
+    algorithms: verification.algorithms,
+    allowDecimalSerial: verification.allowDecimalSerial,
+    keyIdPolicy: verification.keyIdPolicy,
+    redirectUriOptionalPrefixes: verification.redirectUriOptionalPrefixes.map((p) => p.toLowerCase()),
+    characterPolicy: verification.characterPolicy,
+    certificates: parts.certificates,
+    clientCertificate: {
+      mode: config.listen.clientCertificate,
+      requireSameOrganization: config.listen.requireSameOrganization,
+    },
+    replay: parts.store,
+    replayWindowMs: (config.replay.windowSeconds ?? 2 * verification.dateToleranceSeconds) * 1000,
+    storeFailOpen: config.store.failOpen,
+    ...(onStoreError ? { onStoreError } : {}),
+    ...(parts.onReplayRefused ? { onReplayRefused: parts.onReplayRefused } : {}),
+    overrideHeaders: verification.overrideHeaders,
+    maxBodyBytes: verification.maxBodyBytes,
+    ...(unattended ? { unattended } : {}),
+    ...(signing
+      ? {
+          responseSigner: responseSignerFrom(
+            signing,
+            loadCredentials(signing.qseal, "responseSigning.qseal"),
+          ),
+        }
+      : {}),
+  };
+  return new Chain(requestChecks(options));
+}
+
+/** The routes' roles the config names (the role check, and metrics' route classes). */
+export function rolesOf(config: GatewayConfig): RoleTable {
+  return new RoleTable(config.verification.roles);
+}
+
+export interface RequestPath {
+  readonly chain: Chain<CheckContext>;
+  readonly factory: ExchangeFactory;
+}
+
+/** The chain and the exchange factory around it: what the listener serves. */
+export function requestPathOf(
+  config: GatewayConfig,
+  parts: ChainParts & {
+    readonly backend: Backend;
+    readonly draining: () => boolean;
+    readonly onRequest: RequestObserver;
+  },
+): RequestPath {
+  const chain = chainOf(config, parts);
+  const factory = createIngressHandler({
+    chain,
+    roles: rolesOf(config),
+    backend: parts.backend,
+    identityHeaders: config.identityHeaders,
+    statusProfile: config.verification.statusProfile,
+    trustedProxies: new Set(config.listen.trustedProxies),
+    clientCertificateHeader: config.listen.clientCertificateHeader,
+    forwardedHeaders: forwardedHeaderNames(config.backend.forwardedHeaders),
+    draining: parts.draining,
+    ...(parts.onStoreError ? { onStoreError: parts.onStoreError } : {}),
+    onRequest: parts.onRequest,
+  });
+  return { chain, factory };
+}
+
+/** The bank's response signer: Digest, Date, X-Request-ID and Signature with the bank's QSealC. */
+export function responseSignerFrom(
+  signing: NonNullable<GatewayConfig["responseSigning"]>,
+  qseal: Credentials,
+): ResponseSigner {
+  const signer = new RequestSigner({
+    privateKey: qseal.privateKey,
+    certificate: qseal.certificateDer,
+    headers: signing.headers,
+    certificateHeader: { name: signing.certificateHeader },
+    // Header values from undici are one char per byte: keep those bytes.
+    headerEncoding: "latin1",
+  });
+  return {
+    maxBodyBytes: signing.maxBodyBytes,
+    sign: (body, headers) => signer.sign({ method: "", target: "", headers: joinedHeaders(headers), body }),
+  };
+}
+
+/**
+ * The keys a running gateway cannot take over without a restart (its listener's address and TLS,
+ * its trust sources, store, workers and admin listener): named when a reloaded config changes them.
+ */
+export function keysNeedingRestart(running: GatewayConfig, next: GatewayConfig): string[] {
+  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+  const keys: [string, unknown, unknown][] = [
+    ["mode", running.mode, next.mode],
+    ["listen.host", running.listen.host, next.listen.host],
+    ["listen.port", running.listen.port, next.listen.port],
+    ["listen.tls", running.listen.tls, next.listen.tls],
+    ["listen.clientCertificate", running.listen.clientCertificate, next.listen.clientCertificate],
+    ["trust", running.trust, next.trust],
+    ["revocation", running.revocation, next.revocation],
+    ["register", running.register, next.register],
+    ["cache", running.cache, next.cache],
+    ["store", running.store, next.store],
+    ["workers", running.workers, next.workers],
+    ["admin", running.admin, next.admin],
+    ["reload", running.reload, next.reload],
+    ["sandbox", running.sandbox, next.sandbox],
+    ["demoQtsp", running.demoQtsp, next.demoQtsp],
+    // The demo bank is started for `sandbox` and stays: a switch to or from it needs a restart.
+    ["backend.url (sandbox)", running.backend.url === "sandbox", next.backend.url === "sandbox"],
+  ];
+  return keys.filter(([, a, b]) => !same(a, b)).map(([key]) => key);
+}
