@@ -46,7 +46,7 @@ import { Worker } from "node:worker_threads";
 import { Pool, request } from "undici";
 import { generateDevPki } from "../src/dev/pki.js";
 import { buildKeyId, keyIdTargetFromDer } from "../src/signature/index.js";
-import { CHILD_EXEC_ARGV } from "./harness.js";
+import { CHILD_EXEC_ARGV, SERVER_NODE } from "./harness.js";
 import { machineLine, replaceSection } from "./results-file.js";
 import type { SoakGatewayReady } from "./servers/soak-gateway.js";
 import type { SignBatch, SignedBatch, SignedRecord, SoakSignerData } from "./soak-sign.js";
@@ -143,6 +143,8 @@ async function startChild<R extends { ready: number }>(
 ): Promise<Child<R>> {
   const child = fork(join(here, file), args, {
     execArgv: [...execArgv, ...CHILD_EXEC_ARGV],
+    // The gateway under test on BENCH_NODE, as bench/harness.ts runs its servers.
+    ...(file === "servers/soak-gateway.ts" ? { execPath: SERVER_NODE } : {}),
     stdio: ["ignore", stdout, "inherit", "ipc"],
   });
   const ready = await new Promise<R>((resolve, reject) => {

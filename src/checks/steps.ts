@@ -457,7 +457,7 @@ const isSuccess = (status: number) => status >= 200 && status < 300;
  * Unattended transaction reads reach back at most `maxTransactionAgeDays` (SPEC 8), refused rather
  * than capped so the TPP sees why: a list's dateFrom is checked here, before the slot is reserved
  * (a refusal costs none of the 4 calls and never reaches the bank); a transaction's details can
- * only be dated from the bank's answer, so an inspector is left for the forwarder to run on it.
+ * only be dated from the bank's answer, which this step's response phases hold and judge.
  */
 function unattendedPeriodStep(unattended: UnattendedAccessPolicy, now: () => number): Step<CheckContext> {
   return {

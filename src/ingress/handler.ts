@@ -195,7 +195,7 @@ class IngressExchange
     this.res.shouldKeepAlive = false;
     if (this.upstream.body !== null && this.req.listenerCount("error") > 0) {
       // The body iterator listens for errors: it throws this, and the forwarder answers with it.
-      this.req.emit("error", new BodyRejected(rejection, step ?? "request-timeout"));
+      this.req.emit("error", new BodyRejected(rejection, step));
       return;
     }
     this.stalled = true;

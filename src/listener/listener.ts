@@ -55,6 +55,9 @@ function tlsMaterial(tls: NonNullable<ListenerOptions["tls"]>) {
   return { cert: readFileSync(tls.cert), key: readFileSync(tls.key), minVersion: tls.minVersion };
 }
 
+/** The step of a refusal of what Node could not parse (bad framing, a bad header line, CONNECT). */
+export const MALFORMED_REQUEST = "malformed-request";
+
 /** Bound before the rest of the gateway has started: a clear "try again" instead of a hang. */
 const STARTING: ExchangeFactory = {
   create: (_req, res) => ({
@@ -126,7 +129,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
     connectionOf(socket, current).clientError(
       error,
       clientErrorText(error, socket),
-      requestTimeoutKind(error, socket),
+      requestTimeoutKind(error, socket) ?? MALFORMED_REQUEST,
     ),
   );
   // Node answers an unknown Expect with a bare 417: the exchange refuses it instead, in its turn.
@@ -135,7 +138,7 @@ export async function startListener(options: ListenerOptions): Promise<Listener>
   server.on("connect", (_req: IncomingMessage, socket: Socket) => {
     keepAnsweringAfterConnect(socket);
     const refused = new Error(current().connectRefused);
-    connectionOf(socket, current).clientError(refused, clientErrorText(refused, socket), undefined);
+    connectionOf(socket, current).clientError(refused, clientErrorText(refused, socket), MALFORMED_REQUEST);
   });
   const guard = guardConnections(server, limits, Boolean(tls));
   await new Promise<void>((resolve, reject) => {

@@ -69,6 +69,7 @@ const COMMANDS: readonly CommandRow[] = [
   { name: "demo", valueOption: "--url" },
   { name: "sandbox", valueOption: "--port" },
   { name: "health", valueOption: "--config" },
+  { name: "trust", valueOption: "--config" },
 ];
 
 /** One usage error: exit 2, nothing on stdout, one stderr line naming the command and `fragment`. */
