@@ -12,7 +12,7 @@ import type { Server } from "node:http";
 import { AggregatorRegistry } from "prom-client";
 import type { Chain, CheckContext } from "../checks/index.js";
 import type { AnyGatewayConfig, GatewayConfig } from "../config/schema.js";
-import { DEFECT_CHANNEL, type DefectEvent, type TppRegister, TppVerifier } from "../eidas/index.js";
+import { DEFECT_CHANNEL, type DefectEvent, type TppRegister, type TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
 import type { LimitStore } from "../limits/index.js";
@@ -26,7 +26,7 @@ import { type CertificateSummary, commonName, summaryOf } from "./certificate-su
 import { connectionLimitsOf } from "./connection-limits.js";
 import { loadCredentials } from "./credentials.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
-import { keysNeedingRestart, type RequestPath, requestPathOf } from "./request-path.js";
+import { keysNeedingRestart, type RequestPath, requestPathOf, verifierOf } from "./request-path.js";
 import { drain, Started } from "./started.js";
 import { createLimitStore } from "./store.js";
 import { startTrust, type Trust } from "./trust.js";
@@ -230,17 +230,7 @@ async function startComponents(
   started.add(() => trust.stop());
   const { register } = trust;
 
-  const verifier = new TppVerifier({
-    trustStore: () => trust.pool.trustStore,
-    revocation: () => trust.revocation,
-    onRevocationWarning: (certificate, warning) =>
-      logger.warn({ certificate: certificate.sha256Fingerprint }, warning),
-    register,
-    now,
-    cacheTtlMs: config.cache.ttlSeconds * 1000,
-    failureTtlMs: config.cache.failureTtlSeconds * 1000,
-    maxEntries: config.cache.maxEntries,
-  });
+  const verifier = verifierOf(config, trust, logger, now);
   verifierLater = verifier;
 
   const store =

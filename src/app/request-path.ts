@@ -17,15 +17,18 @@ import {
   requestChecks,
 } from "../checks/index.js";
 import type { GatewayConfig } from "../config/schema.js";
+import { TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
 import type { Backend } from "../forward/backend.js";
 import { joinedHeaders } from "../forward/headers.js";
 import { createIngressHandler } from "../ingress/handler.js";
-import { type LimitStore, UnattendedAccessPolicy } from "../limits/index.js";
+import { type LimitStore, MemoryLimitStore, UnattendedAccessPolicy } from "../limits/index.js";
 import type { ExchangeFactory } from "../listener/connection.js";
+import type { Logger } from "../observability/logger.js";
 import { RequestSigner } from "../signature/index.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { forwardedHeaderNames } from "./forwarded-headers.js";
+import { startTrust, type Trust } from "./trust.js";
 
 /** What the chain is built on besides the config. */
 export interface ChainParts {
@@ -175,4 +178,54 @@ export function keysNeedingRestart(running: GatewayConfig, next: GatewayConfig):
     ["backend.url (sandbox)", running.backend.url === "sandbox", next.backend.url === "sandbox"],
   ];
   return keys.filter(([, a, b]) => !same(a, b)).map(([key]) => key);
+}
+
+/** The certificate verdicts over the trust sources, cached as the config says. */
+export function verifierOf(
+  config: GatewayConfig,
+  trust: Trust,
+  logger: Logger,
+  now: () => number,
+): TppVerifier {
+  return new TppVerifier({
+    trustStore: () => trust.pool.trustStore,
+    revocation: () => trust.revocation,
+    onRevocationWarning: (certificate, warning) =>
+      logger.warn({ certificate: certificate.sha256Fingerprint }, warning),
+    register: trust.register,
+    now,
+    cacheTtlMs: config.cache.ttlSeconds * 1000,
+    failureTtlMs: config.cache.failureTtlSeconds * 1000,
+    maxEntries: config.cache.maxEntries,
+  });
+}
+
+/**
+ * The chain a gateway started with `config` runs, for `verify --config`: the same trust sources
+ * (they load and fetch as the gateway's do) and verifier, over a fresh in-memory store, so a request
+ * is judged as the gateway judges the first of its kind (no replay, its unattended slot free).
+ */
+export async function startChainOfConfig(
+  config: GatewayConfig,
+  logger: Logger,
+  now: () => number,
+): Promise<{ chain: Chain<CheckContext>; roles: RoleTable; close(): Promise<void> }> {
+  let verifier: TppVerifier | undefined;
+  const trust = await startTrust(config, { logger, now, onChange: () => verifier?.invalidate() });
+  verifier = verifierOf(config, trust, logger, now);
+  const store = new MemoryLimitStore({ now, maxWindows: 1024, maxReplayKeys: 1024, purgeIntervalMs: 0 });
+  try {
+    return {
+      chain: chainOf(config, { now, certificates: verifier, store }),
+      roles: rolesOf(config),
+      async close() {
+        trust.stop();
+        await store.close();
+      },
+    };
+  } catch (error) {
+    trust.stop();
+    await store.close();
+    throw error;
+  }
 }

@@ -5,21 +5,28 @@
  */
 
 import { readFileSync } from "node:fs";
+import { startChainOfConfig } from "../app/request-path.js";
 import {
   type CertificateVerifier,
   Chain,
   CheckContext,
   type CheckOptions,
   hasBody,
+  type MaybePromise,
   PERMISSIVE_POLICY,
   RoleTable,
   requestChecks,
   routingPath,
   type TrustedCertificate,
 } from "../checks/index.js";
-import { DEFAULT_REDIRECT_URI_OPTIONAL_PREFIXES, DEFAULT_ROLE_ROUTES } from "../config/schema.js";
+import {
+  DEFAULT_REDIRECT_URI_OPTIONAL_PREFIXES,
+  DEFAULT_ROLE_ROUTES,
+  type GatewayConfig,
+} from "../config/schema.js";
 import { requirePsd2, TppRegister, TppVerifier } from "../eidas/index.js";
 import { isRejection, type Rejection } from "../errors.js";
+import { createLogger } from "../observability/logger.js";
 import { DEFAULT_DATE_TOLERANCE_MS } from "../signature/index.js";
 import { crlCheckerFromFolder, trustStoreFromFolder } from "../trust/folders.js";
 import { parseRegisterDocument } from "../trust/formats/register-document.js";
@@ -63,41 +70,77 @@ export function explain(request: DumpedRequest, options: ExplainOptions): Explan
     "mutual TLS (the QWAC is part of the connection, not of the request)",
   );
   const chain = new Chain(requestChecks(checkOptions));
+  // Explain mode has no promise-returning step (no store, the certificate checked synchronously).
+  return explainWith(request, chain, new RoleTable(DEFAULT_ROLE_ROUTES), notChecked) as Explanation;
+}
+
+/**
+ * Runs the chain a gateway started with `configFile` runs (the one builder, app/request-path.ts):
+ * its checks, trust sources, register and limits, so the verdict is the gateway's own for a request
+ * it sees the first time (a fresh store: no replay, the unattended slot free).
+ */
+export async function explainWithConfig(
+  request: DumpedRequest,
+  config: GatewayConfig,
+  now: number,
+): Promise<Explanation> {
+  const parts = await startChainOfConfig(config, createLogger("silent"), () => now);
+  try {
+    return await explainWith(request, parts.chain, parts.roles, [
+      "replay and the unattended-access limit as for the first request of its kind (a fresh store)",
+      "mutual TLS (the QWAC is part of the connection, not of the request)",
+    ]);
+  } finally {
+    await parts.close();
+  }
+}
+
+/** The chain over one request: its head, then its body, as the gateway runs them. */
+function explainWith(
+  request: DumpedRequest,
+  chain: Chain<CheckContext>,
+  roles: RoleTable,
+  notChecked: string[],
+): MaybePromise<Explanation> {
   const path = routingPath(request.target);
   const context = new CheckContext(
     request.method,
     request.target,
     request.headers,
-    { path, role: new RoleTable(DEFAULT_ROLE_ROUTES).roleFor(path) },
+    { path, role: roles.roleFor(path) },
     undefined,
   );
   const outcomes = new Outcomes();
-  // Explain mode has no promise-returning step (no store, the certificate checked synchronously).
-  let result = chain.runHead(context, outcomes.observer) as Rejection | undefined;
-  // Then the body, past the same steps' body phases, as the gateway checks it while it streams.
-  const ranBody = result === undefined && request.body !== undefined && hasBody(request.headers);
-  if (ranBody) result = chain.runBody(context, request.body!) ?? chain.runBodyEnd(context);
-  else if (result === undefined && context.digest)
-    notChecked.push("the body against Digest (the dump holds no body: give --body <file>)");
-  // A request without a body passes the body's steps as it passes the digest of zero bytes.
-  const noBody = result === undefined && !hasBody(request.headers);
-  const list = inChainOrder(
-    chain,
-    outcomes.list,
-    ranBody ? context.failedStep : undefined,
-    result,
-    ranBody || noBody,
-  );
-  const passed = list.every((o) => o.outcome === "passed" || o.outcome === "not run") && result === undefined;
-  return {
-    passed,
-    request: { method: request.method, target: request.target },
-    steps: list,
-    notChecked,
-    certificateHeader: "TPP-Signature-Certificate",
-    ...describeCertificate(request.headers, "tpp-signature-certificate"),
-    ...describeSignature(request),
+  const head = chain.runHead(context, outcomes.observer);
+  const withBody = (headResult: Rejection | undefined): Explanation => {
+    let result = headResult;
+    // Then the body, past the same steps' body phases, as the gateway checks it while it streams.
+    const ranBody = result === undefined && request.body !== undefined && hasBody(request.headers);
+    if (ranBody) result = chain.runBody(context, request.body!) ?? chain.runBodyEnd(context);
+    else if (result === undefined && context.digest)
+      notChecked.push("the body against Digest (the dump holds no body: give --body <file>)");
+    // A request without a body passes the body's steps as it passes the digest of zero bytes.
+    const noBody = result === undefined && !hasBody(request.headers);
+    const list = inChainOrder(
+      chain,
+      outcomes.list,
+      ranBody ? context.failedStep : undefined,
+      result,
+      ranBody || noBody,
+    );
+    const passed =
+      list.every((o) => o.outcome === "passed" || o.outcome === "not run") && result === undefined;
+    return {
+      passed,
+      request: { method: request.method, target: request.target },
+      steps: list,
+      notChecked,
+      certificateHeader: "TPP-Signature-Certificate",
+      ...describeCertificate(request.headers, "tpp-signature-certificate"),
+      ...describeSignature(request),
+    };
   };
+  return head instanceof Promise ? head.then(withBody) : withBody(head);
 }
 
 /**

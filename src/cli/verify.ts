@@ -8,16 +8,17 @@
 
 import { readFileSync } from "node:fs";
 import type { CheckOptions } from "../checks/index.js";
+import { loadConfigFile } from "../config/load.js";
 import type { BankProfileConfig } from "../config/schema.js";
 import { DEFAULT_DATE_TOLERANCE_MS } from "../signature/index.js";
 import { bankProfileOption } from "./bank-option.js";
 import { defineCommand, UsageError } from "./command.js";
-import { explain } from "./explain-request.js";
+import { explain, explainWithConfig } from "./explain-request.js";
 import { explainResponse } from "./explain-response.js";
 import { type Explanation, render } from "./explanation.js";
 import { type Dump, parseDump, withFraming } from "./http-dump.js";
 
-export { explain } from "./explain-request.js";
+export { explain, explainWithConfig } from "./explain-request.js";
 export { explainResponse } from "./explain-response.js";
 export { render } from "./explanation.js";
 export { parseDump, parseRequestDump, withFraming } from "./http-dump.js";
@@ -33,6 +34,9 @@ psd2-gateway verify --response [<file>] [--request <file>] [options]
   <file>              the request as raw HTTP (request line, headers, blank line, body) or a
                       \`curl -v\` dump (the "> " lines); default: standard input
   --body <file>       the body, when the dump does not hold it (curl -v shows no body)
+  --config <file>     judge it as the gateway started with this (ingress) config does: the same
+                      chain of steps, trust sources, register, routes and limits (a fresh store:
+                      judged as the first request of its kind); instead of --trust/--register
   --trust <dir>       also check the certificate chain against these CA certificates (and the
                       CRLs in the same folder)
   --register <file>   also check the TPP register (the gateway's JSON register; needs --trust)
@@ -62,6 +66,7 @@ Exits 0 when every check passed, 1 when one failed, 2 on a bad command line.`,
   allowPositionals: true,
   positionalPath: "file",
   options: {
+    config: { type: "string", path: "file" },
     body: { type: "string", path: "file" },
     trust: { type: "string", path: "folder" },
     register: { type: "string", path: "file" },
@@ -76,6 +81,15 @@ Exits 0 when every check passed, 1 when one failed, 2 on a bad command line.`,
   },
   check(values, positionals) {
     if (positionals.length > 1) throw new UsageError("give one file (or none for standard input)");
+    if (values.config !== undefined) {
+      const instead = (["trust", "register", "algorithm"] as const).find(
+        (name) => values[name] !== undefined,
+      );
+      if (instead)
+        throw new UsageError(`--${instead} goes without --config (the config says what to trust and accept)`);
+      if (values.response)
+        throw new UsageError("--config applies to requests; for a response give --profile");
+    }
     if (values.register && !values.trust)
       throw new UsageError("--register needs --trust (the register is checked after the chain)");
     const responseOnly = (["request", "profile", "bank", "certificate-header"] as const).filter(
@@ -121,12 +135,23 @@ Exits 0 when every check passed, 1 when one failed, 2 on a bad command line.`,
       }
       if (body !== undefined) request.body = body;
       withFraming(request);
-      explanation = explain(request, {
-        now,
-        algorithms,
-        ...(values.trust ? { trustDir: values.trust } : {}),
-        ...(values.register ? { registerFile: values.register } : {}),
-      });
+      if (values.config !== undefined) {
+        const config = loadConfigFile(values.config);
+        if (config.mode !== "ingress") {
+          console.error(
+            `psd2-gateway verify: --config ${values.config} is an egress config; give an ingress config (the bank's side)`,
+          );
+          return 1;
+        }
+        explanation = await explainWithConfig(request, config, now);
+      } else {
+        explanation = explain(request, {
+          now,
+          algorithms,
+          ...(values.trust ? { trustDir: values.trust } : {}),
+          ...(values.register ? { registerFile: values.register } : {}),
+        });
+      }
     }
     console.log(values.json ? JSON.stringify(explanation, null, 2) : render(explanation));
     return explanation.passed ? 0 : 1;
