@@ -229,6 +229,7 @@ const FOLDER = "config";
 const PATH_OPTIONS: readonly [command: string, option: string, args: string[], problem: string][] = [
   ["start", "config", ["start", "--config", NOPE], "no such file"],
   ["health", "config", ["health", "--config", NOPE], "no such file"],
+  ["verify", "config", ["verify", FILE, "--config", NOPE], "no such file"],
   ["trust", "config", ["trust", "status", "--config", NOPE], "no such file"],
   ["certs", "out", ["certs", "--out", FILE], "is a file, not a folder"],
   ["sandbox", "state-file", ["sandbox", "--state-file", NOPE], "no such folder no-such-dir to write it in"],
