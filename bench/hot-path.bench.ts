@@ -14,18 +14,13 @@
 
 import "reflect-metadata";
 import { createPrivateKey, verify as cryptoVerify, randomUUID, X509Certificate } from "node:crypto";
-import {
-  Chain,
-  type CheckContext,
-  CheckContext as Context,
-  RoleTable,
-  requestChecks,
-} from "../src/checks/index.js";
+import { chainOf } from "../src/app/request-path.js";
+import { type CheckContext, CheckContext as Context, RoleTable } from "../src/checks/index.js";
 import { validateConfig } from "../src/config/load.js";
 import { isRejection } from "../src/errors.js";
 import type { RequestEvent } from "../src/events.js";
 import { upstreamRequestHeaders } from "../src/forward/headers.js";
-import { MemoryLimitStore, UnattendedAccessPolicy } from "../src/limits/index.js";
+import { MemoryLimitStore } from "../src/limits/index.js";
 import { createLogger } from "../src/observability/logger.js";
 import { GatewayMetrics } from "../src/observability/metrics.js";
 import { recordRequest } from "../src/observability/request-log.js";
@@ -90,37 +85,9 @@ const store = new MemoryLimitStore({
   now: () => storeClock,
   purgeIntervalMs: 0,
 });
-const unattendedConfig = config.limits.unattended;
-const unattended = new UnattendedAccessPolicy(
-  {
-    limit: unattendedConfig.limit,
-    windowMs: unattendedConfig.windowSeconds * 1000,
-    routes: unattendedConfig.routes,
-    includeConsentId: unattendedConfig.includeConsentId,
-    maxTransactionAgeDays: unattendedConfig.maxTransactionAgeDays,
-    failOpen: false,
-  },
-  store,
-);
+// The chain as the gateway builds it: the one builder (src/app/request-path.ts).
+const chain = chainOf(config, { now: () => signedAt, certificates: verifier, store });
 const verification = config.verification;
-const chain = new Chain(
-  requestChecks({
-    now: () => signedAt,
-    dateToleranceMs: verification.dateToleranceSeconds * 1000,
-    algorithms: verification.algorithms,
-    allowDecimalSerial: verification.allowDecimalSerial,
-    keyIdPolicy: verification.keyIdPolicy,
-    redirectUriOptionalPrefixes: verification.redirectUriOptionalPrefixes,
-    characterPolicy: verification.characterPolicy,
-    certificates: verifier,
-    clientCertificate: { mode: "none", requireSameOrganization: true },
-    replay: store,
-    replayWindowMs: windowMs,
-    storeFailOpen: false,
-    unattended,
-    maxBodyBytes: verification.maxBodyBytes,
-  }),
-);
 const roles = new RoleTable(verification.roles);
 const route = { path: TARGET, role: roles.roleFor(TARGET) };
 
@@ -183,6 +150,42 @@ const cases: Case[] = [
     run: () => recordRequest(event, silent, metrics),
   },
 ];
+
+// --steps: the head phase's cost step by step, each step timed around its own call over the pool
+// (performance.now's own cost, measured on an empty step, taken off), written to its own section.
+if (process.argv.includes("--steps")) {
+  const steps = chain.steps.filter((s) => s.run);
+  const spent = new Float64Array(steps.length + 1);
+  const empty = () => undefined;
+  const rounds = Number(process.env.BENCH_STEP_REQUESTS ?? 200_000);
+  for (let r = 0; r < rounds; r++) {
+    const context = new Context("GET", TARGET, nextHeaders(), route, undefined);
+    for (let i = 0; i < steps.length; i++) {
+      const t = performance.now();
+      const result = steps[i]!.run!(context);
+      spent[i]! += performance.now() - t;
+      if (result !== undefined) throw new Error(`${steps[i]!.name} refused during --steps`);
+    }
+    const t = performance.now();
+    empty();
+    spent[steps.length]! += performance.now() - t;
+  }
+  const clock = spent[steps.length]! / rounds;
+  const per = steps.map((s, i) => ({ name: s.name, us: Math.max(0, (spent[i]! / rounds - clock) * 1000) }));
+  const total = per.reduce((n, s) => n + s.us, 0);
+  const table = [
+    `${machineLine()}. The chain's head phase (as the one builder makes it for the default configuration) over ${rounds.toLocaleString("en-US")} signed GETs from a pool of ${POOL}, each step timed around its own call, the clock's own ${(clock * 1000).toFixed(2)} µs per reading taken off; the first 10 % of the run included (the JIT warms up there). Run with \`npx tsx bench/hot-path.bench.ts --steps --write\`.`,
+    "",
+    "| step | µs per request | share |",
+    "|---|---:|---:|",
+    ...per.map((s) => `| \`${s.name}\` | ${s.us.toFixed(2)} | ${((100 * s.us) / total).toFixed(0)} % |`),
+    `| all | ${total.toFixed(2)} | 100 % |`,
+  ].join("\n");
+  console.log(table);
+  if (process.argv.includes("--write"))
+    replaceSection("The chain, step by step (bench/hot-path.bench.ts --steps)", table);
+  process.exit(0);
+}
 
 // BENCH_CASES=checks (a substring of the names) runs only the matching cases, e.g. under --cpu-prof.
 const only = process.env.BENCH_CASES;

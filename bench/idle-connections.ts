@@ -75,10 +75,11 @@ async function measure(build: string, pki: DevPki["paths"], ca: string): Promise
     );
     for (const s of batch) if (s) sockets.push(s);
   }
-  let open = sockets.length;
-  for (const s of sockets) s.once("close", () => (open -= 1));
+  // Counted at each sample: some close while the rest are still being opened.
+  const stillOpen = () => sockets.filter((s) => !s.destroyed).length;
   const samples: Sample[] = [before];
   for (let second = 0; second <= SECONDS; second++) {
+    const open = stillOpen();
     samples.push({ second, open, rssMb: rssMb(pid), files: openFiles(pid) });
     console.error(
       `${build} ${second}s: ${open} open, RSS ${samples.at(-1)!.rssMb} MB, ${samples.at(-1)!.files} files`,
