@@ -15,7 +15,8 @@ import { reject } from "../../src/errors.js";
 import type { BodyInspector } from "../../src/forward/body.js";
 import type { DigestValue } from "../../src/signature/index.js";
 
-const BASE: CheckOptions = {
+/** Check options with nothing configured beyond what every step needs (no store, no certificate). */
+export const BASE_CHECK_OPTIONS: CheckOptions = {
   now: () => 0,
   dateToleranceMs: 60_000,
   algorithms: ["rsa-sha256"],
@@ -34,7 +35,7 @@ function stepInspector(
   options: Partial<CheckOptions>,
   prepare?: (c: CheckContext) => void,
 ): BodyInspector {
-  const step = requestChecks({ ...BASE, ...options }).find((s) => s.name === name);
+  const step = requestChecks({ ...BASE_CHECK_OPTIONS, ...options }).find((s) => s.name === name);
   if (!step) throw new Error(`no step ${name}`);
   const c = new CheckContext(
     "POST",

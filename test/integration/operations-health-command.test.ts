@@ -4,41 +4,21 @@
  * `--ready`), and 1 with one line saying why once it is gone.
  */
 
-import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../helpers/cli.js";
 import { testPki } from "../helpers/gateway-fixture.js";
-import { type GatewayProcess, REPO_ROOT, startGatewayProcess } from "../helpers/gateway-process.js";
+import { type GatewayProcess, startGatewayProcess } from "../helpers/gateway-process.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 
 function health(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return cli(["health", ...args]);
 }
 
-function cli(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
-      cwd: REPO_ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => {
-      stdout += c.toString("utf8");
-    });
-    child.stderr.on("data", (c: Buffer) => {
-      stderr += c.toString("utf8");
-    });
-    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (args: readonly string[]) =>
+  runCli(args, { env: { LOG_LEVEL: process.env.LOG_LEVEL ?? "info" } });
 
 describe("psd2-gateway health (the Docker HEALTHCHECK) and trust status", () => {
   let backend: RecordingBackend;

@@ -6,7 +6,6 @@
  */
 
 import "reflect-metadata";
-import { spawn } from "node:child_process";
 import { webcrypto } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,10 +17,10 @@ import { type DevPki, QTSP_PATHS } from "../../src/dev/pki.js";
 import { parseCertificate } from "../../src/eidas/index.js";
 import { isRejection } from "../../src/errors.js";
 import type { QtspServer } from "../../src/qtsp/server.js";
+import { runCli } from "../helpers/cli.js";
 import { prepareSignedCall, testPki } from "../helpers/gateway-fixture.js";
 import {
   type GatewayProcess,
-  REPO_ROOT,
   replaceFileAtomically,
   sendPrepared,
   startGatewayProcess,
@@ -37,28 +36,8 @@ const HOUR = 3600_000;
 const at = Math.floor(Date.now() / 1000) * 1000;
 const iso = (ms: number) => new Date(ms).toISOString();
 
-function cli(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
-      cwd: REPO_ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => {
-      stdout += c.toString("utf8");
-    });
-    child.stderr.on("data", (c: Buffer) => {
-      stderr += c.toString("utf8");
-    });
-    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (args: readonly string[]) =>
+  runCli(args, { env: { LOG_LEVEL: process.env.LOG_LEVEL ?? "info" } });
 
 /** The lines of the block `trust status` printed for one source, its state from the first. */
 function blockOf(stdout: string, kind: string, source: string): { state: string; lines: string[] } {

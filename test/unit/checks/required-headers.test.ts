@@ -7,30 +7,16 @@
 
 import type { IncomingHttpHeaders } from "node:http";
 import { describe, expect, it } from "vitest";
-import {
-  CheckContext,
-  type CheckOptions,
-  PERMISSIVE_POLICY,
-  requestChecks,
-  routingPath,
-} from "../../../src/checks/index.js";
+import { CheckContext, type CheckOptions, requestChecks, routingPath } from "../../../src/checks/index.js";
 import { validateConfig } from "../../../src/config/load.js";
-import { isRejection, reject } from "../../../src/errors.js";
+import { isRejection } from "../../../src/errors.js";
+import { BASE_CHECK_OPTIONS } from "../../helpers/body-steps.js";
 
 const defaults = validateConfig({ trust: { caDir: "/trust" }, register: { file: "/register.json" } });
 
 const options: CheckOptions = {
-  now: () => 0,
-  dateToleranceMs: 60_000,
-  algorithms: ["rsa-sha256"],
-  allowDecimalSerial: false,
-  keyIdPolicy: "strict",
+  ...BASE_CHECK_OPTIONS,
   redirectUriOptionalPrefixes: defaults.verification.redirectUriOptionalPrefixes,
-  characterPolicy: PERMISSIVE_POLICY,
-  certificates: { verify: () => reject("CERTIFICATE_INVALID", "not used here") },
-  clientCertificate: { mode: "none", requireSameOrganization: true },
-  replayWindowMs: 0,
-  storeFailOpen: false,
 };
 
 const step = requestChecks(options).find((s) => s.name === "required-headers")!;

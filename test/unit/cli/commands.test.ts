@@ -5,51 +5,20 @@
  * nothing starts; no command or an unknown one is exit code 2 with the way out.
  */
 
-import { spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { COMMANDS as ALL_COMMANDS } from "../../../src/cli/main.js";
 import { validateConfig } from "../../../src/config/load.js";
+import { type CliRun, runCli } from "../../helpers/cli.js";
 import { REPO_ROOT } from "../../helpers/gateway-process.js";
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
+type Run = CliRun;
 
 /** Runs the CLI to its end (killed after `timeoutMs`: a usage error must not start anything). */
-function cli(args: readonly string[], timeoutMs = 20_000, as?: { uid: number; gid: number }): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
-      cwd: REPO_ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, LOG_LEVEL: "silent" },
-      ...(as ?? {}),
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => {
-      stdout += c.toString("utf8");
-    });
-    child.stderr.on("data", (c: Buffer) => {
-      stderr += c.toString("utf8");
-    });
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(
-        new Error(`psd2-gateway ${args.join(" ")} still running after ${timeoutMs} ms:\n${stdout}${stderr}`),
-      );
-    }, timeoutMs);
-    child.once("error", reject);
-    child.once("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (args: readonly string[], timeoutMs = 20_000, as?: { uid: number; gid: number }): Promise<Run> =>
+  runCli(args, { timeoutMs, env: { LOG_LEVEL: "silent" }, ...(as ? { as } : {}) });
 
 function lines(text: string): string[] {
   return text.split("\n").filter((l) => l.trim() !== "");

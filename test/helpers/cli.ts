@@ -1,0 +1,49 @@
+/** The command line run as a user runs it (`psd2-gateway …`, through tsx), to its end. */
+
+import { spawn } from "node:child_process";
+import { REPO_ROOT } from "./gateway-process.js";
+
+export interface CliRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface CliOptions {
+  /** Killed after this long, and the test failed (a usage error must not start anything). */
+  readonly timeoutMs?: number;
+  /** Run as this user (root reads any file: a permission test runs as nobody). */
+  readonly as?: { readonly uid: number; readonly gid: number };
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliRun> {
+  const timeoutMs = options.timeoutMs ?? 20_000;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...(options.env ?? {}) },
+      ...(options.as ?? {}),
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => {
+      stdout += c.toString("utf8");
+    });
+    child.stderr.on("data", (c: Buffer) => {
+      stderr += c.toString("utf8");
+    });
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(
+        new Error(`psd2-gateway ${args.join(" ")} still running after ${timeoutMs} ms:\n${stdout}${stderr}`),
+      );
+    }, timeoutMs);
+    child.once("error", reject);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
