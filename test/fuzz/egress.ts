@@ -1,20 +1,19 @@
 /**
  * The egress side of a fuzz run: an egress gateway process (plain HTTP on loopback, as the TPP's
- * application reaches it) with two bank profiles in front of a second recording backend, and the
- * invariants checked on every exchange with it and once more over the backend's whole record:
+ * application reaches it) with two bank profiles in front of a second recording backend, and what
+ * every exchange with it must meet besides exchange-check.ts's shared invariants:
  *
- * - never a 500, never a crash (the process stays up, /healthz 200, RSS under the limit);
  * - every answer of the gateway's own is a Berlin Group tppMessages body, marked
- *   `psd2-gateway-origin: gateway`, its status the one its code has; no 5xx unless provoked;
- * - a refused request (unknown prefix or Host, a body over maxBodyBytes, bytes that are not HTTP)
- *   never reaches the backend;
+ *   `psd2-gateway-origin: gateway`, its status the one its code has; a request a family expects
+ *   refused (unknown prefix or Host, a body over maxBodyBytes, bytes that are not HTTP) gets its
+ *   refusal;
  * - every request the backend saw is signed as its profile says and verifies with the dev TPP
  *   QSealC: one Signature, Date (now), X-Request-ID, certificate header and Digest (over the exact
  *   body the backend got), the signature over the target the backend got, none of the
  *   application's copies of those headers; the target is the profile's base path and the
- *   application's path below the prefix, the body the application's;
- * - every request the backend executed is answered with that answer (`psd2-gateway-origin: bank`),
- *   in order, on the connection it came from, unless the application went away first.
+ *   application's path below the prefix, the body the application's; it is sent at most once;
+ * - every backend answer is marked `psd2-gateway-origin: bank` and with the response signature
+ *   mark its profile gives it.
  *
  * Profiles: `bank` by path prefix `/bank` (SPEC 5 signing rules, responses not checked) and `alt`
  * by Host `alt.bank.example` (Java-style rules: SHA256withRSA, lower-hex keyId with `, ` and
@@ -36,11 +35,12 @@ import {
   verifyRequestSignature,
 } from "../../src/signature/index.js";
 import { freeLoopbackPort } from "../helpers/gateway-process.js";
-import { type BackendRecord, type FuzzBackend, startFuzzBackend } from "./backend.js";
+import { type FuzzBackend, startFuzzBackend } from "./backend.js";
+import { type ArrivedRecord, type Exchange, type Sentinel, Target, type Wording } from "./exchange-check.js";
 import { type FuzzGateway, fuzzListenConfig, spawnFuzzProcess } from "./gateway.js";
-import { type ParsedResponse, RawClient } from "./raw-client.js";
-import type { CasePlan, EgressBanks, ExchangeResult, ExpectedRequest } from "./types.js";
-import { type Checker, describe, isTppMessages, sha256Base64, shown, type Violation } from "./verdicts.js";
+import { RawClient } from "./raw-client.js";
+import type { CasePlan, EgressBanks, ExchangeResult } from "./types.js";
+import { type Checker, describe, isTppMessages, sha256Base64 } from "./verdicts.js";
 
 /** The egress gateway's maxBodyBytes. */
 export const EGRESS_MAX_BODY_BYTES = 65_536;
@@ -132,33 +132,29 @@ export async function startEgressSide(pki: DevPki, dir: string, concurrency: num
   }
 }
 
-interface TagInfo {
-  readonly family: string;
-  readonly caseIndex: number;
-  readonly label: string;
-  readonly expect: ExpectedRequest["expect"];
-  readonly abandons: boolean;
-  reported: boolean;
-}
+const WORDS: Wording = {
+  kindPrefix: "egress",
+  gateway: "the egress gateway",
+  reader: "application",
+  backend: "egress backend",
+  forward: "forwarded and answered by the backend",
+  noExecute: "the backend never receives the whole of it",
+  detailed: false,
+};
 
-type MakeViolation = (kind: string, label: string, expected: string, got: string) => Violation;
-
-export class EgressTarget {
+export class EgressTarget extends Target {
   readonly banks = BANKS;
   readonly maxBodyBytes = EGRESS_MAX_BODY_BYTES;
-  private readonly client: RawClient;
-  private readonly tags = new Map<string, TagInfo>();
-  private sentinelCounter = 0;
   private readonly publicKey: KeyObject;
   private readonly keyIdTarget: KeyIdTarget;
   private readonly certificateHeader: Record<"bank" | "alt", string>;
 
   constructor(
-    private readonly checker: Checker,
+    checker: Checker,
     readonly side: EgressSide,
     pki: DevPki,
   ) {
-    this.client = new RawClient({ host: "127.0.0.1", port: side.gateway.port });
+    super(checker, new RawClient({ host: "127.0.0.1", port: side.gateway.port }), side.backend, WORDS);
     const qseal = pki.tppA.qseal;
     this.publicKey = new X509Certificate(qseal.pem).publicKey;
     this.keyIdTarget = keyIdTargetFromDer(qseal.der);
@@ -168,84 +164,26 @@ export class EgressTarget {
     };
   }
 
-  private get backend(): FuzzBackend {
-    return this.side.backend;
+  /** No profile serves it: the 404's text names its path, which ends the exchange. */
+  protected sentinel(n: number): Sentinel {
+    const id = `/egress-sentinel/${n}/`;
+    const tag = `esentinel.${n}`;
+    return {
+      request: { tag, label: "sentinel", expect: "refuse" },
+      data: Buffer.from(`GET ${id}?fz=${tag} HTTP/1.1\r\nHost: localhost\r\n\r\n`, "latin1"),
+      id,
+      inBody: true,
+    };
   }
 
   async exchange(family: string, caseIndex: number, plan: CasePlan): Promise<ExchangeResult> {
+    const x = await this.start(family, caseIndex, plan);
     const { checker } = this;
-    const stats = checker.stats(family);
-    const abandons = plan.abandons === true || plan.after === "cut";
-    const requests = [...plan.requests];
-    const writes = [...plan.writes];
-    let sentinelId: string | undefined;
-    const useSentinel = plan.sentinel ?? (plan.after === undefined || plan.after === "read");
-    if (useSentinel) {
-      // No profile serves it: the 404's text names its path, which ends the exchange.
-      const n = ++this.sentinelCounter;
-      sentinelId = `/egress-sentinel/${n}/`;
-      const tag = `esentinel.${n}`;
-      requests.push({ tag, label: "sentinel", expect: "refuse" });
-      writes.push({
-        data: Buffer.from(`GET ${sentinelId}?fz=${tag} HTTP/1.1\r\nHost: localhost\r\n\r\n`, "latin1"),
-      });
-    }
-    for (const r of requests) {
-      if (!this.tags.has(r.tag))
-        this.tags.set(r.tag, {
-          family,
-          caseIndex,
-          label: r.label,
-          expect: r.expect,
-          abandons,
-          reported: false,
-        });
-    }
-    checker.countSent(family, plan.requests.length);
-
-    const bodiless = new Set(plan.bodiless ?? []);
-    const outcome = await this.client.exchange({
-      writes,
-      ...(plan.after !== undefined ? { after: plan.after } : {}),
-      ...(plan.afterMs !== undefined ? { afterMs: plan.afterMs } : {}),
-      ...(sentinelId !== undefined ? { sentinelId, sentinelInBody: true } : {}),
-      ...(bodiless.size > 0 ? { bodiless } : {}),
-      deadlineMs: plan.deadlineMs ?? 15_000,
-      ...(plan.readAfterWrites ? { readAfterWrites: true } : {}),
-      ...(plan.localAddress !== undefined ? { localAddress: plan.localAddress } : {}),
-      ...(plan.onConnected !== undefined ? { onConnected: plan.onConnected } : {}),
-    });
-    const bytes = Buffer.concat(plan.writes.map((w) => w.data));
-    const v: MakeViolation = (kind, label, expected, got) => ({
-      kind,
-      family,
-      caseIndex,
-      label,
-      expected,
-      got,
-      bytes: shown(bytes),
-      exchange: `sent ${requests.map((r, i) => `#${i} ${r.label.slice(0, 90)}`).join(" | ")}; read ${outcome.responses
-        .map(describe)
-        .map((d) => d.slice(0, 60))
-        .join(
-          " | ",
-        )}; ended by ${outcome.endedBy}${outcome.error ? ` (${outcome.error})` : ""} after ${Math.round(outcome.ms)} ms`,
-    });
-    const labels = plan.requests.map((r) => r.label).join(" | ");
-    const indexOfTag = new Map<string, number>();
-    requests.forEach((r, i) => {
-      if (!indexOfTag.has(r.tag)) indexOfTag.set(r.tag, i);
-    });
-    const allowed5xx = new Set(requests.flatMap((r) => r.allow5xx ?? []));
-
-    const answers = new Map<string, ParsedResponse>();
-    let lastIndex = -1;
+    const { v, labels, outcome, bodiless, stats, sentinelId } = x;
     for (const [position, r] of outcome.responses.entries()) {
       const seqText = r.headers["x-backend-seq"];
       const origin = r.headers["psd2-gateway-origin"];
-      checker.check(r.status !== 500, () =>
-        v("egress-500", labels, "no 500 from the egress gateway", `response #${position}: ${describe(r)}`),
-      );
+      x.checkNo500(position, r);
       if (seqText === undefined) {
         const tpp = isTppMessages(r);
         const head = bodiless.has(position);
@@ -263,39 +201,13 @@ export class EgressTarget {
               `response #${position}: ${describe(r)} (psd2-gateway-origin: ${origin ?? "none"}, ${r.body.length} bytes)`,
             ),
         );
-        if (r.status >= 500 && r.status !== 500)
-          checker.check(allowed5xx.has(r.status), () =>
-            v(
-              "egress-5xx",
-              labels,
-              "no 5xx unless the family provoked it",
-              `response #${position}: ${describe(r)}`,
-            ),
-          );
+        x.checkNo5xx(position, r);
         if (!(sentinelId !== undefined && r.body.includes(sentinelId))) stats.refused++;
         continue;
       }
-      const record = this.backend.bySeq(Number(seqText));
-      if (
-        !checker.check(record !== undefined, () =>
-          v("answer-mismatch", labels, "x-backend-seq names a backend record", `x-backend-seq ${seqText}`),
-        ) ||
-        !record
-      )
-        continue;
-      checker.check(!record.answered, () =>
-        v("answer-twice", labels, "each backend answer delivered once", `x-backend-seq ${seqText} twice`),
-      );
-      record.answered = true;
-      const index = record.tag !== undefined ? indexOfTag.get(record.tag) : undefined;
-      checker.check(index !== undefined, () =>
-        v(
-          "answer-wrong-connection",
-          labels,
-          "the backend's answer on the connection its request came from",
-          `x-backend-seq ${seqText} answers tag ${record.tag} (${record.method} ${record.target.slice(0, 120)}), not sent on this connection`,
-        ),
-      );
+      const found = x.backendAnswer(seqText);
+      if (!found) continue;
+      const { record, index } = found;
       const expected = record.answer;
       const head = bodiless.has(position);
       // The `alt` bank signs its answers: checked and verified unless too large to check.
@@ -321,20 +233,8 @@ export class EgressTarget {
             `response #${position}: ${r.status} with ${r.body.length} bytes, content-length ${r.headers["content-length"]}, origin ${origin}, mark ${r.headers["psd2-gateway-response-signature"]}`,
           ),
       );
-      if (record.tag !== undefined && !answers.has(record.tag)) answers.set(record.tag, r);
-      stats.forwarded++;
-      if (index !== undefined) {
-        const at = index;
-        checker.check(at >= lastIndex, () =>
-          v(
-            "order",
-            labels,
-            "answers in the order the requests were sent",
-            `response #${position} answers request #${at} (${requests[at]?.label}) after one for request #${lastIndex}`,
-          ),
-        );
-        lastIndex = Math.max(lastIndex, at);
-      }
+      x.delivered(record, r);
+      x.checkOrder(position, r, index);
     }
     const only = plan.requests.length === 1 ? plan.requests[0]!.refusedWith : undefined;
     if (only) {
@@ -353,92 +253,26 @@ export class EgressTarget {
           ),
       );
     }
-    checker.check(outcome.malformed === undefined, () =>
-      v("malformed-response", labels, "well-formed HTTP responses", String(outcome.malformed)),
-    );
-
-    for (const r of requests) {
-      const records = this.backend.byTag(r.tag);
-      const info = this.tags.get(r.tag)!;
-      if (r.expect === "refuse") {
-        const ok = checker.check(records.length === 0, () =>
+    // The egress gateway's own answers echo no X-Request-ID of the application's: no refusals by id.
+    return x.finish({
+      request: (r, records) =>
+        checker.check(records.length <= 1, () =>
           v(
-            "refused-reached-backend",
+            "sent-twice",
             r.label,
-            "never reaches the backend",
-            `the backend received it: ${records.map((x) => `${x.method} ${x.target.slice(0, 160)} (seq ${x.seq})`).join("; ")}`,
+            "each application request sent to the bank at most once (nothing is retried)",
+            `the backend received it ${records.length} times`,
           ),
-        );
-        if (!ok) info.reported = true;
-      } else if (r.expect === "no-execute") {
-        const whole = records.filter((x) => x.complete);
-        const ok = checker.check(whole.length === 0, () =>
-          v(
-            "bad-body-executed",
-            r.label,
-            "the backend never receives the whole of it",
-            whole
-              .map((x) => `${x.method} ${x.target.slice(0, 160)} (seq ${x.seq}, ${x.bodyBytes} bytes)`)
-              .join("; "),
-          ),
-        );
-        if (!ok) info.reported = true;
-      } else if (r.expect === "forward") {
-        const executed = records.some((x) => x.complete && !x.answered);
-        checker.check(answers.has(r.tag) || executed, () =>
-          v(
-            "valid-refused",
-            r.label,
-            "forwarded and answered by the backend",
-            `${outcome.responses.map(describe).join(" / ") || "no answer"} (ended by ${outcome.endedBy}${outcome.error ? `: ${outcome.error}` : ""})`,
-          ),
-        );
-      }
-      checker.check(records.length <= 1, () =>
-        v(
-          "sent-twice",
-          r.label,
-          "each application request sent to the bank at most once (nothing is retried)",
-          `the backend received it ${records.length} times`,
         ),
-      );
-      for (const record of records) this.checkRecord(record, r, v);
-      if (!answers.has(r.tag) && r.label !== "sentinel") stats.unanswered++;
-    }
-    if (!abandons) {
-      for (const r of requests) {
-        for (const record of this.backend.byTag(r.tag)) {
-          if (!record.complete || record.provoked || record.answered) continue;
-          const info = this.tags.get(r.tag)!;
-          if (info.reported) continue;
-          info.reported = true;
-          checker.check(false, () =>
-            v(
-              "executed-unanswered",
-              r.label,
-              "every request the backend executed is answered to the application",
-              `backend seq ${record.seq} (${record.method} ${record.target.slice(0, 160)}) executed, the client read ${outcome.responses.length} answer(s): ${outcome.responses.map(describe).join(" / ")}; ended by ${outcome.endedBy}`,
-            ),
-          );
-        }
-      }
-    }
-    return {
-      outcome,
-      backendAnswer: (tag) => answers.get(tag),
-      // The egress gateway's own answers echo no X-Request-ID of the application's.
-      refusal: () => undefined,
-      backendSaw: (tag) => this.backend.byTag(tag).length,
-    };
+      record: (arrived) => this.checkRecord(x, arrived),
+    });
   }
 
   /** One request as the bank got it: signed as its profile says, nothing of the application's copies. */
-  private checkRecord(record: BackendRecord, r: ExpectedRequest, v: MakeViolation): void {
+  private checkRecord(x: Exchange, { record, request: r, headers, raw }: ArrivedRecord): void {
     const { checker } = this;
-    const raw = record.rawHeaders;
-    const headers = record.headers;
+    const { v } = x;
     const body = record.body ?? Buffer.alloc(0);
-    if (!raw || !headers) return;
     const fail = (expected: string, got: string) =>
       checker.check(false, () => v("backend-signature", r.label, expected, got));
     const profile = underBase(record.target, BANKS.bankBase)
@@ -446,147 +280,94 @@ export class EgressTarget {
       : underBase(record.target, BANKS.altBase)
         ? "alt"
         : undefined;
-    try {
-      if (!profile) {
-        fail(`a target under ${BANKS.bankBase} or ${BANKS.altBase}`, record.target.slice(0, 200));
-        return;
-      }
-      const counts = new Map<string, number>();
-      for (let i = 0; i < raw.length; i += 2) {
-        const name = raw[i]!.toLowerCase();
-        counts.set(name, (counts.get(name) ?? 0) + 1);
-      }
-      const digestCount = profile === "alt" && body.length === 0 ? 0 : 1;
-      const wrongCounts = [
-        ...GATEWAY_WRITTEN.map((name) => [name, 1] as const),
-        ["digest", digestCount] as const,
-      ].filter(([name, n]) => (counts.get(name) ?? 0) !== n);
-      if ((counts.get("content-length") ?? 0) > 1 || counts.has("transfer-encoding"))
-        wrongCounts.push(["content-length", 1]);
-      checker.check(wrongCounts.length === 0, () =>
-        v(
-          "backend-headers",
-          r.label,
-          `exactly one of each header the gateway writes (${GATEWAY_WRITTEN.join(", ")}, digest ×${digestCount}), no application copy beside it`,
-          wrongCounts.map(([name]) => `${name} ×${counts.get(name) ?? 0}`).join(", "),
-        ),
-      );
-      const certificate = headers["tpp-signature-certificate"];
-      checker.check(certificate === this.certificateHeader[profile], () =>
+    if (!profile) {
+      fail(`a target under ${BANKS.bankBase} or ${BANKS.altBase}`, record.target.slice(0, 200));
+      return;
+    }
+    const counts = new Map<string, number>();
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i]!.toLowerCase();
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+    }
+    const digestCount = profile === "alt" && body.length === 0 ? 0 : 1;
+    const wrongCounts = [
+      ...GATEWAY_WRITTEN.map((name) => [name, 1] as const),
+      ["digest", digestCount] as const,
+    ].filter(([name, n]) => (counts.get(name) ?? 0) !== n);
+    if ((counts.get("content-length") ?? 0) > 1 || counts.has("transfer-encoding"))
+      wrongCounts.push(["content-length", 1]);
+    checker.check(wrongCounts.length === 0, () =>
+      v(
+        "backend-headers",
+        r.label,
+        `exactly one of each header the gateway writes (${GATEWAY_WRITTEN.join(", ")}, digest ×${digestCount}), no application copy beside it`,
+        wrongCounts.map(([name]) => `${name} ×${counts.get(name) ?? 0}`).join(", "),
+      ),
+    );
+    const certificate = headers["tpp-signature-certificate"];
+    checker.check(certificate === this.certificateHeader[profile], () =>
+      v(
+        "backend-signature",
+        r.label,
+        `TPP-Signature-Certificate: the dev TPP QSealC (${profile === "bank" ? "base64 DER" : "base64 PEM"})`,
+        String(certificate).slice(0, 120),
+      ),
+    );
+    const date = parseHttpDate(String(headers.date ?? ""));
+    checker.check(date !== undefined && Math.abs(date - record.receivedAt) <= 60_000, () =>
+      v("backend-signature", r.label, "Date: the gateway's clock, now", String(headers.date).slice(0, 120)),
+    );
+    if (digestCount === 1) {
+      const digest = verifyDigest(String(headers.digest), body);
+      checker.check(digest === true, () =>
         v(
           "backend-signature",
           r.label,
-          `TPP-Signature-Certificate: the dev TPP QSealC (${profile === "bank" ? "base64 DER" : "base64 PEM"})`,
-          String(certificate).slice(0, 120),
+          "Digest over the exact body the bank received",
+          `${String(headers.digest).slice(0, 160)}: ${isRejection(digest) ? digest.text : ""}`,
         ),
       );
-      const date = parseHttpDate(String(headers.date ?? ""));
-      checker.check(date !== undefined && Math.abs(date - record.receivedAt) <= 60_000, () =>
-        v("backend-signature", r.label, "Date: the gateway's clock, now", String(headers.date).slice(0, 120)),
+    }
+    const params = verifyRequestSignature(
+      { method: record.method, target: record.target, headers },
+      {
+        publicKey: this.publicKey,
+        keyIdTarget: this.keyIdTarget,
+        algorithms: ["rsa-sha256"],
+        eligibleHeaders: profile === "bank" ? undefined : ALT_SIGNED.filter((h) => !h.startsWith("(")),
+      },
+    );
+    const verified = !isRejection(params);
+    checker.check(verified && params.headers.includes("(request-target)"), () =>
+      v(
+        "backend-signature",
+        r.label,
+        `a Signature by the dev TPP QSealC under the ${profile} profile's rules, over (request-target) and the headers the bank got`,
+        isRejection(params)
+          ? `${params.code}: ${params.text}`
+          : `signed ${params.headers.join(" ")}: no (request-target)`,
+      ),
+    );
+    x.checkNotLeaked(
+      r,
+      raw,
+      "app-copy-reached-backend",
+      (value) => `the bank never sees the application's '${value}'`,
+    );
+    x.checkBackendHeaders(r, headers);
+    if (r.backendTarget !== undefined)
+      checker.check(record.target === r.backendTarget, () =>
+        v("backend-target", r.label, `the bank gets ${r.backendTarget}`, record.target),
       );
-      if (digestCount === 1) {
-        const digest = verifyDigest(String(headers.digest), body);
-        checker.check(digest === true, () =>
-          v(
-            "backend-signature",
-            r.label,
-            "Digest over the exact body the bank received",
-            `${String(headers.digest).slice(0, 160)}: ${isRejection(digest) ? digest.text : ""}`,
-          ),
-        );
-      }
-      const params = verifyRequestSignature(
-        { method: record.method, target: record.target, headers },
-        {
-          publicKey: this.publicKey,
-          keyIdTarget: this.keyIdTarget,
-          algorithms: ["rsa-sha256"],
-          eligibleHeaders: profile === "bank" ? undefined : ALT_SIGNED.filter((h) => !h.startsWith("(")),
-        },
-      );
-      const verified = !isRejection(params);
-      checker.check(verified && params.headers.includes("(request-target)"), () =>
+    if (r.backendBodySha256 !== undefined && record.complete)
+      checker.check(sha256Base64(body) === r.backendBodySha256, () =>
         v(
-          "backend-signature",
+          "backend-body",
           r.label,
-          `a Signature by the dev TPP QSealC under the ${profile} profile's rules, over (request-target) and the headers the bank got`,
-          isRejection(params)
-            ? `${params.code}: ${params.text}`
-            : `signed ${params.headers.join(" ")}: no (request-target)`,
+          "the bank gets the application's body, byte for byte",
+          `${body.length} bytes: ${body.subarray(0, 80).toString("latin1")}`,
         ),
       );
-      for (const value of r.spoofed ?? []) {
-        const leaked: string[] = [];
-        for (let i = 0; i + 1 < raw.length; i += 2)
-          if (raw[i + 1]!.includes(value)) leaked.push(`${raw[i]}: ${raw[i + 1]!.slice(0, 120)}`);
-        checker.check(leaked.length === 0, () =>
-          v(
-            "app-copy-reached-backend",
-            r.label,
-            `the bank never sees the application's '${value}'`,
-            leaked.join("; "),
-          ),
-        );
-      }
-      for (const [name, expected] of Object.entries(r.backendHeaders ?? {})) {
-        const got = headers[name];
-        const text = Array.isArray(got) ? got.join(", ") : got;
-        checker.check(text === expected, () =>
-          v("backend-header", r.label, `${name}: ${expected}`, `${name}: ${text ?? "(absent)"}`),
-        );
-      }
-      if (r.backendTarget !== undefined)
-        checker.check(record.target === r.backendTarget, () =>
-          v("backend-target", r.label, `the bank gets ${r.backendTarget}`, record.target),
-        );
-      if (r.backendBodySha256 !== undefined && record.complete)
-        checker.check(sha256Base64(body) === r.backendBodySha256, () =>
-          v(
-            "backend-body",
-            r.label,
-            "the bank gets the application's body, byte for byte",
-            `${body.length} bytes: ${body.subarray(0, 80).toString("latin1")}`,
-          ),
-        );
-    } finally {
-      record.headers = undefined;
-      record.rawHeaders = undefined;
-      record.body = undefined;
-    }
-  }
-
-  /** Everything the egress backend ever received, against what the run expected. */
-  finalSweep(): void {
-    const { checker } = this;
-    for (const record of this.backend.records) {
-      const info = record.tag !== undefined ? this.tags.get(record.tag) : undefined;
-      const where = `seq ${record.seq}: ${record.method} ${record.target.slice(0, 160)}`;
-      const sweep = (kind: string, expected: string) =>
-        checker.check(false, () => ({
-          kind,
-          family: info?.family ?? "(unknown)",
-          caseIndex: info?.caseIndex ?? -1,
-          label: info?.label ?? "(untagged)",
-          expected,
-          got: `${where} (late)`,
-          bytes: "",
-        }));
-      if (!info) {
-        sweep("untagged-at-backend", "only requests the run sent reach the egress backend");
-        continue;
-      }
-      if (info.reported) continue;
-      if (info.expect === "refuse") {
-        info.reported = true;
-        sweep("refused-reached-backend", "never reaches the backend");
-      } else if (info.expect === "no-execute" && record.complete) {
-        info.reported = true;
-        sweep("bad-body-executed", "never executed with its whole body");
-      } else if (record.complete && !record.provoked && !record.answered && !info.abandons) {
-        info.reported = true;
-        sweep("executed-unanswered", "every request the backend executed is answered");
-      } else checker.pass();
-    }
   }
 }
 

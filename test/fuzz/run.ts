@@ -1,8 +1,8 @@
 /**
  * `npm run fuzz`: a seeded, bounded hostile-traffic run against real gateway processes on
  * loopback: the ingress gateway over TLS (response signing on) and, for the `egress-*` families,
- * the egress gateway over plain HTTP (see harness.ts and egress.ts for the invariants). Only the
- * gateways the selected families need are started. Environment:
+ * the egress gateway over plain HTTP (the invariants: exchange-check.ts, ingress.ts, egress.ts and
+ * harness.ts). Only the gateways the selected families need are started. Environment:
  *
  *   FUZZ_COUNT         requests to send (default 100000)
  *   FUZZ_SEED          the seed (default: random, printed)

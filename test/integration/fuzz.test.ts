@@ -2,7 +2,7 @@
  * A short `npm run fuzz` inside `npm test`: every family, a fixed seed, a few thousand hostile
  * requests against the real gateway processes — ingress over TLS with response signing on, and
  * egress over plain HTTP for the `egress-*` families — with their recording backends, and not one
- * invariant broken (test/fuzz/harness.ts and test/fuzz/egress.ts list them). A failure prints the
+ * invariant broken (test/fuzz/exchange-check.ts, ingress.ts, egress.ts and harness.ts list them). A failure prints the
  * report with a reproduction line per violation (FUZZ_FAMILIES=… FUZZ_SEED=… FUZZ_CASE=… npm run fuzz).
  */
 

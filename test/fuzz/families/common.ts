@@ -1,8 +1,10 @@
-/** What several families share: a valid signed request to start from, and small byte helpers. */
+/** What several families share: a valid signed request to start from, and small byte and write helpers. */
 
+import type { Rng } from "../prng.js";
+import type { Write } from "../raw-client.js";
 import { ACCOUNTS_PATH, PAYMENT_PATH, paymentBody, type RawRequest, serialize } from "../request.js";
 import type { FuzzTpp } from "../tpps.js";
-import type { CaseContext, ExpectedRequest } from "../types.js";
+import type { CaseContext, CasePlan, ExpectedRequest } from "../types.js";
 
 export interface Valid {
   readonly request: RawRequest;
@@ -113,4 +115,39 @@ export function chunked(body: Buffer, parts: number, extension = ""): Buffer {
   }
   out.push(Buffer.from("0\r\n\r\n", "latin1"));
   return Buffer.concat(out);
+}
+
+/** `data` in up to `count` writes cut at random places, each after up to `maxDelay` ms but the first. */
+export function randomPieces(rng: Rng, data: Buffer, count: number, maxDelay: number): Write[] {
+  const cuts = new Set<number>();
+  while (cuts.size < Math.min(count - 1, data.length - 1)) cuts.add(1 + rng.int(data.length - 1));
+  const at = [0, ...[...cuts].sort((a, b) => a - b), data.length];
+  const out: Write[] = [];
+  for (let i = 0; i + 1 < at.length; i++)
+    out.push({ data: data.subarray(at[i]!, at[i + 1]!), delayMs: i === 0 ? 0 : rng.int(maxDelay) });
+  return out;
+}
+
+/**
+ * A pipeline's writes: all at once, or request by request with `pauses[i]` after request `i`
+ * (long enough for answers to come back in between), read as they come or only once everything
+ * is written (a busy client).
+ */
+export function pipelined(
+  rng: Rng,
+  parts: readonly Buffer[],
+  pauses: readonly number[],
+): Pick<CasePlan, "writes" | "readAfterWrites"> {
+  const style = rng.weighted<"one-write" | "paced" | "paced-read-after">([
+    [6, "one-write"],
+    [2, "paced"],
+    [2, "paced-read-after"],
+  ]);
+  return {
+    writes:
+      style === "one-write"
+        ? [{ data: Buffer.concat(parts) }]
+        : parts.map((data, i) => ({ data, delayMs: i === 0 ? 0 : pauses[i - 1]! })),
+    readAfterWrites: style === "paced-read-after",
+  };
 }

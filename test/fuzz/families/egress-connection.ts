@@ -7,20 +7,9 @@
  * may go unanswered), and several requests one after another on one kept-alive connection.
  */
 
-import type { Rng } from "../prng.js";
-import type { Write } from "../raw-client.js";
 import type { EgressFamily } from "../types.js";
+import { randomPieces } from "./common.js";
 import { appRequest, bytesOf, forwardOf, jsonBody } from "./egress-common.js";
-
-function split(rng: Rng, data: Buffer, count: number, maxDelay: number): Write[] {
-  const cuts = new Set<number>();
-  while (cuts.size < Math.min(count - 1, data.length - 1)) cuts.add(1 + rng.int(data.length - 1));
-  const at = [0, ...[...cuts].sort((a, b) => a - b), data.length];
-  const out: Write[] = [];
-  for (let i = 0; i + 1 < at.length; i++)
-    out.push({ data: data.subarray(at[i]!, at[i + 1]!), delayMs: i === 0 ? 0 : rng.int(maxDelay) });
-  return out;
-}
 
 export const egressConnection: EgressFamily = {
   name: "egress-connection",
@@ -46,7 +35,7 @@ export const egressConnection: EgressFamily = {
       case "slow-head":
         await ctx.exchange({
           requests: [forwardOf(app, label)],
-          writes: split(rng, bytes, rng.range(2, 6), 120),
+          writes: randomPieces(rng, bytes, rng.range(2, 6), 120),
         });
         return;
       case "idle-first":
@@ -93,7 +82,7 @@ export const egressConnection: EgressFamily = {
         const at = inBody ? headEnd + rng.range(1, app.request.body!.length - 1) : rng.range(1, headEnd - 1);
         await ctx.exchange({
           requests: [{ ...forwardOf(app, label), expect: "refuse" }],
-          writes: split(rng, bytes.subarray(0, at), rng.range(1, 3), 40),
+          writes: randomPieces(rng, bytes.subarray(0, at), rng.range(1, 3), 40),
           after: variant.startsWith("cut") ? "cut" : "fin",
           afterMs: rng.int(60),
           sentinel: false,

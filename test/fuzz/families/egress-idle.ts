@@ -17,50 +17,25 @@
 
 import type { EgressFamily } from "../types.js";
 import { appRequest, bytesOf, forwardOf, jsonBody } from "./egress-common.js";
-import { type IdleSide, type IdleVariant, runIdleCase } from "./idle-common.js";
-
-const WEIGHTS: readonly (readonly [number, IdleVariant])[] = [
-  [2, "silent"],
-  [2, "partial-head"],
-  [2, "trickle-head"],
-  [1, "stalled-body"],
-  [2, "keep-alive-idle"],
-  [1, "keep-alive-gap"],
-  [1, "slow-backend"],
-  [1, "over-cap"],
-  [1, "upgrade"],
-];
+import { runIdleCase, validBytes } from "./idle-common.js";
 
 export const egressIdle: EgressFamily = {
   name: "egress-idle",
   weight: 0.1,
   target: "egress",
   async run(ctx) {
-    const side: IdleSide = {
+    await runIdleCase(ctx, {
       name: "egress",
-      rng: ctx.rng,
-      caseIndex: ctx.caseIndex,
-      limits: ctx.limits,
-      check: ctx.check,
       tls: false,
       block: 40,
-      exchange: (plan) => ctx.exchange(plan),
-      tag: () => ctx.tag(),
       endlessHead: (tag) => `GET ${ctx.banks.prefix}/v1/accounts?fz=${tag} HTTP/1.1\r\nHost: localhost\r\n`,
       async valid(label, options = {}) {
         const app = appRequest(ctx, {
           ...(options.pay ? { body: jsonBody(ctx.rng) } : {}),
           ...(options.extra ? { headers: options.extra } : {}),
         });
-        const bytes = bytesOf(app);
-        return {
-          bytes,
-          headEnd: bytes.indexOf("\r\n\r\n") + 4,
-          expected: forwardOf(app, label),
-          describe: app.describe,
-        };
+        return validBytes(bytesOf(app), forwardOf(app, label), app.describe);
       },
-    };
-    await runIdleCase(side, WEIGHTS);
+    });
   },
 };

@@ -8,7 +8,7 @@
  */
 
 import type { EgressFamily, Expectation, ExpectedRequest } from "../types.js";
-import { chunked } from "./common.js";
+import { chunked, pipelined } from "./common.js";
 import { appRequest, bytesOf, forwardOf, jsonBody } from "./egress-common.js";
 
 type Kind = "valid" | "unknown" | "over-head" | "over-chunked" | "close" | "malformed" | "backend-drop";
@@ -115,19 +115,6 @@ export const egressPipelining: EgressFamily = {
       if (CONDEMNS.has(kind)) condemned = true;
       pauses.push(CONDEMNS.has(kind) ? 40 : rng.pick([0, 1, 5, 20]));
     }
-    const style = rng.weighted<"one-write" | "paced" | "paced-read-after">([
-      [6, "one-write"],
-      [2, "paced"],
-      [2, "paced-read-after"],
-    ]);
-    await ctx.exchange({
-      requests,
-      writes:
-        style === "one-write"
-          ? [{ data: Buffer.concat(parts) }]
-          : parts.map((data, i) => ({ data, delayMs: i === 0 ? 0 : pauses[i - 1]! })),
-      readAfterWrites: style === "paced-read-after",
-      deadlineMs: 8_000,
-    });
+    await ctx.exchange({ requests, ...pipelined(rng, parts, pauses), deadlineMs: 8_000 });
   },
 };

@@ -25,7 +25,7 @@
 
 import type { Rng } from "../prng.js";
 import type { ExchangeOutcome, ParsedResponse, Write } from "../raw-client.js";
-import type { CasePlan, ExchangeResult, ExpectedRequest, FamilyCheck, ListenLimits } from "../types.js";
+import type { CaseContext, CasePlan, ExchangeResult, ExpectedRequest } from "../types.js";
 import { isTppMessages } from "../verdicts.js";
 
 /** A close may come this much before its limit by the client's clock (it starts its clock first). */
@@ -45,25 +45,29 @@ export interface ValidBytes {
   readonly describe: string;
 }
 
-/** One listener as the idle cases see it. */
-export interface IdleSide {
+/** A valid request's bytes and the expectation of sending them as they are. */
+export function validBytes(bytes: Buffer, expected: ExpectedRequest, describe: string): ValidBytes {
+  return { bytes, headEnd: bytes.indexOf("\r\n\r\n") + 4, expected, describe };
+}
+
+/** What the idle cases take from either target's case context. */
+type IdleContext = Pick<CaseContext, "rng" | "caseIndex" | "limits" | "check" | "exchange" | "tag">;
+
+/** What a listener's idle family says of it. */
+export interface IdleListener {
   readonly name: "ingress" | "egress";
-  readonly rng: Rng;
-  readonly caseIndex: number;
-  readonly limits: ListenLimits;
-  readonly check: FamilyCheck;
   /** The listener speaks TLS: a connection that never starts it meets the handshake timeout. */
   readonly tls: boolean;
   /** The second octet of this side's own loopback addresses. */
   readonly block: number;
-  exchange(plan: CasePlan): Promise<ExchangeResult>;
   /** A valid request (a body when `pay`), with extra header lines; the label says what was done. */
   valid(label: string, options?: { pay?: boolean; extra?: readonly [string, string][] }): Promise<ValidBytes>;
   /** A request line and Host for a head that never ends, tagged `tag`. */
   endlessHead(tag: string): string;
-  /** A fresh fuzz tag. */
-  tag(): string;
 }
+
+/** One listener as the idle cases see it. */
+export type IdleSide = IdleContext & IdleListener;
 
 export type IdleVariant =
   | "silent"
@@ -224,12 +228,43 @@ function answerOf(result: ExchangeResult, expected: ExpectedRequest): ParsedResp
   );
 }
 
+/**
+ * Plain TCP to the TLS listener, no handshake: closed by the gateway from accept, `min` ms at the
+ * earliest, by the handshake timeout (and the slack) at the latest.
+ */
+async function withoutHandshake(
+  side: IdleSide,
+  localAddress: string,
+  label: string,
+  plan: Pick<CasePlan, "requests" | "writes">,
+  min: number,
+  limit = "listen.tlsHandshakeTimeoutSeconds",
+): Promise<void> {
+  const { limits } = side;
+  const { outcome } = await side.exchange({
+    ...plan,
+    transport: "tcp",
+    sentinel: false,
+    localAddress,
+    deadlineMs: limits.tlsHandshakeTimeoutMs + SLACK_MS + 3_000,
+  });
+  checkClosed(
+    side,
+    label,
+    outcome,
+    outcome.timing.connected,
+    "accept",
+    min,
+    limits.tlsHandshakeTimeoutMs + SLACK_MS,
+    limit,
+  );
+}
+
 /** One variant on one connection (or, for over-cap, a cap's worth), from address `k`. */
 async function runVariant(side: IdleSide, variant: IdleVariant, k: number): Promise<void> {
   const { rng, limits } = side;
   const localAddress = ownAddress(side, k);
   const at = `${variant} from ${localAddress}`;
-  const tcp = side.tls ? ({ transport: "tcp" } as const) : {};
   switch (variant) {
     case "silent": {
       // Connected (over TLS: the handshake done), then nothing.
@@ -248,45 +283,25 @@ async function runVariant(side: IdleSide, variant: IdleVariant, k: number): Prom
       // TCP to the TLS listener: nothing, or the start of a ClientHello (now or after a pause).
       const writes: Write[] =
         variant === "no-handshake" ? [] : [{ data: clientHelloPrefix(rng), delayMs: rng.int(800) }];
-      const { outcome } = await side.exchange({
-        requests: [],
-        writes,
-        ...tcp,
-        sentinel: false,
-        localAddress,
-        deadlineMs: limits.tlsHandshakeTimeoutMs + SLACK_MS + 3_000,
-      });
-      checkClosed(
+      const label = `${at}${writes[0] ? ` (${writes[0].data.length} bytes of a ClientHello)` : ""}`;
+      await withoutHandshake(
         side,
-        `${at}${writes[0] ? ` (${writes[0].data.length} bytes of a ClientHello)` : ""}`,
-        outcome,
-        outcome.timing.connected,
-        "accept",
+        localAddress,
+        label,
+        { requests: [], writes },
         limits.tlsHandshakeTimeoutMs,
-        limits.tlsHandshakeTimeoutMs + SLACK_MS,
-        "listen.tlsHandshakeTimeoutSeconds",
       );
       return;
     }
     case "plain-http": {
       // A whole valid request in plain text to the TLS listener: no handshake, never forwarded.
       const valid = await side.valid(at);
-      const { outcome } = await side.exchange({
-        requests: [{ ...valid.expected, expect: "refuse" }],
-        writes: [{ data: valid.bytes }],
-        ...tcp,
-        sentinel: false,
-        localAddress,
-        deadlineMs: limits.tlsHandshakeTimeoutMs + SLACK_MS + 3_000,
-      });
-      checkClosed(
+      await withoutHandshake(
         side,
+        localAddress,
         at,
-        outcome,
-        outcome.timing.connected,
-        "accept",
+        { requests: [{ ...valid.expected, expect: "refuse" }], writes: [{ data: valid.bytes }] },
         0,
-        limits.tlsHandshakeTimeoutMs + SLACK_MS,
         "not TLS, or listen.tlsHandshakeTimeoutSeconds",
       );
       return;
@@ -572,17 +587,41 @@ async function overCap(side: IdleSide, localAddress: string): Promise<void> {
   await side.exchange({ requests: [again.expected], writes: [{ data: again.bytes }], localAddress });
 }
 
+/** How often each variant comes up; a listener without TLS skips those that need it. */
+const WEIGHTS: readonly (readonly [number, IdleVariant])[] = [
+  [2, "silent"],
+  [2, "no-handshake"],
+  [1, "partial-hello"],
+  [1, "plain-http"],
+  [2, "partial-head"],
+  [2, "trickle-head"],
+  [1, "stalled-body"],
+  [2, "keep-alive-idle"],
+  [1, "keep-alive-gap"],
+  [1, "slow-backend"],
+  [1, "over-cap"],
+  [1, "upgrade"],
+];
+const TLS_ONLY: ReadonlySet<IdleVariant> = new Set(["no-handshake", "partial-hello", "plain-http"]);
+
 /** A case: one to three variants at once, each from an address of its own, and a valid request from 127.0.0.1 meanwhile. */
-export async function runIdleCase(
-  side: IdleSide,
-  weights: readonly (readonly [number, IdleVariant])[],
-): Promise<void> {
+export async function runIdleCase(ctx: IdleContext, listener: IdleListener): Promise<void> {
+  const side: IdleSide = {
+    rng: ctx.rng,
+    caseIndex: ctx.caseIndex,
+    limits: ctx.limits,
+    check: ctx.check,
+    exchange: (plan) => ctx.exchange(plan),
+    tag: () => ctx.tag(),
+    ...listener,
+  };
   const { rng } = side;
   const count = rng.weighted([
     [3, 1],
     [2, 2],
     [1, 3],
   ]);
+  const weights = side.tls ? WEIGHTS : WEIGHTS.filter(([, variant]) => !TLS_ONLY.has(variant));
   const variants = Array.from({ length: count }, () => rng.weighted(weights));
   const meanwhile = async () => {
     await sleep(rng.int(1_500));

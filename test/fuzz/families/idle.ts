@@ -21,51 +21,23 @@
 import { serialize } from "../request.js";
 import type { Family } from "../types.js";
 import { forwardOf, validSigned } from "./common.js";
-import { type IdleSide, type IdleVariant, runIdleCase } from "./idle-common.js";
-
-const WEIGHTS: readonly (readonly [number, IdleVariant])[] = [
-  [2, "silent"],
-  [2, "no-handshake"],
-  [1, "partial-hello"],
-  [1, "plain-http"],
-  [2, "partial-head"],
-  [2, "trickle-head"],
-  [1, "stalled-body"],
-  [2, "keep-alive-idle"],
-  [1, "keep-alive-gap"],
-  [1, "slow-backend"],
-  [1, "over-cap"],
-  [1, "upgrade"],
-];
+import { runIdleCase, validBytes } from "./idle-common.js";
 
 export const idle: Family = {
   name: "idle",
   // Its cases last seconds (they wait for the gateway's timeouts): a few of them go a long way.
   weight: 0.1,
   async run(ctx) {
-    const side: IdleSide = {
+    await runIdleCase(ctx, {
       name: "ingress",
-      rng: ctx.rng,
-      caseIndex: ctx.caseIndex,
-      limits: ctx.limits,
-      check: ctx.check,
       tls: true,
       block: 10,
-      exchange: (plan) => ctx.exchange(plan),
-      tag: () => ctx.tag(),
       endlessHead: (tag) => `GET /v1/accounts?fz=${tag} HTTP/1.1\r\nHost: localhost\r\n`,
       async valid(label, options = {}) {
         const valid = await validSigned(ctx, options.pay !== undefined ? { pay: options.pay } : {});
         const headers = [...valid.request.headers, ...(options.extra ?? [])];
-        const bytes = serialize({ ...valid.request, headers });
-        return {
-          bytes,
-          headEnd: bytes.indexOf("\r\n\r\n") + 4,
-          expected: forwardOf(valid, label),
-          describe: valid.describe,
-        };
+        return validBytes(serialize({ ...valid.request, headers }), forwardOf(valid, label), valid.describe);
       },
-    };
-    await runIdleCase(side, WEIGHTS);
+    });
   },
 };

@@ -9,7 +9,7 @@
 
 import { serialize } from "../request.js";
 import type { ExpectedRequest, Family } from "../types.js";
-import { aisPaying, unsignedRequest, validSigned } from "./common.js";
+import { aisPaying, pipelined, unsignedRequest, validSigned } from "./common.js";
 
 type Kind =
   | "valid"
@@ -177,20 +177,9 @@ export const pipelining: Family = {
       // Paced writes: after a request that closes the connection, long enough for its answer.
       pauses.push(CONDEMNS.has(kind) ? 60 : rng.pick([0, 1, 5, 20]));
     }
-    // All at once, or request by request with pauses long enough for answers to come back in
-    // between, read as they come or only once everything is written (a busy client).
-    const style = rng.weighted<"one-write" | "paced" | "paced-read-after">([
-      [6, "one-write"],
-      [2, "paced"],
-      [2, "paced-read-after"],
-    ]);
     await ctx.exchange({
       requests,
-      writes:
-        style === "one-write"
-          ? [{ data: Buffer.concat(parts) }]
-          : parts.map((data, i) => ({ data, delayMs: i === 0 ? 0 : pauses[i - 1]! })),
-      readAfterWrites: style === "paced-read-after",
+      ...pipelined(rng, parts, pauses),
       deadlineMs: stalls ? 12_000 : 8_000,
     });
   },

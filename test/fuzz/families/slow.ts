@@ -5,21 +5,10 @@
  * policy must never run at all, however slowly it arrives.
  */
 
-import type { Rng } from "../prng.js";
 import type { Write } from "../raw-client.js";
 import { serialize } from "../request.js";
 import type { Family } from "../types.js";
-import { chunked, forwardOf, validSigned } from "./common.js";
-
-function pieces(rng: Rng, data: Buffer, count: number, maxDelay: number): Write[] {
-  const cuts = new Set<number>();
-  while (cuts.size < Math.min(count - 1, data.length - 1)) cuts.add(1 + rng.int(data.length - 1));
-  const sorted = [0, ...[...cuts].sort((a, b) => a - b), data.length];
-  const out: Write[] = [];
-  for (let i = 0; i + 1 < sorted.length; i++)
-    out.push({ data: data.subarray(sorted[i]!, sorted[i + 1]!), delayMs: i === 0 ? 0 : rng.int(maxDelay) });
-  return out;
-}
+import { chunked, forwardOf, randomPieces, validSigned } from "./common.js";
 
 export const slow: Family = {
   name: "slow",
@@ -53,7 +42,7 @@ export const slow: Family = {
         const at = variant === "slow-head" ? 0 : Buffer.byteLength(headWithLength, "latin1");
         const writes: Write[] = [
           ...(at > 0 ? [{ data: all.subarray(0, at) }] : []),
-          ...pieces(rng, all.subarray(at), rng.range(2, 6), 150),
+          ...randomPieces(rng, all.subarray(at), rng.range(2, 6), 150),
         ];
         await ctx.exchange({ requests: [forwardOf(valid, label)], writes });
         return;
@@ -63,7 +52,7 @@ export const slow: Family = {
         const coded = chunked(body, rng.range(2, 5));
         await ctx.exchange({
           requests: [forwardOf(valid, label)],
-          writes: [{ data: Buffer.from(h, "latin1") }, ...pieces(rng, coded, rng.range(2, 5), 150)],
+          writes: [{ data: Buffer.from(h, "latin1") }, ...randomPieces(rng, coded, rng.range(2, 5), 150)],
         });
         return;
       }
@@ -126,7 +115,7 @@ export const slow: Family = {
           ],
           writes: [
             { data: all.subarray(0, Buffer.byteLength(headWithLength, "latin1")) },
-            ...pieces(rng, changed, rng.range(1, 4), 100),
+            ...randomPieces(rng, changed, rng.range(1, 4), 100),
           ],
         });
         return;
