@@ -12,19 +12,25 @@ export interface CliRun {
 export interface CliOptions {
   /** Killed after this long, and the test failed (a usage error must not start anything). */
   readonly timeoutMs?: number;
-  /** Run as this user (root reads any file: a permission test runs as nobody). */
-  readonly as?: { readonly uid: number; readonly gid: number };
+  /**
+   * Without the power to read any file (root's CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH dropped
+   * with util-linux's setpriv), so that file permissions apply to root too.
+   */
+  readonly withoutFileOverride?: boolean;
   readonly env?: NodeJS.ProcessEnv;
 }
 
 export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliRun> {
   const timeoutMs = options.timeoutMs ?? 20_000;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
+    const command = [process.execPath, "--import", "tsx", "src/main.ts", ...args];
+    const [file, ...rest] = options.withoutFileOverride
+      ? ["setpriv", "--bounding-set=-dac_override,-dac_read_search", ...command]
+      : command;
+    const child = spawn(file!, rest, {
       cwd: REPO_ROOT,
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, ...(options.env ?? {}) },
-      ...(options.as ?? {}),
     });
     let stdout = "";
     let stderr = "";
