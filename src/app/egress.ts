@@ -91,6 +91,7 @@ export async function startEgressGateway(
         })),
       );
     const metrics = new EgressMetrics(certificates, now);
+    metrics.backendPools.watch(() => profiles.map((p) => [p.name, p.backend] as const));
     let modes = new Map(profiles.map((p) => [p.name, p.responseMode]));
     let running = config;
 

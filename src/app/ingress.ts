@@ -312,6 +312,7 @@ async function startComponents(
     });
   let backend = backendOf(config);
   started.add(() => backend.close());
+  metrics.backendPools.watch(() => [[backend.host, backend]]);
 
   // The request path: the one builder, again on a configuration reload.
   const pathOf = (c: GatewayConfig, b: Backend) =>

@@ -54,3 +54,35 @@ export async function* inspectedBody(
   }
   if (held) yield held;
 }
+
+/**
+ * A request body on its way upstream that the forwarder can stop at any moment, even while it
+ * waits for the client's next chunk. Without it, a body whose client stops sending (a request
+ * refused mid-body, answered, its stream never ended) would keep its backend connection busy for
+ * ever: undici leaves ending an async-iterable body to whoever made it.
+ */
+export class StoppableBody implements AsyncIterable<Buffer> {
+  private stopped: Error | undefined = undefined;
+  private wake: ((error: Error) => void) | undefined = undefined;
+
+  constructor(private readonly source: AsyncIterable<Buffer>) {}
+
+  /** The next read (or the one waiting) throws `error`; undici then aborts the upstream request. */
+  stop(error: Error): void {
+    if (this.stopped) return;
+    this.stopped = error;
+    this.wake?.(error);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
+    if (this.stopped) throw this.stopped;
+    const stopped = new Promise<never>((_resolve, reject) => (this.wake = reject));
+    stopped.catch(() => {}); // read by the race below, or never
+    const chunks = this.source[Symbol.asyncIterator]();
+    for (;;) {
+      const next = await Promise.race([chunks.next(), stopped]);
+      if (next.done) return;
+      yield next.value;
+    }
+  }
+}

@@ -13,7 +13,7 @@ import type { Dispatcher } from "undici";
 import { type Rejection, reject } from "../errors.js";
 import type { ReceivedHeaders } from "../response-inspector.js";
 import type { Backend } from "./backend.js";
-import { BodyRejected, ClientAborted } from "./body.js";
+import { BodyRejected, ClientAborted, StoppableBody } from "./body.js";
 import { downstreamResponseHeaders } from "./headers.js";
 
 /** The step of the gateway's answer when the backend could not be reached or was too slow. */
@@ -136,12 +136,16 @@ class Forwarding<H extends BodyHold> implements Dispatcher.DispatchHandler {
   constructor(
     private readonly backend: Backend,
     private readonly call: ForwardCall<H>,
+    private readonly body: StoppableBody | undefined,
   ) {
     const { res } = call;
-    // A client that goes away aborts the upstream request too.
     res.on("close", () => {
+      // A client that goes away aborts the upstream request too.
       const c = this.controller;
       if (!res.writableFinished && c && !c.aborted) c.abort(new ClientAborted("client closed"));
+      // The exchange is over, answered or not: a body still on its way upstream will never be
+      // needed (and, refused mid-body, might never end).
+      this.body?.stop(new ClientAborted("the exchange is over"));
       this.finish(499);
     });
     res.on("drain", () => this.controller?.resume());
@@ -281,6 +285,7 @@ class Forwarding<H extends BodyHold> implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.settled) return; // the exchange ended first (its body was stopped then)
     if (error instanceof ResponseTooLarge) {
       this.fail(error.rejection);
     } else if (error instanceof BodyRejected) {
@@ -303,6 +308,10 @@ export function forward<H extends BodyHold>(backend: Backend, call: ForwardCall<
     return;
   }
   const { upstream } = call;
+  const body =
+    upstream.body === null || Buffer.isBuffer(upstream.body)
+      ? undefined
+      : new StoppableBody(upstream.body as AsyncIterable<Buffer>);
   backend.pool.dispatch(
     {
       origin: backend.origin,
@@ -310,8 +319,8 @@ export function forward<H extends BodyHold>(backend: Backend, call: ForwardCall<
       method: upstream.method,
       headers: upstream.headers,
       // undici accepts any async iterable as a body; its typings only name Readable.
-      body: upstream.body as unknown as Readable | Buffer | null,
+      body: (body ?? upstream.body) as unknown as Readable | Buffer | null,
     },
-    new Forwarding(backend, call),
+    new Forwarding(backend, call, body),
   );
 }

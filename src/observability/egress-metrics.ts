@@ -6,6 +6,7 @@
 
 import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
 import type { EgressEvent } from "../events.js";
+import { BackendPoolMetrics } from "./backend-pools.js";
 import { ConfigReloadMetrics } from "./config-reload.js";
 import { ConnectionLimitMetrics } from "./connection-limits.js";
 import { hashPsuId, type Logger } from "./logger.js";
@@ -38,6 +39,8 @@ export class EgressMetrics {
   });
   /** The application's listener: open connections and its limits that bit. */
   readonly connections = new ConnectionLimitMetrics(this.registry, "psd2_gateway_egress_");
+  /** The backend connection pools: connections open and idle, requests in flight and queued. */
+  readonly backendPools = new BackendPoolMetrics(this.registry, "psd2_gateway_egress_");
   readonly configReloads = new ConfigReloadMetrics(this.registry, "psd2_gateway_egress_");
   readonly responseFailures = new Counter({
     name: "psd2_gateway_egress_response_verification_failures_total",

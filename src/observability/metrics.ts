@@ -7,6 +7,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { StepCounts } from "../checks/index.js";
 import type { OcspCacheStatus, TrustSourceStatus } from "../trust/source-status.js";
+import { BackendPoolMetrics } from "./backend-pools.js";
 import { ConfigReloadMetrics } from "./config-reload.js";
 import { ConnectionLimitMetrics } from "./connection-limits.js";
 
@@ -118,6 +119,8 @@ export class GatewayMetrics {
 
   /** The listener's open connections and its limits that bit. */
   readonly connections = new ConnectionLimitMetrics(this.registry, "psd2_gateway_");
+  /** The backend connection pools: connections open and idle, requests in flight and queued. */
+  readonly backendPools = new BackendPoolMetrics(this.registry, "psd2_gateway_");
   readonly configReloads = new ConfigReloadMetrics(this.registry, "psd2_gateway_");
 
   readonly defects = new Counter({

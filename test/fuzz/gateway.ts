@@ -8,7 +8,7 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { appendFileSync, writeFileSync } from "node:fs";
 import { get as httpGet, Server } from "node:http";
 import { join } from "node:path";
 import { stringify as toYaml } from "yaml";
@@ -128,7 +128,7 @@ export async function startFuzzGateway(options: {
     trust: { caDir: pki.paths.trustDir, ...(extra["trust"] ?? {}) },
     register: { file: pki.paths.register, ...(extra["register"] ?? {}) },
     admin: { host: "127.0.0.1", port: adminPort },
-    log: { level: "warn", ...(extra["log"] ?? {}) },
+    log: { level: process.env.FUZZ_LOG_LEVEL ?? "warn", ...(extra["log"] ?? {}) },
   };
   return spawnFuzzProcess({ name: "ingress", dir, config, port, adminPort });
 }
@@ -162,9 +162,14 @@ export async function spawnFuzzProcess(options: {
     }),
   );
   const lines: string[] = [];
+  // FUZZ_LOG_DIR=<dir>: every line the gateway prints, kept whole there (the report keeps the last).
+  const logFile = process.env.FUZZ_LOG_DIR
+    ? join(process.env.FUZZ_LOG_DIR, `${name}-${port}.log`)
+    : undefined;
   const collect = () => {
     let pending = "";
     return (chunk: Buffer) => {
+      if (logFile) appendFileSync(logFile, chunk);
       pending += chunk.toString("utf8");
       const parts = pending.split("\n");
       pending = parts.pop() ?? "";

@@ -9,7 +9,7 @@
  * throws.
  */
 
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { get as httpGet } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -77,6 +77,23 @@ function healthz(adminUrl: string): Promise<number> {
   });
 }
 
+/** The gateway's backend requests still in flight or queued (its /metrics), undefined when unreadable. */
+function backendRequestsOpen(adminUrl: string): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const req = httpGet(`${adminUrl}/metrics`, { timeout: 5_000 }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (text += chunk));
+      res.on("end", () => {
+        const values = [...text.matchAll(/^psd2_gateway_(?:egress_)?backend_requests\{[^}]*\} (\d+)$/gm)];
+        resolve(values.length === 0 ? undefined : values.reduce((sum, m) => sum + Number(m[1]), 0));
+      });
+    });
+    req.on("timeout", () => req.destroy(new Error("timeout")));
+    req.on("error", () => resolve(undefined));
+  });
+}
+
 /** Starts what the selected families need, runs them, checks, stops everything. Never throws for a violation. */
 export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const log = options.log ?? (() => {});
@@ -126,6 +143,10 @@ class Run implements Checker {
   private healthChecks = 0;
   private stopped = false;
   private exited = false;
+  /** FUZZ_LOG_DIR=<dir>: one line per case (end time, family.case, duration) in cases.log there. */
+  private readonly traceCase = process.env["FUZZ_LOG_DIR"]
+    ? (line: string) => appendFileSync(join(process.env["FUZZ_LOG_DIR"]!, "cases.log"), line)
+    : undefined;
   private readonly ingress: IngressTarget | undefined;
   private readonly egress: EgressTarget | undefined;
   private readonly limits: Record<"ingress" | "egress", ListenLimits>;
@@ -277,8 +298,13 @@ class Run implements Checker {
         }
       };
       let lastLog = performance.now();
+      let lastTick = performance.now();
       const progress = setInterval(() => {
         const now = performance.now();
+        // A harness that stalls makes every exchange look late: say so, it is not the gateway's doing.
+        if (now - lastTick > 2_000)
+          this.options.log?.(`… the harness's event loop stalled ${Math.round(now - lastTick - 1_000)} ms`);
+        lastTick = now;
         if (now - lastLog > 10_000) {
           lastLog = now;
           const rss = Object.entries(this.rssSamples)
@@ -295,6 +321,7 @@ class Run implements Checker {
     // Let stragglers reach the backends, then look at everything they ever received.
     await new Promise((r) => setTimeout(r, 500));
     await stopMonitor();
+    await this.checkBackendPools();
     this.stopped = true;
     this.ingress?.finalSweep();
     this.egress?.finalSweep();
@@ -316,6 +343,31 @@ class Run implements Checker {
     };
   }
 
+  /**
+   * Every exchange has ended: no upstream request may still hold a backend connection (one left
+   * behind holds it for ever, and enough of them stop every valid request). A few seconds for the
+   * aborts of the last ones to land.
+   */
+  private async checkBackendPools(): Promise<void> {
+    for (const gateway of this.processes()) {
+      let open: number | undefined;
+      for (let tries = 0; tries < 30; tries++) {
+        open = await backendRequestsOpen(gateway.adminUrl);
+        if (open === 0) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      this.check(open === 0, () => ({
+        kind: "upstream-held",
+        family: "(process)",
+        caseIndex: -1,
+        label: `the ${gateway.name} gateway's backend requests after the run`,
+        expected: "none in flight or queued once every exchange has ended (psd2_gateway_*backend_requests)",
+        got: open === undefined ? "no backend_requests metric" : `${open} still in flight or queued`,
+        bytes: "",
+      }));
+    }
+  }
+
   private async runCase(family: AnyFamily, index: number): Promise<void> {
     const stats = this.stats(family.name);
     stats.cases++;
@@ -334,6 +386,7 @@ class Run implements Checker {
         bytes: "",
       }));
     const common = { rng, family: family.name, caseIndex: index, check, tag };
+    const startedAt = performance.now();
     try {
       if (family.target === "egress") {
         const egress = this.egress!;
@@ -373,6 +426,10 @@ class Run implements Checker {
         got: String((error as Error).stack ?? error).slice(0, 800),
         bytes: "",
       }));
+    } finally {
+      this.traceCase?.(
+        `${new Date().toISOString()} ${family.name}.${index} ${Math.round(performance.now() - startedAt)} ms\n`,
+      );
     }
   }
 }

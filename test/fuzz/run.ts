@@ -10,6 +10,11 @@
  *   FUZZ_CASE          run only this case index of each family (a reproduction)
  *   FUZZ_RSS_LIMIT_MB  each gateway process's VmRSS bound (default 400)
  *   FUZZ_CONCURRENCY   connections in flight (default 16)
+ *   FUZZ_LOG_DIR       keep every gateway log line there, and cases.log: each case's end and duration
+ *   FUZZ_LOG_LEVEL     the gateways' log level (default warn; info adds every access line)
+ *
+ * After the run, no backend request may still be in flight or queued in either gateway (their
+ * `backend_requests` metrics): an upstream request left behind holds a backend connection for ever.
  *
  * Exit 0 when every invariant check passed, 1 on any violation, 2 on bad arguments.
  */

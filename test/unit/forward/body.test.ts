@@ -8,7 +8,13 @@
 import { describe, expect, it } from "vitest";
 import { PERMISSIVE_POLICY } from "../../../src/checks/index.js";
 import { reject } from "../../../src/errors.js";
-import { type BodyInspector, BodyRejected, ClientAborted, inspectedBody } from "../../../src/forward/body.js";
+import {
+  type BodyInspector,
+  BodyRejected,
+  ClientAborted,
+  inspectedBody,
+  StoppableBody,
+} from "../../../src/forward/body.js";
 import { computeDigestHeader, type DigestValue, parseDigestHeader } from "../../../src/signature/index.js";
 import { characterInspector, digestInspector, sizeInspector } from "../../helpers/body-steps.js";
 import { named } from "../../helpers/named-rows.js";
@@ -169,5 +175,37 @@ describe("inspectedBody", () => {
     const late = new BodyRejected(reject("FORMAT_ERROR", "the body stopped arriving"), "request-timeout");
     const timedOut = await drain(inspectedBody(breaking(late), [sizeInspector(1024)]));
     expect(timedOut.error).toBe(late);
+  });
+});
+
+describe("StoppableBody", () => {
+  /** A client that sends one chunk and then nothing, never ending its body. */
+  async function* stalled(): AsyncGenerator<Buffer> {
+    yield Buffer.from("first");
+    await new Promise(() => {});
+  }
+
+  it("passes the chunks through and ends with its source", async () => {
+    async function* source(): AsyncGenerator<Buffer> {
+      yield* CHUNKS.map((c) => Buffer.from(c));
+    }
+    const read: string[] = [];
+    for await (const chunk of new StoppableBody(source())) read.push(chunk.toString());
+    expect(read.join("")).toBe(BODY);
+  });
+
+  it("throws the stop's error into a read waiting for a chunk that never comes", async () => {
+    const body = new StoppableBody(stalled());
+    const chunks = body[Symbol.asyncIterator]();
+    expect((await chunks.next()).value?.toString()).toBe("first");
+    const waiting = chunks.next();
+    body.stop(new ClientAborted("the exchange is over"));
+    await expect(waiting).rejects.toThrow("the exchange is over");
+  });
+
+  it("throws at the first read when stopped before undici started reading", async () => {
+    const body = new StoppableBody(stalled());
+    body.stop(new ClientAborted("the exchange is over"));
+    await expect(body[Symbol.asyncIterator]().next()).rejects.toBeInstanceOf(ClientAborted);
   });
 });
