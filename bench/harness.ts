@@ -48,6 +48,12 @@ export const CHILD_EXEC_ARGV = [
   "--disable-warning=DEP0205",
 ];
 
+/**
+ * More Node options for the servers under test only (`BENCH_SERVER_ARGS="--perf-basic-prof"` for
+ * `perf record`, `--trace-deopt` to see the JIT give up on a function), space-separated.
+ */
+const SERVER_ARGS = (process.env.BENCH_SERVER_ARGS ?? "").split(" ").filter(Boolean);
+
 export interface Child {
   readonly process: ChildProcess;
   readonly port: number;
@@ -61,7 +67,7 @@ export async function startChild(
   env?: NodeJS.ProcessEnv,
 ): Promise<Child> {
   const child = fork(join(BENCH_DIR, file), args, {
-    execArgv: CHILD_EXEC_ARGV,
+    execArgv: UNDER_TEST.has(file) ? [...SERVER_ARGS, ...CHILD_EXEC_ARGV] : CHILD_EXEC_ARGV,
     execPath: UNDER_TEST.has(file) ? SERVER_NODE : process.execPath,
     stdio: ["ignore", "inherit", "inherit", "ipc"],
     ...(env ? { env: { ...process.env, ...env } } : {}),

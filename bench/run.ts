@@ -6,7 +6,8 @@
  * run where every request carries a certificate the gateway has never seen. Results go to
  * bench/RESULTS.md.
  *
- * Environment: BENCH_SECONDS (default 5), BENCH_ROUNDS (default 1; the anchors used 3),
+ * Environment: BENCH_SECONDS (default 5), BENCH_WARMUP (seconds of load first, default 1),
+ * BENCH_ROUNDS (default 1; the anchors used 3),
  * BENCH_POOL (presigned requests per method, default 50000), BENCH_NEW_CERTS (default 2000).
  * Last comes the memory soak (bench/soak.ts, its SOAK_* variables; SOAK_COUNT=0 skips it).
  * BENCH_LIMITS_ONLY=1 runs the limit-store routes alone (memory, Redis, Redis Cluster) and prints them.
@@ -40,6 +41,13 @@ import { machineLine, replaceSection } from "./results-file.js";
 import { CAN_PIN } from "./taskset.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+/**
+ * Load before each measured run. One second leaves the gateway's larger body of code still being
+ * compiled (perf showed 10 % of its CPU in V8's optimizing compiler 8–14 s into a run, under 0.1 %
+ * after 30 s); BENCH_WARMUP=15 measures the steady state a long-running gateway is in (the
+ * same-run ratios barely moved with it: RESULTS.md, "One house: the steady state").
+ */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 1);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const POOL = Number(process.env.BENCH_POOL ?? 50_000);
 const NEW_CERTS = Number(process.env.BENCH_NEW_CERTS ?? 2000);
@@ -225,7 +233,7 @@ async function main() {
             : await startChild("servers/proxy.ts", [config, backendUrl, pkiDir]);
         const port = proxy?.port ?? backend.port;
         const cursor = { next: 0 };
-        await load(port, pools[method], cursor, 1); // warm up (JIT, pools, the gateway's verdict cache)
+        await load(port, pools[method], cursor, WARMUP); // warm up (JIT, pools, the gateway's verdict cache)
         const r = await load(port, pools[method], cursor, SECONDS, proxy);
         console.error(
           `${config.padEnd(20)} ${method.padEnd(4)} ${Math.round(r.rps)} req/s p50 ${r.p50} ms p99 ${r.p99} ms cpu ${r.cpuUsPerRequest?.toFixed(0) ?? "-"} µs/req heap ${r.heapBytesPerRequest?.toFixed(0) ?? "-"} B/req non2xx ${r.non2xx} errors ${r.errors}`,
@@ -299,7 +307,7 @@ async function main() {
     (unseen.cpuUsPerRequest ?? 0) - m("gateway GET", (r) => r.cpuUsPerRequest ?? 0)
   ).toFixed(0);
   const report = `
-${machineLine()}. ${CAN_PIN ? "Servers (backend and proxy, separate processes) pinned to core 0, autocannon to core 1" : "taskset unavailable: nothing pinned"}; ${CONNECTIONS} connections, ${SECONDS} s per configuration after 1 s of warm-up, ${ROUNDS} round(s), medians. Each request carries ${headerBytes} bytes of headers (TPP-Signature-Certificate, Signature, Digest, X-Request-ID, PSU headers); POST bodies are ${Buffer.byteLength(body)} bytes; the backend answers 313 bytes of JSON. Every request is signed once, with its own X-Request-ID, so replay protection refuses nothing and stays on. Run with \`npm run bench\`.
+${machineLine()}. ${CAN_PIN ? "Servers (backend and proxy, separate processes) pinned to core 0, autocannon to core 1" : "taskset unavailable: nothing pinned"}; ${CONNECTIONS} connections, ${SECONDS} s per configuration after ${WARMUP} s of warm-up, ${ROUNDS} round(s), medians. Each request carries ${headerBytes} bytes of headers (TPP-Signature-Certificate, Signature, Digest, X-Request-ID, PSU headers); POST bodies are ${Buffer.byteLength(body)} bytes; the backend answers 313 bytes of JSON. Every request is signed once, with its own X-Request-ID, so replay protection refuses nothing and stays on. Run with \`npm run bench\`.
 
 | configuration | method | req/s | p50 ms | p99 ms | proxy CPU µs/request | proxy V8 heap bytes allocated/request | non-2xx + errors |
 |---|---|---:|---:|---:|---:|---:|---:|

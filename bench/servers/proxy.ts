@@ -6,7 +6,7 @@
  * verification. Behind TLS (bench/tls.ts), with the dev gateway certificate from `pkiDir`:
  * `undici-tls` (bare undici behind Node's https server),
  * `undici-tls-data` (the same with the gateway listener's no-op 'data' listener on each TLS socket,
- * src/ingress/listener.ts), `gateway-tls` and `gateway-mtls` (the QWAC requested, `request`).
+ * src/listener/listener.ts), `gateway-tls` and `gateway-mtls` (the QWAC requested, `request`).
  */
 
 import { createHash, type KeyObject, verify, X509Certificate } from "node:crypto";

@@ -64,6 +64,8 @@ export async function* inspectedBody(
 export class StoppableBody implements AsyncIterable<Buffer> {
   private stopped: Error | undefined = undefined;
   private wake: ((error: Error) => void) | undefined = undefined;
+  /** Read to its end: nothing left to stop (and no error worth making). */
+  ended = false;
 
   constructor(private readonly source: AsyncIterable<Buffer>) {}
 
@@ -81,7 +83,10 @@ export class StoppableBody implements AsyncIterable<Buffer> {
     const chunks = this.source[Symbol.asyncIterator]();
     for (;;) {
       const next = await Promise.race([chunks.next(), stopped]);
-      if (next.done) return;
+      if (next.done) {
+        this.ended = true;
+        return;
+      }
       yield next.value;
     }
   }

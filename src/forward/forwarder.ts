@@ -145,7 +145,7 @@ class Forwarding<H extends BodyHold> implements Dispatcher.DispatchHandler {
       if (!res.writableFinished && c && !c.aborted) c.abort(new ClientAborted("client closed"));
       // The exchange is over, answered or not: a body still on its way upstream will never be
       // needed (and, refused mid-body, might never end).
-      this.body?.stop(new ClientAborted("the exchange is over"));
+      if (this.body && !this.body.ended) this.body.stop(new ClientAborted("the exchange is over"));
       this.finish(499);
     });
     res.on("drain", () => this.controller?.resume());

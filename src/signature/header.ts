@@ -94,29 +94,37 @@ function readParams(text: string): Params | Rejection {
     if (text[i] === '"') {
       i++;
       const start = i;
-      let out = "";
-      let segment = i;
-      let escaped = false;
-      for (;;) {
-        if (i >= n) return invalid(`parameter '${name}' has an unterminated quoted value`);
-        const ch = text.charCodeAt(i);
-        if (ch === 0x22 /* " */) break;
-        if (ch === 0x5c /* \ */) {
-          const next = text.charCodeAt(i + 1);
-          if (next === 0x22 || next === 0x5c) {
-            out += text.slice(segment, i);
-            segment = i + 1; // the escaped character starts the next segment
-            escaped = true;
-            i += 2;
-            continue;
+      // Most values hold no backslash: their end is found natively, not character by character.
+      const close = text.indexOf('"', i);
+      const backslash = text.indexOf("\\", i);
+      if (close >= 0 && (backslash < 0 || backslash > close)) {
+        value = text.slice(start, close);
+        i = close;
+      } else {
+        let out = "";
+        let segment = i;
+        let escaped = false;
+        for (;;) {
+          if (i >= n) return invalid(`parameter '${name}' has an unterminated quoted value`);
+          const ch = text.charCodeAt(i);
+          if (ch === 0x22 /* " */) break;
+          if (ch === 0x5c /* \ */) {
+            const next = text.charCodeAt(i + 1);
+            if (next === 0x22 || next === 0x5c) {
+              out += text.slice(segment, i);
+              segment = i + 1; // the escaped character starts the next segment
+              escaped = true;
+              i += 2;
+              continue;
+            }
           }
+          i++;
         }
-        i++;
-      }
-      value = out + text.slice(segment, i);
-      if (escaped) {
-        asWritten ??= new Map();
-        asWritten.set(name, text.slice(start, i));
+        value = out + text.slice(segment, i);
+        if (escaped) {
+          asWritten ??= new Map();
+          asWritten.set(name, text.slice(start, i));
+        }
       }
       i++;
     } else {

@@ -190,8 +190,10 @@ describe("StoppableBody", () => {
       yield* CHUNKS.map((c) => Buffer.from(c));
     }
     const read: string[] = [];
-    for await (const chunk of new StoppableBody(source())) read.push(chunk.toString());
+    const body = new StoppableBody(source());
+    for await (const chunk of body) read.push(chunk.toString());
     expect(read.join("")).toBe(BODY);
+    expect(body.ended).toBe(true);
   });
 
   it("throws the stop's error into a read waiting for a chunk that never comes", async () => {
