@@ -230,6 +230,16 @@ describe("/metrics after a scripted mix of good and bad requests", () => {
     expect(after.value("psd2_gateway_store_evictions_total")).toBe(0);
   });
 
+  it("the backend pool once every answer is out: no request in flight or queued, every open connection idle", () => {
+    const backendHost = new URL(env.backend.url).host;
+    const gauge = (name: string, state: string) => after.only(name, { backend: backendHost, state });
+    expect(gauge("psd2_gateway_backend_connections", "idle")).toBe(
+      gauge("psd2_gateway_backend_connections", "open"),
+    );
+    expect(gauge("psd2_gateway_backend_requests", "in-flight")).toBe(0);
+    expect(gauge("psd2_gateway_backend_requests", "queued")).toBe(0);
+  });
+
   it("certificate expiry gauges for the TLS certificate and both trusted CAs, in seconds", () => {
     const days = (labels: Record<string, string>) =>
       after.only("psd2_gateway_certificate_expiry_seconds", labels) / DAY_SECONDS;
