@@ -10,6 +10,7 @@ export interface ListenLimitsConfig {
   readonly headersTimeoutSeconds: number;
   readonly requestTimeoutSeconds: number;
   readonly keepAliveTimeoutSeconds: number;
+  readonly sendTimeoutSeconds: number;
 }
 
 /**
@@ -26,5 +27,6 @@ export function connectionLimitsOf(listen: ListenLimitsConfig, workers = 1): Con
     headersTimeoutMs: listen.headersTimeoutSeconds * 1000,
     requestTimeoutMs: listen.requestTimeoutSeconds * 1000,
     keepAliveTimeoutMs: listen.keepAliveTimeoutSeconds * 1000,
+    sendTimeoutMs: listen.sendTimeoutSeconds * 1000,
   };
 }

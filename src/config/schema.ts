@@ -55,6 +55,11 @@ const connectionLimits = (defaults: { maxConnections: number; maxConnectionsPerA
   requestTimeoutSeconds: seconds(30),
   /** Idle between requests on a keep-alive connection. */
   keepAliveTimeoutSeconds: seconds(65),
+  /**
+   * A client that takes no byte of its answer this long is disconnected (nginx's send_timeout):
+   * else one that never reads would hold its connection, and the backend connection behind it.
+   */
+  sendTimeoutSeconds: seconds(60),
 });
 
 /** Node refuses a headers timeout longer than the request timeout it is part of. */

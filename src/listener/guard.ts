@@ -2,9 +2,11 @@
  * What a listener allows a connection before it serves anything (as nginx and Envoy do): a cap on
  * open connections in all and per client address, a TLS handshake timeout, an idle timeout before
  * the first request, a headers timeout and a request timeout (Node's, from the first byte of a
- * request), and the keep-alive timeout between requests. Nothing here cuts a connection while a
- * request on it is being served: the idle timer stops at the first request, and Node arms its
- * keep-alive timer only once every answer on the connection is out.
+ * request), the keep-alive timeout between requests, and a send timeout for a client that stops
+ * taking its answers (nginx's send_timeout). Nothing here cuts a connection while a request on it
+ * is being served: the idle timer stops at the first request, Node arms its keep-alive timer only
+ * once every answer on the connection is out, and the send timeout bites only on a client that
+ * takes no byte of its answer for that long.
  */
 
 import type { Server } from "node:http";
@@ -26,6 +28,11 @@ export interface ConnectionLimits {
   readonly requestTimeoutMs: number;
   /** Idle between requests on a keep-alive connection. */
   readonly keepAliveTimeoutMs: number;
+  /**
+   * An answer waits this long, unread, for the client to take any of it: the connection is closed
+   * (and the upstream response it held back aborted, which gives its backend connection back).
+   */
+  readonly sendTimeoutMs: number;
 }
 
 /** Which limit closed or refused a connection: the `limit` label of the metric, `limit` in the log. */
@@ -36,7 +43,8 @@ export type ConnectionLimitName =
   | "idle-timeout"
   | "keep-alive-timeout"
   | "headers-timeout"
-  | "request-timeout";
+  | "request-timeout"
+  | "send-timeout";
 
 export const CONNECTION_LIMIT_NAMES: readonly ConnectionLimitName[] = [
   "max-connections",
@@ -46,6 +54,7 @@ export const CONNECTION_LIMIT_NAMES: readonly ConnectionLimitName[] = [
   "keep-alive-timeout",
   "headers-timeout",
   "request-timeout",
+  "send-timeout",
 ];
 
 /** Told each time a limit bites, with the client's address (for a rate-limited warn line). */
@@ -65,9 +74,12 @@ export const TIMEOUT_CHECK_INTERVAL_MS = 1_000;
 
 const AWAITING_FIRST_REQUEST = Symbol("psd2-gateway awaiting first request");
 const LATEST_REQUEST = Symbol("psd2-gateway latest request");
+const UNREAD = Symbol("psd2-gateway unread answer");
 type Guarded = Socket & {
   [AWAITING_FIRST_REQUEST]?: boolean;
   [LATEST_REQUEST]?: { readonly complete: boolean };
+  /** While an answer waits: the bytes the client had taken, and since when it took none. */
+  [UNREAD]?: { readonly taken: number; readonly since: number };
 };
 
 /** The address a per-address cap counts; a Unix socket's peers share one. */
@@ -84,6 +96,7 @@ export function guardConnections(server: Server, initial: ConnectionLimits, tls:
   let limits = initial;
   let observer: ConnectionLimitObserver = () => {};
   const perAddress = new Map<string, number>();
+  const sockets = new Set<Guarded>();
   let open = 0;
 
   const bite = (limit: ConnectionLimitName, address: string) => observer(limit, address);
@@ -115,6 +128,10 @@ export function guardConnections(server: Server, initial: ConnectionLimits, tls:
   });
 
   const awaitFirstRequest = (socket: Guarded) => {
+    // The socket answers are written to (over TLS the TLSSocket: the TCP socket under it is fed
+    // natively, its own stream never holds a byte), watched by the send timeout's sweep.
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
     socket[AWAITING_FIRST_REQUEST] = true;
     socket.setTimeout(limits.idleTimeoutMs);
     // Node's own 'timeout' listener destroys the socket when nobody else claims it; this one only
@@ -154,6 +171,31 @@ export function guardConnections(server: Server, initial: ConnectionLimits, tls:
     const kind = requestTimeoutKind(error, socket);
     if (kind) bite(kind, addressOf(socket));
   });
+
+  // Once a second (as Node looks for headers and request timeouts): a connection whose answer has
+  // waited sendTimeoutMs without the client taking a byte of it is closed. What the client took is
+  // what the kernel accepted: bytes handed to the socket less those Node's stream still holds.
+  const sweep = setInterval(() => {
+    const now = Date.now();
+    for (const socket of sockets) {
+      const waiting = socket.writableLength;
+      if (waiting === 0) {
+        socket[UNREAD] = undefined;
+        continue;
+      }
+      const taken = socket.bytesWritten - waiting;
+      const unread = socket[UNREAD];
+      if (!unread || taken > unread.taken) {
+        socket[UNREAD] = { taken, since: now };
+      } else if (now - unread.since >= limits.sendTimeoutMs) {
+        const address = addressOf(socket);
+        socket.destroy();
+        bite("send-timeout", address);
+      }
+    }
+  }, TIMEOUT_CHECK_INTERVAL_MS);
+  sweep.unref();
+  server.once("close", () => clearInterval(sweep));
 
   const apply = (next: ConnectionLimits) => {
     limits = next;

@@ -22,6 +22,7 @@ const WHAT_HAPPENED: Record<ConnectionLimitName, string> = {
   "keep-alive-timeout": "connection closed: no next request within listen.keepAliveTimeoutSeconds",
   "headers-timeout": "request refused: its head did not arrive within listen.headersTimeoutSeconds",
   "request-timeout": "request refused: its body did not arrive within listen.requestTimeoutSeconds",
+  "send-timeout": "connection closed: the client took no byte of its answer within listen.sendTimeoutSeconds",
 };
 
 /** Idle keep-alive connections closing is routine, not a warning: counted, logged at debug. */

@@ -3,8 +3,9 @@
  * 3,000 clients that finished the TLS handshake and sent nothing stayed open for 330 s and more.
  * Now each listener, ingress over real TLS and egress, closes what is not served in time (TLS
  * handshake, idle before the first request, head trickled past the headers timeout, idle between
- * requests) and caps open connections in all and per client address, each counted in
- * `…connection_limit_total{limit}`. A connection whose request is being served is never cut.
+ * requests, a client that takes none of its answer) and caps open connections in all and per client
+ * address, each counted in `…connection_limit_total{limit}`. A connection whose request is being
+ * served is never cut.
  */
 
 import { connect as netConnect, type Socket } from "node:net";
@@ -29,6 +30,9 @@ const LIMITS = {
   headersTimeoutSeconds: 0.6,
   requestTimeoutSeconds: 1.2,
   keepAliveTimeoutSeconds: 0.5,
+  // Linux wakes a blocked writer when about a third of its send buffer (a few MB) is free: a
+  // client reading a few MB a second shows progress well inside this.
+  sendTimeoutSeconds: 3,
 };
 
 /** Resolves with how long the socket stayed open (ms), or rejects after `withinMs`. */
@@ -206,6 +210,75 @@ describe("ingress over TLS", () => {
     );
     await closedWithin(socket, 3_000);
     expect(await answer).toMatch(/^HTTP\/1\.1 400 [\s\S]*"code":"FORMAT_ERROR"/);
+  });
+
+  /** A backend answer far larger than the socket buffers between it and a client that stops reading. */
+  const LARGE = Buffer.alloc(48 * 1024 * 1024, "x");
+
+  /** Sends a signed GET on a fresh TLS connection whose answer the backend makes LARGE; the socket and what the backend saw. */
+  async function largeAnswer(): Promise<{ socket: TLSSocket; backendCut: Promise<boolean> }> {
+    let cut!: (value: boolean) => void;
+    const backendCut = new Promise<boolean>((resolve) => (cut = resolve));
+    env.backend.behave((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": LARGE.length });
+      res.end(LARGE);
+      res.once("close", () => cut(!res.writableFinished));
+    });
+    const call = await prepareSignedCall({ signer: env.gw.pki.tppA.qseal, target: "/v1/accounts" });
+    const head = Object.entries({ ...call.headers, Host: "localhost" })
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join("");
+    const socket = await tlsClient();
+    socket.write(`GET ${call.target} HTTP/1.1\r\n${head}\r\n`);
+    return { socket, backendCut };
+  }
+
+  it("closes a connection whose client takes none of its answer for sendTimeoutSeconds, and aborts the backend's response", async () => {
+    env.backend.reset();
+    const before = await counted("send-timeout");
+    const { socket, backendCut } = await largeAnswer();
+    socket.pause(); // never reads: the buffers fill and the gateway's writes stop completing
+    let received = 0;
+    socket.on("data", (chunk: Buffer) => (received += chunk.length));
+    // The gateway gives up on the client and aborts the backend's response...
+    expect(await backendCut).toBe(true);
+    expect(await counted("send-timeout")).toBe(before + 1);
+    await sleep(100);
+    const scrape = new Scrape(await registry().metrics());
+    expect(scrape.value("psd2_gateway_backend_requests", { state: "in-flight" })).toBe(0);
+    // ...and the client, reading again, gets what the buffers held, then the end: a cut answer.
+    socket.resume();
+    await closedWithin(socket, 8_000);
+    expect(received).toBeGreaterThan(0);
+    expect(received).toBeLessThan(LARGE.length);
+  });
+
+  it("does not cut a client that reads in bursts, for longer than sendTimeoutSeconds in all", async () => {
+    env.backend.reset();
+    const before = await counted("send-timeout");
+    const { socket } = await largeAnswer();
+    let received = 0;
+    let budget = 0;
+    socket.on("data", (chunk: Buffer) => {
+      received += chunk.length;
+      budget -= chunk.length;
+      if (budget <= 0) socket.pause();
+    });
+    socket.pause();
+    // Takes 1 MB every 400 ms: each pause is shorter than the timeout, the whole far longer.
+    const bursts = setInterval(() => {
+      budget = 1024 * 1024;
+      socket.resume();
+    }, 400);
+    try {
+      await sleep(7_000);
+      expect(socket.destroyed).toBe(false);
+      expect(received).toBeGreaterThan(0);
+      expect(await counted("send-timeout")).toBe(before);
+    } finally {
+      clearInterval(bursts);
+      socket.destroy();
+    }
   });
 
   it("reports open connections", async () => {

@@ -848,6 +848,31 @@ const PROMTOOL_TESTS = [
       expect_("30m", "Psd2GatewayRevocationSoftFailInUse"),
     ],
   },
+  {
+    name: "backend pool exhausted",
+    interval: "1m",
+    input_series: [
+      // gw1: requests wait for a backend connection from minute 5 on; gw2: a blip of two minutes.
+      series(
+        "psd2_gateway_backend_requests",
+        { instance: GW1, backend: "core:8080", state: "queued" },
+        "0x4 7x20",
+      ),
+      series(
+        "psd2_gateway_backend_requests",
+        { instance: GW2, backend: "core:8080", state: "queued" },
+        "0x4 3 3 0x15",
+      ),
+    ],
+    alert_rule_test: [
+      expect_("8m", "Psd2GatewayBackendPoolExhausted"),
+      expect_(
+        "12m",
+        "Psd2GatewayBackendPoolExhausted",
+        at(GW1, { backend: "core:8080", severity: "warning" }),
+      ),
+    ],
+  },
 ];
 
 describe("promtool", () => {

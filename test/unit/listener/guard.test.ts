@@ -20,6 +20,7 @@ describe("connectionLimitsOf", () => {
       headersTimeoutMs: 10_000,
       requestTimeoutMs: 30_000,
       keepAliveTimeoutMs: 65_000,
+      sendTimeoutMs: 60_000,
     });
   });
 
