@@ -36,6 +36,9 @@ export const FUZZ_LISTEN_SECONDS = {
     headersTimeoutSeconds: 2,
     requestTimeoutSeconds: 5,
     keepAliveTimeoutSeconds: 2,
+    // Short, so that the send timeout's sweep runs under hostile traffic: the harness reads every
+    // answer at once, so a cut would show as an answer missing.
+    sendTimeoutSeconds: 4,
   },
   egress: {
     tlsHandshakeTimeoutSeconds: 2,
@@ -43,6 +46,7 @@ export const FUZZ_LISTEN_SECONDS = {
     headersTimeoutSeconds: 3,
     requestTimeoutSeconds: 5,
     keepAliveTimeoutSeconds: 2,
+    sendTimeoutSeconds: 4,
   },
 } as const;
 
