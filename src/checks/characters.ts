@@ -4,6 +4,7 @@
  * and applies a configurable code point policy, naming the character and its byte offset.
  */
 
+import { isUtf8 } from "node:buffer";
 import { type Rejection, reject } from "../errors.js";
 
 export interface CharacterPolicy {
@@ -34,6 +35,33 @@ export function codePointRefused(cp: number, policy: CharacterPolicy): boolean {
   return false;
 }
 
+/**
+ * Where the chunk's last whole UTF-8 sequence ends: before a lead byte whose sequence runs past the
+ * chunk's end, else the chunk's length (a malformed end is left for the validator to refuse).
+ */
+function wholeSequencesEnd(chunk: Uint8Array): number {
+  const n = chunk.length;
+  for (let j = n - 1; j >= 0 && j >= n - 4; j--) {
+    const b = chunk[j]!;
+    if ((b & 0xc0) === 0x80) continue; // a continuation byte: look further back
+    const length = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+    return j + length > n ? j : n;
+  }
+  return n;
+}
+
+/** Per policy, the ASCII code points it refuses (1) as a table: looked up once per byte, not per range. */
+const ASCII_REFUSED = new WeakMap<CharacterPolicy, Uint8Array>();
+function asciiRefused(policy: CharacterPolicy): Uint8Array {
+  let table = ASCII_REFUSED.get(policy);
+  if (!table) {
+    table = new Uint8Array(128);
+    for (let cp = 0; cp < 128; cp++) table[cp] = codePointRefused(cp, policy) ? 1 : 0;
+    ASCII_REFUSED.set(policy, table);
+  }
+  return table;
+}
+
 /** Streaming UTF-8 validator and policy check for one body. */
 export class Utf8Scanner {
   private offset = 0;
@@ -59,13 +87,22 @@ export class Utf8Scanner {
 
   update(chunk: Uint8Array): Rejection | undefined {
     const checkPolicy = this.policy.maxCodePoint < 0x10ffff || this.policy.blockedRanges.length > 0;
-    for (let i = 0; i < chunk.length; i++) {
+    const refusedAscii = asciiRefused(this.policy);
+    // Without a policy only UTF-8 itself is checked: natively (simdutf) for the chunk's whole
+    // sequences; the loop below then reads only a sequence the chunk's end cuts, or finds where an
+    // invalid chunk goes wrong.
+    let from = 0;
+    if (!checkPolicy && this.need === 0) {
+      const whole = wholeSequencesEnd(chunk);
+      if (isUtf8(chunk.subarray(0, whole))) from = whole;
+    }
+    for (let i = from; i < chunk.length; i++) {
       const b = chunk[i]!;
       const at = this.offset + i;
       if (this.need === 0) {
         if (b < 0x80) {
           if (checkPolicy) {
-            if (codePointRefused(b, this.policy)) return this.refuse(b, at);
+            if (refusedAscii[b] === 1) return this.refuse(b, at);
             if (this.jsonEscapes && (b === 0x5c || this.escape !== 0) && this.jsonEscape(b, at)) {
               return this.refuseEscaped(at);
             }
