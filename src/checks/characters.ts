@@ -78,16 +78,22 @@ export class Utf8Scanner {
   private highSurrogate = -1;
   private highStart = 0;
 
+  /** The policy refuses something beyond invalid UTF-8 (else only UTF-8 itself is checked). */
+  private readonly checkPolicy: boolean;
+  private readonly refusedAscii: Uint8Array;
+
   constructor(
     private readonly policy: CharacterPolicy,
     private readonly where: string,
     /** Also read `\uXXXX` escapes, for JSON text (never for header values). */
     private readonly jsonEscapes = false,
-  ) {}
+  ) {
+    this.checkPolicy = policy.maxCodePoint < 0x10ffff || policy.blockedRanges.length > 0;
+    this.refusedAscii = asciiRefused(policy);
+  }
 
   update(chunk: Uint8Array): Rejection | undefined {
-    const checkPolicy = this.policy.maxCodePoint < 0x10ffff || this.policy.blockedRanges.length > 0;
-    const refusedAscii = asciiRefused(this.policy);
+    const { checkPolicy, refusedAscii } = this;
     // Without a policy only UTF-8 itself is checked: natively (simdutf) for the chunk's whole
     // sequences; the loop below then reads only a sequence the chunk's end cuts, or finds where an
     // invalid chunk goes wrong.

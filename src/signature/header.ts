@@ -78,6 +78,8 @@ function readParams(text: string): Params | Rejection {
   const values = new Map<string, string>();
   let asWritten: Map<string, string> | undefined;
   const n = text.length;
+  // The next backslash at or after the value being read, searched again only once passed.
+  let backslash = text.indexOf("\\");
   let i = 0;
   while (i < n) {
     while (i < n && (isSpace(text.charCodeAt(i)) || text[i] === ",")) i++;
@@ -96,7 +98,7 @@ function readParams(text: string): Params | Rejection {
       const start = i;
       // Most values hold no backslash: their end is found natively, not character by character.
       const close = text.indexOf('"', i);
-      const backslash = text.indexOf("\\", i);
+      if (backslash >= 0 && backslash < i) backslash = text.indexOf("\\", i);
       if (close >= 0 && (backslash < 0 || backslash > close)) {
         value = text.slice(start, close);
         i = close;
