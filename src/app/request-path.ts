@@ -83,6 +83,10 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
     ...(onStoreError ? { onStoreError } : {}),
     ...(parts.onReplayRefused ? { onReplayRefused: parts.onReplayRefused } : {}),
     overrideHeaders: verification.overrideHeaders,
+    dialects: {
+      accept: verification.dialects.accept,
+      routes: verification.dialects.routes.map((r) => ({ prefix: r.prefix.toLowerCase(), accept: r.accept })),
+    },
     maxBodyBytes: verification.maxBodyBytes,
     ...(unattended ? { unattended } : {}),
     ...(signing

@@ -11,6 +11,7 @@ import type { Psd2Role } from "../eidas/index.js";
 import type { HeldSlot } from "../limits/index.js";
 import type { DigestValue, DigestVerifier, KeyIdTarget, SignatureParams } from "../signature/index.js";
 import type { Utf8Scanner } from "./characters.js";
+import type { Dialect } from "./dialects.js";
 import type { StepTrace } from "./runner.js";
 
 /** Who the TPP is, once its certificate has been checked against the trust store and the register. */
@@ -37,10 +38,21 @@ export interface Route {
 
 export class CheckContext implements StepTrace {
   // Filled in by the steps, in this order.
+  /** The signing dialect the request is verified by (the `dialect` step chooses it). */
+  dialect: Dialect = "cavage";
   /** Parsed Digest values to check the body against while it streams; undefined without a body. */
   digest: readonly DigestValue[] | undefined = undefined;
   signature: SignatureParams | undefined = undefined;
+  /** The header names the signature covers, lower-case (whatever the dialect). */
+  signedHeaders: readonly string[] = [];
+  /**
+   * The signing certificate as base64 DER when the dialect carries it elsewhere than in
+   * TPP-Signature-Certificate (a JWS's `x5c`).
+   */
+  signingCertificate: string | undefined = undefined;
   certificate: TrustedCertificate | undefined = undefined;
+  /** The dialect and algorithm the signature verified with, as one name (part of the replay key). */
+  signedWith = "";
   /** The exact bytes the signature covers (keyed on for replay protection). */
   signingString: Buffer | undefined = undefined;
   /** A reserved unattended-access slot: release it when the backend does not answer 2xx. */

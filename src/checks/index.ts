@@ -5,6 +5,15 @@
 
 export { type CharacterPolicy, checkHeaderCharacters, PERMISSIVE_POLICY, Utf8Scanner } from "./characters.js";
 export { CheckContext, type Route, type TppIdentity, type TrustedCertificate } from "./context.js";
+export {
+  CAVAGE_ONLY,
+  DIALECTS,
+  type Dialect,
+  type DialectPolicy,
+  type DialectRoute,
+  dialectChooser,
+  dialectsPresent,
+} from "./dialects.js";
 export { checkRequiredHeaders, hasBody } from "./required-headers.js";
 export { type RoleRoute, RoleTable, routeClass, routingPath, underPrefix } from "./routes.js";
 export {
@@ -23,6 +32,7 @@ export {
   type CertificateVerifier,
   type CheckOptions,
   type ClientCertificatePolicy,
+  IMPLEMENTED_DIALECTS,
   RESPONSE_SIGNING,
   type ResponseSigner,
   requestChecks,

@@ -4,6 +4,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { isIP } from "node:net";
 import { type Rejection, reject } from "../errors.js";
 import { Kept } from "../kept.js";
+import type { Dialect } from "./dialects.js";
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
@@ -19,8 +20,13 @@ export function hasBody(headers: IncomingHttpHeaders): boolean {
   return length !== undefined && length !== "0";
 }
 
+/**
+ * The headers every request carries, and those of its signing dialect (its signature header itself
+ * was found by the `dialect` step).
+ */
 export function checkRequiredHeaders(
   headers: IncomingHttpHeaders,
+  dialect: Dialect,
   options: RequiredHeaderOptions,
 ): Rejection | undefined {
   const requestId = single(headers["x-request-id"]);
@@ -53,23 +59,23 @@ export function checkRequiredHeaders(
       `PSU-IP-Address '${psuIp.slice(0, 64)}' is not an IP address; send the PSU's IPv4 or IPv6 address, or no PSU-IP-Address when the PSU is not present (SPEC 8)`,
     );
   }
-  if (headers.signature === undefined) {
-    return reject(
-      "SIGNATURE_MISSING",
-      "Signature header is missing; every request must be signed with the eIDAS QSealC (SPEC 5.2)",
-    );
-  }
-  if (headers["tpp-signature-certificate"] === undefined) {
+  if (CERTIFICATE_IN_HEADER.has(dialect) && headers["tpp-signature-certificate"] === undefined) {
     return reject(
       "CERTIFICATE_MISSING",
       "TPP-Signature-Certificate header is missing; send the signing certificate as base64 DER (SPEC 5.2)",
     );
   }
   if (hasBody(headers)) {
-    if (headers.digest === undefined) {
+    if (DIGEST_HEADER.has(dialect) && headers.digest === undefined) {
       return reject(
         "FORMAT_ERROR",
         "Digest header is missing; a request with a body must carry SHA-256=<base64 of the body's SHA-256> (SPEC 5.9)",
+      );
+    }
+    if (dialect === "rfc9421" && headers["content-digest"] === undefined) {
+      return reject(
+        "FORMAT_ERROR",
+        "Content-Digest header is missing; a request with a body signed per RFC 9421 must carry sha-256=:<base64 of the body's SHA-256>: (RFC 9530), covered by the signature",
       );
     }
     const type = headers["content-type"];
@@ -82,6 +88,11 @@ export function checkRequiredHeaders(
   }
   return undefined;
 }
+
+/** Dialects whose certificate travels in TPP-Signature-Certificate (a JWS carries it in `x5c`). */
+const CERTIFICATE_IN_HEADER: ReadonlySet<Dialect> = new Set(["cavage", "rfc9421"]);
+/** Dialects whose body is bound by the Digest header (RFC 3230); UK OB signs the body itself. */
+const DIGEST_HEADER: ReadonlySet<Dialect> = new Set(["cavage", "jades"]);
 
 /**
  * URL.canParse, with the URIs that passed kept (a TPP sends one per session, on every call of it):

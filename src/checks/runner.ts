@@ -29,6 +29,11 @@ export interface ResponseHold {
 export interface Step<C> {
   /** Metric label, log field and the line `psd2-gateway verify` prints. */
   readonly name: string;
+  /**
+   * The signing dialects (checks/dialects.ts) whose requests this step checks; it is skipped, and
+   * not counted, for a request verified by another. Every request's when absent.
+   */
+  readonly dialects?: readonly string[];
   /** The request's head: go on, refuse, or a promise of either. */
   run?(context: C): MaybePromise<StepResult>;
   /** Each chunk of the request body, in order, while it streams to the backend. */
@@ -55,6 +60,14 @@ export type StepObserver = (name: string, outcome: Rejection | "passed", ms: num
 /** Where the runner records which step refused, for the access line and the metric label. */
 export interface StepTrace {
   failedStep: string | undefined;
+  /** The signing dialect the request is verified by, once chosen (steps of others are skipped). */
+  readonly dialect?: string;
+}
+
+/** Whether `step` checks this request (it belongs to every dialect, or to the request's). */
+function applies<C extends StepTrace>(step: Step<C>, context: C): boolean {
+  const only = step.dialects;
+  return only === undefined || only.includes(context.dialect!);
 }
 
 /** A response step holding the body, and its bound. */
@@ -111,6 +124,7 @@ export class Chain<C extends StepTrace> {
     const steps = this.head;
     for (let i = from; i < steps.length; i++) {
       const step = steps[i]!;
+      if (!applies(step, context)) continue;
       const started = observer ? performance.now() : 0;
       const result = step.run!(context);
       if (result === undefined) {
@@ -138,6 +152,7 @@ export class Chain<C extends StepTrace> {
   /** One chunk of the request body past every body step. */
   runBody(context: C, chunk: Buffer): StepResult {
     for (const step of this.bodySteps) {
+      if (!applies(step, context)) continue;
       const result = step.body!(context, chunk);
       if (result !== undefined) return this.refuse(step, result, context);
     }
@@ -147,6 +162,7 @@ export class Chain<C extends StepTrace> {
   /** The body has ended: every step's verdict on the whole of it. */
   runBodyEnd(context: C): StepResult {
     for (const step of this.endSteps) {
+      if (!applies(step, context)) continue;
       const result = step.bodyEnd!(context);
       if (result !== undefined) return this.refuse(step, result, context);
       this.pass(step);
@@ -158,6 +174,7 @@ export class Chain<C extends StepTrace> {
   holders(context: C, status: number, received: ReceivedHeaders): Holder<C>[] | undefined {
     let holders: Holder<C>[] | undefined;
     for (const step of this.responseSteps) {
+      if (!applies(step, context)) continue;
       const hold = step.response!(context, status, received);
       if (!hold) continue;
       holders ??= [];

@@ -29,6 +29,7 @@ import {
 } from "../signature/index.js";
 import { type CharacterPolicy, checkHeaderCharacters, Utf8Scanner } from "./characters.js";
 import type { CheckContext, TrustedCertificate } from "./context.js";
+import { CAVAGE_ONLY, type Dialect, type DialectPolicy, dialectChooser } from "./dialects.js";
 import { overrideChecker } from "./overrides.js";
 import { checkRequiredHeaders, hasBody } from "./required-headers.js";
 import { ambiguousPath, underPrefix } from "./routes.js";
@@ -89,7 +90,26 @@ export interface CheckOptions {
   readonly maxBodyBytes?: number;
   /** Signs the backend's responses (config `responseSigning`). */
   readonly responseSigner?: ResponseSigner;
+  /** The signing dialects accepted, per path prefix; draft-cavage only without it. */
+  readonly dialects?: DialectPolicy;
 }
+
+/** The steps of draft-cavage requests only. */
+const CAVAGE = ["cavage"] as const;
+
+/**
+ * Each dialect's step that verifies its signature: a chain accepts a dialect only when it has that
+ * step, so a request of a dialect without steps can never pass unverified.
+ */
+const SIGNATURE_STEP: Readonly<Record<Dialect, string>> = {
+  cavage: "signature",
+  rfc9421: "rfc9421-signature",
+  jades: "jades-signature",
+  "uk-ob": "uk-ob-signature",
+};
+
+/** The dialects the chain has steps for (configuration may name only these). */
+export const IMPLEMENTED_DIALECTS: readonly Dialect[] = ["cavage"];
 
 const EMPTY_SHA256 = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
 const EMPTY_SHA512 =
@@ -150,6 +170,8 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   const dateOptions = { toleranceMs: options.dateToleranceMs };
   const refuseOverrides = overrideChecker(options.overrideHeaders);
   const maxBody = options.maxBodyBytes ?? Number.POSITIVE_INFINITY;
+  const dialects = options.dialects ?? CAVAGE_ONLY;
+  const chooseDialect = dialectChooser(dialects);
   const steps: Step<CheckContext>[] = [
     {
       // RFC 9112 3.2: an HTTP/1.1 request without Host is malformed. Refused in its turn on the
@@ -241,9 +263,19 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       },
     },
     {
+      // Which signature the request is verified by: the path's preferred dialect among those it carries.
+      name: "dialect",
+      run: (c) => {
+        const dialect = chooseDialect(c.headers, c.route.path);
+        if (isRejection(dialect)) return dialect;
+        c.dialect = dialect;
+        return undefined;
+      },
+    },
+    {
       name: "required-headers",
       run: (c) =>
-        checkRequiredHeaders(c.headers, {
+        checkRequiredHeaders(c.headers, c.dialect, {
           requireRedirectUri: !options.redirectUriOptionalPrefixes.some((p) => underPrefix(c.route.path, p)),
         }),
     },
@@ -253,6 +285,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     },
     {
       name: "date",
+      dialects: CAVAGE,
       run: (c) => {
         const date = checkDate(c.headers.date, options.now(), dateOptions);
         return isRejection(date) ? date : undefined;
@@ -261,6 +294,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     {
       // Parsed here (cheap); the body itself is hashed as it streams to the backend.
       name: "digest",
+      dialects: ["cavage", "jades"],
       run: (c) => {
         const header = headerValue(c.headers, "digest");
         if (header === undefined) return undefined;
@@ -289,10 +323,12 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
 
     {
       name: "signature-header",
+      dialects: CAVAGE,
       run: (c) => {
         const signature = parseSignatureHeader(headerValue(c.headers, "signature"));
         if (isRejection(signature)) return signature;
         c.signature = signature;
+        c.signedHeaders = signature.headers;
         return undefined;
       },
     },
@@ -303,7 +339,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       run: (c) => {
         const connection = c.headers.connection;
         if (connection === undefined) return undefined;
-        const signed = signatureOf(c).headers;
+        const signed = c.signedHeaders;
         for (const token of connection.split(",")) {
           const name = token.trim().toLowerCase();
           if (name !== "" && (signed.includes(name) || isProtectedHeader(name))) {
@@ -320,7 +356,9 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       // Cached per certificate: parse, PSD2 QCStatement, chain, revocation, register, roles.
       name: "certificate",
       run: (c) => {
-        const verdict = options.certificates.verify(headerValue(c.headers, "tpp-signature-certificate")!);
+        const verdict = options.certificates.verify(
+          c.signingCertificate ?? headerValue(c.headers, "tpp-signature-certificate")!,
+        );
         return verdict instanceof Promise
           ? verdict.then((v) => acceptCertificate(c, v))
           : acceptCertificate(c, verdict);
@@ -337,6 +375,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   if (options.keyIdPolicy === "strict") {
     steps.push({
       name: "key-id",
+      dialects: CAVAGE,
       run: (c) => {
         const keyId = matchSignatureKeyId(signatureOf(c), certificateOf(c).keyIdTarget, {
           allowDecimalSerial: options.allowDecimalSerial,
@@ -349,6 +388,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     {
       // Every eligible header present is signed (SPEC 5.5).
       name: "coverage",
+      dialects: CAVAGE,
       run: (c) => {
         const coverage = checkCoverage(signatureOf(c).headers, c.headers);
         return isRejection(coverage) ? coverage : undefined;
@@ -356,10 +396,14 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     },
     {
       name: "signature",
+      dialects: CAVAGE,
       run: (c) => {
-        const bytes = verifySignatureOver(c, signatureOf(c), certificateOf(c).publicKey, options.algorithms);
+        const signature = signatureOf(c);
+        const bytes = verifySignatureOver(c, signature, certificateOf(c).publicKey, options.algorithms);
         if (isRejection(bytes)) return bytes;
         c.signingString = bytes;
+        // The algorithm's identity, not the spelling sent: the name is not signed.
+        c.signedWith = canonicalAlgorithm(signature.algorithm) ?? signature.algorithm;
         return undefined;
       },
     },
@@ -395,13 +439,8 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       // The same signed content again inside the window (keyed on what was signed, not on the signature).
       name: "replay",
       run: (c) => {
-        // The key's identity, not the spellings sent: keyId and the algorithm name are not signed.
-        const algorithm = signatureOf(c).algorithm;
-        const key = replayKeyFor(
-          expectedKeyId(certificateOf(c).keyIdTarget),
-          canonicalAlgorithm(algorithm) ?? algorithm,
-          c.signingString!,
-        );
+        // The key's identity, not the spelling sent: keyId is not signed.
+        const key = replayKeyFor(expectedKeyId(certificateOf(c).keyIdTarget), c.signedWith, c.signingString!);
         const fresh = checkReplay(replay, key, replayOptions);
         return fresh instanceof Promise ? fresh.then(counted) : counted(fresh);
       },
@@ -443,6 +482,11 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     bodyEnd: (c) => c.bodyCharacters?.finish(),
   });
   if (options.responseSigner) steps.push(responseSigningStep(options.responseSigner));
+  for (const dialect of [...dialects.accept, ...(dialects.routes ?? []).flatMap((r) => r.accept)]) {
+    if (!steps.some((s) => s.name === SIGNATURE_STEP[dialect])) {
+      throw new Error(`the signing dialect '${dialect}' is accepted but the chain cannot verify it`);
+    }
+  }
   return steps;
 }
 

@@ -5,6 +5,7 @@
 
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
+import { DIALECTS, IMPLEMENTED_DIALECTS } from "../checks/index.js";
 import { PSD2_ROLES, type Psd2Role } from "../eidas/index.js";
 import { DEFAULT_UNATTENDED_ROUTES } from "../limits/index.js";
 import { ELIGIBLE_HEADERS } from "../signature/index.js";
@@ -157,8 +158,34 @@ export const DEFAULT_ROLE_ROUTES: z.input<typeof routeRole>[] = [
  */
 export const DEFAULT_REDIRECT_URI_OPTIONAL_PREFIXES: readonly string[] = ["/v1/sandbox"];
 
+/** A list of signing dialects, in order of preference, each at most once and one the chain verifies. */
+const dialectList = z
+  .array(z.enum(DIALECTS))
+  .min(1)
+  .refine((list) => new Set(list).size === list.length, "name each dialect once")
+  .refine(
+    (list) => list.every((d) => IMPLEMENTED_DIALECTS.includes(d)),
+    `this build verifies only ${IMPLEMENTED_DIALECTS.join(", ")}`,
+  );
+
+/** Which signing dialects a request may use (src/checks/dialects.ts). */
+const dialects = z
+  .object({
+    /**
+     * Accepted on every path without a route of its own, in order of preference: a request that
+     * carries the signatures of two is verified by the first.
+     */
+    accept: dialectList.default(["cavage"]),
+    /** Path prefixes (whole segments, lower-case) with their own list; the longest matching wins. */
+    routes: z
+      .array(z.object({ prefix: z.string().startsWith("/"), accept: dialectList }).strict())
+      .default([]),
+  })
+  .strict();
+
 const verification = z
   .object({
+    dialects: dialects.prefault({}),
     dateToleranceSeconds: seconds(60),
     algorithms: z
       .array(z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256", "hs2019"]))

@@ -109,3 +109,24 @@ describe("the checks runner", () => {
     expect(() => runSteps([pass("a"), boom], context())).toThrow("bug");
   });
 });
+
+describe("steps of one signing dialect", () => {
+  it("run for requests of their dialect only, and count only when they run", async () => {
+    const { Chain } = await import("../../../src/checks/runner.js");
+    const only = (name: string, dialect: string): Step<Context & { dialect: string }> => ({
+      ...pass(name),
+      dialects: [dialect],
+    });
+    const chain = new Chain<Context & { dialect: string }>([
+      pass("a"),
+      only("b", "jades"),
+      only("c", "cavage"),
+    ]);
+    for (const dialect of ["cavage", "jades", "cavage"]) {
+      const c = { ...context(), dialect };
+      expect(chain.runHead(c)).toBeUndefined();
+      expect(c.seen).toEqual(dialect === "jades" ? ["a", "b"] : ["a", "c"]);
+    }
+    expect(chain.counts().passed).toEqual([3, 1, 2]);
+  });
+});

@@ -91,7 +91,7 @@ describe("psd2-gateway verify names the step that refuses and why", () => {
       "no Signature header",
       { tamper: (r) => r.replace(/\r\nSignature: [^\r]*/, "") },
       {},
-      "required-headers",
+      "dialect",
       "SIGNATURE_MISSING",
       /.+/,
     ],
