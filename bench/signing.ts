@@ -16,7 +16,7 @@
  *
  * Environment: BENCH_SECONDS (default 10), BENCH_ROUNDS (default 3), BENCH_POOL (presigned
  * requests per method, default 50000), BENCH_PROBE_RATE (probe requests per second, default 100).
- * BENCH_PARTS=egress (any of limit, egress, egress-workers, ingress-signing, isolation; and
+ * BENCH_PARTS=egress (any of limit, egress, egress-workers, ingress-signing, ingress-verify, isolation; and
  * BENCH_METHODS=GET) runs only those parts and prints them: the quick loop while working on one
  * path; RESULTS.md is left as it is.
  */
@@ -532,6 +532,18 @@ async function main() {
       await stopServers(servers);
     }
 
+    // Verified only, answers unsigned: the ingress side of issue 27's egress goal (egress CPU per
+    // signed request besides the signature ≤ 1.5× ingress's per verified request).
+    for (const method of runs("ingress-verify") ? methods : []) {
+      const servers = await startServers("ingress");
+      const cursor = { next: 0 };
+      const t = await measure(servers, pools[method], cursor);
+      wrapped ||= cursor.next > pools[method].length;
+      report(`ingress-verify ${method}`, t);
+      push(throughput, `ingress-verify ${method}`, t);
+      await stopServers(servers);
+    }
+
     for (const variant of runs("isolation") ? ISOLATION_VARIANTS : []) {
       const servers = await startServers(variant.mode, variant.env);
       const cursor = { next: 0 };
@@ -557,6 +569,19 @@ async function main() {
         median(runs.map((t) => f(t) / t.run.total)).toFixed(0);
       console.log(
         `${key.padEnd(20)} median ${Math.round(median(runs.map((t) => t.run.rps)))} req/s, gateway ${perRequest((t) => t.interval.gatewayCpuUs)} µs CPU/req, event-loop thread ${perRequest((t) => t.interval.loopCpuUs)} µs CPU/req`,
+      );
+    }
+    const perSign = limits.workers?.length ? median(limits.workers.map((l) => l.cpuUsPerSign)) : undefined;
+    for (const method of methods) {
+      const cpu = (key: string) => {
+        const r = throughput[key];
+        return r ? median(r.map((t) => t.interval.gatewayCpuUs / t.run.total)) : undefined;
+      };
+      const egress = cpu(`egress ${method}`);
+      const ingress = cpu(`ingress-verify ${method}`);
+      if (perSign === undefined || egress === undefined || ingress === undefined) continue;
+      console.log(
+        `${method}: egress CPU besides the signature ${(egress - perSign).toFixed(0)} µs ÷ ingress per verified request ${ingress.toFixed(0)} µs = ${((egress - perSign) / ingress).toFixed(2)} (issue 27's goal ≤ 1.5)`,
       );
     }
     if (process.env.BENCH_JSON)
