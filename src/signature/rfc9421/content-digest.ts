@@ -30,8 +30,10 @@ const EXAMPLE = "send sha-256=:<base64 of the SHA-256 of the body>:";
  * digest, but at least one sha-256 or sha-512 value must be present. Keys are case-sensitive in
  * RFC 8941, so `SHA-256` is not a key at all and the header is refused as malformed.
  */
-export function parseContentDigest(raw: string | string[] | undefined): ContentDigestValue[] | Rejection {
-  const text = Array.isArray(raw) ? raw.join(", ") : raw;
+export function parseContentDigest(
+  raw: string | readonly string[] | undefined,
+): ContentDigestValue[] | Rejection {
+  const text = typeof raw === "object" ? raw.join(", ") : raw;
   if (text === undefined || text.trim().length === 0)
     return reject("FORMAT_ERROR", `Content-Digest header is missing; ${EXAMPLE}`);
   if (text.length > CONTENT_DIGEST_MAX_LENGTH)
@@ -96,7 +98,10 @@ export class ContentDigestVerifier {
 }
 
 /** Verifies a complete body in one call. */
-export function verifyContentDigest(raw: string | string[] | undefined, body: Uint8Array): true | Rejection {
+export function verifyContentDigest(
+  raw: string | readonly string[] | undefined,
+  body: Uint8Array,
+): true | Rejection {
   const values = parseContentDigest(raw);
   if (!Array.isArray(values)) return values;
   const verifier = new ContentDigestVerifier(values);

@@ -216,10 +216,7 @@ export function verifyFapiRequest(
   request: RequestMessage,
   options: FapiVerifyOptions,
 ): VerifiedSignature | Rejection {
-  const all = parseSignatures(
-    request.headers["signature-input"] as string | string[] | undefined,
-    request.headers.signature as string | string[] | undefined,
-  );
+  const all = parseSignatures(request.headers["signature-input"], request.headers.signature);
   if (isRejection(all)) return all;
   const signature = selectSignature(all, { tag: FAPI_REQUEST_TAG, label: options.label });
   if (isRejection(signature)) return signature;
@@ -239,10 +236,7 @@ export function verifyFapiResponse(
   request: RequestMessage,
   options: FapiVerifyOptions,
 ): VerifiedSignature | Rejection {
-  const all = parseSignatures(
-    response.headers["signature-input"] as string | string[] | undefined,
-    response.headers.signature as string | string[] | undefined,
-  );
+  const all = parseSignatures(response.headers["signature-input"], response.headers.signature);
   if (isRejection(all)) return all;
   const signature = selectSignature(all, { tag: FAPI_RESPONSE_TAG, label: options.label });
   if (isRejection(signature)) return signature;

@@ -75,8 +75,8 @@ export function component(
 const INTEGER_PARAMS = new Set(["created", "expires"]);
 const STRING_PARAMS = new Set(["nonce", "alg", "keyid", "tag"]);
 
-function joined(raw: string | string[] | undefined): string | undefined {
-  return Array.isArray(raw) ? raw.join(", ") : raw;
+function joined(raw: string | readonly string[] | undefined): string | undefined {
+  return typeof raw === "object" ? raw.join(", ") : raw;
 }
 
 function typedParams(label: string, params: Parameters): SignatureParams | Rejection {
@@ -109,7 +109,9 @@ function componentOf(label: string, item: Item): ComponentId | Rejection {
 }
 
 /** Parses Signature-Input into its signatures by label, in header order. */
-export function parseSignatureInput(raw: string | string[] | undefined): SignatureInput[] | Rejection {
+export function parseSignatureInput(
+  raw: string | readonly string[] | undefined,
+): SignatureInput[] | Rejection {
   const text = joined(raw);
   if (text === undefined || text.trim().length === 0)
     return reject(
@@ -153,7 +155,9 @@ function tooMany(rejection: Rejection, field: string): Rejection {
 }
 
 /** Parses the Signature header into bytes by label. */
-export function parseSignatureHeader(raw: string | string[] | undefined): Map<string, Buffer> | Rejection {
+export function parseSignatureHeader(
+  raw: string | readonly string[] | undefined,
+): Map<string, Buffer> | Rejection {
   const text = joined(raw);
   if (text === undefined || text.trim().length === 0)
     return reject("SIGNATURE_MISSING", "Signature header is missing; send label=:<base64 signature>:");
@@ -187,8 +191,8 @@ export function parseSignatureHeader(raw: string | string[] | undefined): Map<st
  * round (RFC 9421 4.2), so that no half-sent signature is silently ignored.
  */
 export function parseSignatures(
-  signatureInput: string | string[] | undefined,
-  signature: string | string[] | undefined,
+  signatureInput: string | readonly string[] | undefined,
+  signature: string | readonly string[] | undefined,
 ): ParsedSignature[] | Rejection {
   if (joined(signatureInput) === undefined && joined(signature) === undefined)
     return reject(
