@@ -1,6 +1,6 @@
 /** Verifying one parsed RFC 9421 signature over its base with node:crypto. */
 
-import { verify as cryptoVerify, type KeyObject } from "node:crypto";
+import { constants, verify as cryptoVerify, type KeyObject } from "node:crypto";
 import { isRejection, type Rejection, reject } from "../../errors.js";
 import { DEFAULT_RFC9421_ALGORITHMS, type Rfc9421Algorithm, resolveRfc9421Algorithm } from "./algorithms.js";
 import type { ParsedSignature } from "./signature-input.js";
@@ -41,8 +41,30 @@ export function verify(
     ok = false;
   }
   if (ok) return true;
+  if (spec.saltLength !== undefined && pssVerifiesWithOtherSalt(spec.hash!, base, publicKey, bytes))
+    return reject(
+      "SIGNATURE_INVALID",
+      `Signature ${signature.label} is RSASSA-PSS with a salt other than 64 bytes; rsa-pss-sha512 requires a 64-byte salt (RFC 9421 3.3.1): set the signer's saltLength to 64`,
+    );
   return reject(
     "SIGNATURE_INVALID",
     `Signature ${signature.label} does not verify with ${spec.name}${signature.params.keyid === undefined ? "" : ` and key '${signature.params.keyid.slice(0, 80)}'`} over the base of ${signature.components.map((c) => c.serialized).join(" ") || "no components"}; sign exactly these components with the values sent`,
   );
+}
+
+/**
+ * Only on the failure path: some signers (Node's default, http-message-signatures 1.0) use the
+ * largest salt. Such a signature is still refused, but the text then says what to change.
+ */
+function pssVerifiesWithOtherSalt(hash: string, base: string, key: KeyObject, bytes: Buffer): boolean {
+  try {
+    return cryptoVerify(
+      hash,
+      Buffer.from(base, "latin1"),
+      { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: constants.RSA_PSS_SALTLEN_AUTO },
+      bytes,
+    );
+  } catch {
+    return false;
+  }
 }
