@@ -1,0 +1,285 @@
+/**
+ * The signature base (RFC 9421 section 2.5): one line per covered component, in the order listed,
+ * then the `@signature-params` line. Every component must resolve: a signer fails and a verifier
+ * refuses when one is missing, never skips it.
+ *
+ * Messages are plain objects in Node's IncomingHttpHeaders shape (lower-case names; a string, or
+ * an array for a header sent several times). Node drops repeats of some headers (Authorization,
+ * Content-Type, Host, …) and joins others with ", ": give the values as received when that matters.
+ */
+
+import { isRejection, type Rejection, reject } from "../../errors.js";
+import type { ComponentId } from "./signature-input.js";
+import {
+  type Dictionary,
+  type Member,
+  parseDictionary,
+  parseItem,
+  parseList,
+  serializeDictionary,
+  serializeList,
+  serializeMember,
+} from "./structured-fields.js";
+
+export type Headers = Readonly<Record<string, string | readonly string[] | undefined>>;
+
+export interface RequestMessage {
+  readonly method: string;
+  /** The absolute target URI, e.g. `https://api.bank.example/v1/payments?x=1` (RFC 9110 7.1). */
+  readonly targetUri: string;
+  readonly headers: Headers;
+}
+
+export interface ResponseMessage {
+  readonly status: number;
+  readonly headers: Headers;
+}
+
+export type HttpMessage = RequestMessage | ResponseMessage;
+
+export function isRequest(message: HttpMessage): message is RequestMessage {
+  return "method" in message;
+}
+
+/**
+ * Structured fields whose type we know, for `;sf` (RFC 9421 2.1.1): a verifier must refuse `;sf` on
+ * a field whose type it does not know.
+ */
+const STRUCTURED_TYPES: Readonly<Record<string, "dictionary" | "list" | "item">> = {
+  "content-digest": "dictionary",
+  "repr-digest": "dictionary",
+  "want-content-digest": "dictionary",
+  "want-repr-digest": "dictionary",
+  "signature-input": "dictionary",
+  signature: "dictionary",
+  "accept-signature": "dictionary",
+  priority: "dictionary",
+  "cache-status": "list",
+  "proxy-status": "list",
+};
+
+const SUPPORTED_PARAMS = new Set(["req", "sf", "key", "name"]);
+
+interface UriParts {
+  readonly scheme: string;
+  readonly authority: string;
+  readonly path: string;
+  readonly query: string | undefined;
+}
+
+const URI = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)([^?#]*)(?:\?([^#]*))?(?:#.*)?$/;
+const DEFAULT_PORT: Readonly<Record<string, string>> = { http: "80", https: "443" };
+
+/** Splits without normalising: @path and @query are signed as sent, percent-encoding untouched. */
+function splitUri(uri: string): UriParts | Rejection {
+  const m = URI.exec(uri);
+  if (!m)
+    return reject(
+      "FORMAT_ERROR",
+      `the target URI '${uri.slice(0, 80)}' is not absolute (scheme://authority/path); it is needed for the derived components`,
+    );
+  const scheme = m[1]!.toLowerCase();
+  // RFC 9110 4.2.3: the host lower-cased, userinfo gone, the scheme's default port omitted.
+  let authority = m[2]!.slice(m[2]!.lastIndexOf("@") + 1).toLowerCase();
+  const colon = authority.lastIndexOf(":");
+  if (colon > authority.lastIndexOf("]")) {
+    const port = authority.slice(colon + 1);
+    if (port === "" || port === DEFAULT_PORT[scheme]) authority = authority.slice(0, colon);
+  }
+  return { scheme, authority, path: m[3] === "" ? "/" : m[3]!, query: m[4] };
+}
+
+/** The application/x-www-form-urlencoded percent-encode set, space as %20 (RFC 9421 2.2.8). */
+function formEncode(text: string): string {
+  return encodeURIComponent(text).replace(
+    /[!'()~]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+}
+
+/** Printable ASCII and tab only (RFC 9421 2.5 step 4: a base is ASCII; no line breaks inside a line). */
+function isBaseText(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if ((c < 0x20 && c !== 0x09) || c > 0x7e) return false;
+  }
+  return true;
+}
+
+/** RFC 9421 2.1: values trimmed, obs-fold turned into one space, repeats joined with ", ". */
+function fieldValue(headers: Headers, name: string): string | undefined {
+  const raw = headers[name];
+  if (raw === undefined) return undefined;
+  if (typeof raw === "string") return canonicalValue(raw);
+  if (raw.length === 0) return undefined;
+  return raw.map(canonicalValue).join(", ");
+}
+
+function canonicalValue(value: string): string {
+  const trimmed = value.trim();
+  return trimmed.includes("\n") ? trimmed.replace(/\r?\n[ \t]+/g, " ") : trimmed;
+}
+
+function derive(c: ComponentId, target: HttpMessage, parts: () => UriParts | Rejection): string | Rejection {
+  if (c.name === "@status") {
+    if (isRequest(target))
+      return reject("SIGNATURE_INVALID", "'@status' is covered, but it exists only in a response");
+    return String(target.status);
+  }
+  if (!isRequest(target))
+    return reject(
+      "SIGNATURE_INVALID",
+      `'${c.name}' describes a request; a response's signature covers it as ${c.serialized};req`,
+    );
+  if (c.name === "@method") return target.method;
+  if (c.name === "@target-uri") return target.targetUri;
+  const p = parts();
+  if (isRejection(p)) return p;
+  switch (c.name) {
+    case "@authority":
+      return p.authority;
+    case "@scheme":
+      return p.scheme;
+    case "@path":
+      return p.path;
+    case "@query":
+      return `?${p.query ?? ""}`;
+    case "@request-target":
+      return p.query === undefined ? p.path : `${p.path}?${p.query}`;
+    case "@query-param": {
+      const name = c.params.get("name");
+      if (typeof name !== "string")
+        return reject("FORMAT_ERROR", `'@query-param' needs a name parameter, e.g. "@query-param";name="id"`);
+      const values: string[] = [];
+      for (const [k, v] of new URLSearchParams(p.query ?? ""))
+        if (formEncode(k) === name) values.push(formEncode(v));
+      if (values.length === 0)
+        return reject(
+          "SIGNATURE_INVALID",
+          `query parameter '${name}' is covered but absent from the target URI`,
+        );
+      if (values.length > 1)
+        return reject(
+          "SIGNATURE_INVALID",
+          `query parameter '${name}' occurs ${values.length} times; RFC 9421 2.2.8 forbids covering it: cover "@query" instead`,
+        );
+      return values[0]!;
+    }
+    default:
+      return reject("SIGNATURE_INVALID", `derived component '${c.name.slice(0, 40)}' is not supported`);
+  }
+}
+
+function structuredValue(c: ComponentId, text: string): string | Rejection {
+  const key = c.params.get("key");
+  if (key !== undefined) {
+    if (typeof key !== "string") return reject("FORMAT_ERROR", `${c.serialized}: 'key' must be a string`);
+    const dict = parseDictionary(text, `header '${c.name}'`);
+    if (isRejection(dict)) return dict;
+    const member: Member | undefined = (dict as Dictionary).get(key);
+    if (member === undefined)
+      return reject(
+        "SIGNATURE_INVALID",
+        `${c.serialized} is covered, but header '${c.name}' has no member '${key}'`,
+      );
+    return serializeMember(member);
+  }
+  const type = STRUCTURED_TYPES[c.name];
+  if (type === undefined)
+    return reject("SIGNATURE_INVALID", `${c.serialized}: '${c.name}' is not a structured field known here`);
+  if (type === "dictionary") {
+    const dict = parseDictionary(text, `header '${c.name}'`);
+    return isRejection(dict) ? dict : serializeDictionary(dict);
+  }
+  if (type === "list") {
+    const list = parseList(text, `header '${c.name}'`);
+    return isRejection(list) ? list : serializeList(list);
+  }
+  const item = parseItem(text, `header '${c.name}'`);
+  return isRejection(item) ? item : serializeMember(item);
+}
+
+function checkParams(c: ComponentId): Rejection | undefined {
+  if (c.name.length === 0 || c.name !== c.name.toLowerCase() || !isBaseText(c.name))
+    return reject(
+      "FORMAT_ERROR",
+      `component '${c.name.slice(0, 40)}' must be a lower-case field name or a derived component (@…)`,
+    );
+  for (const [param, value] of c.params) {
+    if (param === "bs" || param === "tr")
+      return reject(
+        "SIGNATURE_INVALID",
+        `${c.serialized}: the '${param}' parameter is not supported here; cover the field without it`,
+      );
+    if (!SUPPORTED_PARAMS.has(param))
+      return reject("SIGNATURE_INVALID", `${c.serialized}: unknown component parameter '${param}'`);
+    if ((param === "req" || param === "sf") && value !== true)
+      return reject("FORMAT_ERROR", `${c.serialized}: '${param}' is a flag and takes no value`);
+    if (param === "name" && c.name !== "@query-param")
+      return reject("SIGNATURE_INVALID", `${c.serialized}: 'name' applies to "@query-param" only`);
+    if ((param === "key" || param === "sf") && c.name.startsWith("@"))
+      return reject("SIGNATURE_INVALID", `${c.serialized}: '${param}' applies to header fields only`);
+  }
+  if (c.name === "@signature-params")
+    return reject("FORMAT_ERROR", "'@signature-params' must not be listed among the covered components");
+  return undefined;
+}
+
+/**
+ * The signature base for `components` over `message`, ending with `"@signature-params": ` and
+ * `signatureParams` (the serialized Inner List with parameters). `request` is the request a
+ * response answers, needed for components with `;req`.
+ */
+export function signatureBase(
+  components: readonly ComponentId[],
+  signatureParams: string,
+  message: HttpMessage,
+  request?: RequestMessage,
+): string | Rejection {
+  let uri: UriParts | Rejection | undefined;
+  let requestUri: UriParts | Rejection | undefined;
+  const seen = new Set<string>();
+  let out = "";
+  for (const c of components) {
+    if (seen.has(c.serialized)) return reject("FORMAT_ERROR", `component ${c.serialized} is listed twice`);
+    seen.add(c.serialized);
+    const bad = checkParams(c);
+    if (bad) return bad;
+    let target: HttpMessage = message;
+    let parts = () => (uri ??= isRequest(message) ? splitUri(message.targetUri) : reject("FORMAT_ERROR", ""));
+    if (c.params.has("req")) {
+      if (isRequest(message))
+        return reject(
+          "SIGNATURE_INVALID",
+          `${c.serialized}: ';req' is for a response's signature, not a request's`,
+        );
+      if (request === undefined)
+        return reject(
+          "SIGNATURE_INVALID",
+          `${c.serialized} covers the request, which is not at hand to verify it`,
+        );
+      target = request;
+      parts = () => (requestUri ??= splitUri(request.targetUri));
+    }
+    let value: string | Rejection;
+    if (c.name.startsWith("@")) {
+      value = derive(c, target, parts);
+    } else {
+      const text = fieldValue(target.headers, c.name);
+      if (text === undefined)
+        return reject(
+          "SIGNATURE_INVALID",
+          `header '${c.name}' is covered by the signature but absent from the ${isRequest(target) ? "request" : "response"}`,
+        );
+      value = c.params.has("key") || c.params.has("sf") ? structuredValue(c, text) : text;
+    }
+    if (isRejection(value)) return value;
+    if (!isBaseText(value))
+      return reject(
+        "FORMAT_ERROR",
+        `${c.serialized} has a value with a character outside printable ASCII; RFC 9421 signs ASCII only`,
+      );
+    out += `${c.serialized}: ${value}\n`;
+  }
+  return `${out}"@signature-params": ${signatureParams}`;
+}
