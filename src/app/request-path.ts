@@ -87,6 +87,7 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
       accept: verification.dialects.accept,
       routes: verification.dialects.routes.map((r) => ({ prefix: r.prefix.toLowerCase(), accept: r.accept })),
     },
+    rfc9421: verification.dialects.rfc9421,
     maxBodyBytes: verification.maxBodyBytes,
     ...(unattended ? { unattended } : {}),
     ...(signing

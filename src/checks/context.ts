@@ -10,6 +10,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Psd2Role } from "../eidas/index.js";
 import type { HeldSlot } from "../limits/index.js";
 import type { DigestValue, DigestVerifier, KeyIdTarget, SignatureParams } from "../signature/index.js";
+import type { ContentDigestVerifier, ParsedSignature } from "../signature/rfc9421/index.js";
 import type { Utf8Scanner } from "./characters.js";
 import type { Dialect } from "./dialects.js";
 import type { StepTrace } from "./runner.js";
@@ -43,6 +44,9 @@ export class CheckContext implements StepTrace {
   /** Parsed Digest values to check the body against while it streams; undefined without a body. */
   digest: readonly DigestValue[] | undefined = undefined;
   signature: SignatureParams | undefined = undefined;
+  /** RFC 9421: the FAPI request signature checked, and the body's Content-Digest as it streams. */
+  httpSignature: ParsedSignature | undefined = undefined;
+  contentDigest: ContentDigestVerifier | undefined = undefined;
   /** The header names the signature covers, lower-case (whatever the dialect). */
   signedHeaders: readonly string[] = [];
   /**

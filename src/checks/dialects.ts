@@ -55,7 +55,10 @@ export function dialectChooser(
   };
   // The common case, one dialect everywhere: no lookup beyond its own header.
   if (routes.length === 0 && policy.accept.length === 1 && policy.accept[0] === "cavage") {
-    return (headers) => (headers.signature !== undefined ? "cavage" : missing(["cavage"], headers));
+    return (headers) =>
+      headers.signature !== undefined && headers["signature-input"] === undefined
+        ? "cavage"
+        : missing(["cavage"], headers);
   }
   return (headers, path) => {
     const accepted = acceptedAt(path);

@@ -32,6 +32,7 @@ import type { CheckContext, TrustedCertificate } from "./context.js";
 import { CAVAGE_ONLY, type Dialect, type DialectPolicy, dialectChooser } from "./dialects.js";
 import { overrideChecker } from "./overrides.js";
 import { checkRequiredHeaders, hasBody } from "./required-headers.js";
+import { contentDigestStep, type Rfc9421Options, rfc9421Steps } from "./rfc9421-steps.js";
 import { ambiguousPath, underPrefix } from "./routes.js";
 import type { MaybePromise, Step, StepResult } from "./runner.js";
 
@@ -92,7 +93,16 @@ export interface CheckOptions {
   readonly responseSigner?: ResponseSigner;
   /** The signing dialects accepted, per path prefix; draft-cavage only without it. */
   readonly dialects?: DialectPolicy;
+  /** RFC 9421 (FAPI 2.0): its algorithms, how old `created` may be, the scheme of `@target-uri`. */
+  readonly rfc9421?: Pick<Rfc9421Options, "algorithms" | "maxAgeSeconds" | "scheme">;
 }
+
+/** RFC 9421's defaults: FAPI 2.0's algorithms, `created` at most 5 minutes old, HTTPS. */
+const RFC9421_DEFAULTS: NonNullable<CheckOptions["rfc9421"]> = {
+  algorithms: ["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"],
+  maxAgeSeconds: 300,
+  scheme: "https",
+};
 
 /** The steps of draft-cavage requests only. */
 const CAVAGE = ["cavage"] as const;
@@ -109,7 +119,7 @@ const SIGNATURE_STEP: Readonly<Record<Dialect, string>> = {
 };
 
 /** The dialects the chain has steps for (configuration may name only these). */
-export const IMPLEMENTED_DIALECTS: readonly Dialect[] = ["cavage"];
+export const IMPLEMENTED_DIALECTS: readonly Dialect[] = ["cavage", "rfc9421"];
 
 const EMPTY_SHA256 = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
 const EMPTY_SHA512 =
@@ -172,6 +182,14 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   const maxBody = options.maxBodyBytes ?? Number.POSITIVE_INFINITY;
   const dialects = options.dialects ?? CAVAGE_ONLY;
   const chooseDialect = dialectChooser(dialects);
+  const rfc9421 = rfc9421Steps({
+    ...RFC9421_DEFAULTS,
+    ...options.rfc9421,
+    now: options.now,
+    toleranceSeconds: options.dateToleranceMs / 1000,
+    keyIdPolicy: options.keyIdPolicy,
+    allowDecimalSerial: options.allowDecimalSerial,
+  });
   const steps: Step<CheckContext>[] = [
     {
       // RFC 9112 3.2: an HTTP/1.1 request without Host is malformed. Refused in its turn on the
@@ -321,6 +339,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       },
     },
 
+    contentDigestStep(),
     {
       name: "signature-header",
       dialects: CAVAGE,
@@ -332,6 +351,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
         return undefined;
       },
     },
+    ...rfc9421.parse,
     {
       // A header named in Connection is removed before forwarding (RFC 9110 7.6.1): naming a
       // signed or PSD2 header would make the backend act on less than was verified.
@@ -384,6 +404,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       },
     });
   }
+  steps.push(...rfc9421.keyId);
   steps.push(
     {
       // Every eligible header present is signed (SPEC 5.5).
@@ -407,6 +428,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
         return undefined;
       },
     },
+    ...rfc9421.verify,
     {
       name: "role",
       run: (c) => {

@@ -9,6 +9,7 @@ import { DIALECTS, IMPLEMENTED_DIALECTS } from "../checks/index.js";
 import { PSD2_ROLES, type Psd2Role } from "../eidas/index.js";
 import { DEFAULT_UNATTENDED_ROUTES } from "../limits/index.js";
 import { ELIGIBLE_HEADERS } from "../signature/index.js";
+import { RFC9421_ALGORITHMS } from "../signature/rfc9421/index.js";
 
 const seconds = (def: number) => z.number().positive().default(def);
 /** The folder relative file paths are resolved against while a config is parsed (see parseConfig). */
@@ -180,6 +181,23 @@ const dialects = z
     routes: z
       .array(z.object({ prefix: z.string().startsWith("/"), accept: dialectList }).strict())
       .default([]),
+    /** RFC 9421 HTTP Message Signatures as FAPI 2.0 profiles them. */
+    rfc9421: z
+      .object({
+        algorithms: z
+          .array(z.enum(RFC9421_ALGORITHMS))
+          .min(1)
+          .default(["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"]),
+        /** How old a signature's `created` may be (besides dateToleranceSeconds of clock skew). */
+        maxAgeSeconds: seconds(300),
+        /**
+         * The scheme of `@target-uri` as the TPP signs it: the URL it called. `https` even when TLS
+         * ends before the gateway; `http` only for a plain-HTTP test setup.
+         */
+        scheme: z.enum(["https", "http"]).default("https"),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict();
 

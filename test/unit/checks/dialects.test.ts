@@ -79,6 +79,11 @@ describe("dialectChooser: the path's preference decides", () => {
     expect(isRejection(refused) && refused.text).toContain(text);
   });
 
+  it("does not take an RFC 9421 Signature for draft-cavage's when draft-cavage is the only dialect", () => {
+    const refused = dialectChooser({ accept: ["cavage"] })(SIGNED.rfc9421, "/v1/accounts");
+    expect(isRejection(refused) && refused.text).toContain("signed as rfc9421");
+  });
+
   it("keeps draft-cavage's own text when it is the only dialect", () => {
     const refused = dialectChooser({ accept: ["cavage"] })({}, "/v1/accounts");
     expect(isRejection(refused) && refused.text).toContain("Signature header is missing");

@@ -1,0 +1,200 @@
+/**
+ * The steps of a request signed per RFC 9421 as FAPI 2.0 HTTP Signatures profile it, with the
+ * Berlin Group's certificate and keyId: `Signature-Input`/`Signature` (tag `fapi-2-request`),
+ * `Content-Digest` (RFC 9530) for the body, `created` for the time, the QSealC in
+ * TPP-Signature-Certificate and keyid `SN=…,CA=…`. The certificate, role, replay and limits are
+ * the chain's shared steps.
+ */
+
+import { isRejection, type Rejection, reject } from "../errors.js";
+import { type KeyIdTarget, matchKeyId } from "../signature/index.js";
+import {
+  algorithmForKey,
+  ContentDigestVerifier,
+  checkSignatureTime,
+  computeContentDigest,
+  FAPI_REQUEST_TAG,
+  fapiRequestComponents,
+  type ParsedSignature,
+  parseContentDigest,
+  parseSignatures,
+  type RequestMessage,
+  type Rfc9421Algorithm,
+  selectSignature,
+  signatureBase,
+  verify,
+} from "../signature/rfc9421/index.js";
+import type { CheckContext } from "./context.js";
+import { hasBody } from "./required-headers.js";
+import type { Step } from "./runner.js";
+
+export const RFC9421 = ["rfc9421"] as const;
+
+export interface Rfc9421Options {
+  readonly now: () => number;
+  readonly algorithms: readonly Rfc9421Algorithm[];
+  /** Clock skew tolerated either way for `created` (the Date tolerance). */
+  readonly toleranceSeconds: number;
+  /** How old `created` may be. */
+  readonly maxAgeSeconds: number;
+  /** The scheme of `@target-uri`: what the TPP called, whatever terminates TLS before the gateway. */
+  readonly scheme: "https" | "http";
+  readonly keyIdPolicy: "strict" | "relaxed";
+  readonly allowDecimalSerial: boolean;
+}
+
+/**
+ * Berlin Group headers a signature must cover when sent (SPEC 5.5's eligible headers, less Date
+ * and Digest, whose places `created` and Content-Digest take), and those it must always cover.
+ */
+const COVER_WHEN_PRESENT = ["psu-id", "psu-corporate-id", "tpp-redirect-uri"];
+const COVER_ALWAYS = ["tpp-signature-certificate", "x-request-id"];
+
+const EMPTY_SHA256 = computeContentDigest(Buffer.alloc(0), "sha-256");
+
+const signatureOf = (c: CheckContext): ParsedSignature => c.httpSignature!;
+
+/** What RFC 9421 calls the request: its method, absolute target URI and fields. */
+export function requestMessage(c: CheckContext, scheme: "https" | "http"): RequestMessage {
+  return {
+    method: c.method,
+    targetUri: `${scheme}://${c.headers.host ?? ""}${c.target}`,
+    headers: c.headers,
+  };
+}
+
+/** `content-digest`: with a body the digest is checked as it streams (as `digest` does for Digest). */
+export function contentDigestStep(): Step<CheckContext> {
+  return {
+    name: "content-digest",
+    dialects: RFC9421,
+    run: (c) => {
+      const header = c.headers["content-digest"];
+      if (header === undefined) return undefined;
+      if (!hasBody(c.headers)) {
+        if (header === EMPTY_SHA256) return undefined;
+        const parsed = parseContentDigest(header);
+        if (isRejection(parsed)) return parsed;
+        const verifier = new ContentDigestVerifier(parsed);
+        const verdict = verifier.finish();
+        return verdict === true ? undefined : verdict;
+      }
+      const parsed = parseContentDigest(header);
+      if (isRejection(parsed)) return parsed;
+      c.contentDigest = new ContentDigestVerifier(parsed);
+      return undefined;
+    },
+    body: (c, chunk) => {
+      c.contentDigest?.update(chunk);
+      return undefined;
+    },
+    bodyEnd: (c) => {
+      const verdict = c.contentDigest?.finish();
+      return verdict === undefined || verdict === true ? undefined : verdict;
+    },
+  };
+}
+
+/** The steps of the head, by their place in the chain. */
+export function rfc9421Steps(options: Rfc9421Options): {
+  readonly parse: Step<CheckContext>[];
+  readonly keyId: Step<CheckContext>[];
+  readonly verify: Step<CheckContext>[];
+} {
+  const window = { maxAgeSeconds: options.maxAgeSeconds, toleranceSeconds: options.toleranceSeconds };
+  const parse: Step<CheckContext>[] = [
+    {
+      // Signature-Input and Signature parse; the FAPI request signature is the one checked.
+      name: "rfc9421-signature-input",
+      dialects: RFC9421,
+      run: (c) => {
+        const all = parseSignatures(c.headers["signature-input"], c.headers.signature);
+        if (isRejection(all)) return all;
+        const signature = selectSignature(all, { tag: FAPI_REQUEST_TAG });
+        if (isRejection(signature)) return signature;
+        c.httpSignature = signature;
+        c.signedHeaders = signature.components.filter((s) => !s.name.startsWith("@")).map((s) => s.name);
+        return undefined;
+      },
+    },
+    {
+      name: "rfc9421-created",
+      dialects: RFC9421,
+      run: (c) => {
+        const fresh = checkSignatureTime(signatureOf(c), { now: options.now(), ...window });
+        return fresh === true ? undefined : fresh;
+      },
+    },
+  ];
+  const keyId: Step<CheckContext>[] =
+    options.keyIdPolicy === "strict"
+      ? [
+          {
+            // keyid is the Berlin Group keyId of the certificate (SPEC 5.3), as in draft-cavage.
+            name: "rfc9421-key-id",
+            dialects: RFC9421,
+            run: (c) => checkKeyId(signatureOf(c), c.certificate!.keyIdTarget, options.allowDecimalSerial),
+          },
+        ]
+      : [];
+  const verifySteps: Step<CheckContext>[] = [
+    {
+      // FAPI 2.0's components, the certificate and X-Request-ID, and every Berlin Group header sent.
+      name: "rfc9421-coverage",
+      dialects: RFC9421,
+      run: (c) => {
+        const signature = signatureOf(c);
+        const needed = fapiRequestComponents(requestMessage(c, options.scheme), {
+          coverAlways: COVER_ALWAYS,
+          coverWhenPresent: COVER_WHEN_PRESENT,
+          hasBody: hasBody(c.headers),
+        });
+        const absent = needed.filter(
+          (name) => !signature.components.some((s) => s.name === name && s.params.size === 0),
+        );
+        if (absent.length === 0) return undefined;
+        return reject(
+          "SIGNATURE_INVALID",
+          `Signature ${signature.label} does not cover ${absent.map((n) => `"${n}"`).join(", ")}; a request signed per RFC 9421 must cover "@method", "@target-uri", "content-digest" with a body, "tpp-signature-certificate", "x-request-id" and every PSU-ID, PSU-Corporate-ID, TPP-Redirect-URI, Authorization and DPoP header it carries`,
+        );
+      },
+    },
+    {
+      name: "rfc9421-signature",
+      dialects: RFC9421,
+      run: (c) => {
+        const signature = signatureOf(c);
+        const base = signatureBase(
+          signature.components,
+          signature.serializedParams,
+          requestMessage(c, options.scheme),
+        );
+        if (isRejection(base)) return base;
+        const key = c.certificate!.publicKey;
+        const verified = verify(signature, base, key, options.algorithms);
+        if (isRejection(verified)) return verified;
+        // The base holds `created` and the signature parameters: what was signed, keyed on for replay.
+        c.signingString = Buffer.from(base, "latin1");
+        c.signedWith = `rfc9421:${signature.params.alg ?? algorithmForKey(key) ?? "?"}`;
+        return undefined;
+      },
+    },
+  ];
+  return { parse, keyId, verify: verifySteps };
+}
+
+function checkKeyId(
+  signature: ParsedSignature,
+  target: KeyIdTarget,
+  allowDecimalSerial: boolean,
+): Rejection | undefined {
+  const keyid = signature.params.keyid;
+  if (keyid === undefined) {
+    return reject(
+      "SIGNATURE_INVALID",
+      `Signature ${signature.label} has no keyid; send ;keyid="SN=<serial hex>,CA=<issuer DN>" naming the certificate in TPP-Signature-Certificate (SPEC 5.3)`,
+    );
+  }
+  const matched = matchKeyId(keyid, target, { allowDecimalSerial });
+  return matched === true ? undefined : matched;
+}
