@@ -15,6 +15,7 @@ export {
   dialectsPresent,
 } from "./dialects.js";
 export { checkRequiredHeaders, hasBody } from "./required-headers.js";
+export { requestMessage } from "./rfc9421-steps.js";
 export { type RoleRoute, RoleTable, routeClass, routingPath, underPrefix } from "./routes.js";
 export {
   Chain,

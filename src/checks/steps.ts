@@ -182,6 +182,8 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   const maxBody = options.maxBodyBytes ?? Number.POSITIVE_INFINITY;
   const dialects = options.dialects ?? CAVAGE_ONLY;
   const chooseDialect = dialectChooser(dialects);
+  const accepted = new Set([...dialects.accept, ...(dialects.routes ?? []).flatMap((r) => r.accept)]);
+  // Only the accepted dialects' steps: the chain, its metric labels and `verify` name what can refuse.
   const rfc9421 = rfc9421Steps({
     ...RFC9421_DEFAULTS,
     ...options.rfc9421,
@@ -339,7 +341,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       },
     },
 
-    contentDigestStep(),
+    ...(accepted.has("rfc9421") ? [contentDigestStep()] : []),
     {
       name: "signature-header",
       dialects: CAVAGE,
@@ -351,7 +353,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
         return undefined;
       },
     },
-    ...rfc9421.parse,
+    ...(accepted.has("rfc9421") ? rfc9421.parse : []),
     {
       // A header named in Connection is removed before forwarding (RFC 9110 7.6.1): naming a
       // signed or PSD2 header would make the backend act on less than was verified.
@@ -404,7 +406,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       },
     });
   }
-  steps.push(...rfc9421.keyId);
+  if (accepted.has("rfc9421")) steps.push(...rfc9421.keyId);
   steps.push(
     {
       // Every eligible header present is signed (SPEC 5.5).
@@ -428,7 +430,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
         return undefined;
       },
     },
-    ...rfc9421.verify,
+    ...(accepted.has("rfc9421") ? rfc9421.verify : []),
     {
       name: "role",
       run: (c) => {
@@ -504,7 +506,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     bodyEnd: (c) => c.bodyCharacters?.finish(),
   });
   if (options.responseSigner) steps.push(responseSigningStep(options.responseSigner));
-  for (const dialect of [...dialects.accept, ...(dialects.routes ?? []).flatMap((r) => r.accept)]) {
+  for (const dialect of accepted) {
     if (!steps.some((s) => s.name === SIGNATURE_STEP[dialect])) {
       throw new Error(`the signing dialect '${dialect}' is accepted but the chain cannot verify it`);
     }

@@ -12,10 +12,12 @@ import {
   CheckContext,
   type CheckOptions,
   hasBody,
+  IMPLEMENTED_DIALECTS,
   type MaybePromise,
   PERMISSIVE_POLICY,
   RoleTable,
   requestChecks,
+  requestMessage,
   routingPath,
   type TrustedCertificate,
 } from "../checks/index.js";
@@ -27,7 +29,8 @@ import {
 import { requirePsd2, TppRegister, TppVerifier } from "../eidas/index.js";
 import { isRejection, type Rejection } from "../errors.js";
 import { createLogger } from "../observability/logger.js";
-import { DEFAULT_DATE_TOLERANCE_MS } from "../signature/index.js";
+import { DEFAULT_DATE_TOLERANCE_MS, parseKeyId } from "../signature/index.js";
+import { signatureBase } from "../signature/rfc9421/index.js";
 import { crlCheckerFromFolder, trustStoreFromFolder } from "../trust/folders.js";
 import { parseRegisterDocument } from "../trust/formats/register-document.js";
 import {
@@ -64,6 +67,8 @@ export function explain(request: DumpedRequest, options: ExplainOptions): Explan
     clientCertificate: { mode: "none", requireSameOrganization: true },
     replayWindowMs: 0,
     storeFailOpen: false,
+    // Whatever dialect the request is signed in: explained by its own steps.
+    dialects: { accept: IMPLEMENTED_DIALECTS },
   };
   notChecked.push(
     "replay and the unattended-access limit (they depend on what the bank saw before)",
@@ -123,6 +128,7 @@ function explainWith(
     const noBody = result === undefined && !hasBody(request.headers);
     const list = inChainOrder(
       chain,
+      context.dialect,
       outcomes.list,
       ranBody ? context.failedStep : undefined,
       result,
@@ -137,7 +143,7 @@ function explainWith(
       notChecked,
       certificateHeader: "TPP-Signature-Certificate",
       ...describeCertificate(request.headers, "tpp-signature-certificate"),
-      ...describeSignature(request),
+      ...(context.dialect === "rfc9421" ? describeHttpSignature(context) : describeSignature(request)),
     };
   };
   return head instanceof Promise ? head.then(withBody) : withBody(head);
@@ -150,13 +156,16 @@ function explainWith(
  */
 function inChainOrder(
   chain: Chain<CheckContext>,
+  dialect: string,
   head: readonly StepOutcome[],
   bodyFailedAt: string | undefined,
   result: Rejection | undefined,
   bodyPassed: boolean,
 ): StepOutcome[] {
   const byName = new Map(head.map((o) => [o.step, o]));
-  return chain.steps.map((step): StepOutcome => {
+  // The steps of the request's dialect only: another dialect's never run for it.
+  const ofDialect = chain.steps.filter((s) => s.dialects === undefined || s.dialects.includes(dialect));
+  return ofDialect.map((step): StepOutcome => {
     if (bodyFailedAt === step.name && result) return failed(step.name, result);
     const fromHead = byName.get(step.name);
     if (fromHead) return fromHead;
@@ -222,5 +231,25 @@ export function parseOnlyCertificates(): CertificateVerifier {
         },
       };
     },
+  };
+}
+
+/** An RFC 9421 signature: its keyid, covered components and signature base (rebuilt over https). */
+function describeHttpSignature(
+  context: CheckContext,
+): Pick<Explanation, "keyId" | "signedHeaders" | "signingString"> {
+  const signature = context.httpSignature;
+  if (!signature) return {};
+  const keyid = signature.params.keyid;
+  const parsed = keyid === undefined ? undefined : parseKeyId(keyid);
+  const base =
+    context.signingString?.toString("latin1") ??
+    signatureBase(signature.components, signature.serializedParams, requestMessage(context, "https"));
+  return {
+    ...(keyid === undefined
+      ? {}
+      : { keyId: { sent: keyid, ...(parsed ? { serial: parsed.sn, issuer: parsed.ca } : {}) } }),
+    signedHeaders: signature.components.map((c) => c.serialized),
+    ...(typeof base === "string" ? { signingString: base } : {}),
   };
 }

@@ -57,6 +57,8 @@ export {
 } from "./keyid.js";
 export { type VerifyRequestOptions, verifyRequestSignature, verifySignatureOver } from "./request.js";
 export { decodeEncodedWords, encodeIfNeeded } from "./rfc2047.js";
+/** RFC 9421 HTTP Message Signatures and RFC 9530 Content-Digest, as FAPI 2.0 profiles them. */
+export * as rfc9421 from "./rfc9421/index.js";
 export {
   CERTIFICATE_HEADER_NAME,
   type CertificateHeaderFormat,

@@ -120,7 +120,7 @@ const SIGNED_REQUEST = {
 } as const;
 
 /** Marked snippets and what this test does with each; a marker without an entry here fails. */
-const EXPECTED_SNIPPETS = ["sign-request", "verify-request"];
+const EXPECTED_SNIPPETS = ["sign-request", "verify-request", "sign-rfc9421-request"];
 
 describe("README code blocks", () => {
   it("are each marked runnable or exempted with a reason", () => {
@@ -322,6 +322,40 @@ describe("README code run against the packed package", () => {
     expect(printed.Digest).toBe(
       `SHA-256=${createHash("sha256").update(SIGNED_REQUEST.body).digest("base64")}`,
     );
+  });
+
+  it("sign-rfc9421-request: prints the headers it promises, and an independent RFC 9421 verifier accepts them", async () => {
+    const s = snippet("sign-rfc9421-request");
+    const { stdout } = await run(process.execPath, ["sign-rfc9421-request.ts"], { cwd: project, env });
+    expectPrinted(s, stdout);
+    const printed = Object.fromEntries(
+      stdout
+        .trimEnd()
+        .split("\n")
+        .map((line) => [line.slice(0, line.indexOf(": ")), line.slice(line.indexOf(": ") + 2)]),
+    );
+    const certificate = new X509Certificate(readFileSync(join(project, "qseal.pem")));
+    expect(printed["tpp-signature-certificate"]).toBe(certificate.raw.toString("base64"));
+    const body = JSON.stringify({ instructedAmount: { amount: "10.00", currency: "NOK" } });
+    expect(printed["content-digest"]).toBe(`sha-256=:${createHash("sha256").update(body).digest("base64")}:`);
+    // Checked with dhensby's http-message-signatures, not with the library that signed.
+    const { createVerifier, httpbis } = await import("http-message-signatures");
+    const verified = await httpbis.verifyMessage(
+      {
+        keyLookup: async () => ({
+          id: "tpp",
+          algs: ["rsa-pss-sha512"],
+          verify: createVerifier(certificate.publicKey, "rsa-pss-sha512"),
+        }),
+        tolerance: 60,
+      },
+      {
+        method: "POST",
+        url: "https://localhost:8443/v1/payments/norwegian-domestic-credit-transfers",
+        headers: printed,
+      },
+    );
+    expect(verified).toBe(true);
   });
 
   it("verify-request: accepts the signed request, refuses it altered, prints what it promises", async () => {

@@ -231,3 +231,56 @@ describe("psd2-gateway verify names the step that refuses and why", () => {
 it("formats a Date the checks accept (sanity of the helper above)", () => {
   expect(formatHttpDate(Date.now())).toMatch(/GMT$/);
 });
+
+describe("psd2-gateway verify explains an RFC 9421 (FAPI 2.0) request with its own steps", () => {
+  async function rfc9421Raw(tamper?: (raw: string) => string): Promise<string> {
+    const { computeContentDigest, signFapiRequest } = await import("../../../src/signature/rfc9421/index.js");
+    const { buildKeyId, keyIdTargetFromDer } = await import("../../../src/signature/index.js");
+    const cert = pki.tppA.qseal;
+    const headers: Record<string, string> = {
+      host: "bank.example",
+      "x-request-id": "99391c7e-ad88-49ec-a2ad-99ddcb1f7721",
+      "tpp-redirect-uri": "https://tpp.example/cb",
+      "psu-id": "PSU-1234",
+      "tpp-signature-certificate": cert.headerValue,
+      "content-type": "application/json",
+      "content-length": String(Buffer.byteLength(BODY)),
+      "content-digest": computeContentDigest(BODY, "sha-256"),
+    };
+    const signed = signFapiRequest(
+      { method: "POST", targetUri: `https://bank.example${PAYMENT}`, headers },
+      {
+        privateKey: createPrivateKey(cert.keyPem),
+        keyid: buildKeyId(keyIdTargetFromDer(cert.der)),
+        now: Date.now(),
+        alg: "rsa-pss-sha512",
+        coverAlways: ["tpp-signature-certificate", "x-request-id"],
+        coverWhenPresent: ["psu-id", "tpp-redirect-uri"],
+      },
+    );
+    if ("code" in signed) throw new Error(signed.text);
+    const all = { ...headers, "signature-input": signed.signatureInput, signature: signed.signature };
+    const raw = `POST ${PAYMENT} HTTP/1.1\r\n${Object.entries(all)
+      .map(([n, v]) => `${n}: ${v}`)
+      .join("\r\n")}\r\n\r\n${BODY}`;
+    return tamper ? tamper(raw) : raw;
+  }
+
+  it("passes a good one, listing only its dialect's steps and the signature base", async () => {
+    const e = run(await rfc9421Raw());
+    expect(e.steps.filter((s) => s.outcome !== "passed")).toEqual([]);
+    const names = e.steps.map((s) => s.step);
+    expect(names).toEqual(
+      expect.arrayContaining(["dialect", "content-digest", "rfc9421-signature", "certificate"]),
+    );
+    expect(names).not.toContain("signature-header");
+    expect(e.signingString).toMatch(/^"@method": POST\n"@target-uri": https:\/\/bank\.example\/v1\/payments/);
+    expect(e.signedHeaders).toContain('"content-digest"');
+  });
+
+  it("names the step of a tampered body: content-digest", async () => {
+    const e = run(await rfc9421Raw((raw) => raw.replace('"10.00"', '"99.00"')));
+    const failed = e.steps.find((s) => s.outcome === "failed");
+    expect(failed).toMatchObject({ step: "content-digest", code: "SIGNATURE_INVALID" });
+  });
+});
