@@ -21,18 +21,18 @@ import {
   serializeMember,
 } from "./structured-fields.js";
 
-export type Headers = Readonly<Record<string, string | readonly string[] | undefined>>;
+export type MessageHeaders = Readonly<Record<string, string | readonly string[] | undefined>>;
 
 export interface RequestMessage {
   readonly method: string;
   /** The absolute target URI, e.g. `https://api.bank.example/v1/payments?x=1` (RFC 9110 7.1). */
   readonly targetUri: string;
-  readonly headers: Headers;
+  readonly headers: MessageHeaders;
 }
 
 export interface ResponseMessage {
   readonly status: number;
-  readonly headers: Headers;
+  readonly headers: MessageHeaders;
 }
 
 export type HttpMessage = RequestMessage | ResponseMessage;
@@ -105,7 +105,7 @@ function isBaseText(text: string): boolean {
 }
 
 /** RFC 9421 2.1: values trimmed, obs-fold turned into one space, repeats joined with ", ". */
-function fieldValue(headers: Headers, name: string): string | undefined {
+function fieldValue(headers: MessageHeaders, name: string): string | undefined {
   const raw = headers[name];
   if (raw === undefined) return undefined;
   if (typeof raw === "string") return canonicalValue(raw);
@@ -135,9 +135,9 @@ function derive(
       `'${c.name}' describes a request; a response's signature covers it as ${c.serialized};req`,
     );
   if (c.name === "@method") return target.method;
-  if (c.name === "@target-uri") return target.targetUri;
   const p = partsOf(target);
   if (isRejection(p)) return p;
+  if (c.name === "@target-uri") return target.targetUri;
   switch (c.name) {
     case "@authority":
       return p.authority;
@@ -252,8 +252,14 @@ export function signatureBase(
   // The target URIs are split at most once per base, and only when a component needs a part.
   let uri: UriParts | Rejection | undefined;
   let requestUri: UriParts | Rejection | undefined;
-  const partsOf = (r: RequestMessage): UriParts | Rejection =>
-    r === request ? (requestUri ??= splitUri(r.targetUri)) : (uri ??= splitUri(r.targetUri));
+  const partsOf = (r: RequestMessage): UriParts | Rejection => {
+    if (r === request) {
+      requestUri ??= splitUri(r.targetUri);
+      return requestUri;
+    }
+    uri ??= splitUri(r.targetUri);
+    return uri;
+  };
   let out = "";
   for (let i = 0; i < components.length; i++) {
     const c = components[i]!;

@@ -222,9 +222,11 @@ describe("signature base refusals", () => {
     expect(isRejection(base) && base.text).toMatch(/"@method";req/);
   });
 
-  it("a relative target URI is refused", () => {
-    const base = signatureBase([component("@path")], "()", { method: "GET", targetUri: "/a", headers: {} });
-    expect(isRejection(base) && base.text).toMatch(/not absolute/);
+  it("a relative target URI is refused, for @target-uri too", () => {
+    for (const name of ["@path", "@target-uri"]) {
+      const base = signatureBase([component(name)], "()", { method: "GET", targetUri: "/a", headers: {} });
+      expect(isRejection(base) && base.text).toMatch(/not absolute/);
+    }
   });
 
   it(";sf re-serializes a known dictionary strictly; ;key selects one member", () => {
