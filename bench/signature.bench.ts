@@ -19,6 +19,8 @@ import {
   createPublicKey,
   sign as cryptoSign,
   verify as cryptoVerify,
+  generateKeyPairSync,
+  type KeyObject,
 } from "node:crypto";
 import { parseCertificate } from "../src/eidas/index.js";
 import { isRejection } from "../src/errors.js";
@@ -35,6 +37,7 @@ import {
   verifyRequestSignature,
   verifySigningString,
 } from "../src/signature/index.js";
+import * as rfc9421 from "../src/signature/rfc9421/index.js";
 import { readInteropText } from "../test/helpers/interop-corpus.js";
 import { loadCertificate } from "../test/helpers/tpp-certificate.js";
 import { devVerifiers } from "./dev-verifier.js";
@@ -224,6 +227,114 @@ const cases: Case[] = [
 ];
 
 // ---------------------------------------------------------------------------------------------
+// RFC 9421 (src/signature/rfc9421): a FAPI 2.0 request with the same headers and body, signed with
+// the same RSA-2048 key (rsa-v1_5-sha256, so that the baseline is the same RSA verify) and with an
+// EC P-256 key, covering @method, @target-uri, authorization, content-digest and four Berlin Group
+// headers. Its own section of bench/RESULTS.md; nothing above depends on it.
+
+const rfc9421Clock = CLOCK;
+const rfc9421KeyId: string = params.keyId;
+const rfc9421Ec = generateKeyPairSync("ec", { namedCurve: "P-256" });
+const rfc9421Headers: Record<string, string> = {
+  ...unsignedHeaders,
+  authorization: "Bearer eyJhbGciOiJQUzI1NiJ9.eyJzdWIiOiJ0cHAifQ.c2lnbmF0dXJl",
+  "x-request-id": "99391c7e-ad88-49ec-a2ad-99ddcb1f7721",
+  "tpp-signature-certificate": headers["tpp-signature-certificate"] ?? fail("setup: certificate header"),
+  "content-digest": rfc9421.computeContentDigest(body1k, "sha-256"),
+};
+const RFC9421_BG = ["x-request-id", "psu-id", "tpp-signature-certificate"];
+function rfc9421Signed(key: KeyObject, alg: rfc9421.Rfc9421Algorithm): rfc9421.RequestMessage {
+  const message = {
+    method: "POST",
+    targetUri: "https://api.bank.example/v1/payments/sepa-credit-transfers",
+    headers: rfc9421Headers,
+  };
+  const signed = rfc9421.signFapiRequest(message, {
+    privateKey: key,
+    keyid: rfc9421KeyId,
+    alg,
+    now: rfc9421Clock,
+    coverAlways: RFC9421_BG,
+  });
+  if (isRejection(signed)) fail(`setup: ${signed.text}`);
+  return {
+    ...message,
+    headers: { ...rfc9421Headers, "signature-input": signed.signatureInput, signature: signed.signature },
+  };
+}
+const rfc9421Rsa = rfc9421Signed(privateKey, "rsa-v1_5-sha256");
+const rfc9421EcRequest = rfc9421Signed(rfc9421Ec.privateKey, "ecdsa-p256-sha256");
+const rfc9421Options = (key: KeyObject): rfc9421.FapiVerifyOptions => ({
+  publicKey: key,
+  now: rfc9421Clock,
+  coverAlways: RFC9421_BG,
+  algorithms: rfc9421.RFC9421_ALGORITHMS,
+});
+const rfc9421RsaOptions = rfc9421Options(publicKey);
+const rfc9421EcOptions = rfc9421Options(rfc9421Ec.publicKey);
+function rfc9421Parts(request: rfc9421.RequestMessage) {
+  const all = rfc9421.parseSignatures(request.headers["signature-input"], request.headers.signature);
+  if (isRejection(all)) fail(`setup: ${all.text}`);
+  const base = rfc9421.signatureBase(all[0]!.components, all[0]!.serializedParams, request);
+  if (isRejection(base)) fail(`setup: ${base.text}`);
+  return { signature: all[0]!, base, bytes: Buffer.from(base, "latin1") };
+}
+const rfc9421RsaParts = rfc9421Parts(rfc9421Rsa);
+const rfc9421EcParts = rfc9421Parts(rfc9421EcRequest);
+const rfc9421Digest = rfc9421.parseContentDigest(rfc9421Headers["content-digest"]);
+if (isRejection(rfc9421Digest)) fail("setup: content-digest");
+function rfc9421DigestOf(body: Buffer): true | unknown {
+  const verifier = new rfc9421.ContentDigestVerifier(rfc9421Digest as rfc9421.ContentDigestValue[]);
+  verifier.update(body);
+  return verifier.finish();
+}
+for (const [what, result] of [
+  ["rfc9421 RSA", rfc9421.verifyFapiRequest(rfc9421Rsa, rfc9421RsaOptions)],
+  ["rfc9421 EC", rfc9421.verifyFapiRequest(rfc9421EcRequest, rfc9421EcOptions)],
+  ["rfc9421 digest", rfc9421DigestOf(body1k)],
+] as const)
+  if (isRejection(result)) fail(`setup: ${what} gave ${result.text}`);
+
+const RFC9421_BARE_RSA = "RFC 9421: bare `crypto.verify` RSA-2048/SHA-256 over the FAPI base (baseline)";
+const RFC9421_VERIFY_RSA =
+  "RFC 9421: `verifyFapiRequest` RSA-2048 rsa-v1_5-sha256 (parse, select, FAPI checks, base, verify)";
+const RFC9421_BARE_EC = "RFC 9421: bare `crypto.verify` ECDSA P-256 over the FAPI base (baseline)";
+const RFC9421_VERIFY_EC = "RFC 9421: `verifyFapiRequest` ecdsa-p256-sha256";
+const rfc9421Cases: Case[] = [
+  {
+    name: "RFC 9421: Signature-Input + Signature parse (`parseSignatures`)",
+    run: () => rfc9421.parseSignatures(rfc9421Rsa.headers["signature-input"], rfc9421Rsa.headers.signature),
+  },
+  {
+    name: `RFC 9421: signature base, ${rfc9421RsaParts.signature.components.length} components (\`signatureBase\`)`,
+    run: () =>
+      rfc9421.signatureBase(
+        rfc9421RsaParts.signature.components,
+        rfc9421RsaParts.signature.serializedParams,
+        rfc9421Rsa,
+      ),
+  },
+  {
+    name: RFC9421_BARE_RSA,
+    run: () => cryptoVerify("sha256", rfc9421RsaParts.bytes, publicKey, rfc9421RsaParts.signature.signature),
+  },
+  { name: RFC9421_VERIFY_RSA, run: () => rfc9421.verifyFapiRequest(rfc9421Rsa, rfc9421RsaOptions) },
+  {
+    name: RFC9421_BARE_EC,
+    run: () =>
+      cryptoVerify(
+        "sha256",
+        rfc9421EcParts.bytes,
+        { key: rfc9421Ec.publicKey, dsaEncoding: "ieee-p1363" },
+        rfc9421EcParts.signature.signature,
+      ),
+  },
+  { name: RFC9421_VERIFY_EC, run: () => rfc9421.verifyFapiRequest(rfc9421EcRequest, rfc9421EcOptions) },
+  { name: "RFC 9421: Content-Digest of 1 KiB (`ContentDigestVerifier`)", run: () => rfc9421DigestOf(body1k) },
+];
+cases.push(...rfc9421Cases);
+
+// ---------------------------------------------------------------------------------------------
 // Report
 
 const measured = await runAll(cases);
@@ -254,3 +365,25 @@ if (process.argv.includes("--write")) {
   replaceSection(SECTION, report);
   console.log(`\nwrote the section '${SECTION}' of bench/RESULTS.md`);
 }
+
+// ---------------------------------------------------------------------------------------------
+// RFC 9421: its own section of bench/RESULTS.md.
+
+const RFC9421_SECTION = "RFC 9421 signatures (bench/signature.bench.ts)";
+const rfc9421Rows = rfc9421Cases.map(
+  (c) => `| ${c.name} | ${formatOps(results.get(c.name)!)} | ${formatMicros(results.get(c.name)!)} |`,
+);
+const rfc9421Report = [
+  `${machineLine()}. Same run and harness as the section above. The request: ${headerBytes} bytes of headers plus Signature-Input, Signature and Content-Digest, a ${body1k.length}-byte body; the signature covers \`${rfc9421RsaParts.signature.components.map((c) => c.name).join(" ")}\`; keyid the Berlin Group \`SN=…,CA=…\`.`,
+  "",
+  "| operation | ops/s | µs/op |",
+  "|---|---:|---:|",
+  ...rfc9421Rows,
+  "",
+  "| overhead, same run | ratio | µs |",
+  "|---|---:|---:|",
+  `| RSA: \`verifyFapiRequest\` ÷ / − bare \`crypto.verify\` | ${(microsOf(RFC9421_VERIFY_RSA) / microsOf(RFC9421_BARE_RSA)).toFixed(2)} | ${(microsOf(RFC9421_VERIFY_RSA) - microsOf(RFC9421_BARE_RSA)).toFixed(1)} |`,
+  `| EC P-256: \`verifyFapiRequest\` ÷ / − bare \`crypto.verify\` | ${(microsOf(RFC9421_VERIFY_EC) / microsOf(RFC9421_BARE_EC)).toFixed(2)} | ${(microsOf(RFC9421_VERIFY_EC) - microsOf(RFC9421_BARE_EC)).toFixed(1)} |`,
+].join("\n");
+console.log(`\n${rfc9421Report}`);
+if (process.argv.includes("--write")) replaceSection(RFC9421_SECTION, rfc9421Report);

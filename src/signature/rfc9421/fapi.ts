@@ -12,7 +12,7 @@
 import type { KeyObject } from "node:crypto";
 import { isRejection, type Rejection, reject } from "../../errors.js";
 import { DEFAULT_RFC9421_ALGORITHMS, type Rfc9421Algorithm } from "./algorithms.js";
-import { type Headers, type RequestMessage, type ResponseMessage, signatureBase } from "./base.js";
+import { type MessageHeaders, type RequestMessage, type ResponseMessage, signatureBase } from "./base.js";
 import { type SignedHeaders, sign } from "./sign.js";
 import { type ComponentId, component, type ParsedSignature, parseSignatures } from "./signature-input.js";
 import { verify } from "./verify.js";
@@ -96,13 +96,13 @@ function covers(signature: ParsedSignature, name: string, req: boolean): boolean
   );
 }
 
-function present(headers: Headers, name: string): boolean {
+function present(headers: MessageHeaders, name: string): boolean {
   const v = headers[name];
   return v !== undefined && (typeof v === "string" || v.length > 0);
 }
 
 /** A body is there when Content-Length is above 0 or the body is chunked. */
-export function hasBody(headers: Headers): boolean {
+export function hasBody(headers: MessageHeaders): boolean {
   const length = headers["content-length"];
   if (typeof length === "string" && length.trim() !== "0") return true;
   return present(headers, "transfer-encoding");

@@ -13,9 +13,9 @@ export {
   resolveRfc9421Algorithm,
 } from "./algorithms.js";
 export {
-  type Headers,
   type HttpMessage,
   isRequest,
+  type MessageHeaders,
   type RequestMessage,
   type ResponseMessage,
   signatureBase,

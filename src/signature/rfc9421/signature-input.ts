@@ -14,7 +14,6 @@ import {
   type Parameters,
   parseDictionary,
   serializeBareItem,
-  serializeMember,
   serializeParams,
 } from "./structured-fields.js";
 
@@ -140,7 +139,9 @@ export function parseSignatureInput(
     }
     const params = typedParams(label, member.params);
     if (isRejection(params)) return params;
-    inputs.push({ label, components, params, serializedParams: serializeMember(member) });
+    // The same text serializeMember(member) gives, reusing the identifiers already serialized.
+    const serializedParams = `(${components.map((c) => c.serialized).join(" ")})${serializeParams(member.params)}`;
+    inputs.push({ label, components, params, serializedParams });
   }
   return inputs;
 }

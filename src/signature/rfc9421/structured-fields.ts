@@ -339,7 +339,10 @@ export function parseItem(raw: string, what: string, bounds: Bounds = DEFAULT_BO
 
 export function serializeBareItem(value: BareItem): string {
   if (typeof value === "number") return String(value);
-  if (typeof value === "string") return `"${value.replace(/[\\"]/g, "\\$&")}"`;
+  if (typeof value === "string")
+    return value.includes('"') || value.includes("\\")
+      ? `"${value.replace(/[\\"]/g, "\\$&")}"`
+      : `"${value}"`;
   if (typeof value === "boolean") return value ? "?1" : "?0";
   if (value instanceof Token) return value.value;
   if (value instanceof Decimal) {
