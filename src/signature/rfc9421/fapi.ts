@@ -13,7 +13,7 @@ import type { KeyObject } from "node:crypto";
 import { isRejection, type Rejection, reject } from "../../errors.js";
 import { DEFAULT_RFC9421_ALGORITHMS, type Rfc9421Algorithm } from "./algorithms.js";
 import { type MessageHeaders, type RequestMessage, type ResponseMessage, signatureBase } from "./base.js";
-import { type SignedHeaders, sign } from "./sign.js";
+import { type SignedHeaders, type SignOptions, sign } from "./sign.js";
 import { type ComponentId, component, type ParsedSignature, parseSignatures } from "./signature-input.js";
 import { verify } from "./verify.js";
 
@@ -278,18 +278,39 @@ function paramsOf(options: FapiSignOptions, tag: string) {
   };
 }
 
-/** Signs a request as FAPI 2.0 requires (the components of fapiRequestComponents). */
-export function signFapiRequest(
-  request: RequestMessage,
-  options: FapiSignOptions,
-): SignedHeaders | Rejection {
-  return sign({
+/** What signing a request as FAPI 2.0 requires takes: for sign, or signAsync off the event loop. */
+export function fapiRequestSigning(request: RequestMessage, options: FapiSignOptions): SignOptions {
+  return {
     components: toComponents(fapiRequestComponents(request, options)),
     params: paramsOf(options, FAPI_REQUEST_TAG),
     message: request,
     privateKey: options.privateKey,
     label: options.label,
-  });
+  };
+}
+
+/** Signs a request as FAPI 2.0 requires (the components of fapiRequestComponents). */
+export function signFapiRequest(
+  request: RequestMessage,
+  options: FapiSignOptions,
+): SignedHeaders | Rejection {
+  return sign(fapiRequestSigning(request, options));
+}
+
+/** What signing the response to `request` as FAPI 2.0 requires takes. */
+export function fapiResponseSigning(
+  response: ResponseMessage,
+  request: RequestMessage,
+  options: FapiSignOptions,
+): SignOptions {
+  return {
+    components: toComponents(fapiResponseComponents(response, options)),
+    params: paramsOf(options, FAPI_RESPONSE_TAG),
+    message: response,
+    request,
+    privateKey: options.privateKey,
+    label: options.label,
+  };
 }
 
 /** Signs the response to `request` as FAPI 2.0 requires. */
@@ -298,12 +319,5 @@ export function signFapiResponse(
   request: RequestMessage,
   options: FapiSignOptions,
 ): SignedHeaders | Rejection {
-  return sign({
-    components: toComponents(fapiResponseComponents(response, options)),
-    params: paramsOf(options, FAPI_RESPONSE_TAG),
-    message: response,
-    request,
-    privateKey: options.privateKey,
-    label: options.label,
-  });
+  return sign(fapiResponseSigning(response, request, options));
 }

@@ -39,7 +39,9 @@ export {
   type FapiSignOptions,
   type FapiVerifyOptions,
   fapiRequestComponents,
+  fapiRequestSigning,
   fapiResponseComponents,
+  fapiResponseSigning,
   hasBody,
   type SelectOptions,
   selectSignature,
@@ -51,6 +53,7 @@ export {
   verifyFapiResponse,
 } from "./fapi.js";
 export { type SignedHeaders, type SignOptions, type SignParams, sign } from "./sign.js";
+export { signAsync } from "./sign-async.js";
 export {
   type ComponentId,
   component,

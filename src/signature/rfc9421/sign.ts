@@ -2,7 +2,12 @@
 
 import { sign as cryptoSign, type KeyObject } from "node:crypto";
 import { isRejection, type Rejection, reject } from "../../errors.js";
-import { RFC9421_ALGORITHMS, type Rfc9421Algorithm, resolveRfc9421Algorithm } from "./algorithms.js";
+import {
+  type AlgorithmSpec,
+  RFC9421_ALGORITHMS,
+  type Rfc9421Algorithm,
+  resolveRfc9421Algorithm,
+} from "./algorithms.js";
 import { type HttpMessage, type RequestMessage, signatureBase } from "./base.js";
 import { type ComponentId, component } from "./signature-input.js";
 import { serializeBareItem } from "./structured-fields.js";
@@ -60,8 +65,16 @@ function serializeParams(params: SignParams): string | Rejection {
   return out;
 }
 
-/** Signs `message`; fails (as a Rejection) when a component is missing from it, as RFC 9421 requires. */
-export function sign(options: SignOptions): SignedHeaders | Rejection {
+/** What a signature is made over: the algorithm, the base and the Signature-Input value. */
+export interface PreparedSignature {
+  readonly spec: AlgorithmSpec;
+  readonly base: string;
+  readonly label: string;
+  readonly serializedParams: string;
+}
+
+/** The base and parameters of a signature, checked: everything but the private-key operation. */
+export function prepareSignature(options: SignOptions): PreparedSignature | Rejection {
   const label = options.label ?? "sig1";
   if (!LABEL.test(label)) return reject("FORMAT_ERROR", `signature label '${label}' is not an RFC 8941 key`);
   const spec = resolveRfc9421Algorithm(
@@ -76,15 +89,36 @@ export function sign(options: SignOptions): SignedHeaders | Rejection {
   const serializedParams = `(${components.map((c) => c.serialized).join(" ")})${params}`;
   const base = signatureBase(components, serializedParams, options.message, options.request);
   if (isRejection(base)) return base;
-  const bytes = cryptoSign(spec.hash, Buffer.from(base, "latin1"), {
-    key: options.privateKey,
+  return { spec, base, label, serializedParams };
+}
+
+/** The header values for a prepared signature and the signature's bytes. */
+export function signedHeaders(prepared: PreparedSignature, bytes: Buffer): SignedHeaders {
+  return {
+    signatureInput: `${prepared.label}=${prepared.serializedParams}`,
+    signature: `${prepared.label}=:${bytes.toString("base64")}:`,
+    base: prepared.base,
+  };
+}
+
+/** The options node:crypto's sign takes for a key and algorithm. */
+export function keyOptions(spec: AlgorithmSpec, privateKey: KeyObject) {
+  return {
+    key: privateKey,
     padding: spec.padding,
     saltLength: spec.saltLength,
     dsaEncoding: spec.dsaEncoding,
-  });
-  return {
-    signatureInput: `${label}=${serializedParams}`,
-    signature: `${label}=:${bytes.toString("base64")}:`,
-    base,
   };
+}
+
+/** Signs `message`; fails (as a Rejection) when a component is missing from it, as RFC 9421 requires. */
+export function sign(options: SignOptions): SignedHeaders | Rejection {
+  const prepared = prepareSignature(options);
+  if (isRejection(prepared)) return prepared;
+  const bytes = cryptoSign(
+    prepared.spec.hash,
+    Buffer.from(prepared.base, "latin1"),
+    keyOptions(prepared.spec, options.privateKey),
+  );
+  return signedHeaders(prepared, bytes);
 }
