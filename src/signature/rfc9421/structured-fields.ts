@@ -1,9 +1,10 @@
 /**
  * A small, bounded RFC 8941 (Structured Field Values) parser and serializer: what Signature-Input,
  * Signature, Content-Digest and the `;key`/`;sf` component parameters need. Own code rather than the
- * `structured-headers` package: one header a request is parsed on the hot path, and this parser
- * stops at a member or parameter bound instead of building whatever an attacker sends (numbers in
- * the test README's benchmark note). Failures are Rejections (FORMAT_ERROR), never exceptions.
+ * `structured-headers` package: Signature-Input is parsed on every request, and on a FAPI one
+ * this parser took about 2 µs against structured-headers 2.1's 7–12 µs (Signature: 2.2 against
+ * 2.6 µs; 2026-11-26, a shared 2-core Xeon); it also stops at a member or parameter bound instead
+ * of building whatever an attacker sends, and returns Rejections (FORMAT_ERROR), never throws.
  */
 
 import { type Rejection, reject } from "../../errors.js";
