@@ -15,9 +15,11 @@ import {
   type ResponseSigner,
   RoleTable,
   requestChecks,
+  requestMessage,
 } from "../checks/index.js";
 import type { GatewayConfig } from "../config/schema.js";
 import { TppVerifier } from "../eidas/index.js";
+import { isRejection } from "../errors.js";
 import type { RequestObserver } from "../events.js";
 import type { Backend } from "../forward/backend.js";
 import { joinedHeaders } from "../forward/headers.js";
@@ -25,7 +27,7 @@ import { createIngressHandler } from "../ingress/handler.js";
 import { type LimitStore, MemoryLimitStore, UnattendedAccessPolicy } from "../limits/index.js";
 import type { ExchangeFactory } from "../listener/connection.js";
 import type { Logger } from "../observability/logger.js";
-import { RequestSigner } from "../signature/index.js";
+import { buildKeyId, headerValue, keyIdTargetFromDer, RequestSigner, rfc9421 } from "../signature/index.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { forwardedHeaderNames } from "./forwarded-headers.js";
 import { startTrust, type Trust } from "./trust.js";
@@ -95,6 +97,7 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
           responseSigner: responseSignerFrom(
             signing,
             loadCredentials(signing.qseal, "responseSigning.qseal"),
+            verification.dialects.rfc9421.scheme,
           ),
         }
       : {}),
@@ -138,12 +141,17 @@ export function requestPathOf(
   return { chain, factory };
 }
 
-/** The bank's response signer: Digest, Date, X-Request-ID and Signature with the bank's QSealC. */
+/**
+ * The bank's response signer, in the dialect of the request it answers: draft-cavage (Digest, Date,
+ * X-Request-ID and Signature) or RFC 9421 (a FAPI 2.0 response signature bound to the request),
+ * with the bank's QSealC.
+ */
 export function responseSignerFrom(
   signing: NonNullable<GatewayConfig["responseSigning"]>,
   qseal: Credentials,
+  rfc9421Scheme: "https" | "http" = "https",
 ): ResponseSigner {
-  const signer = new RequestSigner({
+  const cavage = new RequestSigner({
     privateKey: qseal.privateKey,
     certificate: qseal.certificateDer,
     headers: signing.headers,
@@ -151,10 +159,43 @@ export function responseSignerFrom(
     // Header values from undici are one char per byte: keep those bytes.
     headerEncoding: "latin1",
   });
+  const certificateHeader = signing.certificateHeader;
+  const certificate = Buffer.from(qseal.certificateDer).toString("base64");
+  const keyid = buildKeyId(keyIdTargetFromDer(qseal.certificateDer));
   return {
     maxBodyBytes: signing.maxBodyBytes,
-    sign: (body, headers) => signer.sign({ method: "", target: "", headers: joinedHeaders(headers), body }),
+    sign: async (body, headers, status, request) => {
+      const flat = joinedHeaders(headers);
+      if (request.dialect !== "rfc9421") {
+        return cavage.sign({ method: "", target: "", headers: flat, body });
+      }
+      const added: Record<string, string> = {
+        "Content-Digest": rfc9421.computeContentDigest(body, "sha-256"),
+        [certificateHeader]: certificate,
+      };
+      const requestId = flat["x-request-id"] ?? headerValue(request.headers, "x-request-id");
+      if (requestId !== undefined) added["X-Request-ID"] = requestId;
+      const response = { status, headers: { ...flat, ...lowerCased(added) } };
+      const signed = await rfc9421.signAsync(
+        rfc9421.fapiResponseSigning(response, requestMessage(request, rfc9421Scheme), {
+          privateKey: qseal.privateKey,
+          keyid,
+          now: Date.now(),
+          coverAlways: [
+            certificateHeader.toLowerCase(),
+            ...(requestId === undefined ? [] : ["x-request-id"]),
+          ],
+          hasBody: body.length > 0,
+        }),
+      );
+      if (isRejection(signed)) throw new Error(signed.text);
+      return { ...added, "Signature-Input": signed.signatureInput, Signature: signed.signature };
+    },
   };
+}
+
+function lowerCased(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
 }
 
 /**

@@ -68,6 +68,8 @@ export class CheckContext implements StepTrace {
   bodyBytes = 0;
   digestVerifier: DigestVerifier | undefined = undefined;
   bodyCharacters: Utf8Scanner | undefined = undefined;
+  /** The backend's response status, for the steps of the held response body (response signing). */
+  responseStatus = 0;
   /** The HTTP version of the request line (`1.1`, `1.0`). */
   httpVersion = "1.1";
   /** The refusal must also close the connection (no Host; a body over the limit, unread). */

@@ -60,8 +60,17 @@ export interface ClientCertificatePolicy {
  */
 export interface ResponseSigner {
   readonly maxBodyBytes: number;
-  /** The headers to add to the response (Digest, Date, X-Request-ID, Signature, the certificate). */
-  sign(body: Buffer, headers: Readonly<Record<string, string | string[]>>): Promise<Record<string, string>>;
+  /**
+   * The headers to add to the response, in the dialect of `request` (draft-cavage: Digest, Date,
+   * X-Request-ID, Signature and the certificate; RFC 9421: Content-Digest, X-Request-ID,
+   * Signature-Input, Signature and the certificate). `status` is the response's.
+   */
+  sign(
+    body: Buffer,
+    headers: Readonly<Record<string, string | string[]>>,
+    status: number,
+    request: CheckContext,
+  ): Promise<Record<string, string>>;
 }
 
 export interface CheckOptions {
@@ -555,11 +564,14 @@ function responseSigningStep(signer: ResponseSigner): Step<CheckContext> {
   );
   return {
     name: RESPONSE_SIGNING,
-    response: () => ({ maxBodyBytes: signer.maxBodyBytes, tooLarge: () => tooLarge }),
-    responseBody: async (_c, body, _received, send) => {
+    response: (c, status) => {
+      c.responseStatus = status;
+      return { maxBodyBytes: signer.maxBodyBytes, tooLarge: () => tooLarge };
+    },
+    responseBody: async (c, body, _received, send) => {
       let signed: Record<string, string>;
       try {
-        signed = await signer.sign(body, send);
+        signed = await signer.sign(body, send, c.responseStatus, c);
       } catch (error) {
         return reject(
           "BAD_GATEWAY",

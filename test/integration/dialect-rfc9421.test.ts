@@ -5,18 +5,21 @@
  * step, with nothing reaching the backend; the dialect accepted only where configured.
  */
 
-import { randomUUID } from "node:crypto";
+import { createPublicKey, randomUUID } from "node:crypto";
 import { createSigner, httpbis } from "http-message-signatures";
 import { describe, expect, it } from "vitest";
 import type { IssuedCertificate } from "../../src/dev/pki.js";
+import { isRejection } from "../../src/errors.js";
 import { buildKeyId, keyIdTargetFromDer } from "../../src/signature/index.js";
 import {
   computeContentDigest,
   type Rfc9421Algorithm,
   signFapiRequest,
+  verifyContentDigest,
+  verifyFapiResponse,
 } from "../../src/signature/rfc9421/index.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
-import { expectRejected, send, type TestGateway } from "../helpers/gateway-fixture.js";
+import { expectRejected, send, signedCall, type TestGateway } from "../helpers/gateway-fixture.js";
 
 const env = useGatewayAndBackend({
   config: {
@@ -216,6 +219,52 @@ describe("ingress verifies RFC 9421 (FAPI 2.0) requests", () => {
     const again = await send(env.gw, r.method, r.target, r.headers, r.body);
     expectRejected(again, { status: 400, code: "SIGNATURE_INVALID" });
     expect(env.backend.requests).toHaveLength(1);
+  });
+});
+
+describe("responses to RFC 9421 requests are signed in RFC 9421 (FAPI 2.0, bound to the request)", () => {
+  const signing = useGatewayAndBackend((pki) => ({
+    config: {
+      verification: { dialects: { accept: ["cavage", "rfc9421"] } },
+      responseSigning: { qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey } },
+    },
+  }));
+
+  it.each([
+    ["GET", undefined],
+    ["POST", BODY],
+  ] as const)(
+    "a %s: the answer carries a fapi-2-response signature the bank's certificate verifies",
+    async (method, body) => {
+      const r = await prepare(signing.gw, body === undefined ? {} : { body });
+      const answer = await send(signing.gw, r.method, r.target, r.headers, r.body);
+      expect(answer.status, answer.text).toBe(200);
+      const headers = Object.fromEntries(
+        Object.entries(answer.headers).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])),
+      );
+      expect(headers["signature-input"]).toContain('tag="fapi-2-response"');
+      expect(headers["aspsp-signature-certificate"]).toBe(signing.gw.pki.bankQseal.headerValue);
+      expect(headers["x-request-id"]).toBe(r.headers["x-request-id"]);
+      const url = new URL(signing.gw.url);
+      const verified = verifyFapiResponse(
+        { status: answer.status, headers },
+        { method: r.method, targetUri: `https://${url.host}${r.target}`, headers: r.headers },
+        {
+          publicKey: createPublicKey(signing.gw.pki.bankQseal.pem),
+          now: Date.now(),
+          coverAlways: ["aspsp-signature-certificate", "x-request-id"],
+        },
+      );
+      expect(isRejection(verified) ? verified.text : "verified").toBe("verified");
+      expect(verifyContentDigest(headers["content-digest"], Buffer.from(answer.text))).toBe(true);
+    },
+  );
+
+  it("a draft-cavage request's answer is still signed in draft-cavage", async () => {
+    const r = await signedCall(signing.gw, { signer: signing.gw.pki.tppA.qseal, target: "/v1/accounts" });
+    expect(r.status, r.text).toBe(200);
+    expect(r.headers["signature-input"]).toBeUndefined();
+    expect(String(r.headers.signature)).toMatch(/^keyId="SN=/);
   });
 });
 

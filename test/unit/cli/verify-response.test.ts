@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { stringify as toYaml } from "yaml";
 import { responseSignerFrom } from "../../../src/app/request-path.js";
+import { CheckContext } from "../../../src/checks/index.js";
 import { explainResponse, parseDump, render } from "../../../src/cli/verify.js";
 import { validateConfig } from "../../../src/config/load.js";
 import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
@@ -54,7 +55,14 @@ async function rawResponse(made: Made = {}): Promise<string> {
     "content-type": "application/json",
     "x-request-id": made.requestId ?? REQUEST_ID,
   };
-  const signed = await signer.sign(Buffer.from(BODY), headers);
+  const request = new CheckContext(
+    "GET",
+    "/v1/accounts",
+    {},
+    { path: "/v1/accounts", role: undefined },
+    undefined,
+  );
+  const signed = await signer.sign(Buffer.from(BODY), headers, 200, request);
   // The signer answers in Berlin Group spelling (X-Request-ID): one entry per header, whatever the case.
   const all: Record<string, string> = { ...headers, "content-length": String(Buffer.byteLength(BODY)) };
   for (const [name, value] of Object.entries(signed)) {
