@@ -5,12 +5,38 @@
  */
 
 import type { BankProfileConfig } from "../config/schema.js";
-import { ResponseVerifier } from "../egress/response-verifier.js";
+import type { RequestSigning } from "../egress/handler.js";
+import { ResponseVerifier, type ResponseVerifying } from "../egress/response-verifier.js";
+import { Rfc9421ResponseVerifier } from "../egress/rfc9421-response-verifier.js";
 import { TppVerifier } from "../eidas/index.js";
 import { RequestSigner } from "../signature/index.js";
+import { Rfc9421RequestSigner } from "../signature/rfc9421/request-signer.js";
 import { loadTrustMaterial } from "../trust/trust-material.js";
 import type { Credentials } from "./credentials.js";
 
+/**
+ * The profile's request signer in its dialect (`signing.dialect`): draft-cavage's RequestSigner, or
+ * RFC 9421's. `headerEncoding` applies to draft-cavage (RFC 9421 signs ASCII values only).
+ */
+export function profileSigner(
+  bank: Pick<BankProfileConfig, "signing" | "url">,
+  qseal: Pick<Credentials, "privateKey" | "certificateDer">,
+  headerEncoding: "latin1" | "utf-8" = "latin1",
+): RequestSigning {
+  const rules = bank.signing;
+  if (rules.dialect === "rfc9421") {
+    return new Rfc9421RequestSigner({
+      privateKey: qseal.privateKey,
+      certificate: qseal.certificateDer,
+      ...(rules.rfc9421.algorithm ? { algorithm: rules.rfc9421.algorithm } : {}),
+      ...(rules.keyId.value ? { keyid: rules.keyId.value } : {}),
+      scheme: bank.url.toLowerCase().startsWith("http:") ? "http" : "https",
+    });
+  }
+  return signerForProfile(bank, qseal, headerEncoding);
+}
+
+/** The draft-cavage signer of a profile's `signing` rules. */
 export function signerForProfile(
   bank: Pick<BankProfileConfig, "signing">,
   qseal: Pick<Credentials, "privateKey" | "certificateDer">,
@@ -39,21 +65,31 @@ export function signerForProfile(
 
 /** `undefined` when the profile does not check responses (`mode: off`). */
 export function responseVerifierForProfile(
-  bank: Pick<BankProfileConfig, "responses">,
+  bank: Pick<BankProfileConfig, "responses" | "signing">,
   now: () => number,
-): ResponseVerifier | undefined {
+): ResponseVerifying | undefined {
   const responses = bank.responses;
   if (responses.mode === "off" || !responses.caDir) return undefined;
   const trust = loadTrustMaterial(responses.caDir, responses.crlDir);
-  return new ResponseVerifier({
-    certificates: new TppVerifier({
-      trustStore: () => trust.store,
-      revocation: () => trust.revocation,
+  const certificates = new TppVerifier({
+    trustStore: () => trust.store,
+    revocation: () => trust.revocation,
+    now,
+    cacheTtlMs: 300_000,
+    failureTtlMs: 10_000,
+    maxEntries: 100,
+  });
+  if (bank.signing.dialect === "rfc9421") {
+    return new Rfc9421ResponseVerifier({
+      certificates,
+      certificateHeader: responses.certificateHeader,
+      dateToleranceMs: responses.dateToleranceSeconds * 1000,
+      algorithms: responses.rfc9421Algorithms,
       now,
-      cacheTtlMs: 300_000,
-      failureTtlMs: 10_000,
-      maxEntries: 100,
-    }),
+    });
+  }
+  return new ResponseVerifier({
+    certificates,
     certificateHeader: responses.certificateHeader,
     dateToleranceMs: responses.dateToleranceSeconds * 1000,
     algorithms: responses.algorithms,

@@ -20,7 +20,7 @@ import { type Listener, startListener } from "../listener/listener.js";
 import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
 import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
 import type { Logger } from "../observability/logger.js";
-import { responseVerifierForProfile, signerForProfile } from "./bank-profile.js";
+import { profileSigner, responseVerifierForProfile } from "./bank-profile.js";
 import { type CertificateSummary, summaryOf } from "./certificate-summary.js";
 import { connectionLimitsOf } from "./connection-limits.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
@@ -250,7 +250,7 @@ function loadProfile(bank: BankProfileConfig, env: NodeJS.ProcessEnv, now: () =>
   const qseal = loadCredentials(bank.qseal, `banks.${bank.name}.qseal`, env);
   const qwac = bank.qwac ? loadCredentials(bank.qwac, `banks.${bank.name}.qwac`, env) : undefined;
   const rules = bank.signing;
-  const signer = signerForProfile(bank, qseal);
+  const signer = profileSigner(bank, qseal);
   const backend = new Backend({
     url: bank.url,
     ...(bank.ca ? { ca: readFileSync(bank.ca, "utf8") } : {}),
@@ -266,6 +266,7 @@ function loadProfile(bank: BankProfileConfig, env: NodeJS.ProcessEnv, now: () =>
     host: bank.host,
     backend,
     signer,
+    dialect: rules.dialect,
     defaultHeaders: Object.fromEntries(
       Object.entries(bank.defaultHeaders).map(([name, value]) => [name.toLowerCase(), value]),
     ),

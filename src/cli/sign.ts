@@ -8,9 +8,10 @@
 import { createPrivateKey, createPublicKey, type KeyObject, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { Agent, type Dispatcher, request } from "undici";
-import { responseVerifierForProfile, signerForProfile } from "../app/bank-profile.js";
+import { profileSigner, responseVerifierForProfile } from "../app/bank-profile.js";
 import { type Credentials, loadCredentials } from "../app/credentials.js";
 import type { BankProfileConfig } from "../config/schema.js";
+import type { RequestSigning } from "../egress/handler.js";
 import { RequestSigner } from "../signature/index.js";
 import { bankProfileOption } from "./bank-option.js";
 import { defineCommand, readOption, UsageError } from "./command.js";
@@ -101,7 +102,7 @@ interface SignValues {
 
 /** What a signing run needs, from whichever key option was given. */
 interface Keys {
-  readonly signer: RequestSigner;
+  readonly signer: RequestSigning;
   readonly profile: BankProfileConfig | undefined;
 }
 
@@ -194,7 +195,7 @@ function loadKeys(values: SignValues): Keys {
     if (typeof profile === "string") throw usage(profile);
     const qseal = loadCredentials(profile.qseal, `banks.${profile.name}.qseal`);
     // Command-line header values are text: signed as their UTF-8 bytes.
-    return { signer: signerForProfile(profile, qseal, "utf-8"), profile };
+    return { signer: profileSigner(profile, qseal, "utf-8"), profile };
   }
   let privateKey: KeyObject;
   let certificate: Uint8Array;

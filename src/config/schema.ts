@@ -659,6 +659,19 @@ export const DEFAULT_SIGNED_HEADERS = ["(request-target)", ...ELIGIBLE_HEADERS];
 /** How one bank wants requests signed (real banks' verifiers differ); every default is SPEC 5. */
 const signingRules = z
   .object({
+    /**
+     * `cavage` (draft-cavage Signature, Berlin Group NextGenPSD2 1.3: every key below applies) or
+     * `rfc9421` (FAPI 2.0 HTTP Signatures with the Berlin Group certificate and keyId: `rfc9421` and
+     * `certificateHeader` apply). The bank's responses are checked in the same dialect.
+     */
+    dialect: z.enum(["cavage", "rfc9421"]).default("cavage"),
+    rfc9421: z
+      .object({
+        /** Default the key's own: rsa-pss-sha512 for RSA, ecdsa-p256-sha256, ed25519. */
+        algorithm: z.enum(RFC9421_ALGORITHMS).optional(),
+      })
+      .strict()
+      .prefault({}),
     /** Signing order; each is signed when the request carries it, (request-target) always. */
     headers: z.array(signedHeaderName).min(1).default(DEFAULT_SIGNED_HEADERS),
     algorithm: z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256"]).optional(),
@@ -712,6 +725,11 @@ const responseVerification = z
       .array(z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256", "hs2019"]))
       .min(1)
       .default(["rsa-sha256"]),
+    /** The algorithms of a bank answering in RFC 9421 (`signing.dialect: rfc9421`). */
+    rfc9421Algorithms: z
+      .array(z.enum(RFC9421_ALGORITHMS))
+      .min(1)
+      .default(["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"]),
     /** A response body larger than this cannot be checked: 502 under enforce, unchecked under advisory. */
     maxBodyBytes: z
       .number()

@@ -24,12 +24,19 @@ import { type TraceContext, traceContextOf, writeTraceContext } from "../forward
 import type { Exchange, ExchangeFactory } from "../listener/connection.js";
 import { rawRejection, writeRejection } from "../listener/respond.js";
 import type { ReceivedHeaders } from "../response-inspector.js";
-import type { RequestSigner } from "../signature/index.js";
+import type { RequestToSign } from "../signature/index.js";
 import { RESPONSE_SIGNATURE_STEP, ResponseSignatureCheck } from "./response-signature.js";
-import type { ResponseVerifier } from "./response-verifier.js";
+import type { ResponseVerifying } from "./response-verifier.js";
 import type { BankRouter } from "./router.js";
 
 export const ORIGIN_HEADER = "psd2-gateway-origin";
+
+/** A bank profile's request signer, whatever its dialect: the headers to add to a request. */
+export interface RequestSigning {
+  /** The keyId or keyid it names the QSealC by (logged at start and on reload). */
+  readonly keyId: string;
+  sign(request: RequestToSign): Promise<Record<string, string>>;
+}
 
 export type ResponseVerificationMode = "off" | "advisory" | "enforce";
 
@@ -38,13 +45,15 @@ export interface BankProfile {
   readonly prefix?: string | undefined;
   readonly host?: string | undefined;
   readonly backend: Backend;
-  readonly signer: RequestSigner;
+  readonly signer: RequestSigning;
+  /** The signing dialect of its requests, and of the responses it checks. */
+  readonly dialect: "cavage" | "rfc9421";
   /** Lower-case names → values added when the application's request does not carry them. */
   readonly defaultHeaders: Readonly<Record<string, string>>;
   /** Lower-case names the application may not set: the gateway writes them. */
   readonly gatewayHeaders: ReadonlySet<string>;
   readonly responseMode: ResponseVerificationMode;
-  readonly responseVerifier?: ResponseVerifier;
+  readonly responseVerifier?: ResponseVerifying;
   readonly maxResponseBytes: number;
 }
 
@@ -69,6 +78,9 @@ export const GATEWAY_WRITTEN_HEADERS = [
   "digest",
   "signature",
   "tpp-signature-certificate",
+  // RFC 9421's, whatever the profile's dialect: an application's own would be sent unchecked.
+  "signature-input",
+  "content-digest",
 ];
 
 /** The egress mode's exchanges for the listener; its own answers are marked `psd2-gateway-origin: gateway`. */
@@ -196,10 +208,18 @@ class EgressExchange
     }
     this.requestId = signed["X-Request-ID"];
     this.upstream = { method: this.method, target: route.target, headers, body: sendsBody ? body : null };
+    const target = profile.backend.basePath + route.target;
     this.signatureCheck = new ResponseSignatureCheck(profile, {
       method: this.method,
-      target: profile.backend.basePath + route.target,
+      target,
       requestId: this.requestId ?? "",
+      // RFC 9421 binds the answer to the request (`;req`): what was sent, lower-cased.
+      ...(profile.dialect === "rfc9421"
+        ? {
+            targetUri: `${profile.backend.origin.slice(0, profile.backend.origin.indexOf(":"))}://${profile.backend.host}${target}`,
+            headers: lowerCasedHeaders(headers),
+          }
+        : {}),
     });
     forward(profile.backend, this);
   }
@@ -362,3 +382,11 @@ class EgressExchange
 
 /** What an exchange forwards before it is signed: nothing. */
 const NOT_SENT: UpstreamRequest = { method: "GET", target: "/", headers: {}, body: null };
+
+function lowerCasedHeaders(headers: Record<string, string | string[]>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return out;
+}

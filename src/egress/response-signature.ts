@@ -69,6 +69,7 @@ export class ResponseSignatureCheck {
     const verdict = await this.profile.responseVerifier!.verify({
       headers: received,
       body,
+      status: this.bankStatus,
       request: this.request,
     });
     if (verdict === true) {

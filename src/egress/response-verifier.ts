@@ -43,12 +43,17 @@ export interface RequestOfResponse {
   readonly method: string;
   readonly target: string;
   readonly requestId: string;
+  /** The absolute URI it was sent to, and its headers as sent: RFC 9421's `;req` components. */
+  readonly targetUri?: string;
+  readonly headers?: HeaderMap;
 }
 
 export interface ResponseToVerify {
   /** Lower-case names; values as received (Latin-1 strings, one char per byte). */
   readonly headers: HeaderMap;
   readonly body: Uint8Array;
+  /** The bank's status (RFC 9421 signs `@status`). */
+  readonly status?: number;
   /** The request it answers: its X-Request-ID must come back, and (request-target) is the request's. */
   readonly request: RequestOfResponse;
 }
@@ -175,7 +180,12 @@ export function responseChecks(options: ResponseVerifierOptions): Step<ResponseC
   ];
 }
 
-export class ResponseVerifier {
+/** What checks a bank's response signature, in the profile's dialect. */
+export interface ResponseVerifying {
+  verify(response: ResponseToVerify, observer?: StepObserver): Promise<true | Rejection>;
+}
+
+export class ResponseVerifier implements ResponseVerifying {
   private readonly steps: readonly Step<ResponseCheck>[];
 
   constructor(options: ResponseVerifierOptions) {

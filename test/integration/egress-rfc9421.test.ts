@@ -1,0 +1,107 @@
+/**
+ * RFC 9421 both ways: the application → the egress gateway (a bank profile with
+ * `signing.dialect: rfc9421`) → TLS → the ingress gateway accepting RFC 9421, response signing on →
+ * the backend; ingress verifies the request, signs its answer in RFC 9421 bound to the request, and
+ * egress verifies that answer. An ingress that does not sign shows what egress makes of it.
+ */
+
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type EgressGateway, startGateway } from "../../src/app.js";
+import { validateEgressConfig } from "../../src/config/load.js";
+import { createLogger } from "../../src/observability/logger.js";
+import { tppFiles } from "../helpers/egress-profiles.js";
+import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
+
+const RFC9421_INGRESS = { verification: { dialects: { accept: ["rfc9421" as const] } } };
+const signing = useGatewayAndBackend((pki) => ({
+  config: {
+    ...RFC9421_INGRESS,
+    responseSigning: { qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey } },
+  },
+}));
+const unsigned = useGatewayAndBackend({ config: RFC9421_INGRESS });
+
+let egress: EgressGateway;
+
+beforeAll(async () => {
+  const pki = signing.gw.pki;
+  const { qseal, ca } = tppFiles(pki);
+  const profile = (name: string, url: string, mode: "enforce" | "advisory") => ({
+    name,
+    prefix: `/${name}`,
+    url,
+    ca,
+    qseal,
+    defaultHeaders: { "TPP-Redirect-URI": "https://tpp.example/cb" },
+    signing: { dialect: "rfc9421" },
+    responses: { mode, caDir: pki.paths.trustDir },
+  });
+  egress = await startGateway(
+    validateEgressConfig({
+      mode: "egress",
+      listen: { port: 0 },
+      admin: { enabled: false },
+      log: { level: "silent" },
+      banks: [
+        profile("signing", signing.gw.url, "enforce"),
+        profile("unsigned-enforce", unsigned.gw.url, "enforce"),
+        profile("unsigned-advisory", unsigned.gw.url, "advisory"),
+      ],
+    }),
+    { logger: createLogger("silent") },
+  );
+}, 60_000);
+
+afterAll(async () => {
+  await egress?.close(0);
+});
+
+async function call(target: string, options: { method?: string; body?: string } = {}) {
+  const response = await request(egress.url + target, {
+    method: (options.method ?? "GET") as "GET",
+    headers: {
+      "psu-id": "PSU-1001",
+      "psu-ip-address": "192.0.2.10",
+      ...(options.body !== undefined ? { "content-type": "application/json" } : {}),
+    },
+    ...(options.body !== undefined ? { body: options.body } : {}),
+  });
+  return { status: response.statusCode, headers: response.headers, text: await response.body.text() };
+}
+
+describe("egress signs in RFC 9421, ingress verifies, the answer is signed back and verified", () => {
+  it("a GET and a payment reach the bank signed and come back verified", async () => {
+    const get = await call("/signing/v1/accounts?withBalance=true");
+    expect(get.status, get.text).toBe(200);
+    expect(get.headers["psd2-gateway-response-signature"]).toBe("verified");
+
+    const payment = JSON.stringify({ instructedAmount: { currency: "NOK", amount: "12.50" } });
+    const post = await call("/signing/v1/payments/sepa-credit-transfers", { method: "POST", body: payment });
+    expect(post.status, post.text).toBe(200);
+    expect(post.headers["psd2-gateway-response-signature"]).toBe("verified");
+    expect(String(post.headers["signature-input"])).toContain('tag="fapi-2-response"');
+
+    const [reachedGet, reachedPost] = signing.backend.requests;
+    expect(reachedGet!.target).toBe("/v1/accounts?withBalance=true");
+    expect(reachedPost!.body.toString()).toBe(payment);
+    // What ingress verified, as the bank received it.
+    expect(reachedPost!.headers["signature-input"]).toMatch(
+      /^sig1=\("@method" "@target-uri" "psu-id" "tpp-redirect-uri" "tpp-signature-certificate" "x-request-id" "content-digest"\);created=\d+;keyid="SN=[0-9A-F]+,CA=[^"]+";alg="rsa-pss-sha512";tag="fapi-2-request"$/,
+    );
+    expect(reachedPost!.headers["x-tpp-organization-id"]).toBe("PSDNO-FSA-DEMO0001");
+  });
+
+  it("an answer without a signature is withheld under enforce (502) and marked invalid under advisory", async () => {
+    const enforced = await call("/unsigned-enforce/v1/accounts");
+    expect(enforced.status).toBe(502);
+    expect(enforced.text).toContain("response signature failed");
+    expect(enforced.text).toContain("SIGNATURE_MISSING");
+    // The bank executed it: under enforce the answer is withheld, never a silent pass.
+    expect(unsigned.backend.requests).toHaveLength(1);
+
+    const advised = await call("/unsigned-advisory/v1/accounts");
+    expect(advised.status).toBe(200);
+    expect(advised.headers["psd2-gateway-response-signature"]).toBe("invalid");
+  });
+});
