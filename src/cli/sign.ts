@@ -318,10 +318,14 @@ async function send(
     ? await verifier.verify({
         headers: response.headers as Record<string, string | string[] | undefined>,
         body,
+        status: response.statusCode,
         request: {
           method: out.method,
           target: new URL(out.url).pathname + new URL(out.url).search,
           requestId: out.headers["X-Request-ID"] ?? "",
+          // RFC 9421 binds the answer to the request (`;req`).
+          targetUri: out.url,
+          headers: Object.fromEntries(Object.entries(out.headers).map(([n, v]) => [n.toLowerCase(), v])),
         },
       })
     : undefined;
