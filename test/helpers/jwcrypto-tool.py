@@ -2,7 +2,8 @@
 implementation, for test/unit/signature/jws/interop.test.ts. Reads a JSON list of operations on
 stdin and prints a JSON list of results, one per operation, so a test file starts Python once.
 
-  {"op": "sign", "key": PEM, "protected": {...}, "payload": base64}  -> {"jws": "<p>..<s>"}
+  {"op": "sign", "key": PEM | "secret": text, "protected": {...} | text, "payload": base64}
+                                                                    -> {"jws": "<p>..<s>"}
   {"op": "verify", "key": PEM, "jws": "<p>..<s>", "payload": base64} -> {"valid": bool, "error"?}
 
 The payload travels as base64 of its bytes; b64 in the protected header decides how jwcrypto
@@ -25,17 +26,27 @@ EXTRA = {
         "http://openbanking.org.uk/iat",
         "http://openbanking.org.uk/iss",
         "http://openbanking.org.uk/tan",
+        # A name no dialect of ours understands: jwcrypto signs it, our verifier must refuse it.
+        "http://example.com/unknown",
     ]
 }
 
 
 def sign(op):
-    key = jwk.JWK.from_pem(op["key"].encode())
+    if "secret" in op:
+        # An HMAC key made of these bytes: the "public key as HS256 secret" game.
+        key = jwk.JWK(kty="oct", k=base64url_encode(op["secret"].encode()))
+    else:
+        key = jwk.JWK.from_pem(op["key"].encode())
     payload = base64.b64decode(op["payload"])
     token = jws.JWS(payload, header_registry=EXTRA)
-    token.add_signature(key, None, json.dumps(op["protected"]))
-    flat = json.loads(token.serialize(compact=False))
-    return {"jws": flat["protected"] + ".." + flat["signature"]}
+    # A string is signed as given (duplicate members included); a dict as jwcrypto writes it.
+    protected = op["protected"] if isinstance(op["protected"], str) else json.dumps(op["protected"])
+    token.add_signature(key, None, protected)
+    # What serialize() would write for the two outer parts; its JSON form cannot carry an unencoded
+    # payload of bytes, and its compact form refuses one holding a '.'.
+    protected_b64 = base64url_encode(token.objects["protected"])
+    return {"jws": protected_b64 + ".." + base64url_encode(token.objects["signature"])}
 
 
 def verify(op):

@@ -46,7 +46,13 @@ export function describeWithJwcrypto(name: string, body: () => void): void {
 }
 
 export type JwcryptoOp =
-  | { op: "sign"; key: string; protected: Record<string, unknown>; payload: string }
+  | {
+      op: "sign";
+      key?: string;
+      secret?: string;
+      protected: Record<string, unknown> | string;
+      payload: string;
+    }
   | { op: "verify"; key: string; jws: string; payload: string };
 
 export interface JwcryptoResult {
