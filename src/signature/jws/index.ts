@@ -22,6 +22,7 @@ export {
   formatSigT,
   HTTP_HEADERS_MID,
   type HttpHeadersMessage,
+  type HttpHeadersPayloadStyle,
   type JadesHeader,
   type JadesReadOptions,
   type JadesSignInput,

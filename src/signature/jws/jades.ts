@@ -76,6 +76,8 @@ export interface JadesReadOptions {
 export interface JadesVerifyOptions extends JadesReadOptions {
   /** The key to verify with; default x5c[0]'s (whose trust the caller checks). */
   readonly publicKey?: KeyObject;
+  /** Default `obp-api`; `etsi` for peers built on DSS or the ETSI text (see HttpHeadersPayloadStyle). */
+  readonly payloadStyle?: HttpHeadersPayloadStyle;
 }
 
 export interface VerifiedJades {
@@ -221,8 +223,19 @@ export function readJadesHeader(
 }
 
 /**
- * The HttpHeaders payload: per name of `pars`, `<name>: <value>\n`. Values are the bytes received
- * (Node's strings, one char per byte); a header sent twice is Node's join with ", ".
+ * How the HttpHeaders payload is laid out. `obp-api` (the default): every line ends in LF, the last
+ * one too, values as received (OBP-API's JwsUtil, signing and verifying). `etsi`: lines joined by
+ * LF with none after the last, values without leading or trailing spaces and tabs: draft-cavage's
+ * signing string, which ETSI TS 119 182-1's HttpHeaders mechanism refers to, as the European
+ * Commission's DSS library (HttpHeadersPayloadBuilder) builds it. The two never verify each other.
+ */
+export type HttpHeadersPayloadStyle = "obp-api" | "etsi";
+
+const OWS = /^[ \t]+|[ \t]+$/g;
+
+/**
+ * The HttpHeaders payload: per name of `pars`, `<name>: <value>`, lines per `style`. Values are the
+ * bytes received (Node's strings, one char per byte); a header sent twice is joined with ", ".
  * `(request-target)` is `<method lower-cased> <target>`; `(status-line)`, which OBP-API lists in its
  * responses, is the same line of the request answered (OBP-API signs its responses that way, not
  * with the status code). A listed header that is absent is refused: OBP-API would drop the line.
@@ -230,8 +243,9 @@ export function readJadesHeader(
 export function buildHttpHeadersPayload(
   pars: readonly string[],
   message: HttpHeadersMessage,
+  style: HttpHeadersPayloadStyle = "obp-api",
 ): Buffer | Rejection {
-  let text = "";
+  const lines: string[] = [];
   for (const name of pars) {
     let value: string | readonly string[] | undefined;
     if (PSEUDO.has(name)) {
@@ -251,8 +265,11 @@ export function buildHttpHeadersPayload(
         `'sigD.pars' lists '${name}' but the message has no such header; send it or do not list it`,
       );
     }
-    text += `${name}: ${typeof value === "string" ? value : value.join(", ")}\n`;
+    let text = typeof value === "string" ? value : value.join(", ");
+    if (style === "etsi") text = text.replace(OWS, "");
+    lines.push(`${name}: ${text}`);
   }
+  const text = style === "etsi" ? lines.join("\n") : `${lines.join("\n")}\n`;
   if (/[^\x00-\xff]/.test(text)) {
     return reject(
       "SIGNATURE_INVALID",
@@ -275,12 +292,12 @@ export function verifyJades(
   if (isRejection(publicKey)) return publicKey;
   const fits = algorithmFitsKey(header.alg, publicKey);
   if (isRejection(fits)) return fits;
-  const payload = buildHttpHeadersPayload(header.pars, message);
+  const payload = buildHttpHeadersPayload(header.pars, message, options.payloadStyle);
   if (isRejection(payload)) return payload;
   if (!verifyJwsSignature(header.alg, publicKey, signingInput(jws.protectedB64, payload), jws.signature)) {
     return signatureMismatch(
       header.alg,
-      `the lines of sigD.pars '${header.pars.join(" ")}'; send '<name>: <value>' each ending in LF, '(request-target)' as '<method lower-case> <path?query>', with the values sent`,
+      `the lines of sigD.pars '${header.pars.join(" ")}'; send '<name>: <value>' ${options.payloadStyle === "etsi" ? "joined by LF" : "each ending in LF"}, '(request-target)' as '<method lower-case> <path?query>', with the values sent`,
     );
   }
   return { header, publicKey };
@@ -301,6 +318,8 @@ export interface JadesSignInput {
   readonly thumbprint?: boolean;
   /** The request (or the response, with the request's method and target for `(status-line)`). */
   readonly message: HttpHeadersMessage;
+  /** Default `obp-api`. */
+  readonly payloadStyle?: HttpHeadersPayloadStyle;
 }
 
 /** The `x-jws-signature` value for a request or a response; throws on a programming error only. */
@@ -327,7 +346,11 @@ export function signJades(input: JadesSignInput): string {
       lower[name.toLowerCase()] =
         typeof value === "string" ? wireValue(value) : value.map((v) => wireValue(v));
   }
-  const payload = buildHttpHeadersPayload(input.pars, { ...input.message, headers: lower });
+  const payload = buildHttpHeadersPayload(
+    input.pars,
+    { ...input.message, headers: lower },
+    input.payloadStyle,
+  );
   if (isRejection(payload)) throw new Error(payload.text);
   const protectedB64 = encodeHeader(header);
   const signature = signJwsInput(alg, input.key, signingInput(protectedB64, payload));

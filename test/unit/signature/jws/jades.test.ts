@@ -77,6 +77,17 @@ describe("buildHttpHeadersPayload (OBP-API's form)", () => {
     ]);
   });
 
+  it("'etsi' style: lines joined by LF with none after the last, values trimmed (DSS's HttpHeadersPayloadBuilder)", () => {
+    const payload = buildHttpHeadersPayload(
+      ["(request-target)", "psu-id"],
+      { ...request, headers: { "psu-id": " PSU-1234\t" } },
+      "etsi",
+    );
+    expect(Buffer.isBuffer(payload) && payload.toString("latin1")).toBe(
+      "(request-target): post /v2/payments/sepa-credit-transfers?x=1\npsu-id: PSU-1234",
+    );
+  });
+
   it.each([
     ["an absent header", ["psu-corporate-id"], request],
     ["(request-target) without a request line", ["(request-target)"], { headers: {} }],
@@ -127,6 +138,15 @@ describe("signJades → verifyJades", () => {
       message: { headers: response.headers },
     });
     expect(codeOf(verifyJades(plain, { headers: response.headers }, { now: NOW }))).toBe("accepted");
+  });
+
+  it("the two payload styles do not verify each other", () => {
+    const etsi = signed("PS256", { payloadStyle: "etsi" });
+    expect(codeOf(verifyJades(etsi, request, { now: NOW, payloadStyle: "etsi" }))).toBe("accepted");
+    expect(codeOf(verifyJades(etsi, request, { now: NOW }))).toBe("SIGNATURE_INVALID");
+    expect(codeOf(verifyJades(signed("PS256"), request, { now: NOW, payloadStyle: "etsi" }))).toBe(
+      "SIGNATURE_INVALID",
+    );
   });
 
   it("verifies with a key the caller gives (a cached certificate's)", () => {
