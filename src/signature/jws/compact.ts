@@ -36,19 +36,15 @@ export interface DetachedJws {
   readonly signature: Buffer;
 }
 
-const BASE64URL = new Uint8Array(128);
-for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-  BASE64URL[c.charCodeAt(0)] = 1;
-
-/** base64url without padding (RFC 7515 section 2) in canonical form, decoded; undefined otherwise. */
+/**
+ * base64url without padding (RFC 7515 section 2) in canonical form, decoded; undefined otherwise.
+ * Node's decoder skips what is not in the alphabet and takes `+/` as well, so re-encoding and
+ * comparing checks the alphabet, the padding and the spare bits at once: one spelling per JWS, at
+ * a third of a per-char loop's cost on a 2 KB header.
+ */
 export function decodeBase64Url(text: string): Buffer | undefined {
-  if (text.length === 0 || text.length % 4 === 1) return undefined;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c > 127 || BASE64URL[c] === 0) return undefined;
-  }
+  if (text.length === 0) return undefined;
   const bytes = Buffer.from(text, "base64url");
-  // Non-zero spare bits in the last char decode the same: refuse, so one JWS has one spelling.
   return bytes.toString("base64url") === text ? bytes : undefined;
 }
 
@@ -223,22 +219,21 @@ export function readX5c(header: JsonObject): CertificateChain | undefined | Reje
   const base64: string[] = [];
   const der: Buffer[] = [];
   for (const [i, entry] of x5c.entries()) {
-    if (
-      typeof entry !== "string" ||
-      entry.length === 0 ||
-      entry.length > MAX_CERTIFICATE_BASE64 ||
-      !isBase64(entry)
-    ) {
+    const decoded =
+      typeof entry === "string" && entry.length <= MAX_CERTIFICATE_BASE64
+        ? decodeCertificate(entry)
+        : undefined;
+    if (typeof entry !== "string" || decoded === undefined) {
       return reject(
         "CERTIFICATE_INVALID",
         `x5c[${i}] must be a certificate's DER in standard base64 with padding (not base64url, no PEM lines), at most ${MAX_CERTIFICATE_BASE64} characters`,
       );
     }
     base64.push(entry);
-    der.push(Buffer.from(entry, "base64"));
+    der.push(decoded.der);
   }
   if (thumbprint !== undefined) {
-    const actual = createHash("sha256").update(der[0]!).digest("base64url");
+    const actual = decodeCertificate(base64[0]!)!.sha256;
     if (actual !== thumbprint) {
       return reject(
         "CERTIFICATE_INVALID",
@@ -248,6 +243,20 @@ export function readX5c(header: JsonObject): CertificateChain | undefined | Reje
     return { base64, der, thumbprint };
   }
   return { base64, der };
+}
+
+/** x5c entries seen recently: one TPP sends the same certificates on every request. */
+const CERTIFICATES = new Kept<string, { readonly der: Buffer; readonly sha256: string } | null>(1024);
+
+/** Standard base64 with padding, canonical (isBase64 and a round trip), its DER and thumbprint. */
+function decodeCertificate(entry: string): { readonly der: Buffer; readonly sha256: string } | undefined {
+  const known = CERTIFICATES.get(entry);
+  if (known !== undefined) return known ?? undefined;
+  const der = Buffer.from(entry, "base64");
+  // isBase64 refuses base64url and line breaks, which Node's decoder would skip or take.
+  const ok = entry.length > 0 && isBase64(entry) && der.toString("base64") === entry;
+  const decoded = ok ? { der, sha256: createHash("sha256").update(der).digest("base64url") } : null;
+  return CERTIFICATES.keep(entry, decoded) ?? undefined;
 }
 
 /** Keys of recently seen signing certificates: one TPP sends the same x5c[0] on every request. */

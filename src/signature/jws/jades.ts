@@ -89,6 +89,16 @@ const SIGT = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?Z$/;
 
 /** An ISO 8601 UTC time (`2026-11-26T12:00:00Z`, fractions allowed) in ms, or undefined. */
 export function parseSigT(value: string): number | undefined {
+  // Requests signed in the same second carry the same sigT: the last one read is kept.
+  if (value === lastSigT.value) return lastSigT.ms;
+  const ms = sigTOf(value);
+  lastSigT = { value, ms };
+  return ms;
+}
+
+let lastSigT: { readonly value: string; readonly ms: number | undefined } = { value: "", ms: undefined };
+
+function sigTOf(value: string): number | undefined {
   const m = SIGT.exec(value);
   if (!m) return undefined;
   const [year, month, day, h, min, s] = m.slice(1, 7).map(Number) as [

