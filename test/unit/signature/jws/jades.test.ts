@@ -68,6 +68,33 @@ describe("buildHttpHeadersPayload (OBP-API's form)", () => {
     );
   });
 
+  it("matches the payload OBP-API's JwsUtil.signRequestResponseCommon writes for its own pars", () => {
+    // OBP-API signs these six names, in this order, from a template whose every line ends in LF.
+    const pars = ["(request-target)", "host", "content-type", "psu-ip-address", "psu-geo-location", "digest"];
+    const message = {
+      method: "POST",
+      target: "/berlin-group/v1.3/payments/sepa-credit-transfers",
+      headers: {
+        host: "obp.example",
+        "content-type": "application/json",
+        "psu-ip-address": "None",
+        "psu-geo-location": "None",
+        digest: "SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+      },
+    };
+    const obp = [
+      "(request-target): post /berlin-group/v1.3/payments/sepa-credit-transfers",
+      "host: obp.example",
+      "content-type: application/json",
+      "psu-ip-address: None",
+      "psu-geo-location: None",
+      "digest: SHA-256=47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
+      "",
+    ].join("\n");
+    const payload = buildHttpHeadersPayload(pars, message);
+    expect(Buffer.isBuffer(payload) && payload.toString("latin1")).toBe(obp);
+  });
+
   it("follows pars' order, joins a repeated header with ', ' and keeps bytes above ASCII", () => {
     const payload = buildHttpHeadersPayload(["psu-id", "x-multi"], {
       headers: { "psu-id": "J\u00fcrgen", "x-multi": ["a", "b"] },
