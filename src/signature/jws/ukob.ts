@@ -48,6 +48,8 @@ export interface UkObHeader {
   /** false only for a 3.1.3-style signature, when allowed. */
   readonly b64: boolean;
   readonly x5c?: CertificateChain;
+  /** `x5t#S256` when sent without x5c: the thumbprint of the certificate `kid` should resolve to. */
+  readonly x5tS256?: string;
 }
 
 export interface UkObReadOptions {
@@ -123,7 +125,8 @@ export function readUkObHeader(
   if (isRejection(tan)) return tan;
   const x5c = readX5c(h);
   if (isRejection(x5c)) return x5c;
-  return { jws, header: { alg, kid, iat, iss, tan, b64, ...(x5c ? { x5c } : {}) } };
+  const thumbprint = x5c === undefined && typeof h["x5t#S256"] === "string" ? { x5tS256: h["x5t#S256"] } : {};
+  return { jws, header: { alg, kid, iat, iss, tan, b64, ...(x5c ? { x5c } : {}), ...thumbprint } };
 }
 
 function payloadOf(body: Uint8Array | string, b64: boolean): Buffer {

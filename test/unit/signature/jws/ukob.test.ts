@@ -81,6 +81,14 @@ describe("signUkOb → verifyUkOb", () => {
     expect(isRejection(read) ? read.text : read.header.kid).toBe("kid-1");
   });
 
+  it("x5t#S256 without x5c is returned for the caller's key lookup", () => {
+    const thumbprint = createHash("sha256").update(rsa.der).digest("base64url");
+    const read = readUkObHeader(resigned(JSON.stringify(baseHeader({ "x5t#S256": thumbprint }))), {
+      now: NOW,
+    });
+    expect(isRejection(read) ? read.text : read.header.x5tS256).toBe(thumbprint);
+  });
+
   it("3.1.3 style b64 false only when allowed", () => {
     const value = signed({ b64False: true });
     expect(headerOf(value)).toMatchObject({ b64: false, crit: ["b64", UKOB_IAT, UKOB_ISS, UKOB_TAN] });
