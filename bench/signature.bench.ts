@@ -17,11 +17,13 @@ import {
   createHash,
   createPrivateKey,
   createPublicKey,
+  constants as cryptoConstants,
   sign as cryptoSign,
   verify as cryptoVerify,
   generateKeyPairSync,
   type KeyObject,
 } from "node:crypto";
+import { flattenedVerify as joseFlattenedVerify } from "jose";
 import { parseCertificate } from "../src/eidas/index.js";
 import { isRejection } from "../src/errors.js";
 import {
@@ -37,6 +39,15 @@ import {
   verifyRequestSignature,
   verifySigningString,
 } from "../src/signature/index.js";
+import {
+  buildHttpHeadersPayload,
+  readJadesHeader,
+  readUkObHeader,
+  signJades,
+  signUkOb,
+  verifyJades,
+  verifyUkOb,
+} from "../src/signature/jws/index.js";
 import * as rfc9421 from "../src/signature/rfc9421/index.js";
 import { readInteropText } from "../test/helpers/interop-corpus.js";
 import { loadCertificate } from "../test/helpers/tpp-certificate.js";
@@ -333,6 +344,113 @@ const rfc9421Cases: Case[] = [
   { name: "RFC 9421: Content-Digest of 1 KiB (`ContentDigestVerifier`)", run: () => rfc9421DigestOf(body1k) },
 ];
 cases.push(...rfc9421Cases);
+// JWS dialects (src/signature/jws): JAdES HttpHeaders and UK OB `x-jws-signature`, native
+// node:crypto against the same checks with `jose` (panva) doing the JOSE verify. Added as one
+// block: its cases join the table above; its ratios print after the report (not written to
+// RESULTS.md by --write).
+
+const JWS_NOW = Date.UTC(2026, 10, 22, 12, 0, 0);
+const jwsPars = ["(request-target)", "x-request-id", "digest", "date", "psu-id", "psu-ip-address"];
+const jadesValue = signJades({
+  key: privateKey,
+  certificateChain: [certificate.der],
+  alg: "RS256",
+  pars: jwsPars,
+  sigT: JWS_NOW,
+  message: request,
+});
+const jadesRead = readJadesHeader(jadesValue, { now: JWS_NOW });
+if (isRejection(jadesRead)) fail(`setup: JAdES ${jadesRead.text}`);
+const jadesPayload = buildHttpHeadersPayload(jwsPars, request);
+if (isRejection(jadesPayload)) fail(`setup: JAdES payload ${jadesPayload.text}`);
+const jadesInput = Buffer.from(`${jadesRead.jws.protectedB64}.${jadesPayload.toString("latin1")}`, "latin1");
+const ukobValue = signUkOb({
+  key: privateKey,
+  kid: "bench-kid",
+  iss: "0015800001041REAAY/bench",
+  tan: "openbanking.org.uk",
+  iat: JWS_NOW / 1000,
+  body: body1k,
+});
+const ukobRead = readUkObHeader(ukobValue, { now: JWS_NOW });
+if (isRejection(ukobRead)) fail(`setup: UK OB ${ukobRead.text}`);
+const ukobInput = Buffer.from(`${ukobRead.jws.protectedB64}.${body1k.toString("base64url")}`, "latin1");
+const PSS = { key: publicKey, padding: cryptoConstants.RSA_PKCS1_PSS_PADDING, saltLength: 32 };
+const JOSE_CRIT = { crit: { sigT: true, sigD: true }, algorithms: ["RS256"] };
+const JOSE_UKOB = {
+  crit: {
+    "http://openbanking.org.uk/iat": true,
+    "http://openbanking.org.uk/iss": true,
+    "http://openbanking.org.uk/tan": true,
+  },
+  algorithms: ["PS256"],
+};
+
+/** Native: the whole JAdES verify with the caller's cached key (what the gateway will run). */
+function jadesNative(): unknown {
+  const r = verifyJades(jadesValue, request, { now: JWS_NOW, publicKey });
+  return isRejection(r) ? r : true;
+}
+
+/** The same checks (strict header, payload) with jose's flattenedVerify doing the JOSE verify. */
+async function jadesJose(): Promise<unknown> {
+  const read = readJadesHeader(jadesValue, { now: JWS_NOW });
+  if (isRejection(read)) return read;
+  const payload = buildHttpHeadersPayload(read.header.pars, request);
+  if (isRejection(payload)) return payload;
+  const [p, , s] = jadesValue.split(".") as [string, string, string];
+  await joseFlattenedVerify({ protected: p, payload, signature: s }, publicKey, JOSE_CRIT);
+  return true;
+}
+
+function ukobNative(): unknown {
+  const r = verifyUkOb(ukobValue, body1k, { now: JWS_NOW, publicKey });
+  return isRejection(r) ? r : true;
+}
+
+async function ukobJose(): Promise<unknown> {
+  const read = readUkObHeader(ukobValue, { now: JWS_NOW });
+  if (isRejection(read)) return read;
+  const [p, , s] = ukobValue.split(".") as [string, string, string];
+  // jose takes an encoded payload as its base64url text (the attached form).
+  await joseFlattenedVerify(
+    { protected: p, payload: body1k.toString("base64url"), signature: s },
+    publicKey,
+    JOSE_UKOB,
+  );
+  return true;
+}
+
+for (const [what, result] of [
+  ["JAdES native", jadesNative()],
+  ["JAdES jose", await jadesJose()],
+  ["UK OB native", ukobNative()],
+  ["UK OB jose", await ukobJose()],
+  ["JAdES bare verify", cryptoVerify("sha256", jadesInput, publicKey, jadesRead.jws.signature)],
+  ["UK OB bare verify", cryptoVerify("sha256", ukobInput, PSS, ukobRead.jws.signature)],
+] as const)
+  if (result !== true) fail(`setup: ${what} gave ${JSON.stringify(result)}`);
+
+const JADES_BARE = "JWS: bare `crypto.verify` RS256 over the JAdES signing input (baseline)";
+const JADES_NATIVE = "JWS: `verifyJades` RS256, 6 pars, cached key (native)";
+const JADES_X5C = "JWS: `verifyJades` RS256, key from x5c[0] (memoised)";
+const JADES_JOSE = "JWS: JAdES checks + `jose` flattenedVerify (async, one at a time)";
+const UKOB_BARE = "JWS: bare `crypto.verify` PS256 over the UK OB signing input, 1 KiB body (baseline)";
+const UKOB_NATIVE = "JWS: `verifyUkOb` PS256, 1 KiB body (native)";
+const UKOB_JOSE = "JWS: UK OB checks + `jose` flattenedVerify (async, one at a time)";
+const JADES_READ = "JWS: `readJadesHeader` only (compact, strict JSON, header rules, x5c)";
+cases.push(
+  { name: JADES_BARE, run: () => cryptoVerify("sha256", jadesInput, publicKey, jadesRead.jws.signature) },
+  { name: JADES_NATIVE, run: jadesNative },
+  { name: JADES_X5C, run: () => verifyJades(jadesValue, request, { now: JWS_NOW }) },
+  { name: JADES_JOSE, run: jadesJose, async: true },
+  { name: JADES_READ, run: () => readJadesHeader(jadesValue, { now: JWS_NOW }) },
+  { name: UKOB_BARE, run: () => cryptoVerify("sha256", ukobInput, PSS, ukobRead.jws.signature) },
+  { name: UKOB_NATIVE, run: ukobNative },
+  { name: UKOB_JOSE, run: ukobJose, async: true },
+);
+
+// End of the JWS dialects block (its report follows the main report below).
 
 // ---------------------------------------------------------------------------------------------
 // Report
@@ -360,6 +478,32 @@ const report = [
 ].join("\n");
 
 console.log(report);
+
+// ---------------------------------------------------------------------------------------------
+// JWS dialects' ratios (the block above): printed only.
+{
+  const cavageOverhead = microsOf(VERIFY_REQUEST) - bare;
+  const line = (name: string, baseline: string) => {
+    const us = microsOf(name);
+    const base = microsOf(baseline);
+    return `| ${name} | ${us.toFixed(1)} | ${(us / base).toFixed(2)} | ${(us / (base + cavageOverhead)).toFixed(2)} |`;
+  };
+  console.log(
+    [
+      "",
+      `JWS dialects: the draft-cavage path's own overhead (\`verifyRequestSignature\` − bare) is ${cavageOverhead.toFixed(1)} µs.`,
+      "",
+      "| case | µs/op | ÷ its bare verify | ÷ (bare + cavage overhead) |",
+      "|---|---:|---:|---:|",
+      line(JADES_NATIVE, JADES_BARE),
+      line(JADES_X5C, JADES_BARE),
+      line(JADES_JOSE, JADES_BARE),
+      line(UKOB_NATIVE, UKOB_BARE),
+      line(UKOB_JOSE, UKOB_BARE),
+    ].join("\n"),
+  );
+}
+// End of the JWS dialects' ratios.
 if (sinkValue() === 0x7fffffff) console.log("(sink)");
 if (process.argv.includes("--write")) {
   replaceSection(SECTION, report);

@@ -1,0 +1,52 @@
+/**
+ * Detached JWS in `x-jws-signature` for two signing dialects: the Berlin Group openFinance API
+ * Framework's JAdES over HTTP headers (jades.ts) and UK Open Banking's over the body (ukob.ts).
+ * Pure functions; every failure a Rejection with a Berlin Group code.
+ */
+
+export {
+  algorithmFitsKey,
+  type CertificateChain,
+  type DetachedJws,
+  JWS_ALGORITHMS,
+  type JwsAlgorithm,
+  MAX_CERTIFICATE_BASE64,
+  MAX_JWS_LENGTH,
+  MAX_X5C_CERTIFICATES,
+  readDetachedJws,
+  signingInput,
+} from "./compact.js";
+export {
+  buildHttpHeadersPayload,
+  DEFAULT_SIGT_TOLERANCE_MS,
+  formatSigT,
+  HTTP_HEADERS_MID,
+  type HttpHeadersMessage,
+  type HttpHeadersPayloadStyle,
+  type JadesHeader,
+  type JadesReadOptions,
+  type JadesSignInput,
+  type JadesVerifyOptions,
+  JWS_SIGNATURE_HEADER,
+  parseSigT,
+  readJadesHeader,
+  signJades,
+  type VerifiedJades,
+  verifyJades,
+} from "./jades.js";
+export { JsonProblem, type JsonValue, parseJsonObject } from "./json.js";
+export {
+  checkUkObClaims,
+  DEFAULT_UKOB_ALGORITHMS,
+  readUkObHeader,
+  signUkOb,
+  UKOB_IAT,
+  UKOB_ISS,
+  UKOB_TAN,
+  type UkObExpectations,
+  type UkObHeader,
+  type UkObReadOptions,
+  type UkObSignInput,
+  type UkObVerifyOptions,
+  verifyUkOb,
+} from "./ukob.js";
