@@ -27,7 +27,15 @@ import { createIngressHandler } from "../ingress/handler.js";
 import { type LimitStore, MemoryLimitStore, UnattendedAccessPolicy } from "../limits/index.js";
 import type { ExchangeFactory } from "../listener/connection.js";
 import type { Logger } from "../observability/logger.js";
-import { buildKeyId, headerValue, keyIdTargetFromDer, RequestSigner, rfc9421 } from "../signature/index.js";
+import {
+  buildKeyId,
+  computeDigestHeader,
+  headerValue,
+  keyIdTargetFromDer,
+  RequestSigner,
+  rfc9421,
+} from "../signature/index.js";
+import { signJadesAsync } from "../signature/jws/index.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { forwardedHeaderNames } from "./forwarded-headers.js";
 import { startTrust, type Trust } from "./trust.js";
@@ -90,6 +98,7 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
       routes: verification.dialects.routes.map((r) => ({ prefix: r.prefix.toLowerCase(), accept: r.accept })),
     },
     rfc9421: verification.dialects.rfc9421,
+    jades: verification.dialects.jades,
     maxBodyBytes: verification.maxBodyBytes,
     ...(unattended ? { unattended } : {}),
     ...(signing
@@ -160,12 +169,35 @@ export function responseSignerFrom(
     headerEncoding: "latin1",
   });
   const certificateHeader = signing.certificateHeader;
+  /**
+   * A JAdES request's answer: Digest and X-Request-ID, and x-jws-signature over them with the bank's
+   * QSealC in x5c (openFinance signs responses as requests, their headers in sigD.pars).
+   */
+  const signJadesResponse = async (
+    body: Buffer,
+    flat: Record<string, string>,
+    request: CheckContext,
+  ): Promise<Record<string, string>> => {
+    const added: Record<string, string> = { Digest: computeDigestHeader(body) };
+    const requestId = flat["x-request-id"] ?? headerValue(request.headers, "x-request-id");
+    if (requestId !== undefined) added["X-Request-ID"] = requestId;
+    const value = await signJadesAsync({
+      key: qseal.privateKey,
+      certificateChain: [qseal.certificateDer],
+      alg: qseal.privateKey.asymmetricKeyType === "ec" ? "ES256" : "PS256",
+      pars: requestId === undefined ? ["digest"] : ["digest", "x-request-id"],
+      sigT: Date.now(),
+      message: { headers: { ...flat, ...lowerCased(added) } },
+    });
+    return { ...added, "x-jws-signature": value };
+  };
   const certificate = Buffer.from(qseal.certificateDer).toString("base64");
   const keyid = buildKeyId(keyIdTargetFromDer(qseal.certificateDer));
   return {
     maxBodyBytes: signing.maxBodyBytes,
     sign: async (body, headers, status, request) => {
       const flat = joinedHeaders(headers);
+      if (request.dialect === "jades") return signJadesResponse(body, flat, request);
       if (request.dialect !== "rfc9421") {
         return cavage.sign({ method: "", target: "", headers: flat, body });
       }

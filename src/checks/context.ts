@@ -13,6 +13,7 @@ import type { DigestValue, DigestVerifier, KeyIdTarget, SignatureParams } from "
 import type { ContentDigestVerifier, ParsedSignature } from "../signature/rfc9421/index.js";
 import type { Utf8Scanner } from "./characters.js";
 import type { Dialect } from "./dialects.js";
+import type { JadesSignature } from "./jades-steps.js";
 import type { StepTrace } from "./runner.js";
 
 /** Who the TPP is, once its certificate has been checked against the trust store and the register. */
@@ -47,6 +48,8 @@ export class CheckContext implements StepTrace {
   /** RFC 9421: the FAPI request signature checked, and the body's Content-Digest as it streams. */
   httpSignature: ParsedSignature | undefined = undefined;
   contentDigest: ContentDigestVerifier | undefined = undefined;
+  /** JAdES: the detached JWS of x-jws-signature, its protected header read. */
+  jades: JadesSignature | undefined = undefined;
   /** The header names the signature covers, lower-case (whatever the dialect). */
   signedHeaders: readonly string[] = [];
   /**

@@ -30,6 +30,7 @@ import {
 import { type CharacterPolicy, checkHeaderCharacters, Utf8Scanner } from "./characters.js";
 import type { CheckContext, TrustedCertificate } from "./context.js";
 import { CAVAGE_ONLY, type Dialect, type DialectPolicy, dialectChooser } from "./dialects.js";
+import { type JadesOptions, jadesSteps } from "./jades-steps.js";
 import { overrideChecker } from "./overrides.js";
 import { checkRequiredHeaders, hasBody } from "./required-headers.js";
 import { contentDigestStep, type Rfc9421Options, rfc9421Steps } from "./rfc9421-steps.js";
@@ -104,7 +105,15 @@ export interface CheckOptions {
   readonly dialects?: DialectPolicy;
   /** RFC 9421 (FAPI 2.0): its algorithms, how old `created` may be, the scheme of `@target-uri`. */
   readonly rfc9421?: Pick<Rfc9421Options, "algorithms" | "maxAgeSeconds" | "scheme">;
+  /** JAdES (openFinance 2.x): its algorithms and how the HttpHeaders payload is laid out. */
+  readonly jades?: Pick<JadesOptions, "algorithms" | "payloadStyle">;
 }
+
+/** JAdES's defaults: every algorithm the openFinance guidelines name, OBP-API's payload layout. */
+const JADES_DEFAULTS: NonNullable<CheckOptions["jades"]> = {
+  algorithms: ["PS256", "RS256", "ES256"],
+  payloadStyle: "obp-api",
+};
 
 /** RFC 9421's defaults: FAPI 2.0's algorithms, `created` at most 5 minutes old, HTTPS. */
 const RFC9421_DEFAULTS: NonNullable<CheckOptions["rfc9421"]> = {
@@ -128,7 +137,7 @@ const SIGNATURE_STEP: Readonly<Record<Dialect, string>> = {
 };
 
 /** The dialects the chain has steps for (configuration may name only these). */
-export const IMPLEMENTED_DIALECTS: readonly Dialect[] = ["cavage", "rfc9421"];
+export const IMPLEMENTED_DIALECTS: readonly Dialect[] = ["cavage", "rfc9421", "jades"];
 
 const EMPTY_SHA256 = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
 const EMPTY_SHA512 =
@@ -193,6 +202,12 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   const chooseDialect = dialectChooser(dialects);
   const accepted = new Set([...dialects.accept, ...(dialects.routes ?? []).flatMap((r) => r.accept)]);
   // Only the accepted dialects' steps: the chain, its metric labels and `verify` name what can refuse.
+  const jades = jadesSteps({
+    ...JADES_DEFAULTS,
+    ...options.jades,
+    now: options.now,
+    toleranceMs: options.dateToleranceMs,
+  });
   const rfc9421 = rfc9421Steps({
     ...RFC9421_DEFAULTS,
     ...options.rfc9421,
@@ -363,6 +378,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       },
     },
     ...(accepted.has("rfc9421") ? rfc9421.parse : []),
+    ...(accepted.has("jades") ? jades.parse : []),
     {
       // A header named in Connection is removed before forwarding (RFC 9110 7.6.1): naming a
       // signed or PSD2 header would make the backend act on less than was verified.
@@ -440,6 +456,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       },
     },
     ...(accepted.has("rfc9421") ? rfc9421.verify : []),
+    ...(accepted.has("jades") ? jades.verify : []),
     {
       name: "role",
       run: (c) => {

@@ -30,6 +30,7 @@ import { requirePsd2, TppRegister, TppVerifier } from "../eidas/index.js";
 import { isRejection, type Rejection } from "../errors.js";
 import { createLogger } from "../observability/logger.js";
 import { DEFAULT_DATE_TOLERANCE_MS, parseKeyId } from "../signature/index.js";
+import { buildHttpHeadersPayload } from "../signature/jws/index.js";
 import { signatureBase } from "../signature/rfc9421/index.js";
 import { crlCheckerFromFolder, trustStoreFromFolder } from "../trust/folders.js";
 import { parseRegisterDocument } from "../trust/formats/register-document.js";
@@ -143,7 +144,11 @@ function explainWith(
       notChecked,
       certificateHeader: "TPP-Signature-Certificate",
       ...describeCertificate(request.headers, "tpp-signature-certificate"),
-      ...(context.dialect === "rfc9421" ? describeHttpSignature(context) : describeSignature(request)),
+      ...(context.dialect === "rfc9421"
+        ? describeHttpSignature(context)
+        : context.dialect === "jades"
+          ? describeJades(context)
+          : describeSignature(request)),
     };
   };
   return head instanceof Promise ? head.then(withBody) : withBody(head);
@@ -251,5 +256,20 @@ function describeHttpSignature(
       : { keyId: { sent: keyid, ...(parsed ? { serial: parsed.sn, issuer: parsed.ca } : {}) } }),
     signedHeaders: signature.components.map((c) => c.serialized),
     ...(typeof base === "string" ? { signingString: base } : {}),
+  };
+}
+
+/** A JAdES signature: sigD.pars and the HttpHeaders payload rebuilt from the request. */
+function describeJades(context: CheckContext): Pick<Explanation, "signedHeaders" | "signingString"> {
+  const jades = context.jades;
+  if (!jades) return {};
+  const payload = buildHttpHeadersPayload(jades.header.pars, {
+    method: context.method,
+    target: context.target,
+    headers: context.headers,
+  });
+  return {
+    signedHeaders: [...jades.header.pars],
+    ...(Buffer.isBuffer(payload) ? { signingString: payload.toString("latin1") } : {}),
   };
 }

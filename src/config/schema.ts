@@ -9,6 +9,7 @@ import { DIALECTS, IMPLEMENTED_DIALECTS } from "../checks/index.js";
 import { PSD2_ROLES, type Psd2Role } from "../eidas/index.js";
 import { DEFAULT_UNATTENDED_ROUTES } from "../limits/index.js";
 import { ELIGIBLE_HEADERS } from "../signature/index.js";
+import { JWS_ALGORITHMS } from "../signature/jws/index.js";
 import { RFC9421_ALGORITHMS } from "../signature/rfc9421/index.js";
 
 const seconds = (def: number) => z.number().positive().default(def);
@@ -195,6 +196,18 @@ const dialects = z
          * ends before the gateway; `http` only for a plain-HTTP test setup.
          */
         scheme: z.enum(["https", "http"]).default("https"),
+      })
+      .strict()
+      .prefault({}),
+    /** JAdES detached JWS in x-jws-signature (Berlin Group openFinance API Framework 2.x). */
+    jades: z
+      .object({
+        algorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256", "RS256", "ES256"]),
+        /**
+         * The HttpHeaders payload's layout: `obp-api` (every line ends in LF, values as sent: OBP-API)
+         * or `etsi` (lines joined by LF, values trimmed: the European Commission's DSS library).
+         */
+        payloadStyle: z.enum(["obp-api", "etsi"]).default("obp-api"),
       })
       .strict()
       .prefault({}),

@@ -15,6 +15,7 @@ import {
 import { type Rejection, reject } from "../../errors.js";
 import { Kept } from "../../kept.js";
 import { isBase64 } from "../base64.js";
+import { PROCESS_SIGNING_SLOTS } from "../signing-slots.js";
 import { JsonProblem, type JsonValue, parseJsonObject } from "./json.js";
 
 export type JwsAlgorithm = "RS256" | "PS256" | "ES256";
@@ -309,6 +310,18 @@ export function verifyJwsSignature(
 
 export function signJwsInput(alg: JwsAlgorithm, key: KeyObject, input: Uint8Array): Buffer {
   return cryptoSign("sha256", input, keyOptions(alg, key));
+}
+
+/** signJwsInput off the event loop, in the process's signing slots. */
+export function signJwsInputAsync(alg: JwsAlgorithm, key: KeyObject, input: Uint8Array): Promise<Buffer> {
+  return PROCESS_SIGNING_SLOTS.run(
+    () =>
+      new Promise<Buffer>((resolve, reject) =>
+        cryptoSign("sha256", input, keyOptions(alg, key), (error, signature) =>
+          error ? reject(error) : resolve(signature),
+        ),
+      ),
+  );
 }
 
 /** The compact serialization of a header object and a signature, payload detached. */

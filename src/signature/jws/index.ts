@@ -14,10 +14,13 @@ export {
   MAX_JWS_LENGTH,
   MAX_X5C_CERTIFICATES,
   readDetachedJws,
+  signatureMismatch,
   signingInput,
+  verifyJwsSignature,
 } from "./compact.js";
 export {
   buildHttpHeadersPayload,
+  checkTime,
   DEFAULT_SIGT_TOLERANCE_MS,
   formatSigT,
   HTTP_HEADERS_MID,
@@ -31,6 +34,7 @@ export {
   parseSigT,
   readJadesHeader,
   signJades,
+  signJadesAsync,
   type VerifiedJades,
   verifyJades,
 } from "./jades.js";

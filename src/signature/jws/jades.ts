@@ -29,6 +29,7 @@ import {
   signatureMismatch,
   signingInput,
   signJwsInput,
+  signJwsInputAsync,
   verifyJwsSignature,
 } from "./compact.js";
 
@@ -334,6 +335,23 @@ export interface JadesSignInput {
 
 /** The `x-jws-signature` value for a request or a response; throws on a programming error only. */
 export function signJades(input: JadesSignInput): string {
+  const { alg, protectedB64, input: toSign } = prepareJades(input);
+  const signature = signJwsInput(alg, input.key, toSign);
+  return `${protectedB64}..${signature.toString("base64url")}`;
+}
+
+/**
+ * signJades with the private-key operation on libuv's thread pool, in the process's signing slots
+ * (signature/signing-slots.ts): for a gateway signing every request or response.
+ */
+export async function signJadesAsync(input: JadesSignInput): Promise<string> {
+  const { alg, protectedB64, input: toSign } = prepareJades(input);
+  const signature = await signJwsInputAsync(alg, input.key, toSign);
+  return `${protectedB64}..${signature.toString("base64url")}`;
+}
+
+/** The protected header and the signing input of a JAdES signature: all but the private-key operation. */
+function prepareJades(input: JadesSignInput): { alg: JwsAlgorithm; protectedB64: string; input: Buffer } {
   const alg = input.alg ?? (input.key.asymmetricKeyType === "ec" ? "ES256" : "RS256");
   const first = input.certificateChain[0];
   if (first === undefined)
@@ -363,8 +381,7 @@ export function signJades(input: JadesSignInput): string {
   );
   if (isRejection(payload)) throw new Error(payload.text);
   const protectedB64 = encodeHeader(header);
-  const signature = signJwsInput(alg, input.key, signingInput(protectedB64, payload));
-  return `${protectedB64}..${signature.toString("base64url")}`;
+  return { alg, protectedB64, input: signingInput(protectedB64, payload) };
 }
 
 function createHashBase64Url(der: Uint8Array): string {

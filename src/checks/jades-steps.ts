@@ -1,0 +1,131 @@
+/**
+ * The steps of a request signed per the Berlin Group openFinance API Framework 2.x: a JAdES detached
+ * JWS (ETSI TS 119 182-1) in `x-jws-signature` over the HTTP headers its `sigD.pars` lists, the
+ * QSealC in `x5c`, `sigT` for the time, `Digest` for the body (the shared `digest` step). The
+ * certificate, role, replay and limits are the chain's shared steps.
+ */
+
+import { isRejection, reject } from "../errors.js";
+import {
+  algorithmFitsKey,
+  buildHttpHeadersPayload,
+  checkTime,
+  type DetachedJws,
+  type HttpHeadersPayloadStyle,
+  type JadesHeader,
+  JWS_SIGNATURE_HEADER,
+  type JwsAlgorithm,
+  readJadesHeader,
+  signatureMismatch,
+  signingInput,
+  verifyJwsSignature,
+} from "../signature/jws/index.js";
+import type { CheckContext } from "./context.js";
+import type { Step } from "./runner.js";
+
+export const JADES = ["jades"] as const;
+
+export interface JadesOptions {
+  readonly now: () => number;
+  readonly algorithms: readonly JwsAlgorithm[];
+  /** sigT's allowed deviation either way (the Date tolerance). */
+  readonly toleranceMs: number;
+  readonly payloadStyle: HttpHeadersPayloadStyle;
+}
+
+/** What a JAdES request's sigD.pars must list whenever the request carries it (SPEC 5.5's eligible headers). */
+const COVER_WHEN_PRESENT = ["digest", "psu-id", "psu-corporate-id", "tpp-redirect-uri"];
+/** …and always: the request line and X-Request-ID. */
+const COVER_ALWAYS = ["(request-target)", "x-request-id"];
+
+/** The parsed JWS, its protected header read; the time is checked by its own step. */
+export interface JadesSignature {
+  readonly jws: DetachedJws;
+  readonly header: JadesHeader;
+}
+
+const jadesOf = (c: CheckContext): JadesSignature => c.jades!;
+
+/** The steps of the head, by their place in the chain. */
+export function jadesSteps(options: JadesOptions): {
+  readonly parse: Step<CheckContext>[];
+  readonly verify: Step<CheckContext>[];
+} {
+  const parse: Step<CheckContext>[] = [
+    {
+      // The compact form, alg, b64: false, crit, sigD, x5c and x5t#S256.
+      name: "jades-header",
+      dialects: JADES,
+      run: (c) => {
+        const read = readJadesHeader(c.headers[JWS_SIGNATURE_HEADER] as string | undefined, {
+          now: options.now(),
+          algorithms: options.algorithms,
+          // sigT is judged by jades-sig-t, so that its refusal names its own step.
+          toleranceMs: Number.POSITIVE_INFINITY,
+        });
+        if (isRejection(read)) return read;
+        c.jades = read;
+        c.signingCertificate = read.header.x5c.base64[0];
+        c.signedHeaders = read.header.pars.filter((name) => !name.startsWith("("));
+        return undefined;
+      },
+    },
+    {
+      name: "jades-sig-t",
+      dialects: JADES,
+      run: (c) => {
+        const { header } = jadesOf(c);
+        const fresh = checkTime(`sigT '${header.sigT}'`, header.signedAt, options.now(), options.toleranceMs);
+        return fresh === true ? undefined : fresh;
+      },
+    },
+  ];
+  const verify: Step<CheckContext>[] = [
+    {
+      name: "jades-coverage",
+      dialects: JADES,
+      run: (c) => {
+        const pars = jadesOf(c).header.pars;
+        const needed = [
+          ...COVER_ALWAYS,
+          ...COVER_WHEN_PRESENT.filter((name) => c.headers[name] !== undefined),
+        ];
+        const absent = needed.filter((name) => !pars.includes(name));
+        if (absent.length === 0) return undefined;
+        return reject(
+          "SIGNATURE_INVALID",
+          `the JWS's sigD.pars does not list ${absent.map((n) => `'${n}'`).join(", ")}; a JAdES request must sign (request-target), x-request-id and every Digest, PSU-ID, PSU-Corporate-ID and TPP-Redirect-URI header it carries`,
+        );
+      },
+    },
+    {
+      name: "jades-signature",
+      dialects: JADES,
+      run: (c) => {
+        const { jws, header } = jadesOf(c);
+        // The key of the certificate the `certificate` step trusted: x5c[0].
+        const key = c.certificate!.publicKey;
+        const fits = algorithmFitsKey(header.alg, key);
+        if (isRejection(fits)) return fits;
+        const payload = buildHttpHeadersPayload(
+          header.pars,
+          { method: c.method, target: c.target, headers: c.headers },
+          options.payloadStyle,
+        );
+        if (isRejection(payload)) return payload;
+        const input = signingInput(jws.protectedB64, payload);
+        if (!verifyJwsSignature(header.alg, key, input, jws.signature)) {
+          return signatureMismatch(
+            header.alg,
+            `the lines of sigD.pars '${header.pars.join(" ")}'; send '<name>: <value>' ${options.payloadStyle === "etsi" ? "joined by LF" : "each ending in LF"}, '(request-target)' as '<method lower-case> <path?query>', with the values sent`,
+          );
+        }
+        // The protected header (with sigT) and the headers' lines: what was signed, keyed on for replay.
+        c.signingString = input;
+        c.signedWith = `jades:${header.alg}`;
+        return undefined;
+      },
+    },
+  ];
+  return { parse, verify };
+}
