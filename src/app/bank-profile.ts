@@ -6,10 +6,12 @@
 
 import type { BankProfileConfig } from "../config/schema.js";
 import type { RequestSigning } from "../egress/handler.js";
+import { JadesResponseVerifier } from "../egress/jades-response-verifier.js";
 import { ResponseVerifier, type ResponseVerifying } from "../egress/response-verifier.js";
 import { Rfc9421ResponseVerifier } from "../egress/rfc9421-response-verifier.js";
 import { TppVerifier } from "../eidas/index.js";
 import { RequestSigner } from "../signature/index.js";
+import { JadesRequestSigner } from "../signature/jws/request-signer.js";
 import { Rfc9421RequestSigner } from "../signature/rfc9421/request-signer.js";
 import { loadTrustMaterial } from "../trust/trust-material.js";
 import type { Credentials } from "./credentials.js";
@@ -31,6 +33,15 @@ export function profileSigner(
       ...(rules.rfc9421.algorithm ? { algorithm: rules.rfc9421.algorithm } : {}),
       ...(rules.keyId.value ? { keyid: rules.keyId.value } : {}),
       scheme: bank.url.toLowerCase().startsWith("http:") ? "http" : "https",
+    });
+  }
+  if (rules.dialect === "jades") {
+    return new JadesRequestSigner({
+      privateKey: qseal.privateKey,
+      certificateChain: [qseal.certificateDer],
+      ...(rules.jades.algorithm ? { algorithm: rules.jades.algorithm } : {}),
+      ...(rules.jades.kid ? { kid: rules.jades.kid } : {}),
+      payloadStyle: rules.jades.payloadStyle,
     });
   }
   return signerForProfile(bank, qseal, headerEncoding);
@@ -85,6 +96,15 @@ export function responseVerifierForProfile(
       certificateHeader: responses.certificateHeader,
       dateToleranceMs: responses.dateToleranceSeconds * 1000,
       algorithms: responses.rfc9421Algorithms,
+      now,
+    });
+  }
+  if (bank.signing.dialect === "jades") {
+    return new JadesResponseVerifier({
+      certificates,
+      dateToleranceMs: responses.dateToleranceSeconds * 1000,
+      algorithms: responses.jadesAlgorithms,
+      payloadStyle: bank.signing.jades.payloadStyle,
       now,
     });
   }

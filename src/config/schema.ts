@@ -673,15 +673,26 @@ export const DEFAULT_SIGNED_HEADERS = ["(request-target)", ...ELIGIBLE_HEADERS];
 const signingRules = z
   .object({
     /**
-     * `cavage` (draft-cavage Signature, Berlin Group NextGenPSD2 1.3: every key below applies) or
+     * `cavage` (draft-cavage Signature, Berlin Group NextGenPSD2 1.3: every key below applies),
      * `rfc9421` (FAPI 2.0 HTTP Signatures with the Berlin Group certificate and keyId: `rfc9421` and
-     * `certificateHeader` apply). The bank's responses are checked in the same dialect.
+     * `keyId.value` apply) or `jades` (a JAdES detached JWS in x-jws-signature, Berlin Group
+     * openFinance 2.x: `jades` applies). The bank's responses are checked in the same dialect.
      */
-    dialect: z.enum(["cavage", "rfc9421"]).default("cavage"),
+    dialect: z.enum(["cavage", "rfc9421", "jades"]).default("cavage"),
     rfc9421: z
       .object({
         /** Default the key's own: rsa-pss-sha512 for RSA, ecdsa-p256-sha256, ed25519. */
         algorithm: z.enum(RFC9421_ALGORITHMS).optional(),
+      })
+      .strict()
+      .prefault({}),
+    jades: z
+      .object({
+        /** Default PS256 for an RSA key, ES256 for an EC key. */
+        algorithm: z.enum(JWS_ALGORITHMS).optional(),
+        /** Sent as the JWS `kid` when the bank wants one. */
+        kid: z.string().min(1).optional(),
+        payloadStyle: z.enum(["obp-api", "etsi"]).default("obp-api"),
       })
       .strict()
       .prefault({}),
@@ -743,6 +754,8 @@ const responseVerification = z
       .array(z.enum(RFC9421_ALGORITHMS))
       .min(1)
       .default(["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"]),
+    /** The algorithms of a bank answering in JAdES (`signing.dialect: jades`). */
+    jadesAlgorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256", "RS256", "ES256"]),
     /** A response body larger than this cannot be checked: 502 under enforce, unchecked under advisory. */
     maxBodyBytes: z
       .number()

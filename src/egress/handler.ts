@@ -47,7 +47,7 @@ export interface BankProfile {
   readonly backend: Backend;
   readonly signer: RequestSigning;
   /** The signing dialect of its requests, and of the responses it checks. */
-  readonly dialect: "cavage" | "rfc9421";
+  readonly dialect: "cavage" | "rfc9421" | "jades";
   /** Lower-case names → values added when the application's request does not carry them. */
   readonly defaultHeaders: Readonly<Record<string, string>>;
   /** Lower-case names the application may not set: the gateway writes them. */
@@ -78,9 +78,10 @@ export const GATEWAY_WRITTEN_HEADERS = [
   "digest",
   "signature",
   "tpp-signature-certificate",
-  // RFC 9421's, whatever the profile's dialect: an application's own would be sent unchecked.
+  // The other dialects', whatever the profile's: an application's own would be sent unchecked.
   "signature-input",
   "content-digest",
+  "x-jws-signature",
 ];
 
 /** The egress mode's exchanges for the listener; its own answers are marked `psd2-gateway-origin: gateway`. */

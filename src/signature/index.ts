@@ -43,6 +43,8 @@ export {
   parseSignatureHeader,
   type SignatureParams,
 } from "./header.js";
+/** Detached JWS in x-jws-signature: JAdES (Berlin Group openFinance 2.x) and UK Open Banking. */
+export * as jws from "./jws/index.js";
 export {
   buildKeyId,
   expectedKeyId,

@@ -1,8 +1,8 @@
 /**
- * RFC 9421 both ways: the application → the egress gateway (a bank profile with
- * `signing.dialect: rfc9421`) → TLS → the ingress gateway accepting RFC 9421, response signing on →
- * the backend; ingress verifies the request, signs its answer in RFC 9421 bound to the request, and
- * egress verifies that answer. An ingress that does not sign shows what egress makes of it.
+ * The signing dialects both ways: the application → the egress gateway (bank profiles with
+ * `signing.dialect: rfc9421` and `jades`) → TLS → the ingress gateway accepting them, response
+ * signing on → the backend; ingress verifies the request, signs its answer in the request's dialect,
+ * and egress verifies that answer. An ingress that does not sign shows what egress makes of it.
  */
 
 import { request } from "undici";
@@ -13,7 +13,7 @@ import { createLogger } from "../../src/observability/logger.js";
 import { tppFiles } from "../helpers/egress-profiles.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 
-const RFC9421_INGRESS = { verification: { dialects: { accept: ["rfc9421" as const] } } };
+const RFC9421_INGRESS = { verification: { dialects: { accept: ["rfc9421" as const, "jades" as const] } } };
 const signing = useGatewayAndBackend((pki) => ({
   config: {
     ...RFC9421_INGRESS,
@@ -45,6 +45,7 @@ beforeAll(async () => {
       log: { level: "silent" },
       banks: [
         profile("signing", signing.gw.url, "enforce"),
+        { ...profile("jades", signing.gw.url, "enforce"), signing: { dialect: "jades" } },
         profile("unsigned-enforce", unsigned.gw.url, "enforce"),
         profile("unsigned-advisory", unsigned.gw.url, "advisory"),
       ],
@@ -90,6 +91,25 @@ describe("egress signs in RFC 9421, ingress verifies, the answer is signed back 
       /^sig1=\("@method" "@target-uri" "psu-id" "tpp-redirect-uri" "tpp-signature-certificate" "x-request-id" "content-digest"\);created=\d+;keyid="SN=[0-9A-F]+,CA=[^"]+";alg="rsa-pss-sha512";tag="fapi-2-request"$/,
     );
     expect(reachedPost!.headers["x-tpp-organization-id"]).toBe("PSDNO-FSA-DEMO0001");
+  });
+
+  it("the same in JAdES: a payment signed in x-jws-signature, its answer signed and verified", async () => {
+    const payment = JSON.stringify({ instructedAmount: { currency: "NOK", amount: "12.50" } });
+    const post = await call("/jades/v1/payments/sepa-credit-transfers", { method: "POST", body: payment });
+    expect(post.status, post.text).toBe(200);
+    expect(post.headers["psd2-gateway-response-signature"]).toBe("verified");
+    expect(post.headers["x-jws-signature"]).toBeDefined();
+    const reached = signing.backend.requests[0]!;
+    expect(reached.body.toString()).toBe(payment);
+    const protectedHeader = JSON.parse(
+      Buffer.from(String(reached.headers["x-jws-signature"]).split(".")[0]!, "base64url").toString(),
+    );
+    expect(protectedHeader).toMatchObject({
+      alg: "PS256",
+      b64: false,
+      crit: ["b64", "sigT", "sigD"],
+      sigD: { pars: ["(request-target)", "digest", "x-request-id", "psu-id", "tpp-redirect-uri"] },
+    });
   });
 
   it("an answer without a signature is withheld under enforce (502) and marked invalid under advisory", async () => {
