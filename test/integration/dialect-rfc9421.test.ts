@@ -235,7 +235,7 @@ describe("responses to RFC 9421 requests are signed in RFC 9421 (FAPI 2.0, bound
     ["POST", BODY],
   ] as const)(
     "a %s: the answer carries a fapi-2-response signature the bank's certificate verifies",
-    async (method, body) => {
+    async (_method, body) => {
       const r = await prepare(signing.gw, body === undefined ? {} : { body });
       const answer = await send(signing.gw, r.method, r.target, r.headers, r.body);
       expect(answer.status, answer.text).toBe(200);
