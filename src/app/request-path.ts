@@ -18,7 +18,7 @@ import {
   requestMessage,
 } from "../checks/index.js";
 import type { GatewayConfig } from "../config/schema.js";
-import { TppVerifier } from "../eidas/index.js";
+import { parseCertificate, TppVerifier } from "../eidas/index.js";
 import { isRejection } from "../errors.js";
 import type { RequestObserver } from "../events.js";
 import type { Backend } from "../forward/backend.js";
@@ -35,7 +35,7 @@ import {
   RequestSigner,
   rfc9421,
 } from "../signature/index.js";
-import { signJadesAsync } from "../signature/jws/index.js";
+import { signJadesAsync, signUkObAsync } from "../signature/jws/index.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { forwardedHeaderNames } from "./forwarded-headers.js";
 import { startTrust, type Trust } from "./trust.js";
@@ -99,6 +99,7 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
     },
     rfc9421: verification.dialects.rfc9421,
     jades: verification.dialects.jades,
+    ukOb: verification.dialects.ukOb,
     maxBodyBytes: verification.maxBodyBytes,
     ...(unattended ? { unattended } : {}),
     ...(signing
@@ -193,11 +194,27 @@ export function responseSignerFrom(
   };
   const certificate = Buffer.from(qseal.certificateDer).toString("base64");
   const keyid = buildKeyId(keyIdTargetFromDer(qseal.certificateDer));
+  const parsedQseal = parseCertificate(qseal.certificateDer);
+  const organizationId = (isRejection(parsedQseal) ? undefined : parsedQseal.organizationIdentifier) ?? keyid;
   return {
     maxBodyBytes: signing.maxBodyBytes,
     sign: async (body, headers, status, request) => {
       const flat = joinedHeaders(headers);
       if (request.dialect === "jades") return signJadesResponse(body, flat, request);
+      if (request.dialect === "uk-ob") {
+        // The ASPSP signs its answer's body; iss is its organizationIdentifier, tan the request's.
+        const value = await signUkObAsync({
+          key: qseal.privateKey,
+          kid: keyid,
+          iss: organizationId,
+          tan: request.ukOb?.header.tan ?? "openbanking.org.uk",
+          iat: Math.floor(Date.now() / 1000),
+          body,
+          alg: qseal.privateKey.asymmetricKeyType === "ec" ? "ES256" : "PS256",
+          certificateChain: [qseal.certificateDer],
+        });
+        return { "x-jws-signature": value };
+      }
       if (request.dialect !== "rfc9421") {
         return cavage.sign({ method: "", target: "", headers: flat, body });
       }

@@ -15,6 +15,7 @@ import type { Utf8Scanner } from "./characters.js";
 import type { Dialect } from "./dialects.js";
 import type { JadesSignature } from "./jades-steps.js";
 import type { StepTrace } from "./runner.js";
+import type { UkObSignature } from "./ukob-steps.js";
 
 /** Who the TPP is, once its certificate has been checked against the trust store and the register. */
 export interface TppIdentity {
@@ -50,6 +51,8 @@ export class CheckContext implements StepTrace {
   contentDigest: ContentDigestVerifier | undefined = undefined;
   /** JAdES: the detached JWS of x-jws-signature, its protected header read. */
   jades: JadesSignature | undefined = undefined;
+  /** UK Open Banking: the detached JWS over the body, and its check as the body streams. */
+  ukOb: UkObSignature | undefined = undefined;
   /** The header names the signature covers, lower-case (whatever the dialect). */
   signedHeaders: readonly string[] = [];
   /**

@@ -36,6 +36,7 @@ import { checkRequiredHeaders, hasBody } from "./required-headers.js";
 import { contentDigestStep, type Rfc9421Options, rfc9421Steps } from "./rfc9421-steps.js";
 import { ambiguousPath, underPrefix } from "./routes.js";
 import type { MaybePromise, Step, StepResult } from "./runner.js";
+import { type UkObOptions, ukObSteps } from "./ukob-steps.js";
 
 /** Implemented by the eIDAS layer's verdict cache: a value at once on a hit, a promise on a miss. */
 export interface CertificateVerifier {
@@ -107,7 +108,16 @@ export interface CheckOptions {
   readonly rfc9421?: Pick<Rfc9421Options, "algorithms" | "maxAgeSeconds" | "scheme">;
   /** JAdES (openFinance 2.x): its algorithms and how the HttpHeaders payload is laid out. */
   readonly jades?: Pick<JadesOptions, "algorithms" | "payloadStyle">;
+  /** UK Open Banking: its algorithms, the trust anchors `tan` may name, whether `b64: false` is accepted. */
+  readonly ukOb?: Pick<UkObOptions, "algorithms" | "tan" | "allowB64False">;
 }
+
+/** UK Open Banking's defaults: PS256, tan openbanking.org.uk, Read/Write API 3.1.4 and later (no b64). */
+const UK_OB_DEFAULTS: NonNullable<CheckOptions["ukOb"]> = {
+  algorithms: ["PS256"],
+  tan: ["openbanking.org.uk"],
+  allowB64False: false,
+};
 
 /** JAdES's defaults: every algorithm the openFinance guidelines name, OBP-API's payload layout. */
 const JADES_DEFAULTS: NonNullable<CheckOptions["jades"]> = {
@@ -137,7 +147,7 @@ const SIGNATURE_STEP: Readonly<Record<Dialect, string>> = {
 };
 
 /** The dialects the chain has steps for (configuration may name only these). */
-export const IMPLEMENTED_DIALECTS: readonly Dialect[] = ["cavage", "rfc9421", "jades"];
+export const IMPLEMENTED_DIALECTS: readonly Dialect[] = ["cavage", "rfc9421", "jades", "uk-ob"];
 
 const EMPTY_SHA256 = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
 const EMPTY_SHA512 =
@@ -205,6 +215,12 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   const jades = jadesSteps({
     ...JADES_DEFAULTS,
     ...options.jades,
+    now: options.now,
+    toleranceMs: options.dateToleranceMs,
+  });
+  const ukOb = ukObSteps({
+    ...UK_OB_DEFAULTS,
+    ...options.ukOb,
     now: options.now,
     toleranceMs: options.dateToleranceMs,
   });
@@ -379,6 +395,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     },
     ...(accepted.has("rfc9421") ? rfc9421.parse : []),
     ...(accepted.has("jades") ? jades.parse : []),
+    ...(accepted.has("uk-ob") ? ukOb.parse : []),
     {
       // A header named in Connection is removed before forwarding (RFC 9110 7.6.1): naming a
       // signed or PSD2 header would make the backend act on less than was verified.
@@ -457,6 +474,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     },
     ...(accepted.has("rfc9421") ? rfc9421.verify : []),
     ...(accepted.has("jades") ? jades.verify : []),
+    ...(accepted.has("uk-ob") ? ukOb.verify : []),
     {
       name: "role",
       run: (c) => {

@@ -211,6 +211,17 @@ const dialects = z
       })
       .strict()
       .prefault({}),
+    /** UK Open Banking's detached JWS over the body in x-jws-signature. */
+    ukOb: z
+      .object({
+        algorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256"]),
+        /** The trust anchors the `tan` claim may name. */
+        tan: z.array(z.string().min(1)).min(1).default(["openbanking.org.uk"]),
+        /** Accept `b64: false` with the raw body signed (Read/Write API 3.1.3 and earlier). */
+        allowB64False: z.boolean().default(false),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict();
 

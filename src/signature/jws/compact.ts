@@ -287,7 +287,7 @@ export function signingInput(protectedB64: string, payload: Uint8Array): Buffer 
 }
 
 /** RS256 passes the KeyObject itself (PKCS#1 v1.5 is the default): Node reads no options then. */
-function keyOptions(alg: JwsAlgorithm, key: KeyObject) {
+export function keyOptions(alg: JwsAlgorithm, key: KeyObject) {
   if (alg === "PS256") return { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 };
   if (alg === "ES256") return { key, dsaEncoding: "ieee-p1363" as const };
   return key;

@@ -26,6 +26,7 @@ import {
   signatureMismatch,
   signingInput,
   signJwsInput,
+  signJwsInputAsync,
   verifyJwsSignature,
 } from "./compact.js";
 import { checkTime, DEFAULT_SIGT_TOLERANCE_MS, JWS_SIGNATURE_HEADER } from "./jades.js";
@@ -213,6 +214,17 @@ export interface UkObSignInput {
 
 /** The `x-jws-signature` value for a UK OB request or response body. */
 export function signUkOb(input: UkObSignInput): string {
+  const { alg, protectedB64, input: toSign } = prepareUkOb(input);
+  return `${protectedB64}..${signJwsInput(alg, input.key, toSign).toString("base64url")}`;
+}
+
+/** signUkOb with the private-key operation in the process's signing slots, off the event loop. */
+export async function signUkObAsync(input: UkObSignInput): Promise<string> {
+  const { alg, protectedB64, input: toSign } = prepareUkOb(input);
+  return `${protectedB64}..${(await signJwsInputAsync(alg, input.key, toSign)).toString("base64url")}`;
+}
+
+function prepareUkOb(input: UkObSignInput): { alg: JwsAlgorithm; protectedB64: string; input: Buffer } {
   const alg = input.alg ?? "PS256";
   const header: Record<string, unknown> = {
     alg,
@@ -229,10 +241,5 @@ export function signUkOb(input: UkObSignInput): string {
     header.x5c = input.certificateChain.map((der) => Buffer.from(der).toString("base64"));
   }
   const protectedB64 = encodeHeader(header);
-  const signature = signJwsInput(
-    alg,
-    input.key,
-    signingInput(protectedB64, payloadOf(input.body, !input.b64False)),
-  );
-  return `${protectedB64}..${signature.toString("base64url")}`;
+  return { alg, protectedB64, input: signingInput(protectedB64, payloadOf(input.body, !input.b64False)) };
 }
