@@ -9,9 +9,12 @@ import type { RequestSigning } from "../egress/handler.js";
 import { JadesResponseVerifier } from "../egress/jades-response-verifier.js";
 import { ResponseVerifier, type ResponseVerifying } from "../egress/response-verifier.js";
 import { Rfc9421ResponseVerifier } from "../egress/rfc9421-response-verifier.js";
-import { TppVerifier } from "../eidas/index.js";
-import { RequestSigner } from "../signature/index.js";
+import { UkObResponseVerifier } from "../egress/ukob-response-verifier.js";
+import { parseCertificate, TppVerifier } from "../eidas/index.js";
+import { isRejection } from "../errors.js";
+import { buildKeyId, keyIdTargetFromDer, RequestSigner } from "../signature/index.js";
 import { JadesRequestSigner } from "../signature/jws/request-signer.js";
+import { UkObRequestSigner } from "../signature/jws/ukob-request-signer.js";
 import { Rfc9421RequestSigner } from "../signature/rfc9421/request-signer.js";
 import { loadTrustMaterial } from "../trust/trust-material.js";
 import type { Credentials } from "./credentials.js";
@@ -42,6 +45,21 @@ export function profileSigner(
       ...(rules.jades.algorithm ? { algorithm: rules.jades.algorithm } : {}),
       ...(rules.jades.kid ? { kid: rules.jades.kid } : {}),
       payloadStyle: rules.jades.payloadStyle,
+    });
+  }
+  if (rules.dialect === "uk-ob") {
+    const parsed = parseCertificate(qseal.certificateDer);
+    const organization = isRejection(parsed) ? undefined : parsed.organizationIdentifier;
+    const iss = rules.ukOb.iss ?? organization;
+    if (iss === undefined)
+      throw new Error("the QSealC names no organizationIdentifier: set signing.ukOb.iss");
+    return new UkObRequestSigner({
+      privateKey: qseal.privateKey,
+      certificate: qseal.certificateDer,
+      kid: rules.ukOb.kid ?? buildKeyId(keyIdTargetFromDer(qseal.certificateDer)),
+      iss,
+      tan: rules.ukOb.tan,
+      algorithm: rules.ukOb.algorithm,
     });
   }
   return signerForProfile(bank, qseal, headerEncoding);
@@ -96,6 +114,15 @@ export function responseVerifierForProfile(
       certificateHeader: responses.certificateHeader,
       dateToleranceMs: responses.dateToleranceSeconds * 1000,
       algorithms: responses.rfc9421Algorithms,
+      now,
+    });
+  }
+  if (bank.signing.dialect === "uk-ob") {
+    return new UkObResponseVerifier({
+      certificates,
+      dateToleranceMs: responses.dateToleranceSeconds * 1000,
+      algorithms: responses.ukObAlgorithms,
+      tan: responses.ukObTan,
       now,
     });
   }

@@ -687,9 +687,10 @@ const signingRules = z
      * `cavage` (draft-cavage Signature, Berlin Group NextGenPSD2 1.3: every key below applies),
      * `rfc9421` (FAPI 2.0 HTTP Signatures with the Berlin Group certificate and keyId: `rfc9421` and
      * `keyId.value` apply) or `jades` (a JAdES detached JWS in x-jws-signature, Berlin Group
-     * openFinance 2.x: `jades` applies). The bank's responses are checked in the same dialect.
+     * openFinance 2.x: `jades` applies) or `uk-ob` (UK Open Banking's detached JWS over the body:
+     * `ukOb` applies). The bank's responses are checked in the same dialect.
      */
-    dialect: z.enum(["cavage", "rfc9421", "jades"]).default("cavage"),
+    dialect: z.enum(["cavage", "rfc9421", "jades", "uk-ob"]).default("cavage"),
     rfc9421: z
       .object({
         /** Default the key's own: rsa-pss-sha512 for RSA, ecdsa-p256-sha256, ed25519. */
@@ -704,6 +705,17 @@ const signingRules = z
         /** Sent as the JWS `kid` when the bank wants one. */
         kid: z.string().min(1).optional(),
         payloadStyle: z.enum(["obp-api", "etsi"]).default("obp-api"),
+      })
+      .strict()
+      .prefault({}),
+    ukOb: z
+      .object({
+        algorithm: z.enum(JWS_ALGORITHMS).default("PS256"),
+        /** Default the QSealC's Berlin Group keyId. */
+        kid: z.string().min(1).optional(),
+        /** Default the QSealC's organizationIdentifier; UK OB TPPs often send `<org id>/<software id>`. */
+        iss: z.string().min(1).optional(),
+        tan: z.string().min(1).default("openbanking.org.uk"),
       })
       .strict()
       .prefault({}),
@@ -765,6 +777,9 @@ const responseVerification = z
       .array(z.enum(RFC9421_ALGORITHMS))
       .min(1)
       .default(["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"]),
+    /** The algorithms and trust anchors of a bank answering in UK Open Banking (`signing.dialect: uk-ob`). */
+    ukObAlgorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256"]),
+    ukObTan: z.array(z.string().min(1)).min(1).default(["openbanking.org.uk"]),
     /** The algorithms of a bank answering in JAdES (`signing.dialect: jades`). */
     jadesAlgorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256", "RS256", "ES256"]),
     /** A response body larger than this cannot be checked: 502 under enforce, unchecked under advisory. */

@@ -47,7 +47,7 @@ export interface BankProfile {
   readonly backend: Backend;
   readonly signer: RequestSigning;
   /** The signing dialect of its requests, and of the responses it checks. */
-  readonly dialect: "cavage" | "rfc9421" | "jades";
+  readonly dialect: "cavage" | "rfc9421" | "jades" | "uk-ob";
   /** Lower-case names → values added when the application's request does not carry them. */
   readonly defaultHeaders: Readonly<Record<string, string>>;
   /** Lower-case names the application may not set: the gateway writes them. */

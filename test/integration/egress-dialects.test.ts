@@ -13,7 +13,9 @@ import { createLogger } from "../../src/observability/logger.js";
 import { tppFiles } from "../helpers/egress-profiles.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 
-const RFC9421_INGRESS = { verification: { dialects: { accept: ["rfc9421" as const, "jades" as const] } } };
+const RFC9421_INGRESS = {
+  verification: { dialects: { accept: ["rfc9421" as const, "jades" as const, "uk-ob" as const] } },
+};
 const signing = useGatewayAndBackend((pki) => ({
   config: {
     ...RFC9421_INGRESS,
@@ -46,6 +48,10 @@ beforeAll(async () => {
       banks: [
         profile("signing", signing.gw.url, "enforce"),
         { ...profile("jades", signing.gw.url, "enforce"), signing: { dialect: "jades" } },
+        {
+          ...profile("uk-ob", signing.gw.url, "enforce"),
+          signing: { dialect: "uk-ob", ukOb: { iss: "PSDNO-FSA-DEMO0001/software-1" } },
+        },
         profile("unsigned-enforce", unsigned.gw.url, "enforce"),
         profile("unsigned-advisory", unsigned.gw.url, "advisory"),
       ],
@@ -109,6 +115,26 @@ describe("egress signs in RFC 9421, ingress verifies, the answer is signed back 
       b64: false,
       crit: ["b64", "sigT", "sigD"],
       sigD: { pars: ["(request-target)", "digest", "x-request-id", "psu-id", "tpp-redirect-uri"] },
+    });
+  });
+
+  it("the same in UK Open Banking: the body signed, its answer's body signed and verified", async () => {
+    const payment = JSON.stringify({ instructedAmount: { currency: "GBP", amount: "12.50" } });
+    const post = await call("/uk-ob/v1/payments/sepa-credit-transfers", { method: "POST", body: payment });
+    expect(post.status, post.text).toBe(200);
+    expect(post.headers["psd2-gateway-response-signature"]).toBe("verified");
+    const get = await call("/uk-ob/v1/accounts");
+    expect(get.status, get.text).toBe(200);
+    expect(get.headers["psd2-gateway-response-signature"]).toBe("verified");
+    const reached = signing.backend.requests[0]!;
+    expect(reached.body.toString()).toBe(payment);
+    const protectedHeader = JSON.parse(
+      Buffer.from(String(reached.headers["x-jws-signature"]).split(".")[0]!, "base64url").toString(),
+    );
+    expect(protectedHeader).toMatchObject({
+      alg: "PS256",
+      "http://openbanking.org.uk/iss": "PSDNO-FSA-DEMO0001/software-1",
+      "http://openbanking.org.uk/tan": "openbanking.org.uk",
     });
   });
 
