@@ -91,13 +91,17 @@ describe("dialectChooser: the path's preference decides", () => {
 });
 
 describe("a chain accepts only dialects it can verify", () => {
-  it("refuses to build a chain for a dialect without its signature step", () => {
+  it("refuses to build a chain for a dialect without its signature step (every named one has one now)", () => {
+    const unknown = "cavage-13" as Dialect;
     expect(() =>
       requestChecks({
         ...BASE_CHECK_OPTIONS,
-        dialects: { accept: ["cavage"], routes: [{ prefix: "/x", accept: ["uk-ob"] }] },
+        dialects: { accept: ["cavage"], routes: [{ prefix: "/x", accept: [unknown] }] },
       }),
-    ).toThrow(/'uk-ob' is accepted but the chain cannot verify it/);
+    ).toThrow(/'cavage-13' is accepted but the chain cannot verify it/);
+    for (const dialect of ["cavage", "rfc9421", "jades", "uk-ob"] as const) {
+      expect(() => requestChecks({ ...BASE_CHECK_OPTIONS, dialects: { accept: [dialect] } })).not.toThrow();
+    }
   });
 
   it("the configuration names only dialects the chain verifies", () => {
