@@ -28,7 +28,7 @@ import {
   withTag,
 } from "../request.js";
 import type { FuzzTpp } from "../tpps.js";
-import type { CaseContext, Expectation, ExpectedRequest, Family } from "../types.js";
+import type { CaseContext, ExchangeResult, Expectation, ExpectedRequest, Family } from "../types.js";
 import { isTppMessages } from "../verdicts.js";
 
 /** The gateway's RFC 9421 window (its defaults in the fuzz config): created ≤ 300 s old, 60 s skew. */
@@ -469,8 +469,62 @@ function bounds(ctx: CaseContext): Sent {
     "input-length",
     "signature-length",
     "signature-bytes",
+    "huge",
   ] as const);
   switch (kind) {
+    case "huge": {
+      // Far past a bound yet under the length limit: the parser stops at the bound.
+      const shape = rng.pick([
+        "inner-list",
+        "members",
+        "params",
+        "repeated-param",
+        "nested",
+        "signature-members",
+      ] as const);
+      const fill = (unit: (i: number) => string, sep: string) => {
+        const n = Math.floor((SIGNATURE_INPUT_MAX_LENGTH - 200) / (unit(999).length + sep.length));
+        return Array.from({ length: rng.range(Math.floor(n / 2), n) }, (_, i) => unit(i)).join(sep);
+      };
+      // One parameter repeated a thousand times is one parameter (RFC 8941: the last wins), not
+      // past the bound; it was not signed, so the signature fails.
+      const verdict = shape === "repeated-param" ? INVALID : FORMAT;
+      return tampered(ctx, `huge: ${shape}`, verdict, (s) => {
+        const label = s.draft.label;
+        switch (shape) {
+          case "inner-list":
+            return withHeader(
+              s.request,
+              "Signature-Input",
+              `${label}=(${fill(() => '"x-request-id"', " ")});tag=${TAG}`,
+            );
+          case "members":
+            return withHeader(
+              s.request,
+              "Signature-Input",
+              `${s.inputMember}, ${fill((i) => `a${i}=()`, ", ")}`,
+            );
+          case "params":
+            return withHeader(s.request, "Signature-Input", `${s.inputMember}${fill((i) => `;p${i}=1`, "")}`);
+          case "repeated-param":
+            return withHeader(s.request, "Signature-Input", `${s.inputMember}${fill(() => ";p=1", "")}`);
+          case "nested": {
+            const depth = rng.range(2, 1500);
+            return withHeader(
+              s.request,
+              "Signature-Input",
+              `${label}=${"(".repeat(depth)}"@method"${")".repeat(depth)}`,
+            );
+          }
+          default:
+            return withHeader(
+              s.request,
+              "Signature",
+              `${s.signatureMember}, ${Array.from({ length: rng.range(5, 150) }, (_, i) => `m${i}=:AAAA:`).join(", ")}`,
+            );
+        }
+      });
+    }
     case "components": {
       const d = draft(ctx);
       const total = past ? MAX_COMPONENTS + rng.range(1, 3) : MAX_COMPONENTS;
@@ -1120,6 +1174,47 @@ async function replay(ctx: CaseContext): Promise<void> {
     tpp: s.draft.tpp,
   });
   const bytes = (r: RawRequest) => serialize(r, { host: HOST });
+  const id = s.draft.requestId;
+  const describeAll = (result: ExchangeResult) =>
+    result.outcome.responses
+      .filter((r) => r.headers["x-request-id"] === id)
+      .map((r) => {
+        const tpp = isTppMessages(r);
+        return r.headers["x-backend-seq"] !== undefined
+          ? `${r.status} from the backend`
+          : `${r.status} ${tpp ? `${tpp.code}: ${tpp.text.slice(0, 120)}` : r.body.toString("latin1").slice(0, 120)}`;
+      })
+      .join(" / ") || "no answer for its X-Request-ID";
+  const isReplayRefusal = (r: ParsedResponse) => {
+    const tpp = isTppMessages(r);
+    return r.status === 400 && tpp?.code === "SIGNATURE_INVALID" && tpp.text.includes("already used");
+  };
+  if (rng.chance(0.25)) {
+    // Pipelined on one connection: which send runs first is the gateway's to decide; exactly one
+    // runs, every other is refused as a replay.
+    const sends = [firstEncoded, ...copies];
+    const result = await ctx.exchange({
+      requests: sends.map((c) => ({
+        ...copyOf(c.label),
+        label: `replay, pipelined (${c.label}): ${describeDraft(s.draft)}`,
+      })),
+      writes: [{ data: Buffer.concat(sends.map((c) => bytes(c.request))) }],
+    });
+    const answers = result.outcome.responses.filter((r) => r.headers["x-request-id"] === id);
+    const executed = answers.filter((r) => r.headers["x-backend-seq"] !== undefined).length;
+    const refused = answers.filter(isReplayRefusal).length;
+    ctx.check(
+      answers.length === sends.length &&
+        executed === 1 &&
+        refused === sends.length - 1 &&
+        result.backendSaw(s.draft.tag) === 1,
+      "rfc9421-replay",
+      `replay pipelined (${sends.map((c) => c.label).join(", ")}): ${describeDraft(s.draft)}`,
+      `one of ${sends.length} sends answered by the backend, the others refused 400 SIGNATURE_INVALID as replays`,
+      () => `${describeAll(result)}; the backend saw it ${result.backendSaw(s.draft.tag)}×`,
+    );
+    return;
+  }
   const first = await ctx.exchange({ requests: [original], writes: [{ data: bytes(firstEncoded.request) }] });
   if (first.backendAnswer(s.draft.tag) === undefined) return; // valid-refused is reported already
   for (const copy of copies) {
@@ -1127,19 +1222,13 @@ async function replay(ctx: CaseContext): Promise<void> {
       requests: [copyOf(copy.label)],
       writes: [{ data: bytes(copy.request) }],
     });
-    const refusal = result.refusal(s.draft.requestId);
-    const tpp = refusal ? isTppMessages(refusal) : undefined;
+    const refusal = result.refusal(id);
     ctx.check(
-      refusal !== undefined &&
-        refusal.status === 400 &&
-        tpp?.code === "SIGNATURE_INVALID" &&
-        tpp.text.includes("already used") &&
-        result.backendSaw(s.draft.tag) === 1,
+      refusal !== undefined && isReplayRefusal(refusal) && result.backendSaw(s.draft.tag) === 1,
       "rfc9421-replay",
       `replay re-encoded (${copy.label}): ${describeDraft(s.draft)}`,
       "refused 400 SIGNATURE_INVALID as a replay (already used), the backend saw it once",
-      () =>
-        `${refusal ? `${refusal.status} ${tpp ? `${tpp.code}: ${tpp.text.slice(0, 160)}` : refusal.body.toString("latin1").slice(0, 160)}` : "no refusal"}; the backend saw it ${result.backendSaw(s.draft.tag)}×`,
+      () => `${describeAll(result)}; the backend saw it ${result.backendSaw(s.draft.tag)}×`,
     );
   }
 }
