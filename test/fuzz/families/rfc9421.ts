@@ -30,6 +30,7 @@ import {
 import type { FuzzTpp } from "../tpps.js";
 import type { CaseContext, ExchangeResult, Expectation, ExpectedRequest, Family } from "../types.js";
 import { isTppMessages } from "../verdicts.js";
+import { chunked } from "./common.js";
 
 /** The gateway's RFC 9421 window (its defaults in the fuzz config): created ≤ 300 s old, 60 s skew. */
 const MAX_AGE = 300;
@@ -210,6 +211,13 @@ function componentValue(d: Draft, id: string): string {
       return HOST;
     case "@scheme":
       return "https";
+    case "@request-target":
+      return d.target;
+    case "@query-param": {
+      // Only "fz" (the tag) is covered by name: letters, digits and '.', encoded as they are.
+      const param = /;name="([^"]*)"/.exec(id)?.[1] ?? "";
+      return url.searchParams.get(param) ?? "";
+    }
     default:
       return (header(d.headers, name) ?? "").trim();
   }
@@ -259,6 +267,15 @@ function signDraft(d: Draft): Signed {
     inputMember,
     signatureMember,
     bytes,
+  };
+}
+
+/** The request with its body sent chunked (Transfer-Encoding: chunked, no Content-Length). */
+function asChunked(request: RawRequest, rng: Rng): RawRequest {
+  return {
+    ...request,
+    headers: [...request.headers, ["Transfer-Encoding", "chunked"]],
+    body: chunked(request.body ?? Buffer.alloc(0), rng.range(1, 6)),
   };
 }
 
@@ -379,6 +396,10 @@ function valid(ctx: CaseContext): Sent {
     [1, "extra-signature"],
     [1, "psu-corporate-id"],
     [1, "empty-digest-get"],
+    [2, "chunked"],
+    [1, "large-body"],
+    [1, "query-param"],
+    [1, "authorization"],
   ]);
   switch (variant) {
     case "rsa-v1_5":
@@ -453,6 +474,43 @@ function valid(ctx: CaseContext): Sent {
         },
         draft(ctx, { pay: false }),
       );
+    case "chunked": {
+      const s = signDraft(draft(ctx, { pay: true, tpp: rng.pick([tpps.A, tpps.EC]) }));
+      return sent(s, asChunked(s.request, rng), "valid, the body chunked", FORWARD);
+    }
+    case "large-body": {
+      // Near maxBodyBytes (64 KiB), the digest checked as it streams.
+      const d = draft(ctx, { pay: true, tpp: rng.pick([tpps.A, tpps.EC]) });
+      const pad = "p".repeat(rng.range(40_000, 64_000));
+      d.body = Buffer.from(
+        JSON.stringify({ ...JSON.parse(d.body!.toString()), remittanceInformationUnstructured: pad }),
+      );
+      d.headers = d.headers.map(([n, v]) => (n === "Content-Digest" ? [n, contentDigest(d.body!)] : [n, v]));
+      const s = signDraft(d);
+      return sent(
+        s,
+        rng.chance(0.5) ? asChunked(s.request, rng) : s.request,
+        `valid, a ${d.body.length}-byte body`,
+        FORWARD,
+      );
+    }
+    case "query-param":
+      return signedWith(
+        ctx,
+        'valid, "@query-param";name="fz" and "@request-target" covered',
+        FORWARD,
+        (d) => {
+          d.components.push('"@query-param";name="fz"', '"@request-target"');
+        },
+      );
+    case "authorization":
+      return signedWith(ctx, "valid, Authorization and DPoP covered", FORWARD, (d) => {
+        d.headers.push(
+          ["Authorization", `Bearer ${rng.bytes(16).toString("hex")}`],
+          ["DPoP", "eyJ0eXAiOiJkcG9wK2p3dCJ9.e30.c2ln"],
+        );
+        d.components.push('"authorization"', '"dpop"');
+      });
     default:
       return signedWith(ctx, "valid", FORWARD, () => {});
   }
@@ -925,6 +983,7 @@ function coverage(ctx: CaseContext): Sent {
   const kind = rng.weighted<string>([
     [6, "drop"],
     [1, "psu-corporate-id"],
+    [1, "authorization"],
     [1, "path-for-target-uri"],
     [1, "http-scheme"],
     [2, "changed-after"],
@@ -1076,7 +1135,11 @@ function digest(ctx: CaseContext): Sent {
     d.headers = d.headers.filter(([n]) => n !== "Content-Digest");
     d.headers.push(["Content-Digest", text]);
     if (pay === false) d.components.push('"content-digest"');
-    return signedWith(ctx, `Content-Digest: ${label}`, verdict, () => {}, d);
+    const s = signDraft(d);
+    // A body may come chunked: the digest is checked as it streams all the same.
+    return pay !== false && rng.chance(0.3)
+      ? sent(s, asChunked(s.request, rng), `Content-Digest: ${label}, the body chunked`, verdict)
+      : sent(s, s.request, `Content-Digest: ${label}`, verdict);
   }
   // Changed after signing: the digest step refuses what it cannot parse, the signature the rest (at the head).
   const refused = verdict.expect === "forward" || verdict.expect === "no-execute" ? INVALID : verdict;
