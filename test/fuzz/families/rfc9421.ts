@@ -30,7 +30,7 @@ import {
 import type { FuzzTpp } from "../tpps.js";
 import type { CaseContext, ExchangeResult, Expectation, ExpectedRequest, Family } from "../types.js";
 import { isTppMessages } from "../verdicts.js";
-import { chunked } from "./common.js";
+import { chunked, forwardOf, validSigned } from "./common.js";
 
 /** The gateway's RFC 9421 window (its defaults in the fuzz config): created ≤ 300 s old, 60 s skew. */
 const MAX_AGE = 300;
@@ -1211,7 +1211,25 @@ function reencodings(s: Signed, rng: Rng): { label: string; request: RawRequest 
         ),
       },
     },
+    ...(d.scheme.alg === "ecdsa-p256-sha256" && !d.scheme.der
+      ? [
+          {
+            // Another signature over the same base that verifies just as well (ECDSA malleability).
+            label: "ECDSA s → n−s",
+            request: withHeader(s.request, "Signature", `${d.label}=:${flipS(s.bytes).toString("base64")}:`),
+          },
+        ]
+      : []),
   ];
+}
+
+const P256_N = BigInt("0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551");
+
+/** An r||s P-256 signature with s replaced by n−s. */
+function flipS(signature: Buffer): Buffer {
+  const s = BigInt(`0x${signature.subarray(32).toString("hex")}`);
+  const flipped = Buffer.from((P256_N - s).toString(16).padStart(64, "0"), "hex");
+  return Buffer.concat([signature.subarray(0, 32), flipped]);
 }
 
 /** One signed request sent twice: the first forwarded, the second refused as a replay whatever its encoding. */
@@ -1360,17 +1378,24 @@ export const rfc9421: Family = {
       if (next.verdict.expect === "no-execute") break;
       cases.push(next);
     }
+    const requests: ExpectedRequest[] = cases.map((s) => ({
+      tag: s.tag,
+      requestId: s.requestId,
+      label: s.label,
+      expect: s.verdict.expect,
+      tpp: s.tpp,
+    }));
+    const parts = cases.map((s) => s.bytes);
+    // Now and then a draft-cavage request on the same connection: each request's own dialect.
+    if (cases.length > 1 && rng.chance(0.25)) {
+      const cavage = await validSigned(ctx);
+      const at = rng.int(cases.length);
+      requests.splice(at, 0, forwardOf(cavage, "draft-cavage among RFC 9421 requests"));
+      parts.splice(at, 0, serialize(cavage.request));
+    }
     const result = await ctx.exchange({
-      requests: cases.map((s) => ({
-        tag: s.tag,
-        requestId: s.requestId,
-        label: s.label,
-        expect: s.verdict.expect,
-        tpp: s.tpp,
-      })),
-      writes: rng.chance(0.5)
-        ? [{ data: Buffer.concat(cases.map((s) => s.bytes)) }]
-        : cases.map((s) => ({ data: s.bytes })),
+      requests,
+      writes: rng.chance(0.5) ? [{ data: Buffer.concat(parts) }] : parts.map((data) => ({ data })),
       deadlineMs: 8_000,
     });
     for (const s of cases) checkVerdict(ctx, s, result.refusal(s.requestId));
