@@ -540,8 +540,9 @@ function bounds(ctx: CaseContext): Sent {
         "nested",
         "signature-members",
       ] as const);
-      const fill = (unit: (i: number) => string, sep: string) => {
-        const n = Math.floor((SIGNATURE_INPUT_MAX_LENGTH - 200) / (unit(999).length + sep.length));
+      // As many as fit beside `used` characters under the length limit (half of that, at least).
+      const fill = (unit: (i: number) => string, sep: string, used = 50) => {
+        const n = Math.floor((SIGNATURE_INPUT_MAX_LENGTH - used - 20) / (unit(999).length + sep.length));
         return Array.from({ length: rng.range(Math.floor(n / 2), n) }, (_, i) => unit(i)).join(sep);
       };
       // One parameter repeated a thousand times is one parameter (RFC 8941: the last wins), not
@@ -560,12 +561,20 @@ function bounds(ctx: CaseContext): Sent {
             return withHeader(
               s.request,
               "Signature-Input",
-              `${s.inputMember}, ${fill((i) => `a${i}=()`, ", ")}`,
+              `${s.inputMember}, ${fill((i) => `a${i}=()`, ", ", s.inputMember.length)}`,
             );
           case "params":
-            return withHeader(s.request, "Signature-Input", `${s.inputMember}${fill((i) => `;p${i}=1`, "")}`);
+            return withHeader(
+              s.request,
+              "Signature-Input",
+              `${s.inputMember}${fill((i) => `;p${i}=1`, "", s.inputMember.length)}`,
+            );
           case "repeated-param":
-            return withHeader(s.request, "Signature-Input", `${s.inputMember}${fill(() => ";p=1", "")}`);
+            return withHeader(
+              s.request,
+              "Signature-Input",
+              `${s.inputMember}${fill(() => ";p=1", "", s.inputMember.length)}`,
+            );
           case "nested": {
             const depth = rng.range(2, 1500);
             return withHeader(
