@@ -1,8 +1,9 @@
 /**
  * RFC 9421 (FAPI 2.0 HTTP Signatures with the Berlin Group certificate and keyId) at the ingress
- * gateway: valid requests (GET, and POST with a body and Content-Digest; rsa-pss-sha512,
- * rsa-v1_5-sha256 and ecdsa-p256-sha256, `alg` sent or left to the key; labels, parameter and
- * component order, extra signatures and parameters as a signer may choose) that must be forwarded,
+ * gateway: valid requests (GET, and POST with a body, chunked or not, up to near maxBodyBytes, and
+ * Content-Digest; rsa-pss-sha512, rsa-v1_5-sha256 and ecdsa-p256-sha256, `alg` sent or left to the
+ * key; labels, parameter and component order, extra components (`;sf`, `;key`, `@query-param`),
+ * signatures and parameters as a signer may choose) that must be forwarded,
  * and hostile ones that must be refused with the code of the step that refuses them: malformed
  * Signature-Input and Signature, the parser's bounds (at them: forwarded; past them: refused),
  * labels without their pair, `created`/`expires` edges, `alg` games, unsupported component
@@ -213,6 +214,13 @@ function componentValue(d: Draft, id: string): string {
       return "https";
     case "@request-target":
       return d.target;
+    case "content-digest": {
+      const text = (header(d.headers, "Content-Digest") ?? "").trim();
+      const key = /;key="([^"]*)"/.exec(id)?.[1];
+      if (key === undefined) return text;
+      // The member's value as RFC 8941 serializes it: the byte sequence as sent.
+      return new RegExp(`(?:^|, )${key}=(:[^:]*:)`).exec(text)?.[1] ?? "";
+    }
     case "@query-param": {
       // Only "fz" (the tag) is covered by name: letters, digits and '.', encoded as they are.
       const param = /;name="([^"]*)"/.exec(id)?.[1] ?? "";
@@ -400,6 +408,7 @@ function valid(ctx: CaseContext): Sent {
     [1, "large-body"],
     [1, "query-param"],
     [1, "authorization"],
+    [1, "structured"],
   ]);
   switch (variant) {
     case "rsa-v1_5":
@@ -493,6 +502,13 @@ function valid(ctx: CaseContext): Sent {
         `valid, a ${d.body.length}-byte body`,
         FORWARD,
       );
+    }
+    case "structured": {
+      // ;sf (the dictionary re-serialized: what was sent, already canonical) and ;key (one member).
+      const d = draft(ctx, { pay: true, tpp: rng.pick([tpps.A, tpps.EC]) });
+      const algorithm = /^(sha-\d+)=/.exec(header(d.headers, "Content-Digest")!)![1]!;
+      d.components.push(rng.chance(0.5) ? '"content-digest";sf' : `"content-digest";key="${algorithm}"`);
+      return signedWith(ctx, `valid, ${d.components.at(-1)} covered too`, FORWARD, () => {}, d);
     }
     case "query-param":
       return signedWith(
