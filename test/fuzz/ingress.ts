@@ -5,10 +5,13 @@
  *
  * - nothing leaves the gateway but signed backend answers and tppMessages refusals; nothing after
  *   an answer that closes the connection;
- * - every backend answer reaches the client signed: Signature, Digest over the exact body, Date,
- *   X-Request-ID of its request and the bank's certificate header, verified with the egress
- *   ResponseVerifier; its status and body are the backend's, and its framing too (a HEAD answer
- *   keeps the backend's Content-Length, a 204 or 304 gets none of the gateway's);
+ * - every backend answer reaches the client signed in its request's dialect: for draft-cavage
+ *   Signature, Digest over the exact body, Date, X-Request-ID of its request and the bank's
+ *   certificate header, verified with the egress ResponseVerifier; for RFC 9421 (the gateway
+ *   accepts both, draft-cavage preferred) a FAPI 2.0 response signature bound to the request,
+ *   verified with the egress Rfc9421ResponseVerifier; its status and body are the backend's, and
+ *   its framing too (a HEAD answer keeps the backend's Content-Length, a 204 or 304 gets none of
+ *   the gateway's);
  * - a backend answer over responseSigning.maxBodyBytes is a 502 tppMessages body that carries none
  *   of the backend's bytes;
  * - no replay passes (a signed request reaches the backend at most once), and a request the
@@ -19,6 +22,7 @@
 
 import type { DevPki } from "../../src/dev/pki.js";
 import { ResponseVerifier } from "../../src/egress/response-verifier.js";
+import { Rfc9421ResponseVerifier } from "../../src/egress/rfc9421-response-verifier.js";
 import { TppVerifier } from "../../src/eidas/index.js";
 import { loadTrustMaterial } from "../../src/trust/trust-material.js";
 import { type BackendRecord, type FuzzBackend, PAD_MARKER, startFuzzBackend } from "./backend.js";
@@ -60,29 +64,46 @@ export interface IngressSide {
   readonly gateway: FuzzGateway;
   readonly client: RawClient;
   readonly verifier: ResponseVerifier;
+  /** The same for answers to RFC 9421 requests (a FAPI 2.0 response signature). */
+  readonly rfc9421Verifier: Rfc9421ResponseVerifier;
   /** The bank QSealC as the certificate header must carry it. */
   readonly bankCertificate: string;
 }
 
-/** Checks the bank's signed answers as a TPP would: egress mode's ResponseVerifier on the dev trust dir. */
-function bankResponseVerifier(pki: DevPki): ResponseVerifier {
+/**
+ * Checks the bank's signed answers as a TPP would: egress mode's ResponseVerifier (draft-cavage)
+ * and Rfc9421ResponseVerifier (RFC 9421) on the dev trust dir.
+ */
+function bankResponseVerifiers(pki: DevPki): {
+  verifier: ResponseVerifier;
+  rfc9421Verifier: Rfc9421ResponseVerifier;
+} {
   const trust = loadTrustMaterial(pki.paths.trustDir);
-  return new ResponseVerifier({
-    certificates: new TppVerifier({
-      trustStore: () => trust.store,
-      revocation: () => trust.revocation,
-      cacheTtlMs: 300_000,
-      failureTtlMs: 10_000,
-      maxEntries: 100,
-    }),
-    certificateHeader: BANK_CERTIFICATE_HEADER,
-    dateToleranceMs: 60_000,
-    algorithms: ["rsa-sha256"],
+  const certificates = new TppVerifier({
+    trustStore: () => trust.store,
+    revocation: () => trust.revocation,
+    cacheTtlMs: 300_000,
+    failureTtlMs: 10_000,
+    maxEntries: 100,
   });
+  return {
+    verifier: new ResponseVerifier({
+      certificates,
+      certificateHeader: BANK_CERTIFICATE_HEADER,
+      dateToleranceMs: 60_000,
+      algorithms: ["rsa-sha256"],
+    }),
+    rfc9421Verifier: new Rfc9421ResponseVerifier({
+      certificates,
+      certificateHeader: BANK_CERTIFICATE_HEADER,
+      dateToleranceMs: 60_000,
+      algorithms: ["rsa-pss-sha512"],
+    }),
+  };
 }
 
 export async function startIngressSide(pki: DevPki, dir: string, concurrency: number): Promise<IngressSide> {
-  const verifier = bankResponseVerifier(pki);
+  const { verifier, rfc9421Verifier } = bankResponseVerifiers(pki);
   const backend = await startFuzzBackend({ boundBytes: RESPONSE_SIGNING_MAX_BYTES });
   try {
     const gateway = await startFuzzGateway({
@@ -94,6 +115,9 @@ export async function startIngressSide(pki: DevPki, dir: string, concurrency: nu
         verification: {
           algorithms: ["rsa-sha256", "ecdsa-sha256"],
           maxBodyBytes: MAX_BODY_BYTES,
+          // draft-cavage preferred (what every family but rfc9421 signs); RFC 9421 with its defaults
+          // (the four algorithms, created at most 300 s old, dateToleranceSeconds 60 either way).
+          dialects: { accept: ["cavage", "rfc9421"] },
         },
         backend: { timeoutSeconds: 3 },
         store: { type: "memory" },
@@ -114,6 +138,7 @@ export async function startIngressSide(pki: DevPki, dir: string, concurrency: nu
       gateway,
       client,
       verifier,
+      rfc9421Verifier,
       bankCertificate: pki.bankQseal.headerValue,
     };
   } catch (error) {
@@ -326,13 +351,28 @@ export class IngressTarget extends Target {
     labels: string,
     v: MakeViolation,
   ): Promise<void> {
-    const { verifier, bankCertificate } = this.side;
+    const { verifier, rfc9421Verifier, bankCertificate } = this.side;
     const requestId = record.requestId ?? "";
-    const verdict = await verifier.verify({
-      headers: r.headers,
-      body: r.body,
-      request: { method: record.method, target: record.target, requestId },
-    });
+    // An RFC 9421 request's answer is signed in RFC 9421, bound to the request: @target-uri is
+    // https://<Host><target>, and every request of the run is sent with Host: localhost.
+    const verdict =
+      r.headers["signature-input"] !== undefined
+        ? await rfc9421Verifier.verify({
+            headers: r.headers,
+            body: r.body,
+            status: r.status,
+            request: {
+              method: record.method,
+              target: record.target,
+              requestId,
+              targetUri: `https://localhost${record.target}`,
+            },
+          })
+        : await verifier.verify({
+            headers: r.headers,
+            body: r.body,
+            request: { method: record.method, target: record.target, requestId },
+          });
     this.checker.check(verdict === true, () =>
       v(
         "response-signature",

@@ -18,6 +18,7 @@ import { paths } from "./paths.js";
 import { pipelining } from "./pipelining.js";
 import { replay } from "./replay.js";
 import { responses } from "./responses.js";
+import { rfc9421 } from "./rfc9421.js";
 import { slow } from "./slow.js";
 import { smuggling } from "./smuggling.js";
 import { spoof } from "./spoof.js";
@@ -35,6 +36,7 @@ export const ALL_FAMILIES: readonly AnyFamily[] = [
   paths,
   certificates,
   replay,
+  rfc9421,
   responses,
   egressControl,
   egressHeaders,
