@@ -7,8 +7,10 @@
  *   an answer that closes the connection;
  * - every backend answer reaches the client signed: Signature, Digest over the exact body, Date,
  *   X-Request-ID of its request and the bank's certificate header, verified with the egress
- *   ResponseVerifier; its status and body are the backend's, and its framing too (a HEAD answer
- *   keeps the backend's Content-Length, a 204 or 304 gets none of the gateway's);
+ *   ResponseVerifier (an answer to a JAdES request, which the gateway accepts besides draft-cavage:
+ *   x-jws-signature over Digest and X-Request-ID, the bank's QSealC in x5c, verified with the
+ *   egress JadesResponseVerifier); its status and body are the backend's, and its framing too (a
+ *   HEAD answer keeps the backend's Content-Length, a 204 or 304 gets none of the gateway's);
  * - a backend answer over responseSigning.maxBodyBytes is a 502 tppMessages body that carries none
  *   of the backend's bytes;
  * - no replay passes (a signed request reaches the backend at most once), and a request the
@@ -18,6 +20,7 @@
  */
 
 import type { DevPki } from "../../src/dev/pki.js";
+import { JadesResponseVerifier } from "../../src/egress/jades-response-verifier.js";
 import { ResponseVerifier } from "../../src/egress/response-verifier.js";
 import { TppVerifier } from "../../src/eidas/index.js";
 import { loadTrustMaterial } from "../../src/trust/trust-material.js";
@@ -60,29 +63,45 @@ export interface IngressSide {
   readonly gateway: FuzzGateway;
   readonly client: RawClient;
   readonly verifier: ResponseVerifier;
+  /** The same for answers to JAdES requests (x-jws-signature over Digest and X-Request-ID). */
+  readonly jadesVerifier: JadesResponseVerifier;
   /** The bank QSealC as the certificate header must carry it. */
   readonly bankCertificate: string;
 }
 
-/** Checks the bank's signed answers as a TPP would: egress mode's ResponseVerifier on the dev trust dir. */
-function bankResponseVerifier(pki: DevPki): ResponseVerifier {
+/**
+ * Checks the bank's signed answers as a TPP would: egress mode's ResponseVerifier (draft-cavage)
+ * and JadesResponseVerifier (an answer to a JAdES request) on the dev trust dir.
+ */
+function bankResponseVerifiers(pki: DevPki): {
+  verifier: ResponseVerifier;
+  jadesVerifier: JadesResponseVerifier;
+} {
   const trust = loadTrustMaterial(pki.paths.trustDir);
-  return new ResponseVerifier({
-    certificates: new TppVerifier({
-      trustStore: () => trust.store,
-      revocation: () => trust.revocation,
-      cacheTtlMs: 300_000,
-      failureTtlMs: 10_000,
-      maxEntries: 100,
-    }),
-    certificateHeader: BANK_CERTIFICATE_HEADER,
-    dateToleranceMs: 60_000,
-    algorithms: ["rsa-sha256"],
+  const certificates = new TppVerifier({
+    trustStore: () => trust.store,
+    revocation: () => trust.revocation,
+    cacheTtlMs: 300_000,
+    failureTtlMs: 10_000,
+    maxEntries: 100,
   });
+  return {
+    verifier: new ResponseVerifier({
+      certificates,
+      certificateHeader: BANK_CERTIFICATE_HEADER,
+      dateToleranceMs: 60_000,
+      algorithms: ["rsa-sha256"],
+    }),
+    jadesVerifier: new JadesResponseVerifier({
+      certificates,
+      dateToleranceMs: 60_000,
+      algorithms: ["PS256", "ES256"],
+    }),
+  };
 }
 
 export async function startIngressSide(pki: DevPki, dir: string, concurrency: number): Promise<IngressSide> {
-  const verifier = bankResponseVerifier(pki);
+  const { verifier, jadesVerifier } = bankResponseVerifiers(pki);
   const backend = await startFuzzBackend({ boundBytes: RESPONSE_SIGNING_MAX_BYTES });
   try {
     const gateway = await startFuzzGateway({
@@ -94,6 +113,8 @@ export async function startIngressSide(pki: DevPki, dir: string, concurrency: nu
         verification: {
           algorithms: ["rsa-sha256", "ecdsa-sha256"],
           maxBodyBytes: MAX_BODY_BYTES,
+          // draft-cavage preferred (what every family but jades signs); JAdES with its defaults.
+          dialects: { accept: ["cavage", "jades"] },
         },
         backend: { timeoutSeconds: 3 },
         store: { type: "memory" },
@@ -114,11 +135,24 @@ export async function startIngressSide(pki: DevPki, dir: string, concurrency: nu
       gateway,
       client,
       verifier,
+      jadesVerifier,
       bankCertificate: pki.bankQseal.headerValue,
     };
   } catch (error) {
     await backend.close();
     throw error;
+  }
+}
+
+/** x5c[0] of a detached JWS's protected header, when it has one. */
+function firstX5c(jws: string): string | undefined {
+  try {
+    const header = JSON.parse(Buffer.from(jws.slice(0, jws.indexOf(".")), "base64url").toString("utf8")) as {
+      x5c?: unknown;
+    };
+    return Array.isArray(header.x5c) && typeof header.x5c[0] === "string" ? header.x5c[0] : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -326,13 +360,15 @@ export class IngressTarget extends Target {
     labels: string,
     v: MakeViolation,
   ): Promise<void> {
-    const { verifier, bankCertificate } = this.side;
+    const { verifier, jadesVerifier, bankCertificate } = this.side;
     const requestId = record.requestId ?? "";
-    const verdict = await verifier.verify({
-      headers: r.headers,
-      body: r.body,
-      request: { method: record.method, target: record.target, requestId },
-    });
+    const request = { method: record.method, target: record.target, requestId };
+    // A JAdES request's answer is signed in JAdES: the bank QSealC in x5c, no certificate header.
+    const jws = r.headers["x-jws-signature"];
+    const verdict =
+      jws !== undefined
+        ? await jadesVerifier.verify({ headers: r.headers, body: r.body, request })
+        : await verifier.verify({ headers: r.headers, body: r.body, request });
     this.checker.check(verdict === true, () =>
       v(
         "response-signature",
@@ -341,15 +377,14 @@ export class IngressTarget extends Target {
         `response #${position} (${r.status}, ${r.body.length} bytes): ${verdict === true ? "" : `${verdict.code}: ${verdict.text}`}`,
       ),
     );
-    this.checker.check(
-      r.headers[BANK_CERTIFICATE_HEADER] === bankCertificate && r.headers["x-request-id"] === requestId,
-      () =>
-        v(
-          "response-signature",
-          labels,
-          `${BANK_CERTIFICATE_HEADER}: the bank QSealC, x-request-id: ${requestId}`,
-          `response #${position}: ${BANK_CERTIFICATE_HEADER} ${r.headers[BANK_CERTIFICATE_HEADER] === undefined ? "absent" : "another certificate"}, x-request-id ${r.headers["x-request-id"]}`,
-        ),
+    const certificate = jws !== undefined ? firstX5c(jws) : r.headers[BANK_CERTIFICATE_HEADER];
+    this.checker.check(certificate === bankCertificate && r.headers["x-request-id"] === requestId, () =>
+      v(
+        "response-signature",
+        labels,
+        `${jws !== undefined ? "x5c[0]" : BANK_CERTIFICATE_HEADER}: the bank QSealC, x-request-id: ${requestId}`,
+        `response #${position}: ${jws !== undefined ? "x5c[0]" : BANK_CERTIFICATE_HEADER} ${certificate === undefined ? "absent" : "another certificate"}, x-request-id ${r.headers["x-request-id"]}`,
+      ),
     );
   }
 
