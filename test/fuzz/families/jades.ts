@@ -27,6 +27,7 @@ import { ACCOUNTS_PATH, PAYMENT_PATH, paymentBody, type RawRequest, serialize, w
 import type { FuzzTpp } from "../tpps.js";
 import type { CaseContext, ExchangeResult, Expectation, ExpectedRequest, Family } from "../types.js";
 import { isTppMessages } from "../verdicts.js";
+import { chunked } from "./common.js";
 
 const PARS = ["(request-target)", "digest", "x-request-id", "psu-id", "tpp-redirect-uri"] as const;
 const CRIT = ["b64", "sigT", "sigD"];
@@ -46,7 +47,7 @@ interface Draft {
 
 function draft(
   ctx: CaseContext,
-  options: { tpp?: FuzzTpp; pay?: boolean; extra?: Record<string, string> } = {},
+  options: { tpp?: FuzzTpp; pay?: boolean; extra?: Record<string, string>; noDigest?: boolean } = {},
 ): Draft {
   const { rng, tpps } = ctx;
   const canPay = !options.tpp || options.tpp.roles.includes("PSP_PI");
@@ -63,7 +64,9 @@ function draft(
     ["TPP-Redirect-URI", "https://tpp.example/cb"],
     ["PSU-ID", "9f1c7c3e-5b8e-4d7e-9a53-3f8c0b1d2e4a"],
     ["PSU-IP-Address", "192.0.2.10"],
-    ["Digest", computeDigestHeader(body ?? Buffer.alloc(0))],
+    ...(options.noDigest
+      ? []
+      : ([["Digest", computeDigestHeader(body ?? Buffer.alloc(0))]] as [string, string][])),
     ...(body ? ([["Content-Type", "application/json"]] as [string, string][]) : []),
     ...Object.entries(options.extra ?? {}),
   ];
@@ -234,6 +237,13 @@ function hostile(ctx: CaseContext, kind: Kind): Variant {
           ),
         () => v("empty header part", `..${s}`, REFUSE("FORMAT_ERROR")),
         () => v("empty signature part", `${h}..`, REFUSE("FORMAT_ERROR")),
+        () => {
+          // Two header lines: Node joins them with ", ", which is no compact JWS.
+          const request = sendable(d, good());
+          const second = rng.pick([good(), "", `${h}..${s}`]);
+          request.headers.push(["X-JWS-Signature", second]);
+          return v("x-jws-signature twice", "", REFUSE("FORMAT_ERROR"), request);
+        },
         () => v("spare bits in the signature's last char", `${h}..${s.slice(0, -1)}${spare(s)}`, REFUSE()),
       ])();
     }
@@ -594,8 +604,16 @@ function hostile(ctx: CaseContext, kind: Kind): Variant {
         ["PSU-Corporate-ID sent but not listed", PARS, { "PSU-Corporate-ID": "CORP-1" }],
         ["a listed header changed after signing", PARS, undefined, ["psu-id"]],
         ["(request-target) changed after signing", PARS, undefined, ["(request-target)"]],
+        // required-headers refuses a body without Digest before any JAdES step.
+        [
+          "a body without Digest, pars without digest",
+          PARS.filter((p) => p !== "digest"),
+          undefined,
+          ["no-digest"],
+        ],
       ]);
-      const e = c[2] ? draft(ctx, { extra: c[2] }) : d;
+      const noDigest = c[3]?.includes("no-digest") === true;
+      const e = noDigest ? draft(ctx, { pay: true, noDigest }) : c[2] ? draft(ctx, { extra: c[2] }) : d;
       const a = algOf(e.tpp, rng);
       const h = headerOf(e, a, c[1]);
       const jws = signText(JSON.stringify(h), e, a, payloadOf(e, c[1]));
@@ -603,7 +621,12 @@ function hostile(ctx: CaseContext, kind: Kind): Variant {
       if (c[3]?.includes("psu-id"))
         request.headers = request.headers.map(([n, val]) => (n === "PSU-ID" ? [n, `${val}0`] : [n, val]));
       if (c[3]?.includes("(request-target)")) request.target = `${request.target}&x=1`;
-      return { tpp: e.tpp, label: `${c[0]}: ${e.describe}`, request, verdict: REFUSE("SIGNATURE_INVALID") };
+      return {
+        tpp: e.tpp,
+        label: `${c[0]}: ${e.describe}`,
+        request,
+        verdict: REFUSE(noDigest ? "FORMAT_ERROR" : "SIGNATURE_INVALID"),
+      };
     }
     case "tamper": {
       // The body changed after signing: Digest no longer holds. It may reach the backend in part.
@@ -705,10 +728,22 @@ function valid(
   const pars = rng.chance(0.5) ? [...PARS] : rng.shuffle([...PARS]);
   const offset = rng.pick([0, 0, 0, -45_000, 45_000, -30_000, 20_000]);
   const h = headerOf(d, alg, pars, offset);
+  if (rng.chance(0.15))
+    h.sigT = `${String(h.sigT).slice(0, -1)}.${rng.int(1000).toString().padStart(3, "0")}Z`;
   if (rng.chance(0.2)) delete h["x5t#S256"];
   if (rng.chance(0.2)) h.kid = `fuzz-${rng.int(100)}`;
   const jws = signText(JSON.stringify(h), d, alg, payloadOf(d, pars));
-  return { d, request: sendable(d, jws), label: `valid ${alg}${offset ? `, sigT ${offset / 1000} s` : ""}` };
+  const request = sendable(d, jws);
+  const isChunked = d.body !== undefined && rng.chance(0.2);
+  if (isChunked) {
+    request.headers.push(["Transfer-Encoding", "chunked"]);
+    request.body = chunked(d.body!, rng.range(1, 4));
+  }
+  return {
+    d,
+    request,
+    label: `valid ${alg}${offset ? `, sigT ${offset / 1000} s` : ""}${isChunked ? ", chunked" : ""}`,
+  };
 }
 
 function expected(d: Draft, label: string, expect: Expectation): ExpectedRequest {
