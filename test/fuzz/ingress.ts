@@ -8,10 +8,11 @@
  * - every backend answer reaches the client signed in its request's dialect: for draft-cavage
  *   Signature, Digest over the exact body, Date, X-Request-ID of its request and the bank's
  *   certificate header, verified with the egress ResponseVerifier; for RFC 9421 (the gateway
- *   accepts both, draft-cavage preferred) a FAPI 2.0 response signature bound to the request,
- *   verified with the egress Rfc9421ResponseVerifier; its status and body are the backend's, and
- *   its framing too (a HEAD answer keeps the backend's Content-Length, a 204 or 304 gets none of
- *   the gateway's);
+ *   accepts draft-cavage, RFC 9421 and JAdES, draft-cavage preferred) a FAPI 2.0 response signature
+ *   bound to the request, verified with the egress Rfc9421ResponseVerifier; for JAdES an
+ *   x-jws-signature over Digest and X-Request-ID, the bank's QSealC in x5c, verified with the egress
+ *   JadesResponseVerifier; its status and body are the backend's, and its framing too (a HEAD
+ *   answer keeps the backend's Content-Length, a 204 or 304 gets none of the gateway's);
  * - a backend answer over responseSigning.maxBodyBytes is a 502 tppMessages body that carries none
  *   of the backend's bytes;
  * - no replay passes (a signed request reaches the backend at most once), and a request the
@@ -21,6 +22,7 @@
  */
 
 import type { DevPki } from "../../src/dev/pki.js";
+import { JadesResponseVerifier } from "../../src/egress/jades-response-verifier.js";
 import { ResponseVerifier } from "../../src/egress/response-verifier.js";
 import { Rfc9421ResponseVerifier } from "../../src/egress/rfc9421-response-verifier.js";
 import { TppVerifier } from "../../src/eidas/index.js";
@@ -66,17 +68,20 @@ export interface IngressSide {
   readonly verifier: ResponseVerifier;
   /** The same for answers to RFC 9421 requests (a FAPI 2.0 response signature). */
   readonly rfc9421Verifier: Rfc9421ResponseVerifier;
+  /** The same for answers to JAdES requests (x-jws-signature over Digest and X-Request-ID). */
+  readonly jadesVerifier: JadesResponseVerifier;
   /** The bank QSealC as the certificate header must carry it. */
   readonly bankCertificate: string;
 }
 
 /**
  * Checks the bank's signed answers as a TPP would: egress mode's ResponseVerifier (draft-cavage)
- * and Rfc9421ResponseVerifier (RFC 9421) on the dev trust dir.
+ * Rfc9421ResponseVerifier (RFC 9421) and JadesResponseVerifier (JAdES) on the dev trust dir.
  */
 function bankResponseVerifiers(pki: DevPki): {
   verifier: ResponseVerifier;
   rfc9421Verifier: Rfc9421ResponseVerifier;
+  jadesVerifier: JadesResponseVerifier;
 } {
   const trust = loadTrustMaterial(pki.paths.trustDir);
   const certificates = new TppVerifier({
@@ -99,11 +104,16 @@ function bankResponseVerifiers(pki: DevPki): {
       dateToleranceMs: 60_000,
       algorithms: ["rsa-pss-sha512"],
     }),
+    jadesVerifier: new JadesResponseVerifier({
+      certificates,
+      dateToleranceMs: 60_000,
+      algorithms: ["PS256", "ES256"],
+    }),
   };
 }
 
 export async function startIngressSide(pki: DevPki, dir: string, concurrency: number): Promise<IngressSide> {
-  const { verifier, rfc9421Verifier } = bankResponseVerifiers(pki);
+  const { verifier, rfc9421Verifier, jadesVerifier } = bankResponseVerifiers(pki);
   const backend = await startFuzzBackend({ boundBytes: RESPONSE_SIGNING_MAX_BYTES });
   try {
     const gateway = await startFuzzGateway({
@@ -115,9 +125,9 @@ export async function startIngressSide(pki: DevPki, dir: string, concurrency: nu
         verification: {
           algorithms: ["rsa-sha256", "ecdsa-sha256"],
           maxBodyBytes: MAX_BODY_BYTES,
-          // draft-cavage preferred (what every family but rfc9421 signs); RFC 9421 with its defaults
-          // (the four algorithms, created at most 300 s old, dateToleranceSeconds 60 either way).
-          dialects: { accept: ["cavage", "rfc9421"] },
+          // draft-cavage preferred (what every family but rfc9421 and jades signs); RFC 9421 and JAdES
+          // with their defaults.
+          dialects: { accept: ["cavage", "rfc9421", "jades"] },
         },
         backend: { timeoutSeconds: 3 },
         store: { type: "memory" },
@@ -139,11 +149,24 @@ export async function startIngressSide(pki: DevPki, dir: string, concurrency: nu
       client,
       verifier,
       rfc9421Verifier,
+      jadesVerifier,
       bankCertificate: pki.bankQseal.headerValue,
     };
   } catch (error) {
     await backend.close();
     throw error;
+  }
+}
+
+/** x5c[0] of a detached JWS's protected header, when it has one. */
+function firstX5c(jws: string): string | undefined {
+  try {
+    const header = JSON.parse(Buffer.from(jws.slice(0, jws.indexOf(".")), "base64url").toString("utf8")) as {
+      x5c?: unknown;
+    };
+    return Array.isArray(header.x5c) && typeof header.x5c[0] === "string" ? header.x5c[0] : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -351,28 +374,24 @@ export class IngressTarget extends Target {
     labels: string,
     v: MakeViolation,
   ): Promise<void> {
-    const { verifier, rfc9421Verifier, bankCertificate } = this.side;
+    const { verifier, rfc9421Verifier, jadesVerifier, bankCertificate } = this.side;
     const requestId = record.requestId ?? "";
+    const request = { method: record.method, target: record.target, requestId };
     // An RFC 9421 request's answer is signed in RFC 9421, bound to the request: @target-uri is
-    // https://<Host><target>, and every request of the run is sent with Host: localhost.
+    // https://<Host><target>, and every request of the run is sent with Host: localhost. A JAdES
+    // request's answer is signed in JAdES: the bank QSealC in x5c, no certificate header.
+    const jws = r.headers["x-jws-signature"];
     const verdict =
       r.headers["signature-input"] !== undefined
         ? await rfc9421Verifier.verify({
             headers: r.headers,
             body: r.body,
             status: r.status,
-            request: {
-              method: record.method,
-              target: record.target,
-              requestId,
-              targetUri: `https://localhost${record.target}`,
-            },
+            request: { ...request, targetUri: `https://localhost${record.target}` },
           })
-        : await verifier.verify({
-            headers: r.headers,
-            body: r.body,
-            request: { method: record.method, target: record.target, requestId },
-          });
+        : jws !== undefined
+          ? await jadesVerifier.verify({ headers: r.headers, body: r.body, request })
+          : await verifier.verify({ headers: r.headers, body: r.body, request });
     this.checker.check(verdict === true, () =>
       v(
         "response-signature",
@@ -381,15 +400,14 @@ export class IngressTarget extends Target {
         `response #${position} (${r.status}, ${r.body.length} bytes): ${verdict === true ? "" : `${verdict.code}: ${verdict.text}`}`,
       ),
     );
-    this.checker.check(
-      r.headers[BANK_CERTIFICATE_HEADER] === bankCertificate && r.headers["x-request-id"] === requestId,
-      () =>
-        v(
-          "response-signature",
-          labels,
-          `${BANK_CERTIFICATE_HEADER}: the bank QSealC, x-request-id: ${requestId}`,
-          `response #${position}: ${BANK_CERTIFICATE_HEADER} ${r.headers[BANK_CERTIFICATE_HEADER] === undefined ? "absent" : "another certificate"}, x-request-id ${r.headers["x-request-id"]}`,
-        ),
+    const certificate = jws !== undefined ? firstX5c(jws) : r.headers[BANK_CERTIFICATE_HEADER];
+    this.checker.check(certificate === bankCertificate && r.headers["x-request-id"] === requestId, () =>
+      v(
+        "response-signature",
+        labels,
+        `${jws !== undefined ? "x5c[0]" : BANK_CERTIFICATE_HEADER}: the bank QSealC, x-request-id: ${requestId}`,
+        `response #${position}: ${jws !== undefined ? "x5c[0]" : BANK_CERTIFICATE_HEADER} ${certificate === undefined ? "absent" : "another certificate"}, x-request-id ${r.headers["x-request-id"]}`,
+      ),
     );
   }
 

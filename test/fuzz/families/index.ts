@@ -13,6 +13,7 @@ import { egressPaths } from "./egress-paths.js";
 import { egressPipelining } from "./egress-pipelining.js";
 import { headers } from "./headers.js";
 import { idle } from "./idle.js";
+import { jades } from "./jades.js";
 import { overrides } from "./overrides.js";
 import { paths } from "./paths.js";
 import { pipelining } from "./pipelining.js";
@@ -37,6 +38,7 @@ export const ALL_FAMILIES: readonly AnyFamily[] = [
   certificates,
   replay,
   rfc9421,
+  jades,
   responses,
   egressControl,
   egressHeaders,
