@@ -97,6 +97,7 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
       accept: verification.dialects.accept,
       routes: verification.dialects.routes.map((r) => ({ prefix: r.prefix.toLowerCase(), accept: r.accept })),
     },
+    cavage: verification.dialects.cavage,
     rfc9421: verification.dialects.rfc9421,
     jades: verification.dialects.jades,
     ukOb: verification.dialects.ukOb,

@@ -108,6 +108,8 @@ export interface CheckOptions {
   readonly rfc9421?: Pick<Rfc9421Options, "algorithms" | "maxAgeSeconds" | "scheme">;
   /** JAdES (openFinance 2.x): its algorithms and how the HttpHeaders payload is laid out. */
   readonly jades?: Pick<JadesOptions, "algorithms" | "payloadStyle">;
+  /** draft-cavage-12: a signed `(created)` may stand for the Date header. */
+  readonly cavage?: { readonly createdForDate: boolean };
   /** UK Open Banking: its algorithms, the trust anchors `tan` may name, whether `b64: false` is accepted. */
   readonly ukOb?: Pick<UkObOptions, "algorithms" | "tan" | "allowB64False">;
 }
@@ -209,6 +211,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   const refuseOverrides = overrideChecker(options.overrideHeaders);
   const maxBody = options.maxBodyBytes ?? Number.POSITIVE_INFINITY;
   const dialects = options.dialects ?? CAVAGE_ONLY;
+  const createdForDate = options.cavage?.createdForDate ?? false;
   const chooseDialect = dialectChooser(dialects);
   const accepted = new Set([...dialects.accept, ...(dialects.routes ?? []).flatMap((r) => r.accept)]);
   // Only the accepted dialects' steps: the chain, its metric labels and `verify` name what can refuse.
@@ -347,6 +350,8 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       name: "date",
       dialects: CAVAGE,
       run: (c) => {
+        // draft-cavage-12: a signed (created) may stand for Date, where configured (judged by signature-times).
+        if (c.headers.date === undefined && createdForDate && signsCreated(c)) return undefined;
         const date = checkDate(c.headers.date, options.now(), dateOptions);
         return isRejection(date) ? date : undefined;
       },
@@ -391,6 +396,25 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
         c.signature = signature;
         c.signedHeaders = signature.headers;
         return undefined;
+      },
+    },
+    {
+      // draft-cavage-12's `created` and `expires` parameters, when sent, against the clock (as Date).
+      name: "signature-times",
+      dialects: CAVAGE,
+      run: (c) => {
+        const signature = signatureOf(c);
+        // The date step let a request without Date on only for this: a signed, present `created`.
+        if (
+          c.headers.date === undefined &&
+          !(signature.headers.includes("(created)") && signature.created !== undefined)
+        ) {
+          return reject(
+            "FORMAT_ERROR",
+            "Date header is missing; send the current time as an RFC 7231 IMF-fixdate, or sign (created) with a created parameter",
+          );
+        }
+        return checkSignatureTimes(signature, options.now(), options.dateToleranceMs);
       },
     },
     ...(accepted.has("rfc9421") ? rfc9421.parse : []),
@@ -656,6 +680,44 @@ function sameOrganization(
       "CERTIFICATE_INVALID",
       `the TLS client certificate belongs to ${qwac.identity.organizationId} but the signing certificate to ${seal}; both must name the same TPP`,
     );
+  }
+  return undefined;
+}
+
+/** Whether the Signature header lists `(created)` (read before it is parsed: only without Date). */
+function signsCreated(c: CheckContext): boolean {
+  return headerValue(c.headers, "signature")?.includes("(created)") ?? false;
+}
+
+/**
+ * draft-cavage-12: `created` within the Date tolerance of the clock, `expires` not passed and not
+ * before `created`. A request without Date must have signed `(created)` (the date step let it on).
+ */
+function checkSignatureTimes(
+  signature: NonNullable<CheckContext["signature"]>,
+  now: number,
+  toleranceMs: number,
+): StepResult {
+  const { created, expires } = signature;
+  if (created !== undefined) {
+    const offset = created * 1000 - now;
+    if (Math.abs(offset) > toleranceMs) {
+      return reject(
+        "TIMESTAMP_INVALID",
+        `Signature 'created' ${created} is ${Math.round(Math.abs(offset) / 1000)} s ${offset < 0 ? "behind" : "ahead of"} the gateway clock (${Math.floor(now / 1000)}); at most ${Math.round(toleranceMs / 1000)} s either way is accepted`,
+      );
+    }
+  }
+  if (expires !== undefined) {
+    if (created !== undefined && expires < created) {
+      return reject("TIMESTAMP_INVALID", `Signature 'expires' ${expires} is before its 'created' ${created}`);
+    }
+    if (expires * 1000 < now - toleranceMs) {
+      return reject(
+        "TIMESTAMP_INVALID",
+        `Signature 'expires' ${expires} has passed (the gateway clock is ${Math.floor(now / 1000)}); sign the request afresh`,
+      );
+    }
   }
   return undefined;
 }

@@ -182,6 +182,17 @@ const dialects = z
     routes: z
       .array(z.object({ prefix: z.string().startsWith("/"), accept: dialectList }).strict())
       .default([]),
+    /** draft-cavage-12 as signers send it today (`hs2019` is `verification.algorithms`'). */
+    cavage: z
+      .object({
+        /**
+         * A signed `(created)` (with its `created` parameter) may stand for the Date header. `created`
+         * and `expires`, when sent, are judged against the clock whatever this says.
+         */
+        createdForDate: z.boolean().default(false),
+      })
+      .strict()
+      .prefault({}),
     /** RFC 9421 HTTP Message Signatures as FAPI 2.0 profiles them. */
     rfc9421: z
       .object({
