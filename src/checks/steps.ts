@@ -647,7 +647,15 @@ function responseSigningStep(signer: ResponseSigner): Step<CheckContext> {
 }
 
 function acceptCertificate(c: CheckContext, verdict: TrustedCertificate | Rejection): StepResult {
-  if (isRejection(verdict)) return verdict;
+  if (isRejection(verdict)) {
+    // A JWS dialect's certificate came in x5c: the verdict's texts name the header draft-cavage uses.
+    return c.signingCertificate === undefined
+      ? verdict
+      : reject(
+          verdict.code,
+          verdict.text.replace(/^TPP-Signature-Certificate( header)?/, "x5c[0] of the JWS"),
+        );
+  }
   c.certificate = verdict;
   return undefined;
 }

@@ -157,6 +157,24 @@ describe("ingress verifies JAdES (openFinance 2.x) requests", () => {
     expect(env.backend.requests).toHaveLength(0);
   });
 
+  it("names x5c[0], not TPP-Signature-Certificate, when the certificate in x5c is not one", async () => {
+    const r = prepare(env.gw, {});
+    const jws = r.headers["x-jws-signature"]!;
+    const header = JSON.parse(Buffer.from(jws.split(".")[0]!, "base64url").toString());
+    header.x5c = ["AAAA"];
+    delete header["x5t#S256"];
+    r.headers["x-jws-signature"] =
+      `${Buffer.from(JSON.stringify(header)).toString("base64url")}..${jws.split("..")[1]}`;
+    const answer = await send(env.gw, r.method, r.target, r.headers, r.body);
+    const text = expectRejected(answer, {
+      status: 400,
+      code: "CERTIFICATE_INVALID",
+      text: ["x5c[0] of the JWS"],
+    });
+    expect(text).not.toContain("TPP-Signature-Certificate");
+    expect(env.backend.requests).toHaveLength(0);
+  });
+
   it("refuses the same signed request again (replay, keyed on the signing input)", async () => {
     const r = prepare(env.gw, { body: BODY });
     expect((await send(env.gw, r.method, r.target, r.headers, r.body)).status).toBe(200);
