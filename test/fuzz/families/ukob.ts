@@ -639,6 +639,17 @@ function checkRefusal(
   );
 }
 
+function critOf(jws: string): unknown[] | undefined {
+  try {
+    const header = JSON.parse(Buffer.from(jws.slice(0, jws.indexOf(".")), "base64url").toString("utf8")) as {
+      crit?: unknown;
+    };
+    return Array.isArray(header.crit) ? header.crit : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function requestIdOf(request: RawRequest): string {
   // As the gateway reads it: Node trims the value's surrounding whitespace.
   return request.headers.find(([n]) => n.toLowerCase() === "x-request-id")![1].trim();
@@ -669,6 +680,18 @@ export const ukOb: Family = {
         "answered by the backend",
         () => `${result.refusal(d.requestId)?.body.toString("latin1").slice(0, 200) ?? "no answer"}`,
       );
+      // Signed back in UK OB (ingress.ts verifies it with UkObResponseVerifier when its crit says so).
+      if (answer !== undefined) {
+        const jws = answer.headers["x-jws-signature"];
+        const crit = typeof jws === "string" ? critOf(jws) : undefined;
+        ctx.check(
+          crit !== undefined && CRIT.every((name) => crit.includes(name)),
+          "ukob-answer-dialect",
+          `${label}: ${d.describe}`,
+          "an x-jws-signature whose crit lists the openbanking.org.uk claims",
+          () => `${typeof jws === "string" ? `crit ${JSON.stringify(crit)}` : "no x-jws-signature"}`,
+        );
+      }
       return;
     }
     if (mode === "hostile") {
