@@ -8,10 +8,11 @@
  * - every backend answer reaches the client signed in its request's dialect: for draft-cavage
  *   Signature, Digest over the exact body, Date, X-Request-ID of its request and the bank's
  *   certificate header, verified with the egress ResponseVerifier; for RFC 9421 (the gateway
- *   accepts draft-cavage, RFC 9421 and JAdES, draft-cavage preferred) a FAPI 2.0 response signature
- *   bound to the request, verified with the egress Rfc9421ResponseVerifier; for JAdES an
+ *   accepts draft-cavage, RFC 9421, JAdES and UK OB, draft-cavage preferred) a FAPI 2.0 response
+ *   signature bound to the request, verified with the egress Rfc9421ResponseVerifier; for JAdES an
  *   x-jws-signature over Digest and X-Request-ID, the bank's QSealC in x5c, verified with the egress
- *   JadesResponseVerifier; its status and body are the backend's, and its framing too (a HEAD
+ *   JadesResponseVerifier; for UK Open Banking an x-jws-signature over the body (crit of
+ *   openbanking.org.uk claims), verified with the egress UkObResponseVerifier; its status and body are the backend's, and its framing too (a HEAD
  *   answer keeps the backend's Content-Length, a 204 or 304 gets none of the gateway's);
  * - a backend answer over responseSigning.maxBodyBytes is a 502 tppMessages body that carries none
  *   of the backend's bytes;
@@ -25,6 +26,7 @@ import type { DevPki } from "../../src/dev/pki.js";
 import { JadesResponseVerifier } from "../../src/egress/jades-response-verifier.js";
 import { ResponseVerifier } from "../../src/egress/response-verifier.js";
 import { Rfc9421ResponseVerifier } from "../../src/egress/rfc9421-response-verifier.js";
+import { UkObResponseVerifier } from "../../src/egress/ukob-response-verifier.js";
 import { TppVerifier } from "../../src/eidas/index.js";
 import { loadTrustMaterial } from "../../src/trust/trust-material.js";
 import { type BackendRecord, type FuzzBackend, PAD_MARKER, startFuzzBackend } from "./backend.js";
@@ -70,6 +72,8 @@ export interface IngressSide {
   readonly rfc9421Verifier: Rfc9421ResponseVerifier;
   /** The same for answers to JAdES requests (x-jws-signature over Digest and X-Request-ID). */
   readonly jadesVerifier: JadesResponseVerifier;
+  /** The same for answers to UK Open Banking requests (x-jws-signature over the body). */
+  readonly ukObVerifier: UkObResponseVerifier;
   /** The bank QSealC as the certificate header must carry it. */
   readonly bankCertificate: string;
 }
@@ -82,6 +86,7 @@ function bankResponseVerifiers(pki: DevPki): {
   verifier: ResponseVerifier;
   rfc9421Verifier: Rfc9421ResponseVerifier;
   jadesVerifier: JadesResponseVerifier;
+  ukObVerifier: UkObResponseVerifier;
 } {
   const trust = loadTrustMaterial(pki.paths.trustDir);
   const certificates = new TppVerifier({
@@ -109,11 +114,17 @@ function bankResponseVerifiers(pki: DevPki): {
       dateToleranceMs: 60_000,
       algorithms: ["PS256", "ES256"],
     }),
+    ukObVerifier: new UkObResponseVerifier({
+      certificates,
+      dateToleranceMs: 60_000,
+      algorithms: ["PS256"],
+      tan: ["openbanking.org.uk"],
+    }),
   };
 }
 
 export async function startIngressSide(pki: DevPki, dir: string, concurrency: number): Promise<IngressSide> {
-  const { verifier, rfc9421Verifier, jadesVerifier } = bankResponseVerifiers(pki);
+  const { verifier, rfc9421Verifier, jadesVerifier, ukObVerifier } = bankResponseVerifiers(pki);
   const backend = await startFuzzBackend({ boundBytes: RESPONSE_SIGNING_MAX_BYTES });
   try {
     const gateway = await startFuzzGateway({
@@ -125,9 +136,9 @@ export async function startIngressSide(pki: DevPki, dir: string, concurrency: nu
         verification: {
           algorithms: ["rsa-sha256", "ecdsa-sha256"],
           maxBodyBytes: MAX_BODY_BYTES,
-          // draft-cavage preferred (what every family but rfc9421 and jades signs); RFC 9421 and JAdES
-          // with their defaults.
-          dialects: { accept: ["cavage", "rfc9421", "jades"] },
+          // draft-cavage preferred (what every family but rfc9421, jades and uk-ob signs); RFC 9421,
+          // JAdES and UK Open Banking with their defaults.
+          dialects: { accept: ["cavage", "rfc9421", "jades", "uk-ob"] },
         },
         backend: { timeoutSeconds: 3 },
         store: { type: "memory" },
@@ -150,6 +161,7 @@ export async function startIngressSide(pki: DevPki, dir: string, concurrency: nu
       verifier,
       rfc9421Verifier,
       jadesVerifier,
+      ukObVerifier,
       bankCertificate: pki.bankQseal.headerValue,
     };
   } catch (error) {
@@ -159,6 +171,21 @@ export async function startIngressSide(pki: DevPki, dir: string, concurrency: nu
 }
 
 /** x5c[0] of a detached JWS's protected header, when it has one. */
+/** Whether a JWS's protected header's crit names the openbanking.org.uk claims (UK OB, not JAdES). */
+function isUkObJws(jws: string): boolean {
+  try {
+    const header = JSON.parse(Buffer.from(jws.slice(0, jws.indexOf(".")), "base64url").toString("utf8")) as {
+      crit?: unknown;
+    };
+    return (
+      Array.isArray(header.crit) &&
+      header.crit.some((name) => typeof name === "string" && name.startsWith("http://openbanking.org.uk/"))
+    );
+  } catch {
+    return false;
+  }
+}
+
 function firstX5c(jws: string): string | undefined {
   try {
     const header = JSON.parse(Buffer.from(jws.slice(0, jws.indexOf(".")), "base64url").toString("utf8")) as {
@@ -374,12 +401,13 @@ export class IngressTarget extends Target {
     labels: string,
     v: MakeViolation,
   ): Promise<void> {
-    const { verifier, rfc9421Verifier, jadesVerifier, bankCertificate } = this.side;
+    const { verifier, rfc9421Verifier, jadesVerifier, ukObVerifier, bankCertificate } = this.side;
     const requestId = record.requestId ?? "";
     const request = { method: record.method, target: record.target, requestId };
     // An RFC 9421 request's answer is signed in RFC 9421, bound to the request: @target-uri is
     // https://<Host><target>, and every request of the run is sent with Host: localhost. A JAdES
-    // request's answer is signed in JAdES: the bank QSealC in x5c, no certificate header.
+    // request's answer is signed in JAdES: the bank QSealC in x5c, no certificate header. A UK OB
+    // request's answer is an x-jws-signature over the body, told from a JAdES one by its crit.
     const jws = r.headers["x-jws-signature"];
     const verdict =
       r.headers["signature-input"] !== undefined
@@ -389,9 +417,11 @@ export class IngressTarget extends Target {
             status: r.status,
             request: { ...request, targetUri: `https://localhost${record.target}` },
           })
-        : jws !== undefined
-          ? await jadesVerifier.verify({ headers: r.headers, body: r.body, request })
-          : await verifier.verify({ headers: r.headers, body: r.body, request });
+        : jws !== undefined && isUkObJws(jws)
+          ? await ukObVerifier.verify({ headers: r.headers, body: r.body, request })
+          : jws !== undefined
+            ? await jadesVerifier.verify({ headers: r.headers, body: r.body, request })
+            : await verifier.verify({ headers: r.headers, body: r.body, request });
     this.checker.check(verdict === true, () =>
       v(
         "response-signature",

@@ -23,6 +23,7 @@ import { rfc9421 } from "./rfc9421.js";
 import { slow } from "./slow.js";
 import { smuggling } from "./smuggling.js";
 import { spoof } from "./spoof.js";
+import { ukOb } from "./ukob.js";
 
 export const ALL_FAMILIES: readonly AnyFamily[] = [
   control,
@@ -39,6 +40,7 @@ export const ALL_FAMILIES: readonly AnyFamily[] = [
   replay,
   rfc9421,
   jades,
+  ukOb,
   responses,
   egressControl,
   egressHeaders,

@@ -6,8 +6,8 @@
  * broken compact forms, protected headers that are not one JSON object or hold a member twice
  * (also spelled with \u escapes), alg games (none, HS256 keyed with the certificate's public key,
  * unknown, not fitting the key), crit, b64, sigT, sigD, x5c and x5t#S256 games, coverage gaps, a
- * body changed after signing, a UK-OB-looking header where only draft-cavage and JAdES are
- * accepted, and replays re-encoded (whitespace, an extra header, header order): the second send of
+ * body changed after signing, a UK-OB-looking header (judged as UK OB, which the fuzz gateway
+ * accepts too, and refused there), and replays re-encoded (whitespace, an extra header, header order): the second send of
  * the same signed request must be refused.
  */
 
@@ -642,7 +642,9 @@ function hostile(ctx: CaseContext, kind: Kind): Variant {
       };
     }
     case "ukob": {
-      // A UK OB header (crit of openbanking.org.uk names) where only draft-cavage and JAdES are accepted.
+      // A UK OB header (crit of openbanking.org.uk names) in the 3.1.3 style (b64 false): the fuzz
+      // gateway accepts uk-ob too, so it is judged as UK OB and refused there (b64 is not accepted
+      // by default; ES256, for the EC TPP, neither).
       const h = {
         alg: "PS256",
         kid: "fuzz",
@@ -660,9 +662,9 @@ function hostile(ctx: CaseContext, kind: Kind): Variant {
       const text = rng.chance(0.5) ? JSON.stringify(h) : JSON.stringify(h).replaceAll("/", "\\/");
       const a = d.tpp.privateKey.asymmetricKeyType === "ec" ? "ES256" : "PS256";
       return v(
-        `UK OB header${text.includes("\\/") ? " (slashes escaped)" : ""}`,
+        `UK OB header, b64 false${text.includes("\\/") ? " (slashes escaped)" : ""}`,
         signText(text.replace('"PS256"', `"${a}"`), d, a, d.body ?? Buffer.alloc(0)),
-        REFUSE("SIGNATURE_MISSING"),
+        REFUSE("SIGNATURE_INVALID"),
       );
     }
     case "huge": {
