@@ -32,6 +32,7 @@ import {
   computeDigestHeader,
   headerValue,
   keyIdTargetFromDer,
+  lowerCasedHeaders,
   RequestSigner,
   rfc9421,
 } from "../signature/index.js";
@@ -189,7 +190,7 @@ export function responseSignerFrom(
       alg: qseal.privateKey.asymmetricKeyType === "ec" ? "ES256" : "PS256",
       pars: requestId === undefined ? ["digest"] : ["digest", "x-request-id"],
       sigT: Date.now(),
-      message: { headers: { ...flat, ...lowerCased(added) } },
+      message: { headers: { ...flat, ...lowerCasedHeaders(added) } },
     });
     return { ...added, "x-jws-signature": value };
   };
@@ -225,7 +226,7 @@ export function responseSignerFrom(
       };
       const requestId = flat["x-request-id"] ?? headerValue(request.headers, "x-request-id");
       if (requestId !== undefined) added["X-Request-ID"] = requestId;
-      const response = { status, headers: { ...flat, ...lowerCased(added) } };
+      const response = { status, headers: { ...flat, ...lowerCasedHeaders(added) } };
       const signed = await rfc9421.signAsync(
         rfc9421.fapiResponseSigning(response, requestMessage(request, rfc9421Scheme), {
           privateKey: qseal.privateKey,
@@ -242,10 +243,6 @@ export function responseSignerFrom(
       return { ...added, "Signature-Input": signed.signatureInput, Signature: signed.signature };
     },
   };
-}
-
-function lowerCased(headers: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
 }
 
 /**

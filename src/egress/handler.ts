@@ -24,7 +24,7 @@ import { type TraceContext, traceContextOf, writeTraceContext } from "../forward
 import type { Exchange, ExchangeFactory } from "../listener/connection.js";
 import { rawRejection, writeRejection } from "../listener/respond.js";
 import type { ReceivedHeaders } from "../response-inspector.js";
-import type { RequestToSign } from "../signature/index.js";
+import { lowerCasedHeaders, type RequestToSign } from "../signature/index.js";
 import { RESPONSE_SIGNATURE_STEP, ResponseSignatureCheck } from "./response-signature.js";
 import type { ResponseVerifying } from "./response-verifier.js";
 import type { BankRouter } from "./router.js";
@@ -383,11 +383,3 @@ class EgressExchange
 
 /** What an exchange forwards before it is signed: nothing. */
 const NOT_SENT: UpstreamRequest = { method: "GET", target: "/", headers: {}, body: null };
-
-function lowerCasedHeaders(headers: Record<string, string | string[]>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
-  }
-  return out;
-}

@@ -6,7 +6,7 @@
  */
 
 import type { CertificateVerifier, TrustedCertificate } from "../checks/index.js";
-import { isRejection, type Rejection, reject } from "../errors.js";
+import { isRejection, type Rejection } from "../errors.js";
 import { headerValue, verifyDigest } from "../signature/index.js";
 import {
   algorithmFitsKey,
@@ -19,7 +19,7 @@ import {
   signingInput,
   verifyJwsSignature,
 } from "../signature/jws/index.js";
-import type { ResponseToVerify } from "./response-verifier.js";
+import { otherRequestId, type ResponseToVerify } from "./response-verifier.js";
 
 export interface JadesResponseVerifierOptions {
   readonly certificates: CertificateVerifier;
@@ -44,12 +44,8 @@ export class JadesResponseVerifier {
     });
     if (isRejection(read)) return read;
     const requestId = headerValue(headers, "x-request-id");
-    if (requestId !== request.requestId) {
-      return reject(
-        "SIGNATURE_INVALID",
-        `the response's X-Request-ID '${requestId ?? "(none)"}' is not the request's '${request.requestId}'`,
-      );
-    }
+    const other = otherRequestId(requestId, request);
+    if (other) return other;
     const digest = verifyDigest(headerValue(headers, "digest"), response.body);
     if (isRejection(digest)) return digest;
     const bank = await options.certificates.verify(read.header.x5c.base64[0]!);

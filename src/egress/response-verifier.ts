@@ -197,3 +197,15 @@ export class ResponseVerifier implements ResponseVerifying {
     return (await runSteps(this.steps, new ResponseCheck(response), observer)) ?? true;
   }
 }
+
+/** A dialect's signed X-Request-ID that is not the request's: the answer belongs to another request. */
+export function otherRequestId(
+  requestId: string | undefined,
+  request: RequestOfResponse,
+): Rejection | undefined {
+  if (requestId === request.requestId) return undefined;
+  return reject(
+    "SIGNATURE_INVALID",
+    `the response's X-Request-ID '${requestId ?? "(none)"}' is not the request's '${request.requestId}'`,
+  );
+}

@@ -19,7 +19,7 @@ import {
   verify,
   verifyContentDigest,
 } from "../signature/rfc9421/index.js";
-import type { ResponseToVerify } from "./response-verifier.js";
+import { otherRequestId, type ResponseToVerify } from "./response-verifier.js";
 
 export interface Rfc9421ResponseVerifierOptions {
   readonly certificates: CertificateVerifier;
@@ -56,12 +56,8 @@ export class Rfc9421ResponseVerifier {
       toleranceSeconds: options.dateToleranceMs / 1000,
     });
     if (isRejection(profile)) return profile;
-    if (requestId !== request.requestId) {
-      return reject(
-        "SIGNATURE_INVALID",
-        `the response's X-Request-ID '${requestId ?? "(none)"}' is not the request's '${request.requestId}'`,
-      );
-    }
+    const other = otherRequestId(requestId, request);
+    if (other) return other;
     if (response.body.length > 0) {
       const digest = verifyContentDigest(headers["content-digest"], Buffer.from(response.body));
       if (isRejection(digest)) return digest;

@@ -77,6 +77,7 @@ export {
   ELIGIBLE_HEADERS,
   type HeaderMap,
   headerValue,
+  lowerCasedHeaders,
   type RequestParts,
   signingStringBytes,
 } from "./signing-string.js";

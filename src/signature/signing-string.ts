@@ -137,3 +137,17 @@ export function checkCoverage(
   }
   return true;
 }
+
+/**
+ * Header values by lower-case name, repeated values joined with ", " and absent ones left out: the
+ * shape the dialects' signers and verifiers read (RFC 9421 and JAdES name fields in lower case).
+ */
+export function lowerCasedHeaders(
+  headers: Readonly<Record<string, string | readonly string[] | undefined>>,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) out[name.toLowerCase()] = typeof value === "string" ? value : value.join(", ");
+  }
+  return out;
+}

@@ -8,6 +8,7 @@ import { type KeyObject, randomUUID } from "node:crypto";
 import { computeDigestHeader } from "../digest.js";
 import { buildKeyId, keyIdTargetFromDer } from "../keyid.js";
 import type { RequestToSign } from "../sign.js";
+import { lowerCasedHeaders } from "../signing-string.js";
 import type { JwsAlgorithm } from "./compact.js";
 import { type HttpHeadersPayloadStyle, JWS_SIGNATURE_HEADER, signJadesAsync } from "./jades.js";
 
@@ -40,15 +41,12 @@ export class JadesRequestSigner {
 
   /** The headers to add: X-Request-ID (when absent), Digest and x-jws-signature. */
   async sign(request: RequestToSign): Promise<Record<string, string>> {
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(request.headers ?? {})) {
-      if (value !== undefined) headers[name.toLowerCase()] = value;
-    }
+    const headers = lowerCasedHeaders(request.headers ?? {});
     const added: Record<string, string> = {};
     if (headers["x-request-id"] === undefined) added["X-Request-ID"] = randomUUID();
     // openFinance keeps Digest: the body is bound through it (the digest of zero bytes without one).
     added.Digest = computeDigestHeader(request.body ?? "");
-    for (const [name, value] of Object.entries(added)) headers[name.toLowerCase()] = value;
+    Object.assign(headers, lowerCasedHeaders(added));
     const pars = [
       "(request-target)",
       "digest",

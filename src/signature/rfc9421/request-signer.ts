@@ -9,6 +9,7 @@ import { type KeyObject, randomUUID } from "node:crypto";
 import { isRejection } from "../../errors.js";
 import { buildKeyId, keyIdTargetFromDer } from "../keyid.js";
 import type { RequestToSign } from "../sign.js";
+import { lowerCasedHeaders } from "../signing-string.js";
 import { algorithmForKey, type Rfc9421Algorithm } from "./algorithms.js";
 import { computeContentDigest } from "./content-digest.js";
 import { fapiRequestSigning } from "./fapi.js";
@@ -49,17 +50,14 @@ export class Rfc9421RequestSigner {
    * a body), Signature-Input and Signature. Throws when the request cannot be signed.
    */
   async sign(request: RequestToSign): Promise<Record<string, string>> {
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(request.headers ?? {})) {
-      if (value !== undefined) headers[name.toLowerCase()] = value;
-    }
+    const headers = lowerCasedHeaders(request.headers ?? {});
     const added: Record<string, string> = {};
     if (headers["x-request-id"] === undefined) added["X-Request-ID"] = randomUUID();
     added["TPP-Signature-Certificate"] = this.certificate;
     const body = request.body === undefined ? undefined : Buffer.from(request.body);
     const hasBody = body !== undefined && body.length > 0;
     if (hasBody) added["Content-Digest"] = computeContentDigest(body, "sha-256");
-    for (const [name, value] of Object.entries(added)) headers[name.toLowerCase()] = value;
+    Object.assign(headers, lowerCasedHeaders(added));
     const host = headers.host;
     if (host === undefined) throw new Error("RFC 9421 signs @target-uri: the request needs its Host");
     const signed = await signAsync(
