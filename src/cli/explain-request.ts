@@ -36,6 +36,8 @@ import { crlCheckerFromFolder, trustStoreFromFolder } from "../trust/folders.js"
 import { parseRegisterDocument } from "../trust/formats/register-document.js";
 import {
   describeCertificate,
+  describeCertificateValue,
+  describeProtectedHeader,
   describeSignature,
   type Explanation,
   failed,
@@ -142,13 +144,24 @@ function explainWith(
       request: { method: request.method, target: request.target },
       steps: list,
       notChecked,
-      certificateHeader: "TPP-Signature-Certificate",
-      ...describeCertificate(request.headers, "tpp-signature-certificate"),
+      dialect: context.dialect,
+      ...(context.dialect === "jades" || context.dialect === "uk-ob"
+        ? {
+            certificateHeader: "x5c of x-jws-signature",
+            ...describeCertificateValue(context.signingCertificate),
+            ...describeProtectedHeader((context.jades ?? context.ukOb)?.jws.header),
+          }
+        : {
+            certificateHeader: "TPP-Signature-Certificate",
+            ...describeCertificate(request.headers, "tpp-signature-certificate"),
+          }),
       ...(context.dialect === "rfc9421"
         ? describeHttpSignature(context)
         : context.dialect === "jades"
           ? describeJades(context)
-          : describeSignature(request)),
+          : context.dialect === "uk-ob"
+            ? {}
+            : describeSignature(request)),
     };
   };
   return head instanceof Promise ? head.then(withBody) : withBody(head);

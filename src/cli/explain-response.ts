@@ -1,22 +1,50 @@
 /**
  * `psd2-gateway verify --response`: explains a bank's signed response with the checks egress mode
- * applies to it (src/egress/response-verifier.ts, `responseChecks`), step by step. Checks that
- * need what the file does not hold (the request it answers, the body, a trust folder) are named
- * under "not checked" instead of failing for the wrong reason.
+ * applies to it in its dialect (src/egress/*-response-verifier.ts, each a list of named steps),
+ * step by step. Checks that need what the file does not hold (the request it answers, the body, a
+ * trust folder) are named under "not checked" instead of failing for the wrong reason.
  */
 
-import { runSteps } from "../checks/index.js";
-import { ResponseCheck, responseChecks } from "../egress/index.js";
+import { type Dialect, dialectsPresent, runSteps, type Step } from "../checks/index.js";
+import {
+  jadesResponseChecks,
+  type RequestOfResponse,
+  ResponseCheck,
+  responseChecks,
+  rfc9421ResponseChecks,
+  ukObResponseChecks,
+} from "../egress/index.js";
 import { isRejection } from "../errors.js";
-import { type AlgorithmName, parseSignatureHeader } from "../signature/index.js";
+import { type AlgorithmName, headerValue, parseSignatureHeader } from "../signature/index.js";
+import { type HttpHeadersPayloadStyle, JWS_ALGORITHMS, type JwsAlgorithm } from "../signature/jws/index.js";
+import { RFC9421_ALGORITHMS, type Rfc9421Algorithm } from "../signature/rfc9421/index.js";
 import { parseOnlyCertificates, trustedCertificates } from "./explain-request.js";
-import { describeCertificate, describeSignature, type Explanation, Outcomes } from "./explanation.js";
+import {
+  describeCertificate,
+  describeCertificateValue,
+  describeProtectedHeader,
+  describeSignature,
+  type Explanation,
+  Outcomes,
+} from "./explanation.js";
 import type { DumpedRequest, DumpedResponse } from "./http-dump.js";
 
 export interface ResponseExplainOptions {
   readonly now: number;
+  /** Default: the one whose headers the response carries (draft-cavage when none). */
+  readonly dialect?: Dialect;
+  /** draft-cavage's algorithms. */
   readonly algorithms: readonly AlgorithmName[];
-  /** The header the bank sends its QSealC in, as the user wrote it. */
+  /** The other dialects' (default: every one the gateway knows, so a refusal names the real problem). */
+  readonly rfc9421Algorithms?: readonly Rfc9421Algorithm[];
+  readonly jadesAlgorithms?: readonly JwsAlgorithm[];
+  readonly ukObAlgorithms?: readonly JwsAlgorithm[];
+  /** UK OB: the trust anchors `tan` may name (default `openbanking.org.uk`). */
+  readonly ukObTan?: readonly string[];
+  readonly jadesPayloadStyle?: HttpHeadersPayloadStyle;
+  /** The scheme the request was sent with: RFC 9421's `"@target-uri";req` (default https). */
+  readonly scheme?: "https" | "http";
+  /** The header the bank sends its QSealC in, as the user wrote it (draft-cavage and RFC 9421). */
   readonly certificateHeader: string;
   readonly dateToleranceMs: number;
   /** CA certificates and CRLs the bank's QSealC is checked against. */
@@ -24,6 +52,10 @@ export interface ResponseExplainOptions {
   /** CRLs, when not in trustDir. */
   readonly crlDir?: string;
 }
+
+/** The steps that need the request, or the body: left out, and said why, when the file lacks them. */
+const NEEDS_REQUEST = new Set(["request-id"]);
+const NEEDS_BODY = new Set(["digest", "content-digest"]);
 
 export async function explainResponse(
   response: DumpedResponse,
@@ -38,49 +70,99 @@ export async function explainResponse(
     notChecked.push(
       "the bank certificate's chain and revocation (give --trust <dir>, or --profile with responses.caDir)",
     );
-  let steps = responseChecks({
-    certificates,
-    certificateHeader: options.certificateHeader.toLowerCase(),
-    dateToleranceMs: options.dateToleranceMs,
-    algorithms: options.algorithms,
-    now: () => options.now,
-  });
+  const dialect = options.dialect ?? dialectsPresent(response.headers)[0] ?? "cavage";
+  const common = { certificates, dateToleranceMs: options.dateToleranceMs, now: () => options.now };
+  const certificateHeader = options.certificateHeader.toLowerCase();
+  let steps: Step<ResponseCheck>[] =
+    dialect === "rfc9421"
+      ? rfc9421ResponseChecks({
+          ...common,
+          certificateHeader,
+          algorithms: options.rfc9421Algorithms ?? RFC9421_ALGORITHMS,
+        })
+      : dialect === "jades"
+        ? jadesResponseChecks({
+            ...common,
+            algorithms: options.jadesAlgorithms ?? JWS_ALGORITHMS,
+            ...(options.jadesPayloadStyle ? { payloadStyle: options.jadesPayloadStyle } : {}),
+          })
+        : dialect === "uk-ob"
+          ? ukObResponseChecks({
+              ...common,
+              algorithms: options.ukObAlgorithms ?? JWS_ALGORITHMS,
+              tan: options.ukObTan ?? ["openbanking.org.uk"],
+            })
+          : responseChecks({ ...common, certificateHeader, algorithms: options.algorithms });
   if (!request) {
-    steps = steps.filter((s) => s.name !== "request-id");
+    steps = steps.filter((s) => !NEEDS_REQUEST.has(s.name));
     notChecked.push(
       "that it answers your request, by its X-Request-ID (give --request <file>, or a curl -v dump holding both)",
     );
+    if (dialect === "rfc9421")
+      notChecked.push(
+        'the signature binds the answer to the request ("@method";req, "@target-uri";req): without --request the signature step fails',
+      );
     const signed = parseSignatureHeader(response.headers["signature"]);
-    if (!isRejection(signed) && signed.headers.includes("(request-target)"))
+    if (dialect === "cavage" && !isRejection(signed) && signed.headers.includes("(request-target)"))
       notChecked.push(
         "the signature covers (request-target), which is the request's: without --request it is rebuilt from an empty target and fails",
       );
   }
   if (response.body === undefined) {
-    steps = steps.filter((s) => s.name !== "digest");
-    notChecked.push("the body against Digest (the dump holds no body: give --body <file>)");
+    // UK OB signs the body itself: without it, its signature cannot be checked.
+    const bodyless = dialect === "uk-ob" ? new Set([...NEEDS_BODY, "signature", "claims"]) : NEEDS_BODY;
+    steps = steps.filter((s) => !bodyless.has(s.name));
+    notChecked.push(
+      `the body against ${dialect === "uk-ob" ? "the signature" : dialect === "rfc9421" ? "Content-Digest" : "Digest"} (the dump holds no body: give --body <file>)`,
+    );
   }
   const outcomes = new Outcomes();
   const method = request?.method ?? "";
   const target = request?.target ?? "";
-  await runSteps(
-    steps,
-    new ResponseCheck({
-      headers: response.headers,
-      body: response.body ?? Buffer.alloc(0),
-      request: { method, target, requestId: String(request?.headers["x-request-id"] ?? "") },
-    }),
-    outcomes.observer,
-  );
+  const check = new ResponseCheck({
+    headers: response.headers,
+    body: response.body ?? Buffer.alloc(0),
+    status: response.status,
+    request: requestOf(request, options.scheme ?? "https"),
+  });
+  await runSteps(steps, check, outcomes.observer);
   const list = outcomes.finish(steps);
+  const jwsCertificate = check.jades?.header.x5c.base64[0] ?? check.ukOb?.header.x5c?.base64[0];
   return {
     passed: list.every((o) => o.outcome === "passed"),
+    dialect,
     ...(request ? { request: { method, target } } : {}),
     response: { status: response.status },
     steps: list,
     notChecked,
-    certificateHeader: options.certificateHeader,
-    ...describeCertificate(response.headers, options.certificateHeader.toLowerCase()),
-    ...describeSignature({ method, target, headers: response.headers, body: response.body }),
+    ...(dialect === "jades" || dialect === "uk-ob"
+      ? {
+          certificateHeader: "x5c of x-jws-signature",
+          ...describeCertificateValue(jwsCertificate),
+          ...(check.jades ? { signedHeaders: [...check.jades.header.pars] } : {}),
+          ...describeProtectedHeader((check.jades ?? check.ukOb)?.jws.header),
+        }
+      : {
+          certificateHeader: options.certificateHeader,
+          ...describeCertificate(response.headers, certificateHeader),
+          ...(dialect === "rfc9421"
+            ? check.httpSignature
+              ? { signedHeaders: check.httpSignature.components.map((c) => c.serialized) }
+              : {}
+            : describeSignature({ method, target, headers: response.headers, body: response.body })),
+        }),
+  };
+}
+
+/** The request the answer is bound to, as egress knows it: its X-Request-ID, and its URI for RFC 9421. */
+function requestOf(request: DumpedRequest | undefined, scheme: "https" | "http"): RequestOfResponse {
+  if (!request) return { method: "", target: "", requestId: "" };
+  const host = headerValue(request.headers, "host");
+  return {
+    method: request.method,
+    target: request.target,
+    requestId: headerValue(request.headers, "x-request-id") ?? "",
+    ...(host === undefined ? {} : { targetUri: `${scheme}://${host}${request.target}` }),
+    headers: request.headers,
   };
 }

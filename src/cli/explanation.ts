@@ -39,6 +39,8 @@ export interface CertificateDescription {
 
 export interface Explanation {
   readonly passed: boolean;
+  /** The signing dialect it was judged by (draft-cavage, RFC 9421, JAdES or UK Open Banking). */
+  readonly dialect?: string;
   /** Request mode: the request explained. Response mode: the request the response answers, when known. */
   readonly request?: { method: string; target: string };
   /** Response mode only. */
@@ -52,6 +54,8 @@ export interface Explanation {
   readonly signedHeaders?: readonly string[];
   readonly signingString?: string;
   readonly digest?: string;
+  /** A JWS's protected header as sent (JAdES, UK OB), its x5c shortened to a count. */
+  readonly protectedHeader?: Readonly<Record<string, unknown>>;
 }
 
 /** Collects each step's outcome as the runner reports it; `finish` marks the steps never reached. */
@@ -88,7 +92,11 @@ export function describeCertificate(
   headers: IncomingHttpHeaders,
   certificateHeader: string,
 ): Pick<Explanation, "certificate"> {
-  const header = headerValue(headers, certificateHeader);
+  return describeCertificateValue(headerValue(headers, certificateHeader));
+}
+
+/** A certificate sent as base64 DER (a header's value, or a JWS's x5c entry). */
+export function describeCertificateValue(header: string | undefined): Pick<Explanation, "certificate"> {
   if (header === undefined) return {};
   const c = parsedCertificate(header);
   if (isRejection(c)) return {};
@@ -104,6 +112,17 @@ export function describeCertificate(
       sha256: c.sha256Fingerprint,
     },
   };
+}
+
+/** A JWS's protected header for showing: what was signed, the certificates counted rather than printed. */
+export function describeProtectedHeader(
+  header: Readonly<Record<string, unknown>> | undefined,
+): Pick<Explanation, "protectedHeader"> {
+  if (header === undefined) return {};
+  const shown: Record<string, unknown> = { ...header };
+  if (Array.isArray(shown.x5c))
+    shown.x5c = `(${shown.x5c.length} certificate${shown.x5c.length === 1 ? "" : "s"})`;
+  return { protectedHeader: shown };
 }
 
 /** The signed message: for a response, method and target are those of the request it answers. */
@@ -141,6 +160,13 @@ export function describeSignature(
   return out;
 }
 
+const DIALECT_NAMES: Readonly<Record<string, string>> = {
+  cavage: "draft-cavage (Signature, Berlin Group NextGenPSD2 1.3)",
+  rfc9421: "RFC 9421 (Signature-Input and Signature, FAPI 2.0)",
+  jades: "JAdES (x-jws-signature, Berlin Group openFinance)",
+  "uk-ob": "UK Open Banking (x-jws-signature over the body)",
+};
+
 const MARK = { passed: "✓", failed: "✗", "not run": "·" } as const;
 
 /** The text a developer reads: the checks in order, then what they compared. */
@@ -149,6 +175,7 @@ export function render(e: Explanation): string {
     ? `HTTP ${e.response.status}${e.request ? `, the answer to ${e.request.method} ${e.request.target}` : ""}`
     : `${e.request?.method} ${e.request?.target}`;
   const lines: string[] = [title, ""];
+  if (e.dialect) lines.splice(1, 0, `signed in ${DIALECT_NAMES[e.dialect] ?? e.dialect}`);
   const width = Math.max(...e.steps.map((s) => s.step.length));
   for (const s of e.steps) {
     const head = `${MARK[s.outcome]} ${s.step.padEnd(width)}`;
@@ -181,6 +208,11 @@ export function render(e: Explanation): string {
       `  valid         ${c.notBefore} – ${c.notAfter}`,
       `  sha256        ${c.sha256}`,
     );
+  }
+  if (e.protectedHeader) {
+    lines.push("", "JWS protected header (x-jws-signature):");
+    for (const [name, value] of Object.entries(e.protectedHeader))
+      lines.push(`  ${name.padEnd(32)} ${JSON.stringify(value)}`);
   }
   if (e.keyId) {
     lines.push("", "keyId:", `  sent          ${e.keyId.sent}`);

@@ -10,7 +10,8 @@ import { readFileSync } from "node:fs";
 import { Agent, type Dispatcher, request } from "undici";
 import { profileSigner, responseVerifierForProfile } from "../app/bank-profile.js";
 import { type Credentials, loadCredentials } from "../app/credentials.js";
-import type { BankProfileConfig } from "../config/schema.js";
+import { DIALECTS, type Dialect } from "../checks/index.js";
+import { type BankProfileConfig, parseSigningRules } from "../config/schema.js";
 import type { RequestSigning } from "../egress/handler.js";
 import { RequestSigner } from "../signature/index.js";
 import { bankProfileOption } from "./bank-option.js";
@@ -31,6 +32,14 @@ The keys and rules (one of):
   --p12 <file>           the QSealC as a PKCS#12 bundle, SPEC 5 rules; its password from
   --password-env <NAME>  an environment variable, or
   --password-file <file> a file (none of the two: no password)
+  --dialect <d>          with --key/--cert or --p12: how to sign (default cavage):
+                           cavage   Signature + TPP-Signature-Certificate (NextGenPSD2 1.3)
+                           rfc9421  Signature-Input + Signature, FAPI 2.0 (needs the Host: --curl,
+                                    --url or --header Host)
+                           jades    x-jws-signature, JAdES detached (Berlin Group openFinance)
+                           uk-ob    x-jws-signature over the body (UK Open Banking; iss is the
+                                    certificate's organizationIdentifier, tan openbanking.org.uk)
+                         (with --profile its signing.dialect decides)
 
 The request:
   --method <M>           default GET
@@ -61,6 +70,7 @@ What it prints:
     p12: { type: "string", path: "file" },
     "password-env": { type: "string" },
     "password-file": { type: "string", path: "file" },
+    dialect: { type: "string" },
     method: { type: "string", default: "GET" },
     target: { type: "string" },
     body: { type: "string", path: "file" },
@@ -86,6 +96,7 @@ interface SignValues {
   p12?: string | undefined;
   "password-env"?: string | undefined;
   "password-file"?: string | undefined;
+  dialect?: string | undefined;
   method?: string | undefined;
   target?: string | undefined;
   body?: string | undefined;
@@ -130,6 +141,10 @@ async function sign(values: SignValues): Promise<number> {
   const given = new Set(Object.keys(headers).map((n) => n.toLowerCase()));
   if (origin && !given.has("host")) wire.host = new URL(origin).host;
   if (body && !given.has("content-length")) wire["content-length"] = String(body.length);
+  if (values.dialect === "rfc9421" && !given.has("host") && wire.host === undefined)
+    throw usage(
+      "--dialect rfc9421 signs @target-uri, which names the host: give --curl <base url>, --url <base url> or --header 'Host: bank.example'",
+    );
   const signed = await signer.sign({ method, target, headers: wire, ...(body ? { body } : {}) });
   const all: Record<string, string> = { ...headers };
   if (body) all["Content-Type"] ??= "application/json";
@@ -175,6 +190,12 @@ function checkOptions(values: SignValues): void {
     throw usage("--cert goes with --key <private key PEM>");
   if (values.p12 === undefined && (values["password-env"] ?? values["password-file"]) !== undefined)
     throw usage("--password-env and --password-file go with --p12");
+  if (values.dialect !== undefined && !(DIALECTS as readonly string[]).includes(values.dialect))
+    throw usage(`--dialect '${values.dialect}' is not one of ${DIALECTS.join(", ")}`);
+  if (values.dialect !== undefined && values.profile !== undefined)
+    throw usage("--dialect goes without --profile: its signing.dialect decides");
+  if (values["no-request-target"] && (values.dialect ?? "cavage") !== "cavage")
+    throw usage("--no-request-target applies to draft-cavage (--dialect cavage) only");
   if (values.profile !== undefined && values["no-request-target"])
     throw usage("--no-request-target does not go with --profile: its signing.headers decide");
   if (values.send && values.curl !== undefined) throw usage("give --send or --curl, not both");
@@ -214,6 +235,20 @@ function loadKeys(values: SignValues): Keys {
     const pair = keyPair(values, "key", "cert");
     privateKey = pair.privateKey;
     certificate = pair.certificate.raw;
+  }
+  const dialect = (values.dialect ?? "cavage") as Dialect;
+  if (dialect !== "cavage") {
+    // The dialect's default rules, as a bank profile naming only its dialect gets them.
+    const signing = parseSigningRules({ dialect });
+    const url = originOf(values.curl ?? values.url) ?? "https://bank.example";
+    return {
+      signer: profileSigner(
+        { signing, url },
+        { privateKey, certificateDer: Buffer.from(certificate) },
+        "utf-8",
+      ),
+      profile: undefined,
+    };
   }
   return {
     signer: new RequestSigner({ privateKey, certificate, signRequestTarget: !values["no-request-target"] }),

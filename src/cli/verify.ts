@@ -7,7 +7,7 @@
  */
 
 import { readFileSync } from "node:fs";
-import type { CheckOptions } from "../checks/index.js";
+import { type CheckOptions, DIALECTS, type Dialect } from "../checks/index.js";
 import { loadConfigFile } from "../config/load.js";
 import type { BankProfileConfig } from "../config/schema.js";
 import { DEFAULT_DATE_TOLERANCE_MS } from "../signature/index.js";
@@ -57,7 +57,10 @@ A bank's signed response (SPEC 5.10), checked as egress mode checks it:
   --bank <name>       which profile of --profile (needed when it has several)
   --certificate-header <name>
                       the header the bank's QSealC comes in (default
-                      ASPSP-Signature-Certificate)
+                      ASPSP-Signature-Certificate; JAdES and UK OB carry it in x5c)
+  --dialect <d>       cavage, rfc9421, jades or uk-ob: the dialect the answer must be signed in
+                      (default: the profile's signing.dialect, else the one whose headers it
+                      carries: Signature-Input, x-jws-signature, Signature)
 
 Runs the gateway's checks in its order and prints each: what passed, the first that failed and
 why, and the checks not reached. Without --trust the certificate is parsed and its PSD2 roles
@@ -78,6 +81,7 @@ Exits 0 when every check passed, 1 when one failed, 2 on a bad command line.`,
     profile: { type: "string", path: "file" },
     bank: { type: "string" },
     "certificate-header": { type: "string" },
+    dialect: { type: "string" },
   },
   check(values, positionals) {
     if (positionals.length > 1) throw new UsageError("give one file (or none for standard input)");
@@ -92,7 +96,11 @@ Exits 0 when every check passed, 1 when one failed, 2 on a bad command line.`,
     }
     if (values.register && !values.trust)
       throw new UsageError("--register needs --trust (the register is checked after the chain)");
-    const responseOnly = (["request", "profile", "bank", "certificate-header"] as const).filter(
+    if (values.dialect !== undefined && !(DIALECTS as readonly string[]).includes(values.dialect))
+      throw new UsageError(`--dialect '${values.dialect}' is not one of ${DIALECTS.join(", ")}`);
+    if (values.dialect !== undefined && values.profile !== undefined)
+      throw new UsageError("--dialect goes without --profile (the profile's signing.dialect says it)");
+    const responseOnly = (["request", "profile", "bank", "certificate-header", "dialect"] as const).filter(
       (name) => values[name] !== undefined,
     );
     if (!values.response && responseOnly.length > 0)
@@ -159,6 +167,7 @@ Exits 0 when every check passed, 1 when one failed, 2 on a bad command line.`,
 });
 
 interface ResponseValues {
+  dialect?: string | undefined;
   trust?: string | undefined;
   request?: string | undefined;
   algorithm?: string[] | undefined;
@@ -190,7 +199,22 @@ async function verifyResponse(
   const trustDir = values.trust ?? rules?.caDir;
   return explainResponse(response, request, {
     now: given.now,
+    ...(values.dialect !== undefined
+      ? { dialect: values.dialect as Dialect }
+      : profile
+        ? { dialect: profile.signing.dialect }
+        : {}),
     algorithms: values.algorithm === undefined && rules ? rules.algorithms : given.algorithms,
+    ...(rules
+      ? {
+          rfc9421Algorithms: rules.rfc9421Algorithms,
+          jadesAlgorithms: rules.jadesAlgorithms,
+          ukObAlgorithms: rules.ukObAlgorithms,
+          ukObTan: rules.ukObTan,
+          jadesPayloadStyle: profile!.signing.jades.payloadStyle,
+          scheme: profile!.url.toLowerCase().startsWith("http:") ? ("http" as const) : ("https" as const),
+        }
+      : {}),
     certificateHeader:
       values["certificate-header"] ?? rules?.certificateHeader ?? "ASPSP-Signature-Certificate",
     dateToleranceMs: rules ? rules.dateToleranceSeconds * 1000 : DEFAULT_DATE_TOLERANCE_MS,

@@ -892,6 +892,12 @@ export const egressConfigSchema = z
 
 export type EgressConfig = z.output<typeof egressConfigSchema>;
 export type BankProfileConfig = EgressConfig["banks"][number];
+export type SigningRulesConfig = z.output<typeof signingRules>;
+
+/** A bank profile's `signing` rules from the given keys and the defaults (`sign --dialect` without a profile). */
+export function parseSigningRules(raw: unknown): SigningRulesConfig {
+  return signingRules.parse(raw);
+}
 export type CredentialsConfig = z.output<typeof credentials>;
 export type AnyGatewayConfig = GatewayConfig | EgressConfig;
 

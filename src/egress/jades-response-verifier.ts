@@ -2,12 +2,13 @@
  * A bank's response signed in JAdES (what this gateway's ingress sends for a JAdES request): an
  * x-jws-signature over the response headers its sigD.pars lists, which must include Digest (checked
  * against the body) and X-Request-ID (the request's); the bank's QSealC in x5c, trusted as for
- * draft-cavage responses.
+ * draft-cavage responses. Named steps, as for draft-cavage, so that `verify --response` prints the
+ * checks egress applies.
  */
 
-import type { CertificateVerifier, TrustedCertificate } from "../checks/index.js";
-import { isRejection, type Rejection } from "../errors.js";
-import { headerValue, verifyDigest } from "../signature/index.js";
+import type { CertificateVerifier, Step } from "../checks/index.js";
+import { isRejection } from "../errors.js";
+import { verifyDigest } from "../signature/index.js";
 import {
   algorithmFitsKey,
   buildHttpHeadersPayload,
@@ -19,7 +20,7 @@ import {
   signingInput,
   verifyJwsSignature,
 } from "../signature/jws/index.js";
-import { otherRequestId, type ResponseToVerify } from "./response-verifier.js";
+import { keepBank, otherRequestId, type ResponseCheck, StepsResponseVerifier } from "./response-verifier.js";
 
 export interface JadesResponseVerifierOptions {
   readonly certificates: CertificateVerifier;
@@ -29,45 +30,59 @@ export interface JadesResponseVerifierOptions {
   readonly now?: () => number;
 }
 
-export class JadesResponseVerifier {
-  constructor(private readonly options: JadesResponseVerifierOptions) {}
+/** The checks of a JAdES response, in order; `digest` needs the body, `request-id` the request. */
+export function jadesResponseChecks(options: JadesResponseVerifierOptions): Step<ResponseCheck>[] {
+  const now = options.now ?? Date.now;
+  return [
+    {
+      name: "jws-header",
+      run: (c) => {
+        const read = readJadesHeader(c.header(JWS_SIGNATURE_HEADER), {
+          now: now(),
+          algorithms: options.algorithms,
+          toleranceMs: options.dateToleranceMs,
+          requiredPars: ["digest", "x-request-id"],
+        });
+        if (isRejection(read)) return read;
+        c.jades = read;
+        return undefined;
+      },
+    },
+    { name: "request-id", run: (c) => otherRequestId(c.header("x-request-id"), c.response.request) },
+    {
+      name: "digest",
+      run: (c) => {
+        const digest = verifyDigest(c.header("digest"), c.response.body);
+        return isRejection(digest) ? digest : undefined;
+      },
+    },
+    {
+      name: "certificate",
+      run: (c) => keepBank(c, options.certificates.verify(c.jades!.header.x5c.base64[0]!)),
+    },
+    {
+      name: "signature",
+      run: (c) => {
+        const { header, jws } = c.jades!;
+        const key = c.bank!.publicKey;
+        const fits = algorithmFitsKey(header.alg, key);
+        if (isRejection(fits)) return fits;
+        const payload = buildHttpHeadersPayload(
+          header.pars,
+          { headers: c.response.headers },
+          options.payloadStyle,
+        );
+        if (isRejection(payload)) return payload;
+        return verifyJwsSignature(header.alg, key, signingInput(jws.protectedB64, payload), jws.signature)
+          ? undefined
+          : signatureMismatch(header.alg, `the response headers of sigD.pars '${header.pars.join(" ")}'`);
+      },
+    },
+  ];
+}
 
-  /** `true`, or a Rejection whose text says what failed. Never throws. */
-  async verify(response: ResponseToVerify): Promise<true | Rejection> {
-    const { options } = this;
-    const { headers, request } = response;
-    const read = readJadesHeader(headerValue(headers, JWS_SIGNATURE_HEADER), {
-      now: (options.now ?? Date.now)(),
-      algorithms: options.algorithms,
-      toleranceMs: options.dateToleranceMs,
-      requiredPars: ["digest", "x-request-id"],
-    });
-    if (isRejection(read)) return read;
-    const requestId = headerValue(headers, "x-request-id");
-    const other = otherRequestId(requestId, request);
-    if (other) return other;
-    const digest = verifyDigest(headerValue(headers, "digest"), response.body);
-    if (isRejection(digest)) return digest;
-    const bank = await options.certificates.verify(read.header.x5c.base64[0]!);
-    if (isRejection(bank)) return bank;
-    const key = (bank as TrustedCertificate).publicKey;
-    const fits = algorithmFitsKey(read.header.alg, key);
-    if (isRejection(fits)) return fits;
-    const payload = buildHttpHeadersPayload(read.header.pars, { headers }, options.payloadStyle);
-    if (isRejection(payload)) return payload;
-    if (
-      !verifyJwsSignature(
-        read.header.alg,
-        key,
-        signingInput(read.jws.protectedB64, payload),
-        read.jws.signature,
-      )
-    ) {
-      return signatureMismatch(
-        read.header.alg,
-        `the response headers of sigD.pars '${read.header.pars.join(" ")}'`,
-      );
-    }
-    return true;
+export class JadesResponseVerifier extends StepsResponseVerifier {
+  constructor(options: JadesResponseVerifierOptions) {
+    super(jadesResponseChecks(options));
   }
 }

@@ -28,6 +28,8 @@ import {
   verifyDigest,
   verifySignatureOver,
 } from "../signature/index.js";
+import type { DetachedJws, JadesHeader, UkObHeader } from "../signature/jws/index.js";
+import type { ParsedSignature } from "../signature/rfc9421/index.js";
 
 export interface ResponseVerifierOptions {
   readonly certificates: CertificateVerifier;
@@ -61,11 +63,14 @@ export interface ResponseToVerify {
 /** The headers a response signature must cover when the response carries them. */
 const RESPONSE_SIGNED_HEADERS = ["digest", "x-request-id", "date"];
 
-/** One response under check: what the steps found so far. */
+/** One response under check: what the steps found so far (each dialect's own signature, read). */
 export class ResponseCheck implements StepTrace {
   failedStep: string | undefined;
   bank: TrustedCertificate | undefined;
   params: SignatureParams | undefined;
+  httpSignature: ParsedSignature | undefined;
+  jades: { readonly jws: DetachedJws; readonly header: JadesHeader } | undefined;
+  ukOb: { readonly jws: DetachedJws; readonly header: UkObHeader } | undefined;
 
   constructor(readonly response: ResponseToVerify) {}
 
@@ -94,13 +99,7 @@ export function responseChecks(options: ResponseVerifierOptions): Step<ResponseC
             "CERTIFICATE_MISSING",
             `the response carries no ${options.certificateHeader} header with the bank's signing certificate`,
           );
-        const keep = (bank: TrustedCertificate | Rejection) => {
-          if (isRejection(bank)) return bank;
-          c.bank = bank;
-          return undefined;
-        };
-        const verdict = options.certificates.verify(value);
-        return verdict instanceof Promise ? verdict.then(keep) : keep(verdict);
+        return keepBank(c, options.certificates.verify(value));
       },
     },
     {
@@ -185,17 +184,34 @@ export interface ResponseVerifying {
   verify(response: ResponseToVerify, observer?: StepObserver): Promise<true | Rejection>;
 }
 
-export class ResponseVerifier implements ResponseVerifying {
-  private readonly steps: readonly Step<ResponseCheck>[];
-
-  constructor(options: ResponseVerifierOptions) {
-    this.steps = responseChecks(options);
-  }
+/** A dialect's response checks run in order by the checks' runner. */
+export class StepsResponseVerifier implements ResponseVerifying {
+  constructor(readonly steps: readonly Step<ResponseCheck>[]) {}
 
   /** `true`, or a Rejection whose text says what failed. Never throws. */
   async verify(response: ResponseToVerify, observer?: StepObserver): Promise<true | Rejection> {
     return (await runSteps(this.steps, new ResponseCheck(response), observer)) ?? true;
   }
+}
+
+/** draft-cavage (SPEC 5.10). */
+export class ResponseVerifier extends StepsResponseVerifier {
+  constructor(options: ResponseVerifierOptions) {
+    super(responseChecks(options));
+  }
+}
+
+/** The certificate step's end, in every dialect: the bank's trusted certificate kept for the steps after it. */
+export function keepBank(
+  c: ResponseCheck,
+  verdict: TrustedCertificate | Rejection | Promise<TrustedCertificate | Rejection>,
+): Rejection | undefined | Promise<Rejection | undefined> {
+  const keep = (bank: TrustedCertificate | Rejection) => {
+    if (isRejection(bank)) return bank;
+    c.bank = bank;
+    return undefined;
+  };
+  return verdict instanceof Promise ? verdict.then(keep) : keep(verdict);
 }
 
 /** A dialect's signed X-Request-ID that is not the request's: the answer belongs to another request. */

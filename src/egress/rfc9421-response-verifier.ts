@@ -3,12 +3,13 @@
  * for an RFC 9421 request): the signature tagged `fapi-2-response`, covering `@status`,
  * `content-digest` with a body, the bank's certificate header and X-Request-ID, and bound to the
  * request with `"@method";req` and `"@target-uri";req`; the certificate trusted as for
- * draft-cavage responses, its keyid the Berlin Group's.
+ * draft-cavage responses, its keyid the Berlin Group's. Named steps, as for draft-cavage, so that
+ * `verify --response` prints the checks egress applies.
  */
 
-import type { CertificateVerifier, TrustedCertificate } from "../checks/index.js";
-import { isRejection, type Rejection, reject } from "../errors.js";
-import { headerValue, matchKeyId } from "../signature/index.js";
+import type { CertificateVerifier, Step } from "../checks/index.js";
+import { isRejection, reject } from "../errors.js";
+import { matchKeyId } from "../signature/index.js";
 import {
   checkFapiResponseSignature,
   FAPI_RESPONSE_TAG,
@@ -19,7 +20,7 @@ import {
   verify,
   verifyContentDigest,
 } from "../signature/rfc9421/index.js";
-import { otherRequestId, type ResponseToVerify } from "./response-verifier.js";
+import { keepBank, otherRequestId, type ResponseCheck, StepsResponseVerifier } from "./response-verifier.js";
 
 export interface Rfc9421ResponseVerifierOptions {
   readonly certificates: CertificateVerifier;
@@ -30,53 +31,104 @@ export interface Rfc9421ResponseVerifierOptions {
   readonly now?: () => number;
 }
 
-export class Rfc9421ResponseVerifier {
-  constructor(private readonly options: Rfc9421ResponseVerifierOptions) {}
+/**
+ * The checks of an RFC 9421 response, in order; `content-digest` needs the body, `request-id` and
+ * `signature` the request (its `;req` components).
+ */
+export function rfc9421ResponseChecks(options: Rfc9421ResponseVerifierOptions): Step<ResponseCheck>[] {
+  const now = options.now ?? Date.now;
+  const rejected = <T>(result: T) => (isRejection(result) ? result : undefined);
+  return [
+    {
+      name: "signature-input",
+      run: (c) => {
+        const { headers } = c.response;
+        const all = parseSignatures(headers["signature-input"], headers.signature);
+        if (isRejection(all)) return all;
+        const signature = selectSignature(all, { tag: FAPI_RESPONSE_TAG });
+        if (isRejection(signature)) return signature;
+        c.httpSignature = signature;
+        return undefined;
+      },
+    },
+    {
+      name: "coverage",
+      run: (c) => {
+        const { response } = c;
+        if (response.status === undefined)
+          return reject(
+            "SIGNATURE_INVALID",
+            "the response's status is needed to check an RFC 9421 signature",
+          );
+        const coverAlways = [options.certificateHeader];
+        if (c.header("x-request-id") !== undefined) coverAlways.push("x-request-id");
+        return rejected(
+          checkFapiResponseSignature(
+            c.httpSignature!,
+            { status: response.status, headers: response.headers },
+            {
+              coverAlways,
+              hasBody: response.body.length > 0,
+              now: now(),
+              toleranceSeconds: options.dateToleranceMs / 1000,
+            },
+          ),
+        );
+      },
+    },
+    { name: "request-id", run: (c) => otherRequestId(c.header("x-request-id"), c.response.request) },
+    {
+      name: "content-digest",
+      run: (c) => {
+        const { body, headers } = c.response;
+        if (body.length === 0) return undefined;
+        return rejected(verifyContentDigest(headers["content-digest"], Buffer.from(body)));
+      },
+    },
+    {
+      name: "certificate",
+      run: (c) => {
+        const value = c.header(options.certificateHeader);
+        if (value === undefined)
+          return reject("CERTIFICATE_MISSING", `the response carries no ${options.certificateHeader} header`);
+        return keepBank(c, options.certificates.verify(value));
+      },
+    },
+    {
+      name: "key-id",
+      run: (c) => {
+        const keyid = c.httpSignature!.params.keyid;
+        if (keyid === undefined) return undefined;
+        const named = matchKeyId(keyid, c.bank!.keyIdTarget);
+        return named === true ? undefined : named;
+      },
+    },
+    {
+      name: "signature",
+      run: (c) => {
+        const { response } = c;
+        const { request } = response;
+        if (request.targetUri === undefined)
+          return reject(
+            "SIGNATURE_INVALID",
+            "the request's URI is needed to check an RFC 9421 response signature (its ;req components)",
+          );
+        const signature = c.httpSignature!;
+        const base = signatureBase(
+          signature.components,
+          signature.serializedParams,
+          { status: response.status!, headers: response.headers },
+          { method: request.method, targetUri: request.targetUri, headers: request.headers ?? {} },
+        );
+        if (isRejection(base)) return base;
+        return rejected(verify(signature, base, c.bank!.publicKey, options.algorithms));
+      },
+    },
+  ];
+}
 
-  /** `true`, or a Rejection whose text says what failed. Never throws. */
-  async verify(response: ResponseToVerify): Promise<true | Rejection> {
-    const { options } = this;
-    const { headers, request } = response;
-    if (response.status === undefined || request.targetUri === undefined) {
-      return reject(
-        "SIGNATURE_INVALID",
-        "the response's status and request are needed to check an RFC 9421 signature",
-      );
-    }
-    const all = parseSignatures(headers["signature-input"], headers.signature);
-    if (isRejection(all)) return all;
-    const signature = selectSignature(all, { tag: FAPI_RESPONSE_TAG });
-    if (isRejection(signature)) return signature;
-    const message = { status: response.status, headers };
-    const requestId = headerValue(headers, "x-request-id");
-    const profile = checkFapiResponseSignature(signature, message, {
-      coverAlways: [options.certificateHeader, ...(requestId === undefined ? [] : ["x-request-id"])],
-      hasBody: response.body.length > 0,
-      now: (options.now ?? Date.now)(),
-      toleranceSeconds: options.dateToleranceMs / 1000,
-    });
-    if (isRejection(profile)) return profile;
-    const other = otherRequestId(requestId, request);
-    if (other) return other;
-    if (response.body.length > 0) {
-      const digest = verifyContentDigest(headers["content-digest"], Buffer.from(response.body));
-      if (isRejection(digest)) return digest;
-    }
-    const certificateValue = headerValue(headers, options.certificateHeader);
-    if (certificateValue === undefined) {
-      return reject("CERTIFICATE_MISSING", `the response carries no ${options.certificateHeader} header`);
-    }
-    const bank = await options.certificates.verify(certificateValue);
-    if (isRejection(bank)) return bank;
-    const keyid = signature.params.keyid;
-    const named = keyid === undefined ? true : matchKeyId(keyid, (bank as TrustedCertificate).keyIdTarget);
-    if (named !== true) return named;
-    const base = signatureBase(signature.components, signature.serializedParams, message, {
-      method: request.method,
-      targetUri: request.targetUri,
-      headers: request.headers ?? {},
-    });
-    if (isRejection(base)) return base;
-    return verify(signature, base, (bank as TrustedCertificate).publicKey, options.algorithms);
+export class Rfc9421ResponseVerifier extends StepsResponseVerifier {
+  constructor(options: Rfc9421ResponseVerifierOptions) {
+    super(rfc9421ResponseChecks(options));
   }
 }

@@ -1,12 +1,12 @@
 /**
  * A bank's response signed per UK Open Banking (what this gateway's ingress sends for a UK OB
  * request): an x-jws-signature over the body, the bank's QSealC in x5c trusted as for draft-cavage
- * responses, `iss` its organisation and `tan` one the profile accepts.
+ * responses, `iss` its organisation and `tan` one the profile accepts. Named steps, as for
+ * draft-cavage, so that `verify --response` prints the checks egress applies.
  */
 
-import type { CertificateVerifier, TrustedCertificate } from "../checks/index.js";
-import { isRejection, type Rejection, reject } from "../errors.js";
-import { headerValue } from "../signature/index.js";
+import type { CertificateVerifier, Step } from "../checks/index.js";
+import { isRejection, reject } from "../errors.js";
 import {
   checkUkObClaims,
   JWS_SIGNATURE_HEADER,
@@ -14,7 +14,7 @@ import {
   readUkObHeader,
   verifyUkOb,
 } from "../signature/jws/index.js";
-import type { ResponseToVerify } from "./response-verifier.js";
+import { keepBank, type ResponseCheck, StepsResponseVerifier } from "./response-verifier.js";
 
 export interface UkObResponseVerifierOptions {
   readonly certificates: CertificateVerifier;
@@ -24,33 +24,58 @@ export interface UkObResponseVerifierOptions {
   readonly now?: () => number;
 }
 
-export class UkObResponseVerifier {
-  constructor(private readonly options: UkObResponseVerifierOptions) {}
+/** The checks of a UK OB response, in order; `signature` needs the body. */
+export function ukObResponseChecks(options: UkObResponseVerifierOptions): Step<ResponseCheck>[] {
+  const now = options.now ?? Date.now;
+  return [
+    {
+      name: "jws-header",
+      run: (c) => {
+        const read = readUkObHeader(c.header(JWS_SIGNATURE_HEADER), {
+          now: now(),
+          algorithms: options.algorithms,
+          toleranceMs: options.dateToleranceMs,
+        });
+        if (isRejection(read)) return read;
+        c.ukOb = read;
+        return undefined;
+      },
+    },
+    {
+      name: "certificate",
+      run: (c) => {
+        const first = c.ukOb!.header.x5c?.base64[0];
+        if (first === undefined) return reject("CERTIFICATE_MISSING", "the bank's JWS carries no x5c");
+        return keepBank(c, options.certificates.verify(first));
+      },
+    },
+    {
+      name: "signature",
+      run: (c) => {
+        const verified = verifyUkOb(c.header(JWS_SIGNATURE_HEADER), c.response.body, {
+          now: now(),
+          algorithms: options.algorithms,
+          toleranceMs: options.dateToleranceMs,
+          publicKey: c.bank!.publicKey,
+        });
+        return isRejection(verified) ? verified : undefined;
+      },
+    },
+    {
+      name: "claims",
+      run: (c) => {
+        const organization = c.bank!.identity.organizationId;
+        const { header } = c.ukOb!;
+        const iss = header.iss.startsWith(`${organization}/`) ? organization : header.iss;
+        const claims = checkUkObClaims({ iss, tan: header.tan }, { iss: organization, tan: options.tan });
+        return claims === true ? undefined : claims;
+      },
+    },
+  ];
+}
 
-  /** `true`, or a Rejection whose text says what failed. Never throws. */
-  async verify(response: ResponseToVerify): Promise<true | Rejection> {
-    const { options } = this;
-    const value = headerValue(response.headers, JWS_SIGNATURE_HEADER);
-    const read = readUkObHeader(value, { now: (options.now ?? Date.now)(), algorithms: options.algorithms });
-    if (isRejection(read)) return read;
-    const first = read.header.x5c?.base64[0];
-    if (first === undefined) return reject("CERTIFICATE_MISSING", "the bank's JWS carries no x5c");
-    const bank = await options.certificates.verify(first);
-    if (isRejection(bank)) return bank;
-    const trusted = bank as TrustedCertificate;
-    const verified = verifyUkOb(value, response.body, {
-      now: (options.now ?? Date.now)(),
-      algorithms: options.algorithms,
-      toleranceMs: options.dateToleranceMs,
-      publicKey: trusted.publicKey,
-    });
-    if (isRejection(verified)) return verified;
-    const organization = trusted.identity.organizationId;
-    const iss = verified.header.iss.startsWith(`${organization}/`) ? organization : verified.header.iss;
-    const claims = checkUkObClaims(
-      { iss, tan: verified.header.tan },
-      { iss: organization, tan: options.tan },
-    );
-    return claims;
+export class UkObResponseVerifier extends StepsResponseVerifier {
+  constructor(options: UkObResponseVerifierOptions) {
+    super(ukObResponseChecks(options));
   }
 }

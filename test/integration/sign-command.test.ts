@@ -48,6 +48,8 @@ beforeAll(async () => {
     backendUrl: backend.url,
     config: {
       listen: { clientCertificate: "require" },
+      // Every dialect, draft-cavage first as before, for `sign --dialect`.
+      verification: { dialects: { accept: ["cavage", "rfc9421", "jades", "uk-ob"] } },
       responseSigning: { qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey } },
     },
   });
@@ -312,6 +314,77 @@ describe("psd2-gateway sign --send", () => {
   });
 });
 
+describe("psd2-gateway sign --dialect: PEM keys in each of the four dialects", () => {
+  it.each([
+    ["rfc9421", "signature-input", "rfc9421-signature"],
+    ["jades", "x-jws-signature", "jades-signature"],
+    ["uk-ob", "x-jws-signature", "uk-ob-signature"],
+  ] as const)(
+    "%s: sent to the ingress gateway and accepted; printed, explained by verify",
+    async (dialect, header, step) => {
+      const { qseal, qwac, ca } = tppFiles(pki);
+      const keys = ["--key", qseal.key, "--cert", qseal.cert, "--dialect", dialect];
+      const request = [
+        "--target",
+        "/v1/payments/sepa-credit-transfers",
+        "--method",
+        "POST",
+        "--body",
+        writeBody(),
+        ...PSU,
+      ];
+      const before = backend.requests.length;
+      const sent = await cli([
+        ...keys,
+        ...request,
+        "--send",
+        "--url",
+        ingress.url,
+        "--ca",
+        ca,
+        "--qwac",
+        qwac.cert,
+        "--qwac-key",
+        qwac.key,
+      ]);
+      expect(sent.status, sent.stderr + sent.stdout).toBe(0);
+      expect(sent.stdout).toContain("HTTP 200");
+      const forwarded = backend.requests.slice(before);
+      expect(forwarded).toHaveLength(1);
+      expect(forwarded[0]!.headers[header]).toBeDefined();
+      expect(forwarded[0]!.body.toString()).toBe(PAYMENT);
+      // Printed for another tool to send: the Host named by --header, as RFC 9421 signs @target-uri.
+      const printed = await cli([...keys, ...request, "--header", "Host: bank.example"]);
+      expect(printed.status, printed.stderr).toBe(0);
+      const lines = printed.stdout
+        .trimEnd()
+        .split("\n")
+        .filter((l) => !/^host:/i.test(l));
+      const e = verdictOf(lines.join("\n"), "/v1/payments/sepa-credit-transfers", "POST", PAYMENT);
+      expect(e.dialect).toBe(dialect);
+      expect(e.steps.filter((s) => s.outcome !== "passed").map((s) => [s.step, s.text])).toEqual([]);
+      expect(e.steps.map((s) => s.step)).toContain(step);
+    },
+  );
+
+  it("RFC 9421 without a Host to sign: one line saying how to give it, exit 2", async () => {
+    const { qseal } = tppFiles(pki);
+    const out = await cli([
+      "--key",
+      qseal.key,
+      "--cert",
+      qseal.cert,
+      "--dialect",
+      "rfc9421",
+      "--target",
+      "/v1/accounts",
+    ]);
+    expect(out.status).toBe(2);
+    expect(out.stderr.trim().split("\n")).toHaveLength(1);
+    expect(out.stderr).toContain("--header 'Host: bank.example'");
+  });
+});
+
 const PAYMENT = JSON.stringify({ instructedAmount: { currency: "EUR", amount: "12.50" } });
 
 function writeBody(): string {
@@ -323,6 +396,21 @@ function writeBody(): string {
 describe("psd2-gateway sign: a wrong command line is one line and exit 2", () => {
   it.each<[string, string[], RegExp]>([
     ["no keys", ["--target", "/v1/accounts"], /needs --target/],
+    [
+      "an unknown dialect",
+      ["--key", "k.pem", "--cert", "c.pem", "--dialect", "jws", "--target", "/"],
+      /'jws' is not one of cavage, rfc9421, jades, uk-ob/,
+    ],
+    [
+      "--dialect with --profile",
+      ["--profile", "x.yaml", "--dialect", "jades", "--target", "/"],
+      /--dialect goes without --profile/,
+    ],
+    [
+      "--no-request-target in another dialect",
+      ["--key", "k.pem", "--cert", "c.pem", "--dialect", "uk-ob", "--no-request-target", "--target", "/"],
+      /draft-cavage/,
+    ],
     [
       "two kinds of keys",
       ["--profile", "x.yaml", "--p12", "x.p12", "--target", "/"],

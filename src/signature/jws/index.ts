@@ -56,3 +56,5 @@ export {
   type UkObVerifyOptions,
   verifyUkOb,
 } from "./ukob.js";
+export { JadesRequestSigner, type JadesSignerOptions } from "./request-signer.js";
+export { UkObRequestSigner, type UkObSignerOptions } from "./ukob-request-signer.js";

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { stringify as toYaml } from "yaml";
 import { responseSignerFrom } from "../../../src/app/request-path.js";
-import { CheckContext } from "../../../src/checks/index.js";
+import { CheckContext, type Dialect } from "../../../src/checks/index.js";
 import { explainResponse, parseDump, render } from "../../../src/cli/verify.js";
 import { validateConfig } from "../../../src/config/load.js";
 import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
@@ -35,6 +35,8 @@ interface Made {
   requestId?: string;
   /** Changes the raw response text after signing. */
   tamper?: (raw: string) => string;
+  /** The dialect of the request answered, which the response is signed in (default draft-cavage). */
+  dialect?: Dialect;
 }
 
 async function rawResponse(made: Made = {}): Promise<string> {
@@ -58,10 +60,11 @@ async function rawResponse(made: Made = {}): Promise<string> {
   const request = new CheckContext(
     "GET",
     "/v1/accounts",
-    {},
+    { host: "bank.example", "x-request-id": REQUEST_ID },
     { path: "/v1/accounts", role: undefined },
     undefined,
   );
+  request.dialect = made.dialect ?? "cavage";
   const signed = await signer.sign(Buffer.from(BODY), headers, 200, request);
   // The signer answers in Berlin Group spelling (X-Request-ID): one entry per header, whatever the case.
   const all: Record<string, string> = { ...headers, "content-length": String(Buffer.byteLength(BODY)) };
@@ -77,7 +80,13 @@ async function rawResponse(made: Made = {}): Promise<string> {
 
 async function run(
   raw: string,
-  options: { now?: number; trust?: boolean; request?: string | null; certificateHeader?: string } = {},
+  options: {
+    now?: number;
+    trust?: boolean;
+    request?: string | null;
+    certificateHeader?: string;
+    dialect?: Dialect;
+  } = {},
 ) {
   const response = parseDump(Buffer.from(raw, "latin1"));
   if (typeof response === "string" || !response.response) throw new Error(String(response));
@@ -90,6 +99,7 @@ async function run(
     certificateHeader: options.certificateHeader ?? "ASPSP-Signature-Certificate",
     dateToleranceMs: 60_000,
     ...(options.trust === false ? {} : { trustDir: pki.paths.trustDir }),
+    ...(options.dialect ? { dialect: options.dialect } : {}),
   });
 }
 
@@ -309,5 +319,204 @@ describe("psd2-gateway verify --response names the step that refuses and why", (
     expect(missing.status).toBe(2);
     expect(missing.stderr).toContain("no bank profile 'nope'; its profiles are demo");
     expect(cli(good).stderr).toContain("add --response");
+  });
+});
+
+describe("psd2-gateway verify --response speaks every dialect the gateway answers in", () => {
+  const tamperBody = (r: string) => r.replace("NO9386011117947", "NO9386011117948");
+  const otherRequest = REQUEST.replace(REQUEST_ID, "0e7a9b52-3c1d-4f6e-8a2b-9d4c5e6f7a8b");
+  it.each<[Dialect, string[]]>([
+    [
+      "rfc9421",
+      ["signature-input", "coverage", "request-id", "content-digest", "certificate", "key-id", "signature"],
+    ],
+    ["jades", ["jws-header", "request-id", "digest", "certificate", "signature"]],
+    ["uk-ob", ["jws-header", "certificate", "signature", "claims"]],
+  ])(
+    "%s: a good answer passes each named step, the dialect found from its headers",
+    async (dialect, steps) => {
+      const e = await run(await rawResponse({ dialect }));
+      expect(e.dialect).toBe(dialect);
+      expect(e.steps.map((s) => [s.step, s.outcome])).toEqual(steps.map((s) => [s, "passed"]));
+      expect(e.certificate?.organizationIdentifier).toBe(e.certificate?.organizationIdentifier ?? "x");
+      expect(e.certificate?.sha256).toMatch(/^[0-9A-F:]+$/i);
+      const text = render(e);
+      expect(text).toContain("Every check passed.");
+      expect(text).toMatch(/^HTTP 200, the answer to GET \/v1\/accounts\nsigned in /);
+      if (dialect !== "rfc9421") {
+        expect(text).toContain("Certificate (x5c of x-jws-signature):");
+        expect(text).toContain("JWS protected header (x-jws-signature):");
+        expect(text).toMatch(/x5c\s+"\(1 certificate\)"/);
+      }
+    },
+  );
+
+  it.each<[string, Dialect, Made, Parameters<typeof run>[1], string, string]>([
+    [
+      "RFC 9421: the body changed",
+      "rfc9421",
+      { tamper: tamperBody },
+      {},
+      "content-digest",
+      "SIGNATURE_INVALID",
+    ],
+    [
+      "RFC 9421: another request's answer",
+      "rfc9421",
+      {},
+      { request: otherRequest },
+      "request-id",
+      "SIGNATURE_INVALID",
+    ],
+    [
+      "RFC 9421: created an hour off",
+      "rfc9421",
+      {},
+      { now: Date.now() + 3_600_000 },
+      "coverage",
+      "TIMESTAMP_INVALID",
+    ],
+    [
+      "RFC 9421: a revoked bank certificate",
+      "rfc9421",
+      { signer: (p) => p.revoked },
+      {},
+      "certificate",
+      "CERTIFICATE_REVOKED",
+    ],
+    [
+      "RFC 9421: the request's target differs (;req)",
+      "rfc9421",
+      {},
+      { request: REQUEST.replace("/v1/accounts", "/v1/accounts?withBalance=true") },
+      "signature",
+      "SIGNATURE_INVALID",
+    ],
+    ["JAdES: the body changed", "jades", { tamper: tamperBody }, {}, "digest", "SIGNATURE_INVALID"],
+    [
+      "JAdES: another request's answer",
+      "jades",
+      {},
+      { request: otherRequest },
+      "request-id",
+      "SIGNATURE_INVALID",
+    ],
+    [
+      "JAdES: sigT an hour off",
+      "jades",
+      {},
+      { now: Date.now() + 3_600_000 },
+      "jws-header",
+      "TIMESTAMP_INVALID",
+    ],
+    [
+      "JAdES: an untrusted bank certificate",
+      "jades",
+      { signer: (p) => p.untrusted },
+      {},
+      "certificate",
+      "CERTIFICATE_INVALID",
+    ],
+    [
+      "JAdES: the signature's bytes changed",
+      "jades",
+      {
+        tamper: (r) =>
+          r.replace(
+            /(x-jws-signature: [^.\r]*\.\.)(.)/i,
+            (_m, head: string, c: string) => head + (c === "A" ? "B" : "A"),
+          ),
+      },
+      {},
+      "signature",
+      "SIGNATURE_INVALID",
+    ],
+    ["UK OB: the body changed", "uk-ob", { tamper: tamperBody }, {}, "signature", "SIGNATURE_INVALID"],
+    [
+      "UK OB: iat an hour off",
+      "uk-ob",
+      {},
+      { now: Date.now() + 3_600_000 },
+      "jws-header",
+      "TIMESTAMP_INVALID",
+    ],
+    [
+      "UK OB: a revoked bank certificate",
+      "uk-ob",
+      { signer: (p) => p.revoked },
+      {},
+      "certificate",
+      "CERTIFICATE_REVOKED",
+    ],
+    [
+      "a JAdES answer judged as draft-cavage (--dialect cavage)",
+      "jades",
+      {},
+      { dialect: "cavage" },
+      "signature-header",
+      "SIGNATURE_MISSING",
+    ],
+  ])("%s", async (_what, dialect, made, options, step, code) => {
+    const e = await run(await rawResponse({ ...made, dialect }), options);
+    expect(e.passed).toBe(false);
+    const failed = e.steps.find((s) => s.outcome === "failed");
+    expect([failed?.step, failed?.code]).toEqual([step, code]);
+    expect(failed?.text).toBeTruthy();
+  });
+
+  it("UK OB without the body: says the signature was not checked rather than failing it", async () => {
+    const raw = await rawResponse({ dialect: "uk-ob" });
+    const e = await run(raw.slice(0, raw.indexOf("\r\n\r\n") + 4).replace(/content-length: \d+\r\n/i, ""));
+    expect(e.steps.map((s) => s.step)).toEqual(["jws-header", "certificate"]);
+    expect(e.passed).toBe(true);
+    expect(e.notChecked.some((n) => n.includes("--body"))).toBe(true);
+  });
+
+  it("runs as a command with a JAdES bank profile, and with --dialect", async () => {
+    const good = join(dir, "jades-response.http");
+    const request = join(dir, "jades-request.http");
+    writeFileSync(good, await rawResponse({ dialect: "jades" }));
+    writeFileSync(request, REQUEST);
+    const profile = join(dir, "egress-jades.yaml");
+    writeFileSync(
+      profile,
+      toYaml({
+        mode: "egress",
+        banks: [
+          {
+            name: "demo",
+            prefix: "/demo",
+            url: "https://127.0.0.1:8443",
+            qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey },
+            signing: { dialect: "jades" },
+            responses: { mode: "enforce", caDir: pki.paths.trustDir },
+          },
+        ],
+      }),
+    );
+    const cli = (...args: string[]) =>
+      spawnSync(process.execPath, ["--import", "tsx", "src/main.ts", "verify", ...args], {
+        encoding: "utf8",
+      });
+    const passed = cli("--response", good, "--request", request, "--profile", profile);
+    expect(passed.stderr).toBe("");
+    expect(passed.stdout).toContain("signed in JAdES");
+    expect(passed.status).toBe(0);
+    const asRfc9421 = cli(
+      "--response",
+      good,
+      "--request",
+      request,
+      "--dialect",
+      "rfc9421",
+      "--trust",
+      pki.paths.trustDir,
+    );
+    expect(asRfc9421.status).toBe(1);
+    expect(asRfc9421.stdout).toMatch(/✗ signature-input/);
+    const wrong = cli("--response", good, "--dialect", "jws");
+    expect(wrong.status).toBe(2);
+    expect(wrong.stderr).toContain("not one of cavage, rfc9421, jades, uk-ob");
+    expect(cli(good, "--dialect", "jades").status).toBe(2);
   });
 });

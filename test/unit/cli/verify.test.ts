@@ -284,3 +284,68 @@ describe("psd2-gateway verify explains an RFC 9421 (FAPI 2.0) request with its o
     expect(failed).toMatchObject({ step: "content-digest", code: "SIGNATURE_INVALID" });
   });
 });
+
+describe("psd2-gateway verify explains a JWS-signed request (JAdES, UK OB): its steps, x5c's certificate, the protected header", () => {
+  async function jwsRaw(dialect: "jades" | "uk-ob", tamper?: (raw: string) => string): Promise<string> {
+    const { JadesRequestSigner, UkObRequestSigner } = await import("../../../src/signature/jws/index.js");
+    const cert = pki.tppA.qseal;
+    const privateKey = createPrivateKey(cert.keyPem);
+    const headers: Record<string, string> = {
+      host: "bank.example",
+      "x-request-id": "99391c7e-ad88-49ec-a2ad-99ddcb1f7721",
+      "tpp-redirect-uri": "https://tpp.example/cb",
+      "psu-id": "PSU-1234",
+      "content-type": "application/json",
+      "content-length": String(Buffer.byteLength(BODY)),
+    };
+    const signer =
+      dialect === "jades"
+        ? new JadesRequestSigner({ privateKey, certificateChain: [cert.der], payloadStyle: "obp-api" })
+        : new UkObRequestSigner({
+            privateKey,
+            certificate: cert.der,
+            kid: "tpp-a-signing-key",
+            iss: pki.tppA.organizationId,
+            tan: "openbanking.org.uk",
+            algorithm: "PS256",
+          });
+    const signed = await signer.sign({ method: "POST", target: PAYMENT, headers, body: BODY });
+    // The signers answer in Berlin Group spelling (X-Request-ID): one entry per header.
+    const all: Record<string, string> = { ...headers };
+    for (const [name, value] of Object.entries(signed)) {
+      delete all[name.toLowerCase()];
+      all[name] = value;
+    }
+    const raw = `POST ${PAYMENT} HTTP/1.1\r\n${Object.entries(all)
+      .map(([n, v]) => `${n}: ${v}`)
+      .join("\r\n")}\r\n\r\n${BODY}`;
+    return tamper ? tamper(raw) : raw;
+  }
+
+  it.each([
+    ["jades", "jades-signature", /crit\s+\["b64","sigT","sigD"\]/],
+    ["uk-ob", "uk-ob-signature", /http:\/\/openbanking\.org\.uk\/tan\s+"openbanking\.org\.uk"/],
+  ] as const)(
+    "%s: passes, shows x5c's certificate and the protected header",
+    async (dialect, step, header) => {
+      const e = run(await jwsRaw(dialect));
+      expect(e.steps.filter((s) => s.outcome !== "passed")).toEqual([]);
+      expect(e.dialect).toBe(dialect);
+      expect(e.steps.map((s) => s.step)).toContain(step);
+      expect(e.certificateHeader).toBe("x5c of x-jws-signature");
+      expect(e.certificate?.organizationIdentifier).toBe(pki.tppA.organizationId);
+      const text = render(e);
+      expect(text).toMatch(header);
+      expect(text).toMatch(/x5c\s+"\(1 certificate\)"/);
+      expect(text).not.toContain(pki.tppA.qseal.headerValue.slice(0, 60));
+    },
+  );
+
+  it.each([
+    ["jades", "digest"],
+    ["uk-ob", "uk-ob-signature"],
+  ] as const)("%s: a tampered body is named at its step", async (dialect, step) => {
+    const e = run(await jwsRaw(dialect, (raw) => raw.replace('"10.00"', '"99.00"')));
+    expect(e.steps.find((s) => s.outcome === "failed")).toMatchObject({ step, code: "SIGNATURE_INVALID" });
+  });
+});
