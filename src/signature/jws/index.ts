@@ -40,6 +40,7 @@ export {
   verifyJades,
 } from "./jades.js";
 export { JsonProblem, type JsonValue, parseJsonObject } from "./json.js";
+export { JadesRequestSigner, type JadesSignerOptions } from "./request-signer.js";
 export {
   checkUkObClaims,
   DEFAULT_UKOB_ALGORITHMS,
@@ -56,5 +57,4 @@ export {
   type UkObVerifyOptions,
   verifyUkOb,
 } from "./ukob.js";
-export { JadesRequestSigner, type JadesSignerOptions } from "./request-signer.js";
 export { UkObRequestSigner, type UkObSignerOptions } from "./ukob-request-signer.js";
