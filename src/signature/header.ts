@@ -29,6 +29,8 @@ export interface SignatureParams {
   /** draft-cavage-12 `created` / `expires` parameters (Unix seconds), when present. */
   readonly created?: number;
   readonly expires?: number;
+  /** `expires` as written when it has a fraction: what `(expires)` signs. */
+  readonly expiresText?: string;
 }
 
 export interface ParseOptions {
@@ -168,10 +170,17 @@ function signedHeaderList(value: string): readonly string[] | Rejection {
 const listsRead = new Kept<string, readonly string[]>(64);
 const MAX_LIST_KEPT_LENGTH = 512;
 
-function readTimestamp(name: string, value: string | undefined): number | undefined | Rejection {
+/**
+ * draft-cavage-12 2.1.4: `created` is a Unix timestamp integer; 2.1.5: `expires` too, with subsecond
+ * precision allowed in decimal notation (kept as written: `(expires)` signs the parameter's text).
+ */
+function readTimestamp(name: "created" | "expires", value: string | undefined): number | undefined | Rejection {
   if (value === undefined) return undefined;
-  if (!/^[0-9]{1,12}(\.[0-9]{1,9})?$/.test(value))
-    return invalid(`parameter '${name}' must be Unix seconds, got '${value}'`);
+  const pattern = name === "created" ? /^[0-9]{1,12}$/ : /^[0-9]{1,12}(\.[0-9]{1,9})?$/;
+  if (!pattern.test(value))
+    return invalid(
+      `parameter '${name}' must be ${name === "created" ? "whole Unix seconds (draft-cavage-12 2.1.4)" : "Unix seconds"}, got '${value.slice(0, 40)}'`,
+    );
   return Math.floor(Number(value));
 }
 
@@ -237,7 +246,11 @@ export function parseSignatureHeader(
   const keyIdAsWritten = read.asWritten?.get("keyid");
   if (keyIdAsWritten !== undefined) result.keyIdAsWritten = keyIdAsWritten;
   if (created !== undefined) result.created = created;
-  if (expires !== undefined) result.expires = expires;
+  if (expires !== undefined) {
+    result.expires = expires;
+    const text = params.get("expires")!;
+    if (text.includes(".")) result.expiresText = text;
+  }
   return result;
 }
 

@@ -17,6 +17,8 @@ export interface RequestParts {
 export interface SignatureTimes {
   readonly created?: number;
   readonly expires?: number;
+  /** `expires` as written when it has a fraction (draft-cavage-12 2.1.5): signed as written. */
+  readonly expiresText?: string;
 }
 
 /** A header's value, repeated headers joined with `, ` (RFC 7230 section 3.2.2). */
@@ -52,7 +54,7 @@ function signedValue(name: string, request: RequestParts, times: SignatureTimes)
   let value: string | undefined;
   if (name === "(request-target)") value = `${request.method.toLowerCase()} ${request.target}`;
   else if (name === "(created)") value = times.created?.toString();
-  else if (name === "(expires)") value = times.expires?.toString();
+  else if (name === "(expires)") value = times.expiresText ?? times.expires?.toString();
   else value = headerValue(request.headers, name);
   if (value !== undefined) return value;
   return reject(

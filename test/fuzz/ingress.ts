@@ -134,11 +134,16 @@ export async function startIngressSide(pki: DevPki, dir: string, concurrency: nu
       concurrency,
       config: {
         verification: {
-          algorithms: ["rsa-sha256", "ecdsa-sha256"],
+          // hs2019 for the cavage-12 family (the algorithm from the key).
+          algorithms: ["rsa-sha256", "ecdsa-sha256", "hs2019"],
           maxBodyBytes: MAX_BODY_BYTES,
           // draft-cavage preferred (what every family but rfc9421, jades and uk-ob signs); RFC 9421,
-          // JAdES and UK Open Banking with their defaults.
-          dialects: { accept: ["cavage", "rfc9421", "jades", "uk-ob"] },
+          // JAdES and UK Open Banking with their defaults; a signed (created) may stand for Date, as
+          // in config/default.yaml.
+          dialects: {
+            accept: ["cavage", "rfc9421", "jades", "uk-ob"],
+            cavage: { createdForDate: true },
+          },
         },
         backend: { timeoutSeconds: 3 },
         store: { type: "memory" },

@@ -1,6 +1,7 @@
 /** Every fuzz family, in the order reports list them. */
 
 import type { AnyFamily } from "../types.js";
+import { cavage12 } from "./cavage12.js";
 import { certificates } from "./certificates.js";
 import { connection } from "./connection.js";
 import { control } from "./control.js";
@@ -38,6 +39,7 @@ export const ALL_FAMILIES: readonly AnyFamily[] = [
   paths,
   certificates,
   replay,
+  cavage12,
   rfc9421,
   jades,
   ukOb,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isRejection, type Rejection } from "../../../src/errors.js";
 import {
+  buildSigningString,
   formatSignatureHeader,
   parseSignatureHeader,
   type SignatureParams,
@@ -73,6 +74,18 @@ describe("Signature header parsing", () => {
     );
     expect(p.created).toBe(1402170695);
     expect(p.expires).toBe(1402170699);
+  });
+
+  it("created is whole seconds only (draft-cavage-12 2.1.4); expires may have a fraction, signed as written (2.1.5)", () => {
+    const base = `keyId="k",algorithm=hs2019,headers="(created) (expires)",signature="${SIG}"`;
+    for (const created of ["1402170695.5", "-1", "1e9", "0x10", '"1402170695.5"', ""])
+      expect(refused(`${base},created=${created}`).code).toBe("SIGNATURE_INVALID");
+    const p = ok(`${base},created=1402170695,expires=1402170699.25`);
+    expect([p.created, p.expires, p.expiresText]).toEqual([1402170695, 1402170699, "1402170699.25"]);
+    expect(buildSigningString(p.headers, { method: "GET", target: "/", headers: {} }, p)).toBe(
+      "(created): 1402170695\n(expires): 1402170699.25",
+    );
+    expect(ok(`${base},expires=1402170699`).expiresText).toBeUndefined();
   });
 
   it("decodes an RFC 2047 encoded header before parsing", () => {
