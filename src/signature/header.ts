@@ -174,7 +174,10 @@ const MAX_LIST_KEPT_LENGTH = 512;
  * draft-cavage-12 2.1.4: `created` is a Unix timestamp integer; 2.1.5: `expires` too, with subsecond
  * precision allowed in decimal notation (kept as written: `(expires)` signs the parameter's text).
  */
-function readTimestamp(name: "created" | "expires", value: string | undefined): number | undefined | Rejection {
+function readTimestamp(
+  name: "created" | "expires",
+  value: string | undefined,
+): number | undefined | Rejection {
   if (value === undefined) return undefined;
   const pattern = name === "created" ? /^[0-9]{1,12}$/ : /^[0-9]{1,12}(\.[0-9]{1,9})?$/;
   if (!pattern.test(value))
