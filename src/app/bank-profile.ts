@@ -36,6 +36,7 @@ export function profileSigner(
       ...(rules.rfc9421.algorithm ? { algorithm: rules.rfc9421.algorithm } : {}),
       ...(rules.keyId.value ? { keyid: rules.keyId.value } : {}),
       scheme: bank.url.toLowerCase().startsWith("http:") ? "http" : "https",
+      coverWhenPresent: rules.rfc9421.headers,
     });
   }
   if (rules.dialect === "jades") {
@@ -45,6 +46,7 @@ export function profileSigner(
       ...(rules.jades.algorithm ? { algorithm: rules.jades.algorithm } : {}),
       ...(rules.jades.kid ? { kid: rules.jades.kid } : {}),
       payloadStyle: rules.jades.payloadStyle,
+      signedWhenPresent: rules.jades.headers,
     });
   }
   if (rules.dialect === "uk-ob") {
@@ -60,6 +62,7 @@ export function profileSigner(
       iss,
       tan: rules.ukOb.tan,
       algorithm: rules.ukOb.algorithm,
+      b64False: rules.ukOb.b64False,
     });
   }
   return signerForProfile(bank, qseal, headerEncoding);
@@ -123,6 +126,7 @@ export function responseVerifierForProfile(
       dateToleranceMs: responses.dateToleranceSeconds * 1000,
       algorithms: responses.ukObAlgorithms,
       tan: responses.ukObTan,
+      allowB64False: responses.ukObAllowB64False,
       now,
     });
   }

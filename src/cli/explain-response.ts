@@ -41,6 +41,8 @@ export interface ResponseExplainOptions {
   readonly ukObAlgorithms?: readonly JwsAlgorithm[];
   /** UK OB: the trust anchors `tan` may name (default `openbanking.org.uk`). */
   readonly ukObTan?: readonly string[];
+  /** UK OB: accept `b64: false` (a bank on Read/Write API 3.1.3 or earlier). */
+  readonly ukObAllowB64False?: boolean;
   readonly jadesPayloadStyle?: HttpHeadersPayloadStyle;
   /** The scheme the request was sent with: RFC 9421's `"@target-uri";req` (default https). */
   readonly scheme?: "https" | "http";
@@ -91,6 +93,7 @@ export async function explainResponse(
               ...common,
               algorithms: options.ukObAlgorithms ?? JWS_ALGORITHMS,
               tan: options.ukObTan ?? ["openbanking.org.uk"],
+              allowB64False: options.ukObAllowB64False ?? false,
             })
           : responseChecks({ ...common, certificateHeader, algorithms: options.algorithms });
   if (!request) {

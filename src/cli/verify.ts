@@ -211,6 +211,7 @@ async function verifyResponse(
           jadesAlgorithms: rules.jadesAlgorithms,
           ukObAlgorithms: rules.ukObAlgorithms,
           ukObTan: rules.ukObTan,
+          ukObAllowB64False: rules.ukObAllowB64False,
           jadesPayloadStyle: profile!.signing.jades.payloadStyle,
           scheme: profile!.url.toLowerCase().startsWith("http:") ? ("http" as const) : ("https" as const),
         }

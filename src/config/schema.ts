@@ -706,6 +706,11 @@ const signingRules = z
       .object({
         /** Default the key's own: rsa-pss-sha512 for RSA, ecdsa-p256-sha256, ed25519. */
         algorithm: z.enum(RFC9421_ALGORITHMS).optional(),
+        /**
+         * Headers covered when the request carries them, after FAPI 2.0's own components,
+         * TPP-Signature-Certificate and X-Request-ID (a bank that wants more covered names them here).
+         */
+        headers: z.array(headerName).default(["psu-id", "psu-corporate-id", "tpp-redirect-uri"]),
       })
       .strict()
       .prefault({}),
@@ -716,6 +721,11 @@ const signingRules = z
         /** Sent as the JWS `kid` when the bank wants one. */
         kid: z.string().min(1).optional(),
         payloadStyle: z.enum(["obp-api", "etsi"]).default("obp-api"),
+        /**
+         * sigD.pars when the request carries them, after `(request-target)`, `digest` and
+         * `x-request-id` (always signed), in this order.
+         */
+        headers: z.array(headerName).default(["psu-id", "psu-corporate-id", "tpp-redirect-uri"]),
       })
       .strict()
       .prefault({}),
@@ -727,6 +737,8 @@ const signingRules = z
         /** Default the QSealC's organizationIdentifier; UK OB TPPs often send `<org id>/<software id>`. */
         iss: z.string().min(1).optional(),
         tan: z.string().min(1).default("openbanking.org.uk"),
+        /** Sign as Read/Write API 3.1.3 and earlier: `b64: false` among the crit claims, the raw body signed. */
+        b64False: z.boolean().default(false),
       })
       .strict()
       .prefault({}),
@@ -791,6 +803,8 @@ const responseVerification = z
     /** The algorithms and trust anchors of a bank answering in UK Open Banking (`signing.dialect: uk-ob`). */
     ukObAlgorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256"]),
     ukObTan: z.array(z.string().min(1)).min(1).default(["openbanking.org.uk"]),
+    /** Accept a UK OB answer signed with `b64: false` (a bank on Read/Write API 3.1.3 or earlier). */
+    ukObAllowB64False: z.boolean().default(false),
     /** The algorithms of a bank answering in JAdES (`signing.dialect: jades`). */
     jadesAlgorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256", "RS256", "ES256"]),
     /** A response body larger than this cannot be checked: 502 under enforce, unchecked under advisory. */

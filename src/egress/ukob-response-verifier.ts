@@ -21,6 +21,8 @@ export interface UkObResponseVerifierOptions {
   readonly dateToleranceMs: number;
   readonly algorithms: readonly JwsAlgorithm[];
   readonly tan: readonly string[];
+  /** Accept `b64: false` (a bank on Read/Write API 3.1.3 or earlier). */
+  readonly allowB64False?: boolean;
   readonly now?: () => number;
 }
 
@@ -35,6 +37,7 @@ export function ukObResponseChecks(options: UkObResponseVerifierOptions): Step<R
           now: now(),
           algorithms: options.algorithms,
           toleranceMs: options.dateToleranceMs,
+          allowB64False: options.allowB64False ?? false,
         });
         if (isRejection(read)) return read;
         c.ukOb = read;
@@ -56,6 +59,7 @@ export function ukObResponseChecks(options: UkObResponseVerifierOptions): Step<R
           now: now(),
           algorithms: options.algorithms,
           toleranceMs: options.dateToleranceMs,
+          allowB64False: options.allowB64False ?? false,
           publicKey: c.bank!.publicKey,
         });
         return isRejection(verified) ? verified : undefined;

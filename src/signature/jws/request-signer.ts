@@ -21,11 +21,15 @@ export interface JadesSignerOptions {
   /** Sent as `kid` when given. */
   readonly kid?: string;
   readonly payloadStyle?: HttpHeadersPayloadStyle;
+  /** Lower-case names signed when the request carries them, after (request-target), Digest and X-Request-ID. */
+  readonly signedWhenPresent?: readonly string[];
   readonly clock?: () => number;
 }
 
-/** Signed whenever the request carries them, after (request-target), Digest and X-Request-ID. */
+/** The Berlin Group headers signed by default whenever the request carries them. */
 const SIGNED_WHEN_PRESENT = ["psu-id", "psu-corporate-id", "tpp-redirect-uri"];
+
+const ALWAYS = new Set(["(request-target)", "digest", "x-request-id"]);
 
 export class JadesRequestSigner {
   /** The certificate's Berlin Group keyId, for logs (JAdES names the key by x5c). */
@@ -51,7 +55,9 @@ export class JadesRequestSigner {
       "(request-target)",
       "digest",
       "x-request-id",
-      ...SIGNED_WHEN_PRESENT.filter((name) => headers[name] !== undefined),
+      ...(this.options.signedWhenPresent ?? SIGNED_WHEN_PRESENT).filter(
+        (name) => headers[name] !== undefined && !ALWAYS.has(name),
+      ),
     ];
     const value = await signJadesAsync({
       key: this.options.privateKey,

@@ -20,6 +20,8 @@ export interface UkObSignerOptions {
   readonly tan: string;
   /** Default PS256. */
   readonly algorithm?: JwsAlgorithm;
+  /** Sign as Read/Write API 3.1.3 and earlier: `b64: false`, the raw body. */
+  readonly b64False?: boolean;
   readonly clock?: () => number;
 }
 
@@ -44,6 +46,7 @@ export class UkObRequestSigner {
       body: request.body ?? "",
       alg: this.options.algorithm ?? "PS256",
       certificateChain: [this.options.certificate],
+      ...(this.options.b64False ? { b64False: true } : {}),
     });
     return { "X-Request-ID": requestId ?? randomUUID(), [JWS_SIGNATURE_HEADER]: value };
   }

@@ -25,6 +25,8 @@ export interface Rfc9421SignerOptions {
   readonly keyid?: string;
   /** The scheme of `@target-uri`, as the bank is called. */
   readonly scheme: "https" | "http";
+  /** Lower-case headers covered when the request carries them (default PSU-ID, PSU-Corporate-ID, TPP-Redirect-URI). */
+  readonly coverWhenPresent?: readonly string[];
   readonly clock?: () => number;
 }
 
@@ -69,7 +71,7 @@ export class Rfc9421RequestSigner {
           now: (this.options.clock ?? Date.now)(),
           alg: this.algorithm,
           coverAlways: COVER_ALWAYS,
-          coverWhenPresent: COVER_WHEN_PRESENT,
+          coverWhenPresent: this.options.coverWhenPresent ?? COVER_WHEN_PRESENT,
           hasBody,
         },
       ),
