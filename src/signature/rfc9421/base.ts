@@ -104,19 +104,25 @@ function isBaseText(text: string): boolean {
   return !NOT_BASE_TEXT.test(text);
 }
 
-/** RFC 9421 2.1: values trimmed, obs-fold turned into one space, repeats joined with ", ". */
-function fieldValue(headers: MessageHeaders, name: string): string | undefined {
+/**
+ * RFC 9421 2.1: values trimmed, obs-fold turned into one space, repeats joined with ", "; `null`
+ * when a value holds a character a base may not (each value scanned once, here).
+ */
+function fieldValue(headers: MessageHeaders, name: string): string | undefined | null {
   const raw = headers[name];
   if (raw === undefined) return undefined;
   if (typeof raw === "string") return canonicalValue(raw);
   if (raw.length === 0) return undefined;
-  return raw.map(canonicalValue).join(", ");
+  const values = raw.map(canonicalValue);
+  return values.includes(null) ? null : values.join(", ");
 }
 
 /** Trimmed; obs-fold (which never reaches us from Node's parser) is undone only if a line break is there. */
-function canonicalValue(value: string): string {
+function canonicalValue(value: string): string | null {
   const trimmed = value.trim();
-  return isBaseText(trimmed) ? trimmed : trimmed.replace(/\r?\n[ \t]+/g, " ");
+  if (isBaseText(trimmed)) return trimmed;
+  const unfolded = trimmed.replace(/\r?\n[ \t]+/g, " ");
+  return isBaseText(unfolded) ? unfolded : null;
 }
 
 function derive(
@@ -238,6 +244,13 @@ function checkParams(c: ComponentId): Rejection | undefined {
   return undefined;
 }
 
+function nonAscii(c: ComponentId): Rejection {
+  return reject(
+    "FORMAT_ERROR",
+    `${c.serialized} has a value with a character outside printable ASCII; RFC 9421 signs ASCII only`,
+  );
+}
+
 /**
  * The signature base for `components` over `message`, ending with `"@signature-params": ` and
  * `signatureParams` (the serialized Inner List with parameters). `request` is the request a
@@ -284,6 +297,8 @@ export function signatureBase(
       target = request;
     }
     let value: string | Rejection;
+    // A field's canonical value was scanned for non-base text already (canonicalValue).
+    let scanned = false;
     if (c.name.startsWith("@")) {
       value = derive(c, target, partsOf);
     } else {
@@ -293,15 +308,13 @@ export function signatureBase(
           "SIGNATURE_INVALID",
           `header '${c.name}' is covered by the signature but absent from the ${isRequest(target) ? "request" : "response"}`,
         );
-      value =
-        c.params.size > 0 && (c.params.has("key") || c.params.has("sf")) ? structuredValue(c, text) : text;
+      if (text === null) return nonAscii(c);
+      const structured = c.params.size > 0 && (c.params.has("key") || c.params.has("sf"));
+      value = structured ? structuredValue(c, text) : text;
+      scanned = !structured;
     }
     if (isRejection(value)) return value;
-    if (!isBaseText(value))
-      return reject(
-        "FORMAT_ERROR",
-        `${c.serialized} has a value with a character outside printable ASCII; RFC 9421 signs ASCII only`,
-      );
+    if (!scanned && !isBaseText(value)) return nonAscii(c);
     out += `${c.serialized}: ${value}\n`;
   }
   return `${out}"@signature-params": ${signatureParams}`;

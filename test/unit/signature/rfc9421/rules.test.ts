@@ -197,8 +197,14 @@ describe("signature base refusals", () => {
       /not a structured field known/,
     ],
     [
-      ";key on a non-dictionary",
+      ";key on a field with a non-ASCII value (refused before it is parsed as a dictionary)",
       [component("x-latin", { key: "a" })],
+      "FORMAT_ERROR",
+      /outside printable ASCII/,
+    ],
+    [
+      ";key on a non-dictionary",
+      [component("x-a", { key: "a" })],
       "FORMAT_ERROR",
       /not a valid structured field/,
     ],
