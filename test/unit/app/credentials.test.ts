@@ -19,6 +19,9 @@ const at = (name: string) => join(dir, name);
 const LABEL = "signing credentials";
 const PASSWORD = "Tr0ub4dor&3";
 const WRONG_PASSWORD = "correct horse battery staple";
+/** Non-ASCII, outside Latin-1 too: UTF-8 for PBES2 (AES), a BMPString for the MAC and 3DES/RC2. */
+const UNICODE_PASSWORD = "Pässwörd-€-ø";
+const WRONG_UNICODE_PASSWORD = "Pässwörd-€-ö";
 const RSA = ["-newkey", "rsa:2048"];
 const EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"];
 const CA = ["-addext", "basicConstraints=critical,CA:TRUE"];
@@ -114,6 +117,20 @@ beforeAll(() => {
   pkcs12("leaf-empty.p12", "leaf", "");
   pkcs12("leaf-unprotected.p12", "leaf", "", "-keypbe", "NONE", "-certpbe", "NONE", "-nomac");
   pkcs12("leaf-legacy.p12", "leaf", PASSWORD, "-legacy");
+  // OpenSSL 3's default, AES-256-CBC with PBKDF2 and a SHA-256 MAC, under a non-ASCII password.
+  pkcs12(
+    "leaf-aes-unicode.p12",
+    "leaf",
+    UNICODE_PASSWORD,
+    "-keypbe",
+    "AES-256-CBC",
+    "-certpbe",
+    "AES-256-CBC",
+    "-macalg",
+    "sha256",
+  );
+  pkcs12("leaf-legacy-unicode.p12", "leaf", UNICODE_PASSWORD, "-legacy");
+  writeFileSync(at("unicode-password.txt"), `${UNICODE_PASSWORD}\n`);
   pkcs12("ec-leaf.p12", "ec-leaf", PASSWORD);
   pkcs12("chain.p12", "issued", PASSWORD, "-certfile", "ca.pem");
   pkcs12("ec-chain.p12", "ec-issued", PASSWORD, "-certfile", "ec-ca.pem");
@@ -214,6 +231,26 @@ const loads: Loads[] = [
     chain: ["CN=leaf"],
   },
   {
+    what: "a PKCS#12 with AES (OpenSSL 3's default) and a non-ASCII password from the environment",
+    source: { p12: at("leaf-aes-unicode.p12"), ...withPassword },
+    env: { P12_PASSWORD: UNICODE_PASSWORD },
+    leaf: "leaf",
+    chain: ["CN=leaf"],
+  },
+  {
+    what: "a PKCS#12 with AES and a non-ASCII password from a file (UTF-8)",
+    source: { p12: at("leaf-aes-unicode.p12"), passwordFile: at("unicode-password.txt") },
+    leaf: "leaf",
+    chain: ["CN=leaf"],
+  },
+  {
+    what: "a PKCS#12 made with -legacy and a non-ASCII password",
+    source: { p12: at("leaf-legacy-unicode.p12"), ...withPassword },
+    env: { P12_PASSWORD: UNICODE_PASSWORD },
+    leaf: "leaf",
+    chain: ["CN=leaf"],
+  },
+  {
     what: "a PKCS#12 with an EC key",
     source: { p12: at("ec-leaf.p12"), ...withPassword },
     env: passwordEnv,
@@ -281,6 +318,13 @@ describe("loadCredentials", () => {
         `cannot open PKCS#12 file ${at("leaf-password.p12")}: wrong password or not a PKCS#12 bundle`,
     },
     {
+      what: "a wrong non-ASCII password for an AES bundle (its MAC checked before anything is decrypted)",
+      source: { p12: at("leaf-aes-unicode.p12"), ...withPassword },
+      env: { P12_PASSWORD: WRONG_UNICODE_PASSWORD },
+      message: () =>
+        `cannot open PKCS#12 file ${at("leaf-aes-unicode.p12")}: wrong password or not a PKCS#12 bundle (PKCS#12 MAC could not be verified`,
+    },
+    {
       what: "no password for a bundle that has one",
       source: { p12: at("leaf-password.p12") },
       message: () =>
@@ -344,6 +388,8 @@ describe("loadCredentials", () => {
       expect(text).toContain(`${LABEL}: ${message()}`);
       expect(text).not.toContain(PASSWORD);
       expect(text).not.toContain(WRONG_PASSWORD);
+      expect(text).not.toContain(UNICODE_PASSWORD);
+      expect(text).not.toContain(WRONG_UNICODE_PASSWORD);
       expect(text).not.toMatch(/PRIVATE KEY|[A-Za-z0-9+/]{40,}/);
     },
   );
