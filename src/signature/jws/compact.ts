@@ -333,6 +333,13 @@ export function encodeHeader(header: object): string {
 export function signatureMismatch(alg: JwsAlgorithm, what: string): Rejection {
   return reject(
     "SIGNATURE_INVALID",
-    `the ${alg} signature does not verify with the certificate's public key over ${what}`,
+    `the ${alg} signature does not verify with the certificate's public key over ${what}${alg === "PS256" ? PS256_SALT : ""}`,
   );
 }
+
+/**
+ * OpenSSL before 3.1 signs `dgst -sigopt rsa_padding_mode:pss` with the longest salt, which
+ * PS256 does not allow: the commonest cause of a PS256 refusal, named where it applies.
+ */
+const PS256_SALT =
+  " (PS256 uses a 32-byte salt, RFC 7518 3.5: with OpenSSL add -sigopt rsa_pss_saltlen:digest)";
