@@ -118,6 +118,12 @@ function verdictOf(stdout: string, target: string, method = "GET", body?: string
   });
 }
 
+/** --send to the ingress gateway over mutual TLS with TPP A's QWAC, without a profile. */
+function sendToIngress(): string[] {
+  const { qwac, ca } = tppFiles(pki);
+  return ["--send", "--url", ingress.url, "--ca", ca, "--qwac", qwac.cert, "--qwac-key", qwac.key];
+}
+
 const PSU = ["--header", "PSU-ID: PSU-1001", "--header", "TPP-Redirect-URI: https://tpp.example/cb"];
 
 describe("psd2-gateway sign: where the keys come from", () => {
@@ -222,7 +228,7 @@ describe("psd2-gateway sign --send", () => {
   });
 
   it("PEM keys with --url, --ca, --qwac/--qwac-key and --json: the answer as JSON, its signature not checked", async () => {
-    const { qseal, qwac, ca } = tppFiles(pki);
+    const { qseal } = tppFiles(pki);
     const out = await cli([
       "--key",
       qseal.key,
@@ -235,15 +241,7 @@ describe("psd2-gateway sign --send", () => {
       "--body",
       writeBody(),
       ...PSU,
-      "--send",
-      "--url",
-      ingress.url,
-      "--ca",
-      ca,
-      "--qwac",
-      qwac.cert,
-      "--qwac-key",
-      qwac.key,
+      ...sendToIngress(),
       "--json",
     ]);
     expect(out.status, out.stderr + out.stdout).toBe(0);
@@ -322,7 +320,7 @@ describe("psd2-gateway sign --dialect: PEM keys in each of the four dialects", (
   ] as const)(
     "%s: sent to the ingress gateway and accepted; printed, explained by verify",
     async (dialect, header, step) => {
-      const { qseal, qwac, ca } = tppFiles(pki);
+      const { qseal } = tppFiles(pki);
       const keys = ["--key", qseal.key, "--cert", qseal.cert, "--dialect", dialect];
       const request = [
         "--target",
@@ -334,19 +332,7 @@ describe("psd2-gateway sign --dialect: PEM keys in each of the four dialects", (
         ...PSU,
       ];
       const before = backend.requests.length;
-      const sent = await cli([
-        ...keys,
-        ...request,
-        "--send",
-        "--url",
-        ingress.url,
-        "--ca",
-        ca,
-        "--qwac",
-        qwac.cert,
-        "--qwac-key",
-        qwac.key,
-      ]);
+      const sent = await cli([...keys, ...request, ...sendToIngress()]);
       expect(sent.status, sent.stderr + sent.stdout).toBe(0);
       expect(sent.stdout).toContain("HTTP 200");
       const forwarded = backend.requests.slice(before);

@@ -234,6 +234,7 @@ const PATH_OPTIONS: readonly [command: string, option: string, args: string[], p
 const NOT_PATHS = new Set([
   "sign --bank",
   "sign --password-env",
+  "sign --dialect",
   "sign --method",
   "sign --target",
   "sign --header",
@@ -243,6 +244,7 @@ const NOT_PATHS = new Set([
   "verify --algorithm",
   "verify --bank",
   "verify --certificate-header",
+  "verify --dialect",
   "demo --url",
   "sandbox --port",
   "sandbox --host",

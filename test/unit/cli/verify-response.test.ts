@@ -103,6 +103,25 @@ async function run(
   });
 }
 
+/** An egress config with one bank profile, "demo", trusting the dev PKI for its answers. */
+function demoProfile(file: string, signing?: Record<string, unknown>): string {
+  const profile = join(dir, file);
+  const bank = {
+    name: "demo",
+    prefix: "/demo",
+    url: "https://127.0.0.1:8443",
+    qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey },
+    ...(signing ? { signing } : {}),
+    responses: { mode: "enforce", caDir: pki.paths.trustDir },
+  };
+  writeFileSync(profile, toYaml({ mode: "egress", banks: [bank] }));
+  return profile;
+}
+
+/** The verify command as a user runs it. */
+const cli = (...args: string[]) =>
+  spawnSync(process.execPath, ["--import", "tsx", "src/main.ts", "verify", ...args], { encoding: "utf8" });
+
 describe("psd2-gateway verify --response names the step that refuses and why", () => {
   it.each<[string, Made, Parameters<typeof run>[1], string, string, RegExp]>([
     [
@@ -274,26 +293,7 @@ describe("psd2-gateway verify --response names the step that refuses and why", (
     writeFileSync(good, await rawResponse());
     writeFileSync(bad, (await rawResponse()).replace("NO9386011117947", "NO0000000000000"));
     writeFileSync(request, REQUEST);
-    const profile = join(dir, "egress.yaml");
-    writeFileSync(
-      profile,
-      toYaml({
-        mode: "egress",
-        banks: [
-          {
-            name: "demo",
-            prefix: "/demo",
-            url: "https://127.0.0.1:8443",
-            qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey },
-            responses: { mode: "enforce", caDir: pki.paths.trustDir },
-          },
-        ],
-      }),
-    );
-    const cli = (...args: string[]) =>
-      spawnSync(process.execPath, ["--import", "tsx", "src/main.ts", "verify", ...args], {
-        encoding: "utf8",
-      });
+    const profile = demoProfile("egress.yaml");
     const passed = cli("--response", good, "--request", request, "--profile", profile);
     expect(passed.stderr).toBe("");
     expect(passed.status).toBe(0);
@@ -477,27 +477,7 @@ describe("psd2-gateway verify --response speaks every dialect the gateway answer
     const request = join(dir, "jades-request.http");
     writeFileSync(good, await rawResponse({ dialect: "jades" }));
     writeFileSync(request, REQUEST);
-    const profile = join(dir, "egress-jades.yaml");
-    writeFileSync(
-      profile,
-      toYaml({
-        mode: "egress",
-        banks: [
-          {
-            name: "demo",
-            prefix: "/demo",
-            url: "https://127.0.0.1:8443",
-            qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey },
-            signing: { dialect: "jades" },
-            responses: { mode: "enforce", caDir: pki.paths.trustDir },
-          },
-        ],
-      }),
-    );
-    const cli = (...args: string[]) =>
-      spawnSync(process.execPath, ["--import", "tsx", "src/main.ts", "verify", ...args], {
-        encoding: "utf8",
-      });
+    const profile = demoProfile("egress-jades.yaml", { dialect: "jades" });
     const passed = cli("--response", good, "--request", request, "--profile", profile);
     expect(passed.stderr).toBe("");
     expect(passed.stdout).toContain("signed in JAdES");
