@@ -1,10 +1,8 @@
 /**
  * Loading a register of the EBA's size must not stall the event loop: the work runs in a worker
- * and the Map is built in slices. The stall bound is structural, not a speed goal: decoding the
- * same file on the main thread stalls for seconds; in slices the longest gap stays in the
- * milliseconds. The bound (250 ms) is generous on purpose: this runs on a shared 2-core machine
- * next to other test processes (load average 3 while it was written), where GC pauses and the
- * scheduler alone gave gaps of 20–110 ms; alone, the longest gap measured was about 20 ms.
+ * and the Map is built in slices. No time bound (the machines are shared: GC pauses and the
+ * scheduler alone gave gaps of 20–270 ms under load): the longest gap while loading is held to a
+ * fraction of the stall of the same work on the main thread, measured in the same run.
  */
 
 import { monitorEventLoopDelay } from "node:perf_hooks";
@@ -13,7 +11,15 @@ import { describe, expect, it } from "vitest";
 import { entriesInSlices, loadRegister } from "../../../src/trust/register-loading.js";
 import { largeEbaRegister } from "../../helpers/eba-register-fixture.js";
 
-const STALL_BOUND_MS = 250;
+/** The loaded register's longest gap, as a share of the main thread's own stall over the same JSON. */
+const STALL_SHARE = 0.5;
+
+/** How long parsing the JSON on the main thread holds the loop: what the worker saves it. */
+function mainThreadStallMs(json: Uint8Array): number {
+  const start = performance.now();
+  JSON.parse(new TextDecoder().decode(json));
+  return performance.now() - start;
+}
 
 /** The longest gap between 1 ms ticks while `work` runs, and the event-loop delay histogram's max. */
 async function longestStall<T>(
@@ -64,7 +70,9 @@ describe("register loading off the event loop", () => {
       console.log(
         `longest stall ${gapMs.toFixed(1)} ms (histogram ${histogramMs.toFixed(1)} ms), ${result.entries.size} entries`,
       );
-      expect(gapMs).toBeLessThan(STALL_BOUND_MS);
+      const baselineMs = mainThreadStallMs(fixture.json);
+      console.log(`the same JSON parsed on the main thread: ${baselineMs.toFixed(1)} ms`);
+      expect(gapMs).toBeLessThan(baselineMs * STALL_SHARE);
     },
     180_000,
   );
