@@ -30,7 +30,7 @@ export async function ensureDevCertificates(
 export const DEMO_QTSP_URL = "http://127.0.0.1:8099";
 
 /** The demo bank (config `sandbox:`); loaded only when a config names `backend.url: sandbox`. */
-async function startDemoBank(
+export async function startDemoBank(
   options: GatewayConfig["sandbox"],
   identityHeaders: GatewayConfig["identityHeaders"],
 ): Promise<StartedBackend> {
