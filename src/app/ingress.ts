@@ -79,7 +79,10 @@ export interface IngressDependencies {
   /** Running as a cluster worker: metrics are reported to the primary, which owns the admin listener. */
   readonly clusterWorker?: boolean;
   /** Starts the demo bank when `backend.url` is `sandbox` (the command line supplies it). */
-  readonly startDemoBank?: (options: GatewayConfig["sandbox"]) => Promise<StartedBackend>;
+  readonly startDemoBank?: (
+    options: GatewayConfig["sandbox"],
+    identityHeaders: GatewayConfig["identityHeaders"],
+  ) => Promise<StartedBackend>;
   /**
    * Where the configuration came from: read again (and validated; it throws why not) on SIGHUP
    * and, watched with the other files, when it changes.
@@ -296,7 +299,7 @@ async function startComponents(
   let demoBankUrl: string | undefined;
   if (config.backend.url === "sandbox") {
     if (!deps.startDemoBank) throw new Error("backend.url is 'sandbox' but no demo bank was supplied");
-    const bank = await deps.startDemoBank(config.sandbox);
+    const bank = await deps.startDemoBank(config.sandbox, config.identityHeaders);
     started.add(() => bank.close());
     demoBankUrl = bank.url;
     logger.info({ url: bank.url }, "built-in demo bank started");

@@ -30,7 +30,7 @@ interface Case {
  * without a browser (a TPP's real PSU-ID comes from the SCA redirect; README "The sandbox bank").
  * Replaced by the first private customer's number, read from the customer list first.
  */
-const PSU = { "PSU-ID": "06828155683", "PSU-IP-Address": "192.0.2.10" };
+const PSU = { "PSU-ID": "12866148897", "PSU-IP-Address": "192.0.2.10" };
 const REDIRECT = { "TPP-Redirect-URI": "https://tpp.example/callback" };
 let psuId = PSU["PSU-ID"];
 /** The case's headers with the PSU-ID read from the customer list. */

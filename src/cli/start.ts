@@ -30,9 +30,15 @@ export async function ensureDevCertificates(
 export const DEMO_QTSP_URL = "http://127.0.0.1:8099";
 
 /** The demo bank (config `sandbox:`); loaded only when a config names `backend.url: sandbox`. */
-async function startDemoBank(options: GatewayConfig["sandbox"]): Promise<StartedBackend> {
+export async function startDemoBank(
+  options: GatewayConfig["sandbox"],
+  identityHeaders: GatewayConfig["identityHeaders"],
+): Promise<StartedBackend> {
   const { createSandboxBank } = await import("../sandbox/index.js");
   const bank = createSandboxBank({
+    // The names the gateway writes, the TPP's registered name among them (shown on the SCA page).
+    identityHeaders,
+    scaLinkTtlSeconds: options.scaLinkTtlSeconds,
     ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
     ...(options.stateFile !== undefined ? { stateFile: options.stateFile } : {}),
     ...(options.seed !== undefined ? { seed: options.seed } : {}),

@@ -626,6 +626,8 @@ export const configSchema = z
         stateFile: path.optional(),
         /** Same seed, same generated customers. */
         seed: z.number().int().optional(),
+        /** How long an SCA page link stays usable after the TPP got it; then the page says it expired. */
+        scaLinkTtlSeconds: z.number().int().positive().default(900),
       })
       .strict()
       .prefault({}),

@@ -16,6 +16,8 @@
  *   city are optional strings.
  * - maskedPan is required and checked as a string; the lists show the card account's own.
  * - cardTransactionId must be unique on the card account, so that each id names one transaction.
+ * - transactionAmount and markupFee are what the card account is charged, so they are in its
+ *   currency: its balances add them up, and a sum of kroner and euros would mean nothing.
  */
 
 import { isoDate } from "./dates.js";
@@ -44,6 +46,8 @@ export interface CardTransactionLimits {
   readonly nowMs: number;
   /** cardTransactionIds the card account already holds. */
   readonly existingIds: ReadonlySet<string>;
+  /** The card account's currency: what it is charged (transactionAmount, markupFee) is in it. */
+  readonly currency: string;
 }
 
 export const MAX_STREET_LENGTH = 70;
@@ -73,7 +77,7 @@ export function parseCardTransactions(
     const firstIndexOf = new Map<string, number>();
     return body.map((element: unknown, index) =>
       within(`Card transaction [${index}]: `, () => {
-        const transaction = readTransaction(element, today);
+        const transaction = readTransaction(element, today, limits.currency);
         const id = transaction.cardTransactionId;
         if (limits.existingIds.has(id)) {
           refuse(`cardTransactionId ${JSON.stringify(id)} is already on this card account: send a new id`);
@@ -91,7 +95,7 @@ export function parseCardTransactions(
   });
 }
 
-function readTransaction(element: unknown, today: string): CardTransaction {
+function readTransaction(element: unknown, today: string, cardCurrency: string): CardTransaction {
   if (!isObject(element)) {
     refuse(
       `the element must be an object with the SPEC 2.2 card transaction fields; got ${describe(element)}`,
@@ -114,13 +118,13 @@ function readTransaction(element: unknown, today: string): CardTransaction {
       `bookingDate ${bookingDate} is later than transactionDate ${transactionDate}, which is the value date: send a bookingDate on or before ${transactionDate}`,
     );
   }
-  const transactionAmount = money(element, "transactionAmount");
+  const transactionAmount = charged(money(element, "transactionAmount"), "transactionAmount", cardCurrency);
   const originalAmount = money(element, "originalAmount");
   const merchantCategoryCode = requiredString(element, "", "merchantCategoryCode", {
     hint: 'a merchant category code as a string, such as "5411"',
   });
   const currencyExchange = exchange(element, today);
-  const markupFee = money(element, "markupFee");
+  const markupFee = charged(money(element, "markupFee"), "markupFee", cardCurrency);
   const markupFeePercentage = requiredString(element, "", "markupFeePercentage", {
     hint: 'a percentage as a string, such as "1.75"',
   });
@@ -177,6 +181,16 @@ function money(object: JsonObject, name: string): Money {
     refuse(`${path} must be ${AMOUNT_HINT}; got ${describe(amount)}`);
   }
   return { minor: amount, currency };
+}
+
+/** What the card account is charged is in its own currency; the merchant's is originalAmount's. */
+function charged(amount: Money, name: string, cardCurrency: string): Money {
+  if (amount.currency !== cardCurrency) {
+    refuse(
+      `${name}.currency must be ${cardCurrency}, the card account's currency (what the card is charged); the merchant's currency goes in originalAmount; got ${describe(amount.currency)}`,
+    );
+  }
+  return amount;
 }
 
 function exchange(object: JsonObject, today: string): CurrencyExchange | undefined {

@@ -8,7 +8,7 @@
 import type { RequestContext } from "./context.js";
 import { errorReply, headerValue, isReply, jsonReply, quote, type Reply, readBody } from "./http.js";
 import { readIdentity } from "./identity.js";
-import { identifyPsu } from "./psu.js";
+import { identifyPsu, UNATTENDED_CALLS_PER_DAY, unattendedUntil } from "./psu.js";
 import { stablePsuUuid } from "./psu-ids.js";
 import { startConsent } from "./sca-flow.js";
 import type { Consent } from "./sca-store.js";
@@ -116,8 +116,15 @@ export function getConsent(context: RequestContext): Reply {
     JSON.stringify({
       ...consentBody(consent, undefined),
       access: { accounts, balances: accounts, transactions: [...accounts, ...cards] },
+      // The terms the SCA page showed the PSU: recurring, valid without the PSU for 180 days after
+      // the SCA, 4 calls a day then (SPEC 8); with the PSU present it lasts until revoked.
+      recurringIndicator: true,
+      frequencyPerDay: UNATTENDED_CALLS_PER_DAY,
       ...(consent.scaAt !== undefined
-        ? { lastActionDate: new Date(consent.scaAt).toISOString().slice(0, 10) }
+        ? {
+            validUntil: unattendedUntil(consent.scaAt),
+            lastActionDate: new Date(consent.scaAt).toISOString().slice(0, 10),
+          }
         : {}),
     }),
   );

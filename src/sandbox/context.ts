@@ -17,6 +17,8 @@ export interface BankSettings {
    * configured; set when the bank starts listening.
    */
   readonly publicUrl: { value: string };
+  /** How long an SCA page link stays usable after the TPP got it; then the page says it expired. */
+  readonly scaLinkTtlMs: number;
   /** Reproduce the SPEC 4.5 known issue: pending transactions ignore dateFrom, dateTo and limit. */
   readonly pendingIgnoresDateFilter: boolean;
   readonly maxBodyBytes: number;

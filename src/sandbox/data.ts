@@ -19,6 +19,7 @@ import type {
   CustomerType,
   PendingTransaction,
 } from "./model.js";
+import { organisationNumber, syntheticNationalId } from "./national-id.js";
 import { norwegianBban, SeededRandom } from "./random.js";
 
 export const DEFAULT_SEED = 20_260_813;
@@ -283,14 +284,23 @@ const CUSTOMERS: readonly CustomerTemplate[] = [
 /** Builds the whole initial state. Pure: the same seed and the same day give equal data. */
 export function buildInitialData(seed: number, nowMs: number): BankData {
   const random = new SeededRandom(seed);
-  const customers = CUSTOMERS.map((template) => buildCustomer(template, random, nowMs));
+  // A stream of its own, so that ids, account numbers and amounts do not depend on how many draws
+  // a valid customer number took.
+  const numbers = new SeededRandom(seed ^ 0x5eed_1d);
+  const customers = CUSTOMERS.map((template) => buildCustomer(template, random, numbers, nowMs));
   return { today: isoDate(nowMs), customers };
 }
 
-function buildCustomer(template: CustomerTemplate, random: SeededRandom, nowMs: number): Customer {
+function buildCustomer(
+  template: CustomerTemplate,
+  random: SeededRandom,
+  numbers: SeededRandom,
+  nowMs: number,
+): Customer {
   const customerId = random.uuid();
+  // The numbers a customer types at the SCA page pass the MOD11 checks a client may apply (national-id.ts).
   const customerNumber =
-    template.type === "PRIVATE" ? syntheticNationalIdentityNumber(random) : organisationNumber(random);
+    template.type === "PRIVATE" ? syntheticNationalId(numbers) : organisationNumber(numbers);
   const context: AccountContext = { ownerName: template.name, employer: template.employer };
   const accounts = template.accounts.map((kind) => buildAccount(kind, customerId, context, random, nowMs));
   const cardAccounts = template.hasCard ? [buildCardAccount(template.name, customerId, random, nowMs)] : [];
@@ -308,21 +318,6 @@ function buildCustomer(template: CustomerTemplate, random: SeededRandom, nowMs: 
     accounts,
     cardAccounts,
   };
-}
-
-/**
- * A test-only Norwegian national identity number: 80 is added to the month, as in the synthetic
- * numbers of the national test data registry, so it can never be a real person's number.
- */
-function syntheticNationalIdentityNumber(random: SeededRandom): string {
-  const day = String(random.int(1, 28)).padStart(2, "0");
-  const month = String(random.int(1, 12) + 80);
-  const year = String(random.int(50, 99));
-  return day + month + year + random.digits(5);
-}
-
-function organisationNumber(random: SeededRandom): string {
-  return "9" + random.digits(8);
 }
 
 function amountIn(random: SeededRandom, range: Range): number {
@@ -442,8 +437,9 @@ function buildCardTransaction(
   return {
     cardTransactionId: random.hex(20),
     terminalId: random.digits(8),
-    // Card bookings settle a day or two after the purchase.
-    bookingDate: booked ? isoDateOffset(nowMs, -Math.max(0, template.daysAgo - 1)) : undefined,
+    // SPEC 2.2: a booking date not later than the value date, which is the transactionDate here
+    // (card-transaction-input.ts): booked on the day of the purchase.
+    bookingDate: booked ? transactionDate : undefined,
     transactionDate,
     transactionAmount: { minor: -(nokMinor + markupMinor), currency: NOK },
     originalAmount: { minor: -originalMinor, currency: template.currency },

@@ -19,10 +19,12 @@ export type {
   PendingTransaction,
 } from "./model.js";
 export { DOMESTIC_PRODUCT } from "./payment-body.js";
+export { SANDBOX_ONE_TIME_CODE } from "./sca.js";
 export {
   createSandboxBank,
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_PUBLIC_URL,
+  DEFAULT_SCA_LINK_TTL_SECONDS,
   type SandboxBank,
   type SandboxBankOptions,
   type SandboxListener,

@@ -77,7 +77,11 @@ export async function createCardTransactions(context: RequestContext): Promise<R
     return errorReply(404, "RESOURCE_UNKNOWN", `No mock card account has the id ${quote(params[0]!)}`);
   }
   const existingIds = new Set([...card.booked, ...card.pending].map((each) => each.cardTransactionId));
-  const parsed = parseCardTransactions(body.json, { nowMs: settings.now(), existingIds });
+  const parsed = parseCardTransactions(body.json, {
+    nowMs: settings.now(),
+    existingIds,
+    currency: card.currency,
+  });
   if (!parsed.ok) return formatError(parsed.text);
   control.commit(state, addCardTransactions(state.catalogue.data, card, parsed.value));
   return jsonReply(201, JSON.stringify(cardTransactionsResult(card, parsed.value)));

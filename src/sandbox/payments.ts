@@ -284,10 +284,22 @@ export function describePaymentForSca(state: BankState, subject: AuthorisationSu
     lines.push([`To${n}`, `${request.creditorName ?? "(no name)"} (${creditorOf(request)})`]);
     if (request.kind === "periodic")
       lines.push([`Every${n}`, `${request.frequency} from ${request.startDate}`]);
-    lines.push([`From account${n}`, request.debtorBban]);
+    const debtor = state.catalogue.accountsByBban.get(request.debtorBban);
+    lines.push([
+      `From account${n}`,
+      debtor === undefined ? request.debtorBban : `${debtor.name} (${request.debtorBban})`,
+    ]);
     if (request.remittance !== undefined) lines.push([`Message${n}`, request.remittance]);
   });
   return lines.length > 0 ? lines : [["Payment", "no longer known"]];
+}
+
+/** The resourceIds of the bank's accounts the payments of `subject` are paid from. */
+export function debtorAccountsOf(state: BankState, subject: AuthorisationSubject): string[] {
+  const ids = subjectPayments(state, subject).flatMap(
+    (payment) => state.catalogue.accountsByBban.get(payment.request.debtorBban)?.resourceId ?? [],
+  );
+  return [...new Set(ids)];
 }
 
 /** The payments an authorisation approves: one, or a basket's. */

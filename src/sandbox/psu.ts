@@ -23,6 +23,17 @@ import type { Consent } from "./sca-store.js";
 /** SPEC 8: accounts the PSU accessed online with SCA within the last 180 days. */
 export const SCA_RENEWAL_MS = 180 * 86_400_000;
 
+/**
+ * SPEC 8: without the PSU present, balances and transactions each at most 4 times in 24 hours
+ * (the gateway counts them): a consent's frequencyPerDay.
+ */
+export const UNATTENDED_CALLS_PER_DAY = 4;
+
+/** The last day a consent granted at `scaAt` reaches accounts without the PSU present (SPEC 8). */
+export function unattendedUntil(scaAt: number): string {
+  return new Date(scaAt + SCA_RENEWAL_MS).toISOString().slice(0, 10);
+}
+
 export interface PsuAccess {
   readonly customer: Customer;
   /** resourceIds of the accounts and card accounts the request may reach; undefined: all the customer's. */

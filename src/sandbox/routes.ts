@@ -30,6 +30,7 @@ import {
 } from "./consents.js";
 import type { RouteHandler } from "./context.js";
 import { getAgreement, getAgreementEngagements, getCustomer, listCustomers } from "./customers.js";
+import { jsonReply } from "./http.js";
 import {
   createAccountTransaction,
   createCardAccount,
@@ -37,6 +38,7 @@ import {
   createCustomer,
   resetSandbox,
 } from "./mock-operations.js";
+import { SANDBOX_OPENAPI_JSON } from "./openapi.js";
 import {
   cancelPayment,
   createPayment,
@@ -50,6 +52,8 @@ import { type RouteDefinition, Router } from "./router.js";
 import { showScaPage, submitScaPage } from "./sca.js";
 
 export const ROUTES: readonly RouteDefinition<RouteHandler>[] = [
+  // This API described in OpenAPI 3.1 (openapi.ts).
+  { method: "GET", path: "/v1/sandbox/openapi.json", handler: () => jsonReply(200, SANDBOX_OPENAPI_JSON) },
   { method: "GET", path: "/v1/sandbox/customers", handler: listCustomers },
   { method: "GET", path: "/v1/sandbox/customers/:customerId", handler: getCustomer },
   { method: "GET", path: "/v1/sandbox/customers/:customerId/agreements/:agreementId", handler: getAgreement },

@@ -38,8 +38,10 @@ export function readScaRequest(context: RequestContext): ScaRequest | Reply {
   if (preferred !== undefined && preferred !== "true" && preferred !== "false") {
     return formatError(`TPP-Redirect-Preferred must be true or false; got ${quote(preferred)}`);
   }
+  const identity = readIdentity(req, settings.identityHeaders);
   return {
-    organizationId: readIdentity(req, settings.identityHeaders).organizationId ?? "",
+    organizationId: identity.organizationId ?? "",
+    organizationName: identity.name,
     redirectUri: parsed.href,
     tppSessionId: headerValue(req, "tpp-session-id"),
     preselectedIdentity: headerValue(req, "x-psu-identity"),

@@ -8,7 +8,10 @@
 import { randomBytes } from "node:crypto";
 import { SeededRandom } from "./random.js";
 
-/** SPEC 2.4. The sandbox passes RECEIVED → STARTED (page opened) → PSU_IDENTIFIED → FINALISED or FAILED. */
+/**
+ * SPEC 2.4. The sandbox passes RECEIVED → STARTED (page opened) → PSU_AUTHENTICATED (number and
+ * one-time code right) → FINALISED or FAILED.
+ */
 export type ScaStatus =
   | "RECEIVED"
   | "PSU_IDENTIFIED"
@@ -27,6 +30,8 @@ export type AuthorisationSubject =
 /** How the TPP asked for the SCA (SPEC 5.13, 5.15): kept to honour it on the page and in the redirect. */
 export interface ScaRequest {
   readonly organizationId: string;
+  /** The TPP's registered name as the gateway tells it, shown to the PSU; undefined when not told. */
+  readonly organizationName: string | undefined;
   readonly redirectUri: string;
   readonly tppSessionId: string | undefined;
   /** X-PSU-IDENTITY: the national identification number the page starts with. */
@@ -44,8 +49,12 @@ export interface Authorisation extends ScaRequest {
   readonly formToken: string;
   readonly createdAt: number;
   scaStatus: ScaStatus;
-  /** The customer who identified at the page. */
+  /** The customer who identified at the page (with the right one-time code). */
   customerId: string | undefined;
+  /** Wrong one-time codes typed so far; too many fail the authorisation. */
+  wrongCodes: number;
+  /** Why a FAILED authorisation failed, in words for the PSU ("you cancelled it"). */
+  failure: string | undefined;
 }
 
 export type ConsentStatus = "received" | "valid" | "rejected" | "revokedByPsu" | "terminatedByTpp";
@@ -127,6 +136,8 @@ export class ScaStore {
       createdAt: now,
       scaStatus: "RECEIVED",
       customerId: undefined,
+      wrongCodes: 0,
+      failure: undefined,
     };
     bounded(this.authorisations, authorisation.authorisationId, authorisation, this.capacity);
     return authorisation;

@@ -52,6 +52,8 @@ export interface SandboxBankOptions {
    * issue does not affect it); true reproduces production's (dateFrom, dateTo, limit ignored).
    */
   readonly pendingIgnoresDateFilter?: boolean;
+  /** How long an SCA page link stays usable (default 900: 15 minutes); then the page says it expired. */
+  readonly scaLinkTtlSeconds?: number;
   /** Default 1 MiB; larger bodies get 413. */
   readonly maxBodyBytes?: number;
   /** Default 100 000; the oldest payments are forgotten beyond it. */
@@ -88,6 +90,7 @@ export interface SandboxBank {
 /** The SCA links of a bank mounted as a plain request listener without `publicUrl`. */
 export const DEFAULT_PUBLIC_URL = "http://127.0.0.1:8081";
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+export const DEFAULT_SCA_LINK_TTL_SECONDS = 15 * 60;
 const DRAIN_FACTOR = 8;
 
 export function createSandboxBank(options: SandboxBankOptions = {}): SandboxBank {
@@ -102,6 +105,8 @@ export function createSandboxBank(options: SandboxBankOptions = {}): SandboxBank
     now: clock,
     identityHeaders: normaliseIdentityHeaders(options.identityHeaders),
     publicUrl: { value: (options.publicUrl ?? DEFAULT_PUBLIC_URL).replace(/\/+$/, "") },
+    scaLinkTtlMs:
+      positiveInteger("scaLinkTtlSeconds", options.scaLinkTtlSeconds ?? DEFAULT_SCA_LINK_TTL_SECONDS) * 1000,
     pendingIgnoresDateFilter: options.pendingIgnoresDateFilter ?? false,
     maxBodyBytes,
     drainBytes: maxBodyBytes * DRAIN_FACTOR,

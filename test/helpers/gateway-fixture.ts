@@ -12,7 +12,7 @@ import type { Readable } from "node:stream";
 import { connect as tlsConnect } from "node:tls";
 import { Agent, request } from "undici";
 import { expect } from "vitest";
-import { type IngressGateway, startGateway } from "../../src/app.js";
+import { type IngressDependencies, type IngressGateway, startGateway } from "../../src/app.js";
 import { validateConfig } from "../../src/config/load.js";
 import type { GatewayConfigInput } from "../../src/config/schema.js";
 import { type DevPki, generateDevPki, type IssuedCertificate } from "../../src/dev/pki.js";
@@ -57,6 +57,8 @@ export interface GatewayOptions {
   readonly pki?: DevPki;
   /** Where the gateway logs (silent by default): a test that reads access lines passes its own. */
   readonly logger?: Logger;
+  /** With `backendUrl: "sandbox"`: how the demo bank is started (cli/start.ts's, as `start` runs it). */
+  readonly startDemoBank?: IngressDependencies["startDemoBank"];
 }
 
 export async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
@@ -81,6 +83,7 @@ export async function startTestGateway(options: GatewayOptions): Promise<TestGat
     logger: options.logger ?? createLogger("silent"),
     ...(options.now ? { now: options.now } : {}),
     ...(options.store ? { store: options.store } : {}),
+    ...(options.startDemoBank ? { startDemoBank: options.startDemoBank } : {}),
   });
   const agents: Agent[] = [];
   const makeAgent = (cert?: IssuedCertificate) => {

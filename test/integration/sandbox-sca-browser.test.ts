@@ -1,9 +1,11 @@
 /**
  * A TPP's journey through the gateway to the sandbox bank, with the PSU in a real browser
  * (Debian's Chromium, driven by playwright-core, JavaScript off: the page must work without it):
- * consent → SCA page → redirect back with the SPEC 2.6 parameters → accounts and transactions;
- * a payment → SCA page → status; a corporate PSU choosing an agreement; a cancelled SCA → the
- * failure parameters. `UPDATE_SCREENSHOTS=1` writes the SCA page's screenshot the README shows.
+ * consent → SCA page (the TPP's registered name, number and one-time code, the consent's terms)
+ * → redirect back with the SPEC 2.6 parameters → accounts and transactions; a wrong one-time code;
+ * a payment → SCA page → status; a corporate PSU choosing an agreement for a consent and for a
+ * payment; a cancelled SCA → the failure parameters; a finished link that says what happened; an
+ * expired link. `UPDATE_SCREENSHOTS=1` writes the SCA page's screenshots the README shows.
  */
 
 import { createServer, type Server } from "node:http";
@@ -11,7 +13,12 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type Customer, createSandboxBank, type SandboxListener } from "../../src/sandbox/index.js";
+import {
+  type Customer,
+  createSandboxBank,
+  SANDBOX_ONE_TIME_CODE,
+  type SandboxListener,
+} from "../../src/sandbox/index.js";
 import { describeWithBrowser, launchBrowser } from "../helpers/browser.js";
 import {
   type CallResult,
@@ -21,6 +28,8 @@ import {
 } from "../helpers/gateway-fixture.js";
 
 const SCREENSHOT = join(import.meta.dirname, "../../docs/sandbox-sca-page.png");
+const CONSENT_SCREENSHOT = join(import.meta.dirname, "../../docs/sandbox-sca-consent.png");
+const screenshots = process.env["UPDATE_SCREENSHOTS"] === "1";
 
 describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", () => {
   let bank: SandboxListener;
@@ -33,9 +42,11 @@ describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", 
   let page: Page;
   /** What the TPP's callback received, by path. */
   const arrivals = new Map<string, URLSearchParams>();
+  /** Moves the bank's clock (not the gateway's): links expire by the bank's. */
+  let bankClockAhead = 0;
 
   beforeAll(async () => {
-    const sandbox = createSandboxBank();
+    const sandbox = createSandboxBank({ clock: () => Date.now() + bankClockAhead });
     customers = sandbox.data.customers;
     bank = await sandbox.listen(0, "127.0.0.1");
     gw = await startTestGateway({ backendUrl: bank.url });
@@ -77,6 +88,13 @@ describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", 
   const link = (r: CallResult, name: string) =>
     (r.json._links as Record<string, { href: string }>)[name]!.href;
 
+  /** Number and one-time code typed, Continue pressed. */
+  async function identify(identity: string, code = SANDBOX_ONE_TIME_CODE): Promise<void> {
+    await page.getByLabel(/National identification number/).fill(identity);
+    await page.getByLabel("One-time code").fill(code);
+    await page.getByRole("button", { name: "Continue" }).click();
+  }
+
   /** The PSU at the page: identifies, then presses `finish` (after `choose`). */
   async function atScaPage(
     scaRedirect: string,
@@ -85,8 +103,7 @@ describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", 
     choose?: (page: Page) => Promise<void>,
   ): Promise<void> {
     await page.goto(scaRedirect);
-    await page.getByLabel(/National identification number/).fill(identity);
-    await page.getByRole("button", { name: "Continue" }).click();
+    await identify(identity);
     await page.getByText(/Signed in as/).waitFor();
     await choose?.(page);
     await page.getByRole("button", { name: finish }).click();
@@ -108,13 +125,32 @@ describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", 
     expect(await page.title()).toBe("Sandbox Bank: strong customer authentication");
     expect(await page.getByRole("heading", { level: 1 }).innerText()).toBe("Sandbox Bank");
     expect(await page.getByRole("alert").count()).toBe(0);
+    // The provider by the name the register gives it (through the gateway's identity headers).
+    const { name, organizationId } = gw.pki.tppA;
+    await page.getByText(`${name} asks to read your accounts.`).waitFor();
+    await page.getByText(`Provider: ${name}, registered as ${organizationId}.`).waitFor();
+    // Words for a customer: the code is asked for, and the help line says which one.
+    await page.getByText(`the one-time code is always ${SANDBOX_ONE_TIME_CODE}`).waitFor();
+    const words = await page.locator("main").innerText();
+    for (const developerWord of ["mocked", "customerNumber", "sandbox customer"])
+      expect(words).not.toContain(developerWord);
     await page.getByLabel(/National identification number/).fill(kari().customerNumber);
-    if (process.env["UPDATE_SCREENSHOTS"] === "1")
-      await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    await page.getByLabel("One-time code").fill(SANDBOX_ONE_TIME_CODE);
+    if (screenshots) await page.screenshot({ path: SCREENSHOT, fullPage: true });
     await page.getByRole("button", { name: "Continue" }).click();
+    // The consent's terms (SPEC 1.9, 8) and the accounts by name.
+    const terms = await page.locator("dl.terms").innerText();
+    expect(terms).toMatch(/Access\s+Account details, balances and transactions/);
+    expect(terms).toMatch(/Valid until\s+\d{1,2} [A-Z][a-z]+ \d{4}/);
+    expect(terms).toMatch(/How often\s+Up to 4 times a day/);
+    if (screenshots) await page.screenshot({ path: CONSENT_SCREENSHOT, fullPage: true });
     await page.getByLabel(`${savings!.name} (${savings!.bban}, ${savings!.currency})`).uncheck();
     await page.getByRole("button", { name: "Grant access" }).click();
     await page.waitForURL(`${callback}/consent**`);
+    // The link opened again says in words what happened.
+    await page.goto(link(started, "scaRedirect"));
+    await page.getByText(`Done: you allowed ${name} to read the accounts you chose.`).waitFor();
+    expect(await page.locator("main").innerText()).not.toMatch(/FINALISED/);
 
     const back = arrivals.get("/consent")!;
     expect(back.get("psu-id")).toMatch(/^[0-9a-f-]{36}$/);
@@ -210,5 +246,84 @@ describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", 
     expect(back.get("message")).toMatch(/did not approve|cancelled/);
     const status = await call("GET", link(created, "status"));
     expect(status.json.transactionStatus).toBe("RJCT");
+    await page.goto(link(authorisation, "scaRedirect"));
+    await page.getByText("Nothing was done: you cancelled it.").waitFor();
+  });
+
+  it("a wrong one-time code is refused with what to type; the right one goes on", async () => {
+    const started = await call("POST", "/v1/bank-offered-consents", { "x-back": "/code" }, {});
+    await page.goto(link(started, "scaRedirect"));
+    await identify(kari().customerNumber, "999999");
+    const alert = page.getByRole("alert");
+    await alert.waitFor();
+    expect(await alert.innerText()).toBe(
+      `The one-time code is not right: 2 more tries before this authorisation is stopped. In the test environment the code is ${SANDBOX_ONE_TIME_CODE}.`,
+    );
+    // The number stays typed; the code field is tied to the message for screen readers.
+    expect(await page.getByLabel(/National identification number/).inputValue()).toBe(kari().customerNumber);
+    expect(await page.getByLabel("One-time code").getAttribute("aria-describedby")).toContain("error");
+    await page.getByLabel("One-time code").fill(SANDBOX_ONE_TIME_CODE);
+    await page.getByRole("button", { name: "Continue" }).click();
+    await page.getByText(/Signed in as/).waitFor();
+  });
+
+  it("a corporate PSU approves a payment under the agreement it chooses, not the first", async () => {
+    const [operating] = nordvik().accounts;
+    const accountant = nordvik().agreements[1]!;
+    const created = await call(
+      "POST",
+      "/v1/payments/norwegian-domestic-credit-transfers",
+      {},
+      {
+        instructedAmount: { amount: "77.00", currency: "NOK" },
+        debtorAccount: { bban: operating!.bban },
+        creditorAccount: { bban: "12345678903" },
+        creditorName: "Per Hansen",
+        remittanceInformationUnstructured: "corporate payment journey",
+      },
+    );
+    expect(created.status, created.text).toBe(201);
+    const authorisation = await call("POST", link(created, "startAuthorisation"), { "x-back": "/corp-pay" });
+    await atScaPage(link(authorisation, "scaRedirect"), nordvik().customerNumber, "Approve", async (p) => {
+      await p.getByText(`${operating!.name} (${operating!.bban})`).waitFor();
+      await p.getByLabel(new RegExp(accountant.name)).check();
+    });
+    const back = arrivals.get("/corp-pay")!;
+    expect(back.get("context")).toBe("CORPORATE");
+    const agreements = await call("GET", "/v1/agreements", { "PSU-ID": back.get("psu-id")! });
+    const chosen = (agreements.json.agreements as { id: string; corporateId: string }[]).find(
+      (each) => each.id === accountant.id,
+    );
+    expect(back.get("psu-corporate-id")).toBe(chosen!.corporateId);
+    expect((await call("GET", link(created, "status"))).json.transactionStatus).toBe("ACCP");
+  });
+
+  it("an expired link shows a page that says so, and the authorisation has failed", async () => {
+    const created = await call(
+      "POST",
+      "/v1/payments/norwegian-domestic-credit-transfers",
+      {},
+      {
+        instructedAmount: { amount: "5.00", currency: "NOK" },
+        debtorAccount: { bban: kari().accounts[0]!.bban },
+        creditorAccount: { bban: "12345678903" },
+        creditorName: "Per Hansen",
+        remittanceInformationUnstructured: "expired journey",
+      },
+    );
+    const authorisation = await call("POST", link(created, "startAuthorisation"), { "x-back": "/expired" });
+    bankClockAhead = 15 * 60_000;
+    try {
+      const response = await page.goto(link(authorisation, "scaRedirect"));
+      expect(response?.status()).toBe(410);
+      await page
+        .getByRole("alert")
+        .getByText(/This link has expired: a link to the bank's page can be used for 15 minutes\./)
+        .waitFor();
+      expect(await page.getByLabel(/National identification number/).count()).toBe(0);
+      expect((await call("GET", link(authorisation, "scaStatus"))).json.scaStatus).toBe("FAILED");
+    } finally {
+      bankClockAhead = 0;
+    }
   });
 });

@@ -18,6 +18,18 @@ describe("configuration validation", () => {
     expect(c.store.type).toBe("memory");
     expect(c.workers).toBe(1);
     expect(c.admin).toEqual({ enabled: true, host: "127.0.0.1", port: 9090 });
+    // An SCA page link is usable for 15 minutes (issue 30).
+    expect(c.sandbox.scaLinkTtlSeconds).toBe(900);
+  });
+
+  it("takes the sandbox's SCA link lifetime as a whole positive number of seconds", () => {
+    expect(validateConfig({ ...BASE, sandbox: { scaLinkTtlSeconds: 60 } }).sandbox.scaLinkTtlSeconds).toBe(
+      60,
+    );
+    for (const bad of [0, -1, 1.5, "900"])
+      expect(() => validateConfig({ ...BASE, sandbox: { scaLinkTtlSeconds: bad } }), String(bad)).toThrow(
+        /sandbox\.scaLinkTtlSeconds/,
+      );
   });
 
   it("names each bad key with the form expected", () => {

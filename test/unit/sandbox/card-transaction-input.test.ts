@@ -53,7 +53,7 @@ function valid(id = "tx-1"): Body {
 const noIds = new Set<string>();
 
 function parse(body: unknown, existingIds: ReadonlySet<string> = noIds) {
-  return parseCardTransactions(body, { nowMs: NOW, existingIds });
+  return parseCardTransactions(body, { nowMs: NOW, existingIds, currency: "NOK" });
 }
 
 /** Sets (or with `undefined`, removes) the member at a dotted path of a copy of the baseline. */
@@ -202,6 +202,19 @@ const REFUSED: readonly Row[] = [
     says: /SPEC 2.2 table/,
   },
   { rule: "markupFee.currency is in the table", field: "markupFee.currency", value: "NKR", says: /"NOK"/ },
+  // What the card account is charged is in its currency, so its balances never add up two currencies.
+  {
+    rule: "transactionAmount is in the card account's currency",
+    field: "transactionAmount.currency",
+    value: "EUR",
+    says: /must be NOK, the card account's currency/,
+  },
+  {
+    rule: "markupFee is in the card account's currency",
+    field: "markupFee.currency",
+    value: "SEK",
+    says: /must be NOK, the card account's currency/,
+  },
   // currencyExchange: every member required when present, currencies from the table, quotationDate a date.
   ...["sourceCurrency", "targetCurrency", "unitCurrency", "exchangeRate", "quotationDate"].map((member) => ({
     rule: `currencyExchange.${member} is required`,

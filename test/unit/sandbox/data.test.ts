@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
+import { parseCardTransactions } from "../../../src/sandbox/card-transaction-input.js";
 import { buildInitialData, DEFAULT_SEED } from "../../../src/sandbox/data.js";
+import {
+  parseAccountTransactionInput,
+  parseCardAccountInput,
+  parseCustomerInput,
+} from "../../../src/sandbox/mock-input.js";
+import type { BookedTransaction, CardAccount, CardTransaction } from "../../../src/sandbox/model.js";
 import { formatMinor, parsePositiveAmount } from "../../../src/sandbox/money.js";
+import { isValidNationalId, isValidOrganisationNumber } from "../../../src/sandbox/national-id.js";
 import { mod11CheckDigit } from "../../../src/sandbox/random.js";
 import { daysBefore, NOW, TODAY } from "./helpers.js";
 
@@ -73,11 +81,11 @@ describe("the sandbox's initial data (SPEC 1.7)", () => {
     }
   });
 
-  it("books card transactions after the purchase, all in the past, with foreign ones converted to NOK", () => {
+  it("books card transactions on the purchase day (SPEC 2.2), all in the past, with foreign ones converted to NOK", () => {
     for (const card of cards) {
       expect(card.maskedPan).toMatch(/^\d{6}\*{6}\d{4}$/);
       for (const transaction of card.booked) {
-        expect(transaction.bookingDate! >= transaction.transactionDate).toBe(true);
+        expect(transaction.bookingDate).toBe(transaction.transactionDate);
         expect(transaction.bookingDate! <= TODAY).toBe(true);
         expect(transaction.transactionAmount.currency).toBe("NOK");
       }
@@ -93,6 +101,93 @@ describe("the sandbox's initial data (SPEC 1.7)", () => {
       }
     }
   });
+});
+
+/**
+ * A generated record as the sandbox operation that creates its like would receive it, so that the
+ * bank's own validators judge the bank's own data. The JSON round trip drops undefined members.
+ */
+function cardTransactionInput(card: CardAccount, transaction: CardTransaction): unknown {
+  return JSON.parse(
+    JSON.stringify({
+      ...transaction,
+      // A pending purchase has no booking yet: it is judged with the one it will get, on its day.
+      bookingDate: transaction.bookingDate ?? transaction.transactionDate,
+      transactionAmount: {
+        currency: transaction.transactionAmount.currency,
+        amount: transaction.transactionAmount.minor,
+      },
+      originalAmount: {
+        currency: transaction.originalAmount.currency,
+        amount: transaction.originalAmount.minor,
+      },
+      markupFee: { currency: transaction.markupFee.currency, amount: transaction.markupFee.minor },
+      maskedPan: card.maskedPan,
+      invoiced: String(transaction.invoiced),
+    }),
+  );
+}
+
+function accountTransactionInput(transaction: BookedTransaction): unknown {
+  const debit = transaction.amount.minor < 0;
+  const other = debit ? "creditor" : "debtor";
+  return JSON.parse(
+    JSON.stringify({
+      transactionAmount: {
+        currency: transaction.amount.currency,
+        amount: formatMinor(transaction.amount.minor),
+      },
+      [`${other}Name`]: transaction.counterpartyName,
+      [`${other}Account`]:
+        transaction.counterpartyBban === undefined ? undefined : { bban: transaction.counterpartyBban },
+      remittanceInformationUnstructured: transaction.remittance,
+      bookingDate: transaction.bookingDate,
+      valueDate: transaction.valueDate,
+      proprietaryBankTransactionCode: transaction.proprietaryBankTransactionCode,
+    }),
+  );
+}
+
+describe("the initial data passes the bank's own rules", () => {
+  it.each([DEFAULT_SEED, 1, 7, 424242])(
+    "seed %i: every generated record is accepted by the sandbox's validators",
+    (seed) => {
+      const generated = buildInitialData(seed, NOW);
+      for (const customer of generated.customers) {
+        const valid = customer.customerType === "PRIVATE" ? isValidNationalId : isValidOrganisationNumber;
+        expect(valid(customer.customerNumber), customer.customerNumber).toBe(true);
+        expect(
+          parseCustomerInput({
+            customerType: customer.customerType,
+            customerName: customer.customerName,
+            accounts: customer.accounts.length,
+          }),
+        ).toMatchObject({ ok: true });
+        for (const account of customer.accounts) {
+          for (const transaction of account.booked) {
+            const parsed = parseAccountTransactionInput(accountTransactionInput(transaction), account, TODAY);
+            expect(parsed, `${account.name} ${transaction.transactionId}`).toMatchObject({ ok: true });
+          }
+        }
+        for (const card of customer.cardAccounts) {
+          expect(
+            parseCardAccountInput({
+              customerId: customer.customerId,
+              currency: card.currency,
+              name: card.name,
+              creditLimit: formatMinor(card.creditLimitMinor),
+            }),
+          ).toMatchObject({ ok: true });
+          const all = [...card.booked, ...card.pending];
+          const parsed = parseCardTransactions(
+            all.map((transaction) => cardTransactionInput(card, transaction)),
+            { nowMs: NOW, existingIds: new Set(), currency: card.currency },
+          );
+          expect(parsed, card.name).toMatchObject({ ok: true });
+        }
+      }
+    },
+  );
 });
 
 describe("amounts as decimal strings", () => {

@@ -363,6 +363,28 @@ describe("POST /v1/sandbox/card-accounts/{mockCardAccountId}/transactions (SPEC 
     expect(amountsIn(balances.json).every((each) => typeof each.value === "string")).toBe(true);
   });
 
+  it("refuses a charge in another currency than the card account's, so its balances stay in one currency", async () => {
+    const [kari] = await customers();
+    const card = await createCard({ customerId: kari!.customerId, currency: "EUR" });
+    const path = `/v1/sandbox/card-accounts/${card.resourceId}/transactions`;
+    expectFormatError(
+      await post(path, [cardTransaction("nok", TODAY)]),
+      "Card transaction [0]",
+      "transactionAmount.currency must be EUR, the card account's currency",
+    );
+    const inEuro = {
+      ...cardTransaction("eur", TODAY),
+      transactionAmount: { currency: "EUR", amount: -1_060 },
+      markupFee: { currency: "EUR", amount: 0 },
+    };
+    expect((await post(path, [inEuro])).status).toBe(201);
+    const balances = await get(`/v1/card-accounts/${card.resourceId}/balances`, {
+      "PSU-ID": kari!.customerId,
+    });
+    const listed = (balances.json as { balances: { balanceAmount: { currency: string } }[] }).balances;
+    expect(listed.map((each) => each.balanceAmount.currency)).toEqual(["EUR", "EUR"]);
+  });
+
   it("refuses a defective transaction naming its index and field, and books none of the body", async () => {
     const [kari] = await customers();
     const cardId = kari!.cardAccounts[0]!;

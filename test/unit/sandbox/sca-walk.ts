@@ -5,9 +5,13 @@
  * page in Chromium; this keeps the table-driven tests fast.
  */
 
+import { SANDBOX_ONE_TIME_CODE } from "../../../src/sandbox/index.js";
+
 export interface ScaChoices {
   /** The customerNumber typed at the page. */
   readonly identity: string;
+  /** The one-time code typed with it (default: the sandbox's). */
+  readonly code?: string;
   /** Account resourceIds to tick (default: what the page ticks). */
   readonly accounts?: readonly string[];
   readonly agreement?: string;
@@ -51,7 +55,13 @@ export async function walkSca(scaRedirect: string, choices: ScaChoices): Promise
   if (choices.cancel === "at-identify") {
     return { redirect: new URL(await submit(scaRedirect, form(token(html), "cancel"))), pages };
   }
-  const next = await submit(scaRedirect, form(token(html), "identify", [["identity", choices.identity]]));
+  const next = await submit(
+    scaRedirect,
+    form(token(html), "identify", [
+      ["identity", choices.identity],
+      ["code", choices.code ?? SANDBOX_ONE_TIME_CODE],
+    ]),
+  );
   html = await open(next);
   if (choices.cancel === "after-identify") {
     return { redirect: new URL(await submit(scaRedirect, form(token(html), "cancel"))), pages };

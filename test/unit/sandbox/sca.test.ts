@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { worstStatus } from "../../../src/sandbox/baskets.js";
-import type { Customer } from "../../../src/sandbox/index.js";
+import { type Customer, createSandboxBank, SANDBOX_ONE_TIME_CODE } from "../../../src/sandbox/index.js";
 import { NOW, type RunningBank, startBank } from "./helpers.js";
 import { walkSca } from "./sca-walk.js";
 
@@ -156,7 +156,7 @@ describe("bank-offered consent through the SCA page (SPEC 1.9, 2.6)", () => {
     const outside = nordvik.accounts.find((a) => !accountant.engagements.includes(a.resourceId))!;
     await expect(
       grant(nordvik, { agreement: accountant.id, accounts: [outside.resourceId] }),
-    ).rejects.toThrow(/SCA form answered 400.*does not grant/s);
+    ).rejects.toThrow(/SCA form answered 400.*does not cover.*Driftskonto/s);
   });
 
   it("sends a cancelled SCA back with the failure parameters; the consent is rejected", async () => {
@@ -391,6 +391,7 @@ describe("the page itself", () => {
           token: sentToken,
           action: "identify",
           identity: kari.customerNumber,
+          code: SANDBOX_ONE_TIME_CODE,
         }).toString(),
       });
     expect((await post({}, token)).status).toBe(403);
@@ -422,5 +423,240 @@ describe("the page itself", () => {
       walkSca((await startConsent()).json._links.scaRedirect!.href, { identity: "00000000000" }),
     ).rejects.toThrow(/SCA form answered 400/);
     expect((await fetch(`${running.listener.url}/sca/unknown`)).status).toBe(404);
+  });
+});
+
+describe("the page as the bank's customer reads it", () => {
+  /** The page's HTML and its token and cookie, as a browser holds them. */
+  async function open(link: string) {
+    const response = await fetch(link);
+    const html = await response.text();
+    const cookie = response.headers.get("set-cookie")?.split(";")[0] ?? "";
+    const token = /name="token" value="([^"]+)"/.exec(html)?.[1] ?? "";
+    return { status: response.status, html, cookie, token };
+  }
+  /** Posts the page's form with `fields`, with the token and cookie of `session` (default: a fresh look at the page). */
+  async function submit(
+    link: string,
+    fields: Record<string, string>,
+    session?: { cookie: string; token: string },
+  ) {
+    const { cookie, token } = session ?? (await open(link));
+    const response = await fetch(link, {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded", cookie },
+      body: new URLSearchParams({ token, ...fields }).toString(),
+    });
+    return {
+      status: response.status,
+      location: response.headers.get("location"),
+      html: await response.text(),
+    };
+  }
+  const visibleText = (html: string) => html.replace(/<style>[\s\S]*?<\/style>/, "").replace(/<[^>]+>/g, " ");
+
+  it("names the provider by its registered name, says no developer words and tells the one-time code", async () => {
+    const named = await startConsent({ "X-TPP-Name": encodeURIComponent("Fjordpenger Ødegård AS") });
+    const { html } = await open(named.json._links.scaRedirect!.href);
+    expect(html).toContain("Fjordpenger Ødegård AS asks to read your accounts.");
+    expect(html).toContain(`registered as ${TPP}`);
+    expect(html).toContain('<label for="code">One-time code</label>');
+    expect(html).toContain(`the one-time code is always <strong>${SANDBOX_ONE_TIME_CODE}</strong>`);
+    for (const word of ["mocked", "customerNumber", "sandbox customer", "FINALISED", "GET /v1"])
+      expect(visibleText(html)).not.toContain(word);
+    // Called without the gateway's name header: the register id stands in.
+    const unnamed = await startConsent();
+    expect((await open(unnamed.json._links.scaRedirect!.href)).html).toContain(`${TPP} asks to read`);
+  });
+
+  it("reads the name from the configured identity header, not the default one", async () => {
+    const renamed = await startBank({ clock: () => now, identityHeaders: { name: "X-Provider-Name" } });
+    try {
+      const started = await renamed.call("/v1/bank-offered-consents", {
+        method: "POST",
+        headers: tppHeaders({ "X-Provider-Name": "Configured%20AS", "X-TPP-Name": "Spoofed%20AS" }),
+        body: "{}",
+      });
+      const link = (started.json as { _links: { scaRedirect: { href: string } } })._links.scaRedirect.href;
+      const { html } = await open(link);
+      expect(html).toContain("Configured AS asks to read your accounts.");
+      expect(html).not.toContain("Spoofed");
+    } finally {
+      await renamed.listener.close();
+    }
+  });
+
+  it("refuses a wrong one-time code with what to type, and stops the authorisation after the third", async () => {
+    const started = await startConsent();
+    const link = started.json._links.scaRedirect!.href;
+    const session = await open(link);
+    for (const [code, tries] of [
+      ["000000", "2 more tries"],
+      ["", "one more try"],
+    ] as const) {
+      const refused = await submit(link, { action: "identify", identity: kari.customerNumber, code });
+      expect(refused.status).toBe(400);
+      expect(refused.html).toContain(tries);
+      expect(refused.html).toContain(`the code is ${SANDBOX_ONE_TIME_CODE}`);
+      expect(refused.html).toContain(`value="${kari.customerNumber}"`);
+    }
+    const third = await submit(link, { action: "identify", identity: kari.customerNumber, code: "654321" });
+    expect(third.status).toBe(303);
+    const back = new URL(third.location!).searchParams;
+    expect(Object.fromEntries(back)).toMatchObject({ code: "PSU_CREDENTIALS_INVALID", status: "400" });
+    const status = await running.call(`/v1/bank-offered-consents/${started.json.consentId}/status`, {
+      headers: tppHeaders(),
+    });
+    expect(status.json).toEqual({ consentStatus: "rejected" });
+    expect((await open(link)).html).toContain("Nothing was done: the one-time code was wrong 3 times.");
+    // The right code no longer helps.
+    expect(
+      (
+        await submit(
+          link,
+          { action: "identify", identity: kari.customerNumber, code: SANDBOX_ONE_TIME_CODE },
+          session,
+        )
+      ).status,
+    ).toBe(409);
+  });
+
+  it("shows the consent's access, validity date and frequency, accounts by name, and GET consent says the same", async () => {
+    const { consentId, walk } = await grant(kari);
+    const consentPage = walk.pages.at(-1)!;
+    expect(consentPage).toContain("<dt>Access</dt><dd>Account details, balances and transactions");
+    // NOW is 2026-08-13: 180 days on is 2027-02-09 (SPEC 8).
+    expect(consentPage).toContain("<dt>Valid until</dt><dd>9 February 2027");
+    expect(consentPage).toContain("<dt>How often</dt><dd>Up to 4 times a day");
+    for (const account of kari.accounts) expect(consentPage).toContain(account.name);
+    const consent = await running.call(`/v1/bank-offered-consents/${consentId}`, { headers: tppHeaders() });
+    expect(consent.json).toMatchObject({
+      validUntil: "2027-02-09",
+      frequencyPerDay: 4,
+      recurringIndicator: true,
+    });
+    const corporate = await startConsent();
+    const identified = await walkSca(corporate.json._links.scaRedirect!.href, {
+      identity: nordvik.customerNumber,
+    });
+    const agreementsPage = identified.pages.at(-1)!;
+    const [operating, tax] = nordvik.accounts;
+    expect(agreementsPage).toContain(`${nordvik.agreements[0]!.name}: ${operating!.name}, ${tax!.name}`);
+  });
+
+  it("says in words what happened when a finished link is opened again", async () => {
+    const started = await startConsent({ "X-TPP-Name": "Fjordpenger%20AS" });
+    const href = started.json._links.scaRedirect!.href;
+    await walkSca(href, { identity: kari.customerNumber });
+    const done = await open(href);
+    expect(done.html).toContain("Done: you allowed Fjordpenger AS to read the accounts you chose.");
+    expect(visibleText(done.html)).not.toMatch(/FINALISED|FAILED/);
+    const cancelled = await startConsent();
+    await walkSca(cancelled.json._links.scaRedirect!.href, {
+      identity: kari.customerNumber,
+      cancel: "after-identify",
+    });
+    expect((await open(cancelled.json._links.scaRedirect!.href)).html).toContain(
+      "Nothing was done: you cancelled it.",
+    );
+  });
+
+  it("expires a link after 15 minutes by default: 410 with a page that says so, and the authorisation fails", async () => {
+    const started = await startConsent();
+    const link = started.json._links.scaRedirect!.href;
+    now = NOW + 15 * 60_000 - 1;
+    expect((await open(link)).status).toBe(200);
+    now = NOW + 15 * 60_000;
+    const gone = await open(link);
+    expect(gone.status).toBe(410);
+    expect(gone.html).toContain(
+      "This link has expired: a link to the bank&#39;s page can be used for 15 minutes.",
+    );
+    const status = await running.call(`/v1/bank-offered-consents/${started.json.consentId}/status`, {
+      headers: tppHeaders(),
+    });
+    expect(status.json).toEqual({ consentStatus: "rejected" });
+  });
+
+  it("takes its link lifetime from scaLinkTtlSeconds, and refuses a form sent after it", async () => {
+    const short = await startBank({ clock: () => now, scaLinkTtlSeconds: 90 });
+    try {
+      const started = await short.call("/v1/bank-offered-consents", {
+        method: "POST",
+        headers: tppHeaders(),
+        body: "{}",
+      });
+      const link = (started.json as { _links: { scaRedirect: { href: string } } })._links.scaRedirect.href;
+      const { cookie, token } = await open(link);
+      now = NOW + 90_000;
+      const late = await fetch(link, {
+        method: "POST",
+        redirect: "manual",
+        headers: { "content-type": "application/x-www-form-urlencoded", cookie },
+        body: new URLSearchParams({
+          token,
+          action: "identify",
+          identity: kari.customerNumber,
+          code: SANDBOX_ONE_TIME_CODE,
+        }).toString(),
+      });
+      expect(late.status).toBe(410);
+      expect(await late.text()).toContain("can be used for 90 seconds");
+    } finally {
+      await short.listener.close();
+    }
+    expect(() => createSandboxBank({ scaLinkTtlSeconds: 0 })).toThrow(/scaLinkTtlSeconds/);
+  });
+
+  it("lets a corporate PSU choose the agreement a payment is approved under; one not covering the account is refused", async () => {
+    const [operating, tax] = nordvik.accounts;
+    const [full, accountant] = nordvik.agreements;
+    async function corporatePayment(debtor: string) {
+      const created = await running.call("/v1/payments/norwegian-domestic-credit-transfers", {
+        method: "POST",
+        headers: { ...tppHeaders(), "content-type": "application/json" },
+        body: JSON.stringify({
+          instructedAmount: { amount: "42.00", currency: "NOK" },
+          debtorAccount: { bban: debtor },
+          creditorAccount: { bban: "12345678903" },
+          creditorName: "Per Hansen",
+          remittanceInformationUnstructured: `agreement ${Math.random()}`,
+        }),
+      });
+      const links = (created.json as { _links: Record<string, { href: string }> })._links;
+      const started = await running.call(links.startAuthorisation!.href, {
+        method: "POST",
+        headers: tppHeaders(),
+      });
+      return (started.json as { _links: Record<string, { href: string }> })._links.scaRedirect!.href;
+    }
+    // The operating account: both agreements cover it; the PSU takes the second, not the first.
+    const walk = await walkSca(await corporatePayment(operating!.bban), {
+      identity: nordvik.customerNumber,
+      agreement: accountant!.id,
+    });
+    const paymentPage = walk.pages.at(-1)!;
+    expect(paymentPage).toContain(`${operating!.name} (${operating!.bban})`);
+    expect(paymentPage).toContain("Company agreement to approve under");
+    const agreements = await running.call("/v1/agreements", {
+      headers: { ...tppHeaders(), "PSU-ID": walk.redirect.searchParams.get("psu-id")! },
+    });
+    const listed = (agreements.json as { agreements: { id: string; corporateId: string }[] }).agreements;
+    expect(walk.redirect.searchParams.get("psu-corporate-id")).toBe(
+      listed.find((each) => each.id === accountant!.id)!.corporateId,
+    );
+    expect(walk.redirect.searchParams.get("psu-corporate-id")).not.toBe(
+      listed.find((each) => each.id === full!.id)!.corporateId,
+    );
+    // The tax account: only the first agreement covers it, and the page preselects that one.
+    const taxLink = await corporatePayment(tax!.bban);
+    await expect(
+      walkSca(taxLink, { identity: nordvik.customerNumber, agreement: accountant!.id }),
+    ).rejects.toThrow(
+      new RegExp(`SCA form answered 400.*${accountant!.name} does not cover ${tax!.name}`, "s"),
+    );
+    const preselected = await walkSca(taxLink, { identity: nordvik.customerNumber });
+    expect(preselected.redirect.searchParams.get("context")).toBe("CORPORATE");
   });
 });
