@@ -12,7 +12,7 @@ import type { Readable } from "node:stream";
 import { connect as tlsConnect } from "node:tls";
 import { Agent, request } from "undici";
 import { expect } from "vitest";
-import { type IngressGateway, startGateway } from "../../src/app.js";
+import { type IngressDependencies, type IngressGateway, startGateway } from "../../src/app.js";
 import { validateConfig } from "../../src/config/load.js";
 import type { GatewayConfigInput } from "../../src/config/schema.js";
 import { type DevPki, generateDevPki, type IssuedCertificate } from "../../src/dev/pki.js";
@@ -48,7 +48,9 @@ export interface TestGateway {
 }
 
 export interface GatewayOptions {
+  /** `sandbox` starts the demo bank through `startDemoBank` (cli/start.ts's, as `npm start` does). */
   readonly backendUrl: string;
+  readonly startDemoBank?: IngressDependencies["startDemoBank"];
   readonly config?: DeepPartial<GatewayConfigInput>;
   readonly now?: () => number;
   readonly store?: LimitStore;
@@ -81,6 +83,7 @@ export async function startTestGateway(options: GatewayOptions): Promise<TestGat
     logger: options.logger ?? createLogger("silent"),
     ...(options.now ? { now: options.now } : {}),
     ...(options.store ? { store: options.store } : {}),
+    ...(options.startDemoBank ? { startDemoBank: options.startDemoBank } : {}),
   });
   const agents: Agent[] = [];
   const makeAgent = (cert?: IssuedCertificate) => {

@@ -11,7 +11,8 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type Customer, createSandboxBank, type SandboxListener } from "../../src/sandbox/index.js";
+import { startDemoBank } from "../../src/cli/start.js";
+import { type Customer, createSandboxBank } from "../../src/sandbox/index.js";
 import { describeWithBrowser, launchBrowser } from "../helpers/browser.js";
 import {
   type CallResult,
@@ -23,7 +24,6 @@ import {
 const SCREENSHOT = join(import.meta.dirname, "../../docs/sandbox-sca-page.png");
 
 describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", () => {
-  let bank: SandboxListener;
   let customers: readonly Customer[];
   let gw: TestGateway;
   let tpp: Server;
@@ -35,10 +35,13 @@ describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", 
   const arrivals = new Map<string, URLSearchParams>();
 
   beforeAll(async () => {
-    const sandbox = createSandboxBank();
-    customers = sandbox.data.customers;
-    bank = await sandbox.listen(0, "127.0.0.1");
-    gw = await startTestGateway({ backendUrl: bank.url });
+    // The demo bank as `npm start` runs it: behind the gateway, its API reached with the gateway's secret.
+    customers = createSandboxBank({ gatewaySecret: "s".repeat(32) }).data.customers;
+    gw = await startTestGateway({
+      backendUrl: "sandbox",
+      startDemoBank,
+      config: { sandbox: { port: 0 } },
+    });
     tpp = createServer((req, res) => {
       const url = new URL(req.url ?? "/", "http://tpp.local");
       arrivals.set(url.pathname, url.searchParams);
@@ -55,7 +58,6 @@ describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", 
   afterAll(async () => {
     await browser?.close();
     await gw?.close(0);
-    await bank?.close();
     await new Promise((resolve) => tpp?.close(resolve));
   });
 
