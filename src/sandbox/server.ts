@@ -305,7 +305,7 @@ export function createSandboxBank(options: SandboxBankOptions): SandboxBank {
     }
   };
   // A refusal changes nothing, but for the 401 that starts a consent (on GET too); opening the SCA
-  // page moves its authorisation to STARTED: every SCA request may change something.
+  // page moves its authorisation to STARTED: every SCA request answered below 400 may change something.
   const apiChanges = (req: IncomingMessage, status: number) =>
     status === 401 || (status < 400 && req.method !== "GET" && req.method !== "HEAD");
   const serveApi = serve(routeApi, apiChanges);
@@ -315,7 +315,7 @@ export function createSandboxBank(options: SandboxBankOptions): SandboxBank {
     if (refused === undefined) serveApi(req, res);
     else send(res, headerValue(req, "x-request-id") ?? randomUUID(), refused);
   };
-  const scaHandler = serve(routeSca, (_req, status) => status < 500);
+  const scaHandler = serve(routeSca, (_req, status) => status < 400);
 
   return {
     apiHandler,

@@ -6,7 +6,8 @@
  * its own room with random ids, and the state file brings every room back after a restart.
  */
 
-import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -23,6 +24,7 @@ import {
   type TestGateway,
   testPki,
 } from "../helpers/gateway-fixture.js";
+import { freeLoopbackPort, REPO_ROOT } from "../helpers/gateway-process.js";
 import { startRecordingBackend } from "../helpers/recording-backend.js";
 import { walkSca } from "../unit/sandbox/sca-walk.js";
 
@@ -362,5 +364,52 @@ describe("4. the state file keeps every room across a restart", () => {
     );
     expect(statSync(stateFile).mode & 0o777).toBe(0o600);
     expect(readdirSync(dir).filter((name) => name.endsWith(".tmp"))).toEqual([]);
+  });
+});
+
+describe("`psd2-gateway sandbox` on its own", () => {
+  it("creates its secret file (0600) and answers only calls carrying it; the SCA port serves no API", async () => {
+    const [port, apiPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
+    const secretFile = join(dir, "gateway-secret");
+    const child = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "src/main.ts",
+        "sandbox",
+        "--port",
+        String(port),
+        "--api-port",
+        String(apiPort),
+        "--secret-file",
+        secretFile,
+      ],
+      { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] },
+    );
+    const exited = new Promise<number | null>((resolve) => child.once("close", resolve));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        let out = "";
+        child.stdout.on("data", (chunk: Buffer) => {
+          out += chunk.toString("utf8");
+          if (out.includes("sandbox bank:")) resolve();
+        });
+        child.once("close", (code) => reject(new Error(`exited ${code} before listening: ${out}`)));
+      });
+      expect(statSync(secretFile).mode & 0o777).toBe(0o600);
+      const secret = readFileSync(secretFile, "utf8").trim();
+      const api = `http://127.0.0.1:${apiPort}/v1/sandbox/customers`;
+      const tpp = { "X-TPP-Organization-Id": "PSDNO-FSA-DEV" };
+      expect((await fetch(api, { headers: tpp })).status).toBe(401);
+      expect((await fetch(api, { headers: { ...tpp, [GATEWAY_SECRET_HEADER]: secret } })).status).toBe(200);
+      const sca = await fetch(`http://127.0.0.1:${port}/v1/sandbox/customers`, {
+        headers: { ...tpp, [GATEWAY_SECRET_HEADER]: secret },
+      });
+      expect(sca.status).toBe(404);
+    } finally {
+      child.kill("SIGTERM");
+      await exited;
+    }
   });
 });
