@@ -392,8 +392,13 @@ async function startComponents(
           );
       };
     },
-    prepareReconfigure(next) {
-      const needsRestart = keysNeedingRestart(running, next);
+    prepareReconfigure(requested) {
+      const needsRestart = keysNeedingRestart(running, requested);
+      // The demo bank reads the identity header names it started with: they stay until a restart.
+      const next =
+        running.backend.url === "sandbox" && requested.backend.url === "sandbox"
+          ? { ...requested, identityHeaders: running.identityHeaders }
+          : requested;
       const nextBackend = sameBackend(running, next) ? backend : backendOf(next);
       let path: RequestPath;
       try {

@@ -14,7 +14,7 @@ import { Agent, request } from "undici";
 import { expect } from "vitest";
 import { type IngressDependencies, type IngressGateway, startGateway } from "../../src/app.js";
 import { validateConfig } from "../../src/config/load.js";
-import type { GatewayConfigInput } from "../../src/config/schema.js";
+import type { GatewayConfig, GatewayConfigInput } from "../../src/config/schema.js";
 import { type DevPki, generateDevPki, type IssuedCertificate } from "../../src/dev/pki.js";
 import type { LimitStore } from "../../src/limits/store.js";
 import { createLogger, type Logger } from "../../src/observability/logger.js";
@@ -38,6 +38,8 @@ type DeepPartial<T> = {
 
 export interface TestGateway {
   readonly gateway: IngressGateway;
+  /** The validated configuration it started with (for `gateway.reconfigure`). */
+  readonly config: GatewayConfig;
   readonly url: string;
   readonly pki: DevPki;
   /** A TLS client that trusts the demo root; `withClientCertificate` adds a QWAC. */
@@ -96,6 +98,7 @@ export async function startTestGateway(options: GatewayOptions): Promise<TestGat
   const client = makeAgent();
   return {
     gateway,
+    config,
     url: gateway.url,
     pki,
     client,

@@ -262,6 +262,20 @@ describe("2. renamed identity headers: the bank reads the configured names, the 
   });
 });
 
+describe("2b. renaming identity headers on a configuration reload", () => {
+  it("needs a restart while the demo bank runs: the running names stay, calls keep working", async () => {
+    const sandbox = await start();
+    const { consentId } = await createConsent(sandbox, "A");
+    const renamed = {
+      ...sandbox.gw.config,
+      identityHeaders: { ...sandbox.gw.config.identityHeaders, organizationId: "x-bank-tpp" },
+    };
+    expect(sandbox.gw.gateway.reconfigure(renamed)).toEqual(["identityHeaders (sandbox)"]);
+    const own = await sandbox.call("A", { target: `/v1/bank-offered-consents/${consentId}` });
+    expect(own.status, own.text).toBe(200);
+  });
+});
+
 describe("3. each TPP in its own room", () => {
   it("B cannot revoke or read A's consent; A can revoke its own", async () => {
     const sandbox = await start();

@@ -943,6 +943,32 @@ describe("HTTP behaviour", () => {
 });
 
 describe("state and lifecycle", () => {
+  it("opens a room per TPP up to maxRooms; beyond, a new TPP gets 503 until the operator resets every room", async () => {
+    const small = await startBank({ maxRooms: 1 });
+    try {
+      const list = (tpp: string) =>
+        small.call("/v1/sandbox/customers", { headers: { "X-TPP-Organization-Id": tpp } });
+      expect((await list("PSDNO-FSA-ONE")).status).toBe(200);
+      const refused = await list("PSDNO-FSA-TWO");
+      expect(refused.status).toBe(503);
+      expect(tppCode(refused.json)).toBe("SERVICE_BLOCKED");
+      expect(tppText(refused.json)).toContain("reset all rooms");
+      expect((await list("PSDNO-FSA-ONE")).status).toBe(200);
+      small.bank.reset();
+      expect((await list("PSDNO-FSA-TWO")).status).toBe(200);
+    } finally {
+      await small.listener.close();
+    }
+  });
+
+  it("refuses an API call that names no TPP, even with the gateway's secret: 401 before any room", async () => {
+    const answer = await fetch(`${running.listener.url}/v1/sandbox/customers`, {
+      headers: { "x-sandbox-gateway-secret": TEST_GATEWAY_SECRET },
+    });
+    expect(answer.status).toBe(401);
+    expect(tppCode(await answer.json())).toBe("CERTIFICATE_MISSING");
+  });
+
   it("dates the data from the clock and moves it on reset", async () => {
     let now = NOW;
     const bank = createSandboxBank({ gatewaySecret: TEST_GATEWAY_SECRET, clock: () => now });
