@@ -200,8 +200,8 @@ export function createSandboxBank(options: SandboxBankOptions): SandboxBank {
     for (const [, room] of rooms.entries()) {
       const outcome = runBatch(room.catalogue.data, room.payments.accepted(), at);
       for (const payment of outcome.executed) payment.transactionStatus = "ACSC";
+      changed ||= outcome.executed.length > 0 || outcome.data !== room.catalogue.data;
       if (outcome.data !== room.catalogue.data) room.catalogue = buildCatalogue(outcome.data);
-      changed ||= outcome.executed.length > 0;
     }
     if (changed) persist();
   };
