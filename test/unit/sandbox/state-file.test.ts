@@ -169,6 +169,19 @@ describe("the state file", () => {
     expect(readSnapshot().rooms).toEqual([]);
   });
 
+  it("keeps what a payment batch run booked, though no request changed anything", async () => {
+    let now = NOW;
+    const first = await start(file, () => now);
+    await post(first, "/v1/sandbox/customers", { customerType: "PRIVATE", customerName: "Anne" });
+    const pendingBefore = (data: RoomSnapshot["data"]) =>
+      data.customers.flatMap((customer) => customer.accounts).reduce((sum, a) => sum + a.pending.length, 0);
+    expect(pendingBefore(roomOf(readSnapshot()).data)).toBeGreaterThan(0);
+    // Far enough for every pending value date; the run happens before the next call is answered.
+    now = NOW + 30 * 86_400_000;
+    expect((await first.call("/v1/sandbox/customers")).status).toBe(200);
+    expect(pendingBefore(roomOf(readSnapshot()).data)).toBe(0);
+  });
+
   it("is not written by a refused operation", async () => {
     const running = await start();
     const before = readFileSync(file, "utf8");
