@@ -10,7 +10,7 @@ import { type IngressDependencies, type IngressGateway, startIngressGateway } fr
 import type { AnyGatewayConfig, EgressConfig, GatewayConfig } from "./config/schema.js";
 
 export type { EgressDependencies, EgressGateway } from "./app/egress.js";
-export type { IngressDependencies, IngressGateway, StartedBackend } from "./app/ingress.js";
+export type { DemoBankRequest, IngressDependencies, IngressGateway, StartedBackend } from "./app/ingress.js";
 
 export type GatewayDependencies = IngressDependencies & Omit<EgressDependencies, "onRequest">;
 export type Gateway = IngressGateway | EgressGateway;

@@ -5,7 +5,7 @@
  * when a later part fails. Until the handler is in place the listener answers 503.
  */
 
-import { X509Certificate } from "node:crypto";
+import { randomBytes, X509Certificate } from "node:crypto";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
@@ -66,8 +66,25 @@ export interface ConfigFile {
 
 /** A backend the command line started for this gateway (the demo bank), closed with it. */
 export interface StartedBackend {
+  /** Where the gateway forwards to (http://localhost with `socketPath`). */
   readonly url: string;
+  /** A Unix socket the gateway connects to instead of the URL's host and port. */
+  readonly socketPath?: string;
+  /** Where its browser-facing pages are (the demo bank's SCA page), for the start-up line. */
+  readonly scaUrl?: string;
+  /** Headers the gateway adds to every request it forwards there (and removes from its clients'). */
+  readonly forwardHeaders?: Readonly<Record<string, string>>;
+  /** The operator's reset of everything it holds: the admin listener's POST /sandbox/reset. */
+  resetAll?(): void;
   close(): Promise<void>;
+}
+
+/** What the demo bank is started with: its config, the names the gateway writes, this start's secret. */
+export interface DemoBankRequest {
+  readonly sandbox: GatewayConfig["sandbox"];
+  readonly identityHeaders: GatewayConfig["identityHeaders"];
+  /** Random per start: the gateway adds it to every call it forwards, the bank refuses calls without it. */
+  readonly gatewaySecret: string;
 }
 
 export interface IngressDependencies {
@@ -79,10 +96,7 @@ export interface IngressDependencies {
   /** Running as a cluster worker: metrics are reported to the primary, which owns the admin listener. */
   readonly clusterWorker?: boolean;
   /** Starts the demo bank when `backend.url` is `sandbox` (the command line supplies it). */
-  readonly startDemoBank?: (
-    options: GatewayConfig["sandbox"],
-    identityHeaders: GatewayConfig["identityHeaders"],
-  ) => Promise<StartedBackend>;
+  readonly startDemoBank?: (request: DemoBankRequest) => Promise<StartedBackend>;
   /**
    * Where the configuration came from: read again (and validated; it throws why not) on SIGHUP
    * and, watched with the other files, when it changes.
@@ -145,6 +159,7 @@ export async function startIngressGateway(
             },
             readiness,
             trust: () => components?.trust.report() ?? { sources: [] },
+            sandboxReset: () => components?.resetSandbox,
           })
         : undefined;
     if (admin) started.add(() => admin.close());
@@ -193,6 +208,8 @@ interface Components {
   readonly store: LimitStore;
   readonly metrics: GatewayMetrics;
   readonly backendUrl: string;
+  /** The demo bank's reset of every TPP's room, when it runs (the admin listener's POST /sandbox/reset). */
+  readonly resetSandbox: (() => void) | undefined;
   /** Every trust source: CA and CRL folders, register, trusted lists, fetched CRLs, OCSP. */
   readonly trust: Trust;
   readonly tlsCertificate: () => CertificateSummary | undefined;
@@ -296,17 +313,27 @@ async function startComponents(
     logger.warn({ err: (error as Error).message }, "limit store unreachable");
 
   // The demo bank is the command line's to start, and only when the config asks for it.
-  let demoBankUrl: string | undefined;
+  let demoBank: StartedBackend | undefined;
   if (config.backend.url === "sandbox") {
     if (!deps.startDemoBank) throw new Error("backend.url is 'sandbox' but no demo bank was supplied");
-    const bank = await deps.startDemoBank(config.sandbox, config.identityHeaders);
-    started.add(() => bank.close());
-    demoBankUrl = bank.url;
-    logger.info({ url: bank.url }, "built-in demo bank started");
+    demoBank = await deps.startDemoBank({
+      sandbox: config.sandbox,
+      identityHeaders: config.identityHeaders,
+      // Per start, never logged: it proves to the bank that a call came through this gateway.
+      gatewaySecret: randomBytes(32).toString("base64url"),
+    });
+    started.add(() => demoBank!.close());
+    logger.info(
+      { api: demoBank.socketPath ?? demoBank.url, scaPage: demoBank.scaUrl },
+      "built-in demo bank started (its API only for this gateway; publish the SCA page, never the API)",
+    );
   }
   const backendOf = (c: GatewayConfig) =>
     Backend.fromFiles({
-      url: c.backend.url === "sandbox" ? demoBankUrl! : c.backend.url,
+      url: c.backend.url === "sandbox" ? demoBank!.url : c.backend.url,
+      ...(c.backend.url === "sandbox" && demoBank!.socketPath !== undefined
+        ? { socketPath: demoBank!.socketPath }
+        : {}),
       ca: c.backend.ca,
       cert: c.backend.cert,
       key: c.backend.key,
@@ -327,6 +354,10 @@ async function startComponents(
       onReplayRefused: () => metrics.replayRefusals.inc(),
       onUnattendedExceeded: (limitClass) => metrics.unattendedRejections.inc({ class: limitClass }),
       backend: b,
+      // The demo bank's proof that a call came through this gateway; a real backend gets none.
+      ...(c.backend.url === "sandbox" && demoBank?.forwardHeaders
+        ? { backendHeaders: demoBank.forwardHeaders }
+        : {}),
       draining,
       onRequest: (event) => {
         recordRequest(event, logger, metrics);
@@ -343,6 +374,7 @@ async function startComponents(
     get backendUrl() {
       return backend.origin + backend.basePath;
     },
+    resetSandbox: demoBank?.resetAll,
     trust,
     tlsCertificate: () => tlsCertificate,
     prepareReload() {
@@ -360,8 +392,13 @@ async function startComponents(
           );
       };
     },
-    prepareReconfigure(next) {
-      const needsRestart = keysNeedingRestart(running, next);
+    prepareReconfigure(requested) {
+      const needsRestart = keysNeedingRestart(running, requested);
+      // The demo bank reads the identity header names it started with: they stay until a restart.
+      const next =
+        running.backend.url === "sandbox" && requested.backend.url === "sandbox"
+          ? { ...requested, identityHeaders: running.identityHeaders }
+          : requested;
       const nextBackend = sameBackend(running, next) ? backend : backendOf(next);
       let path: RequestPath;
       try {

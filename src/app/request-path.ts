@@ -132,6 +132,8 @@ export function requestPathOf(
   config: GatewayConfig,
   parts: ChainParts & {
     readonly backend: Backend;
+    /** Added to every forwarded request (the demo bank's gateway secret); clients' copies removed. */
+    readonly backendHeaders?: Readonly<Record<string, string>>;
     readonly draining: () => boolean;
     readonly onRequest: RequestObserver;
   },
@@ -141,6 +143,7 @@ export function requestPathOf(
     chain,
     roles: rolesOf(config),
     backend: parts.backend,
+    ...(parts.backendHeaders ? { backendHeaders: parts.backendHeaders } : {}),
     identityHeaders: config.identityHeaders,
     statusProfile: config.verification.statusProfile,
     trustedProxies: new Set(config.listen.trustedProxies),
@@ -269,6 +272,12 @@ export function keysNeedingRestart(running: GatewayConfig, next: GatewayConfig):
     ["demoQtsp", running.demoQtsp, next.demoQtsp],
     // The demo bank is started for `sandbox` and stays: a switch to or from it needs a restart.
     ["backend.url (sandbox)", running.backend.url === "sandbox", next.backend.url === "sandbox"],
+    // The demo bank reads the names it was started with.
+    [
+      "identityHeaders (sandbox)",
+      running.backend.url === "sandbox" && running.identityHeaders,
+      next.backend.url === "sandbox" && next.identityHeaders,
+    ],
   ];
   return keys.filter(([, a, b]) => !same(a, b)).map(([key]) => key);
 }

@@ -3,9 +3,8 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { answerReadiness, isPrimary, isWorker, reportStarted, runPrimary } from "../app/cluster.js";
-import { type Gateway, type StartedBackend, startGateway } from "../app.js";
+import { type DemoBankRequest, type Gateway, type StartedBackend, startGateway } from "../app.js";
 import { loadConfigFile } from "../config/load.js";
-import type { GatewayConfig } from "../config/schema.js";
 import { createLogger, type Logger } from "../observability/logger.js";
 import { defineCommand } from "./command.js";
 import { DEFAULT_CONFIG, DEV_CERTS_DIR, EGRESS_EXAMPLE_CONFIG } from "./paths.js";
@@ -29,21 +28,41 @@ export async function ensureDevCertificates(
 /** Where config/default.yaml runs the demo QTSP, and so where the dev certificates point. */
 export const DEMO_QTSP_URL = "http://127.0.0.1:8099";
 
-/** The demo bank (config `sandbox:`); loaded only when a config names `backend.url: sandbox`. */
+/**
+ * The demo bank (config `sandbox:`); loaded only when a config names `backend.url: sandbox`. Its API
+ * believes only calls carrying the gateway's secret for this start, and reads the identity
+ * headers under the names the gateway writes them.
+ */
 export async function startDemoBank(
-  options: GatewayConfig["sandbox"],
-  identityHeaders: GatewayConfig["identityHeaders"],
+  request: DemoBankRequest,
+  /** The bank's clock (tests move it to expire SCA links); default the system's. */
+  clock?: () => number,
 ): Promise<StartedBackend> {
-  const { createSandboxBank } = await import("../sandbox/index.js");
+  const { createSandboxBank, GATEWAY_SECRET_HEADER } = await import("../sandbox/index.js");
+  const { sandbox, identityHeaders, gatewaySecret } = request;
   const bank = createSandboxBank({
+    gatewaySecret,
+    ...(clock ? { clock } : {}),
     // The names the gateway writes, the TPP's registered name among them (shown on the SCA page).
     identityHeaders,
-    scaLinkTtlSeconds: options.scaLinkTtlSeconds,
-    ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
-    ...(options.stateFile !== undefined ? { stateFile: options.stateFile } : {}),
-    ...(options.seed !== undefined ? { seed: options.seed } : {}),
+    scaLinkTtlSeconds: sandbox.scaLinkTtlSeconds,
+    ...(sandbox.publicUrl !== undefined ? { publicUrl: sandbox.publicUrl } : {}),
+    ...(sandbox.stateFile !== undefined ? { stateFile: sandbox.stateFile } : {}),
+    ...(sandbox.seed !== undefined ? { seed: sandbox.seed } : {}),
   });
-  return bank.listen(options.port, options.host);
+  const { api } = sandbox;
+  const listeners = await bank.listen({
+    api: api.socket !== undefined ? { socket: api.socket } : { host: api.host, port: api.port },
+    sca: { host: sandbox.host, port: sandbox.port },
+  });
+  return {
+    url: listeners.api.url,
+    ...(listeners.api.socketPath !== undefined ? { socketPath: listeners.api.socketPath } : {}),
+    scaUrl: listeners.sca.url,
+    forwardHeaders: { [GATEWAY_SECRET_HEADER]: gatewaySecret },
+    resetAll: () => bank.reset(),
+    close: () => listeners.close(),
+  };
 }
 
 export const startCommand = defineCommand({

@@ -617,12 +617,25 @@ export const configSchema = z
     /** The built-in demo bank, when `backend.url` is `sandbox`. */
     sandbox: z
       .object({
+        /** The SCA page's listener, the one PSUs' browsers reach: it serves nothing but the SCA page. */
         host: z.string().default("127.0.0.1"),
         /** Fixed, so that the SCA page links PSUs' browsers open stay the same across restarts. */
         port: z.number().int().min(0).max(65535).default(8081),
         /** Where browsers reach it, when not at http://host:port (a proxy, a container's published port). */
         publicUrl: z.url({ protocol: /^https?$/ }).optional(),
-        /** Keeps customers, accounts and transactions across restarts (written after each sandbox operation). */
+        /**
+         * The bank's API, which only the gateway calls (with this start's secret): loopback on any
+         * free port by default, or a Unix socket (mode 0600). Never publish it.
+         */
+        api: z
+          .object({
+            host: z.string().default("127.0.0.1"),
+            port: z.number().int().min(0).max(65535).default(0),
+            socket: path.optional(),
+          })
+          .strict()
+          .prefault({}),
+        /** Keeps every TPP's room across restarts (written, mode 0600, after each change). */
         stateFile: path.optional(),
         /** Same seed, same generated customers. */
         seed: z.number().int().optional(),

@@ -14,6 +14,8 @@ export interface BackendOptions {
   readonly key?: string;
   readonly timeoutMs: number;
   readonly connections: number;
+  /** A Unix socket to connect to instead of the URL's host and port (the URL still gives Host). */
+  readonly socketPath?: string;
 }
 
 export class Backend {
@@ -35,6 +37,7 @@ export class Backend {
       connections: options.connections,
       pipelining: 1,
       keepAliveTimeout: 30_000,
+      ...(options.socketPath ? { socketPath: options.socketPath } : {}),
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
       connect: {

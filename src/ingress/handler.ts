@@ -47,11 +47,22 @@ export interface IdentityHeaderNames {
   readonly psuPresent: string;
 }
 
+/** config/schema.ts's defaults, lower-cased as node:http keys headers. */
+export const DEFAULT_IDENTITY_HEADER_NAMES: IdentityHeaderNames = {
+  organizationId: "x-tpp-organization-id",
+  name: "x-tpp-name",
+  roles: "x-tpp-roles",
+  certificateFingerprint: "x-tpp-certificate-fingerprint",
+  psuPresent: "x-psu-present",
+};
+
 export interface HandlerOptions {
   /** The named steps, every phase (requestChecks as a Chain). */
   readonly chain: Chain<CheckContext>;
   readonly roles: RoleTable;
   readonly backend: Backend;
+  /** Added to every forwarded request (the demo bank's gateway secret); clients' copies are removed. */
+  readonly backendHeaders?: Readonly<Record<string, string>>;
   readonly identityHeaders: IdentityHeaderNames;
   readonly statusProfile: StatusProfile;
   /** Peers allowed to hand the client certificate over in `clientCertificateHeader`. */
@@ -85,6 +96,9 @@ class Ingress {
       names.roles,
       names.certificateFingerprint,
       names.psuPresent,
+      // The default names too: a backend that still reads them after a rename must never see a client's.
+      ...Object.values(DEFAULT_IDENTITY_HEADER_NAMES),
+      ...Object.keys(options.backendHeaders ?? {}).map((name) => name.toLowerCase()),
       options.clientCertificateHeader,
       // Written by the gateway; listed so that their '_' and '.' look-alikes are stripped too.
       ...this.forwarded.strip,
@@ -287,6 +301,8 @@ class IngressExchange
     headers[names.roles] = values.roles;
     headers[names.certificateFingerprint] = identity.fingerprint;
     headers[names.psuPresent] = this.psuPresent ? "true" : "false";
+    const extra = options.backendHeaders;
+    if (extra) for (const name in extra) headers[name] = extra[name]!;
     this.ingress.forwarded.write(headers, this.headers, this.req.socket);
     writeTraceContext(headers, this.trace);
     // When forwarding stops early (a refusal mid-body, the backend gone), the request must not be

@@ -32,6 +32,8 @@ export async function startAdminServer(options: {
   readiness: () => Promise<ReadinessCheck>;
   /** The trust sources and OCSP cache; absent where this process holds none (egress, a cluster's primary). */
   trust?: () => TrustReport;
+  /** The demo bank's reset of every TPP's room, when it runs: POST /sandbox/reset (the operator's). */
+  sandboxReset?: () => (() => void) | undefined;
 }): Promise<AdminServer> {
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
@@ -39,6 +41,16 @@ export async function startAdminServer(options: {
       res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
       res.end(JSON.stringify(body));
     };
+    if (path === "/sandbox/reset" && req.method === "POST") {
+      const reset = options.sandboxReset?.();
+      if (!reset) return json(404, { error: "no demo bank runs here (backend.url is not sandbox)" });
+      try {
+        reset();
+        return json(200, { reset: "every TPP's sandbox room" });
+      } catch (error) {
+        return json(500, { error: (error as Error).message });
+      }
+    }
     if (req.method !== "GET" && req.method !== "HEAD") return json(405, { error: "GET only" });
     if (path === "/healthz") return json(200, { status: "alive" });
     if (path === "/readyz") {

@@ -144,10 +144,15 @@ export function deleteConsent(context: RequestContext): Reply {
   return { status: 204, body: "" };
 }
 
-/** POST /v1/sandbox/consents/{consentId}/revoke: the PSU revokes it with the bank; the TPP is not told (SPEC 1.9, 6.1). */
+/**
+ * POST /v1/sandbox/consents/{consentId}/revoke: the PSU revokes it with the bank; the TPP is not
+ * told (SPEC 1.9, 6.1). Only the TPP the consent was given to can play this: another gets 404.
+ */
 export function revokeConsent(context: RequestContext): Reply {
   const consentId = context.params[0]!;
-  const consent = context.state.sca.consentById(consentId);
+  // The calling TPP's consent only: the sandbox plays the PSU of that TPP's own tests.
+  const organizationId = readIdentity(context.req, context.settings.identityHeaders).organizationId ?? "";
+  const consent = context.state.sca.consent(organizationId, consentId);
   if (consent === undefined)
     return errorReply(404, "RESOURCE_UNKNOWN", `No consent has consentId ${quote(consentId)}`);
   consent.consentStatus = "revokedByPsu";

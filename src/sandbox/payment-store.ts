@@ -4,8 +4,8 @@
  * be the original of a logical duplicate.
  */
 
+import { randomUUID } from "node:crypto";
 import type { PaymentRequest } from "./payment-body.js";
-import { SeededRandom } from "./random.js";
 
 /**
  * RCVD until the PSU authorises; ACCP after, even without funds (SPEC 3 rule 2); RJCT when the
@@ -37,29 +37,27 @@ export interface SigningBasket {
 
 export const DEFAULT_PAYMENT_CAPACITY = 100_000;
 
+export interface PaymentStoreSnapshot {
+  readonly payments: readonly StoredPayment[];
+  readonly baskets: readonly SigningBasket[];
+}
+
 export class PaymentStore {
   private readonly payments = new Map<string, StoredPayment>();
   /** `${organizationId}\n${logicalKey}` → the latest payment with that key. */
   private readonly byLogicalKey = new Map<string, StoredPayment>();
   private readonly byId = new Map<string, StoredPayment>();
   private readonly baskets = new Map<string, SigningBasket>();
-  private readonly ids: SeededRandom;
 
-  constructor(
-    seed: number,
-    private readonly capacity: number = DEFAULT_PAYMENT_CAPACITY,
-  ) {
-    // A stream of its own, so payment ids do not depend on how much demo data was drawn.
-    this.ids = new SeededRandom(seed ^ 0x5eed_ba4c);
-  }
+  constructor(private readonly capacity: number = DEFAULT_PAYMENT_CAPACITY) {}
 
   get size(): number {
     return this.payments.size;
   }
 
-  /** Deterministic per seed: the n-th id after a reset is always the same. */
+  /** Random (crypto): a TPP that could guess another's ids could probe for them. */
   nextId(): string {
-    return this.ids.uuid();
+    return randomUUID();
   }
 
   add(payment: StoredPayment): void {
@@ -96,6 +94,17 @@ export class PaymentStore {
 
   duplicateOf(organizationId: string, logicalKey: string): StoredPayment | undefined {
     return this.byLogicalKey.get(storeKey(organizationId, logicalKey));
+  }
+
+  /** Everything it holds, oldest first, for the state file. */
+  snapshot(): PaymentStoreSnapshot {
+    return { payments: [...this.payments.values()], baskets: [...this.baskets.values()] };
+  }
+
+  /** Adds a snapshot's payments and baskets in their order (a restart). */
+  restore(snapshot: PaymentStoreSnapshot): void {
+    for (const payment of snapshot.payments) this.add({ ...payment });
+    for (const basket of snapshot.baskets) this.addBasket(basket);
   }
 
   private evictOldest(): void {

@@ -48,10 +48,11 @@ import {
   listAuthorisations,
   startAuthorisation,
 } from "./payments.js";
-import { type RouteDefinition, Router } from "./router.js";
+import type { RouteDefinition } from "./router.js";
 import { showScaPage, submitScaPage } from "./sca.js";
 
-export const ROUTES: readonly RouteDefinition<RouteHandler>[] = [
+/** The bank's API: only the gateway reaches it (server.ts checks the gateway's secret first). */
+export const API_ROUTES: readonly RouteDefinition<RouteHandler>[] = [
   // This API described in OpenAPI 3.1 (openapi.ts).
   { method: "GET", path: "/v1/sandbox/openapi.json", handler: () => jsonReply(200, SANDBOX_OPENAPI_JSON) },
   { method: "GET", path: "/v1/sandbox/customers", handler: listCustomers },
@@ -131,12 +132,10 @@ export const ROUTES: readonly RouteDefinition<RouteHandler>[] = [
   { method: "GET", path: "/v1/agreements", handler: listAgreements },
   { method: "GET", path: "/v1/user", handler: getUser },
   { method: "GET", path: "/v1/users", handler: listUsers },
+];
 
-  // The SCA page the PSU's browser opens (HTML, not the API).
+/** The SCA page the PSU's browser opens (HTML, not the API): the only routes of the public listener. */
+export const SCA_ROUTES: readonly RouteDefinition<RouteHandler>[] = [
   { method: "GET", path: "/sca/:authorisationId", handler: showScaPage },
   { method: "POST", path: "/sca/:authorisationId", handler: submitScaPage },
 ];
-
-export function createRouter(): Router<RouteHandler> {
-  return new Router(ROUTES);
-}

@@ -5,8 +5,7 @@
  * authorisation, so past `capacity` the oldest are forgotten.
  */
 
-import { randomBytes } from "node:crypto";
-import { SeededRandom } from "./random.js";
+import { randomBytes, randomUUID } from "node:crypto";
 
 /**
  * SPEC 2.4. The sandbox passes RECEIVED → STARTED (page opened) → PSU_AUTHENTICATED (number and
@@ -103,6 +102,15 @@ export interface ScaSession {
 
 export const DEFAULT_SCA_CAPACITY = 10_000;
 
+/** The store as JSON can hold it: maps as [key, value] lists, sets as arrays. */
+export interface ScaStoreSnapshot {
+  readonly authorisations: readonly Authorisation[];
+  readonly consents: readonly (Omit<Consent, "accounts"> & { readonly accounts: readonly string[] })[];
+  readonly granted: readonly (readonly [string, readonly string[]])[];
+  readonly identities: readonly (readonly [string, PsuIdentity])[];
+  readonly sessions: readonly (readonly [string, ScaSession])[];
+}
+
 export class ScaStore {
   private readonly authorisations = new Map<string, Authorisation>();
   private readonly consents = new Map<string, Consent>();
@@ -112,18 +120,44 @@ export class ScaStore {
   private readonly identities = new Map<string, PsuIdentity>();
   /** `${organizationId}\n${psuId}` → the session of the PSU's last completed SCA with that TPP. */
   private readonly sessions = new Map<string, ScaSession>();
-  private readonly ids: SeededRandom;
 
-  constructor(
-    seed: number,
-    private readonly capacity: number = DEFAULT_SCA_CAPACITY,
-  ) {
-    // A stream of its own, so ids do not depend on how many payments were made.
-    this.ids = new SeededRandom(seed ^ 0x5ca_5ca);
+  constructor(private readonly capacity: number = DEFAULT_SCA_CAPACITY) {}
+
+  /** Random (crypto): consent and authorisation ids are what a TPP or a PSU's link acts on. */
+  nextId(): string {
+    return randomUUID();
   }
 
-  nextId(): string {
-    return this.ids.uuid();
+  /** Everything it holds, oldest first, for the state file (a consent's accounts as a list). */
+  snapshot(): ScaStoreSnapshot {
+    return {
+      authorisations: [...this.authorisations.values()],
+      consents: [...this.consents.values()].map((consent) => ({
+        ...consent,
+        accounts: [...consent.accounts],
+      })),
+      granted: [...this.granted],
+      identities: [...this.identities],
+      sessions: [...this.sessions],
+    };
+  }
+
+  /** Adds a snapshot's entries in their order (a restart). */
+  restore(snapshot: ScaStoreSnapshot): void {
+    for (const authorisation of snapshot.authorisations) {
+      bounded(this.authorisations, authorisation.authorisationId, { ...authorisation }, this.capacity);
+    }
+    for (const consent of snapshot.consents) {
+      bounded(
+        this.consents,
+        consent.consentId,
+        { ...consent, accounts: new Set(consent.accounts) },
+        this.capacity,
+      );
+    }
+    for (const [key, ids] of snapshot.granted) bounded(this.granted, key, [...ids], this.capacity);
+    for (const [key, identity] of snapshot.identities) bounded(this.identities, key, identity, this.capacity);
+    for (const [key, session] of snapshot.sessions) bounded(this.sessions, key, session, this.capacity);
   }
 
   startAuthorisation(request: ScaRequest, subject: AuthorisationSubject, now: number): Authorisation {
@@ -182,7 +216,7 @@ export class ScaStore {
     return consent?.organizationId === organizationId ? consent : undefined;
   }
 
-  /** Any TPP's consent: the sandbox operation that revokes one acts as the PSU, not as a TPP. */
+  /** The consent whatever TPP it is for: for the SCA page, where the PSU, not a TPP, acts. */
   consentById(consentId: string): Consent | undefined {
     return this.consents.get(consentId);
   }

@@ -1,35 +1,139 @@
 /**
- * The optional state file (option `stateFile`, `psd2-gateway sandbox --state-file`): the
- * sandbox's customers, accounts and transactions kept across restarts. Read at start when it
- * exists; a file that is not a valid snapshot stops the start with an error naming what is wrong.
- * Written after every operation that changes the data and on reset, to a temporary file beside
- * it that is then renamed over it, so that a crash leaves the old file or the new one, never half.
+ * The optional state file (option `stateFile`, `psd2-gateway sandbox --state-file`): every TPP's
+ * room kept across restarts: customers, accounts and transactions, payments and signing baskets,
+ * consents, SCA authorisations, which customer a PSU-ID names and the TPP sessions. Read at start
+ * when it exists; a file that is not a valid snapshot stops the start with an error naming what is
+ * wrong. Written after every request that may change something, to a temporary file beside it
+ * (mode 0600: it holds every TPP's data) that is then renamed over it, so that a crash leaves the
+ * old file or the new one, never half.
  *
- * The snapshot is `{ "version": 1, "data": … }`: an object, so that more of the bank's state
- * (payments, consents) can be added as members next to `data`; a reader ignores members it does
- * not know.
+ * The snapshot is `{ "version": 2, "rooms": [{ "organizationId", "data", "payments", "baskets",
+ * "sca" }] }`; a reader ignores members it does not know.
  */
 
 import { randomBytes } from "node:crypto";
 import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { z } from "zod";
 import type { BankState } from "./context.js";
 import { parseBankData } from "./data-schema.js";
 import type { BankData } from "./model.js";
+import type { PaymentStoreSnapshot } from "./payment-store.js";
+import type { Rooms } from "./rooms.js";
+import type { ScaStoreSnapshot } from "./sca-store.js";
 
-export const STATE_FILE_VERSION = 1;
+export const STATE_FILE_VERSION = 2;
+
+export interface RoomSnapshot extends PaymentStoreSnapshot {
+  readonly organizationId: string;
+  readonly data: BankData;
+  readonly sca: ScaStoreSnapshot;
+}
 
 export interface StateSnapshot {
   readonly version: typeof STATE_FILE_VERSION;
-  readonly data: BankData;
+  readonly rooms: readonly RoomSnapshot[];
 }
 
 export class StateFileError extends Error {
   override readonly name = "StateFileError";
 }
 
-export function snapshotOf(state: BankState): StateSnapshot {
-  return { version: STATE_FILE_VERSION, data: state.catalogue.data };
+export function snapshotOf(rooms: Rooms): StateSnapshot {
+  return {
+    version: STATE_FILE_VERSION,
+    rooms: [...rooms.entries()].map(([organizationId, room]) => roomSnapshot(organizationId, room)),
+  };
 }
+
+function roomSnapshot(organizationId: string, room: BankState): RoomSnapshot {
+  return { organizationId, data: room.catalogue.data, ...room.payments.snapshot(), sca: room.sca.snapshot() };
+}
+
+const text = z.string();
+const optionalText = text.optional();
+const instant = z.number().int();
+
+/** The members the bank's code reads of a stored payment's parsed request; the rest is kept as written. */
+const paymentRequest = z.looseObject({
+  kind: z.enum(["single", "periodic"]),
+  product: text,
+  amount: text,
+  amountMinor: z.int(),
+  currency: text,
+  debtorBban: text,
+  creditorName: text,
+});
+
+const payment = z.object({
+  paymentId: text,
+  service: z.enum(["payments", "periodic-payments", "bulk-payments"]),
+  product: text,
+  organizationId: text,
+  request: paymentRequest,
+  logicalKey: text,
+  fundsAvailable: z.boolean(),
+  transactionStatus: z.enum(["RCVD", "ACCP", "RJCT", "CANC", "ACSC"]),
+});
+
+const basket = z.object({ basketId: text, organizationId: text, paymentIds: z.array(text) });
+
+const corporate = z.object({ customerId: text, agreementId: text, psuCorporateId: text });
+
+const authorisation = z.object({
+  authorisationId: text,
+  organizationId: text,
+  redirectUri: text,
+  tppSessionId: optionalText,
+  preselectedIdentity: optionalText,
+  preferredMethod: optionalText,
+  redirectPreferred: z.boolean(),
+  subject: z.discriminatedUnion("kind", [
+    z.object({ kind: z.literal("consent"), consentId: text }),
+    z.object({ kind: z.literal("payment"), product: text, paymentId: text }),
+    z.object({ kind: z.literal("basket"), basketId: text }),
+  ]),
+  formToken: text,
+  createdAt: instant,
+  scaStatus: z.enum([
+    "RECEIVED",
+    "PSU_IDENTIFIED",
+    "PSU_AUTHENTICATED",
+    "SCA_METHOD_SELECTED",
+    "STARTED",
+    "FINALISED",
+    "FAILED",
+    "EXEMPTED",
+  ]),
+  customerId: optionalText,
+});
+
+const consent = z.object({
+  consentId: text,
+  organizationId: text,
+  createdAt: instant,
+  consentStatus: z.enum(["received", "valid", "rejected", "revokedByPsu", "terminatedByTpp"]),
+  psuId: optionalText,
+  customerId: optionalText,
+  corporate: corporate.optional(),
+  accounts: z.array(text),
+  scaAt: instant.optional(),
+});
+
+const room = z.object({
+  organizationId: text,
+  data: z.unknown(),
+  payments: z.array(payment),
+  baskets: z.array(basket),
+  sca: z.object({
+    authorisations: z.array(authorisation),
+    consents: z.array(consent),
+    granted: z.array(z.tuple([text, z.array(text)])),
+    identities: z.array(z.tuple([text, z.object({ customerId: text, corporate: corporate.optional() })])),
+    sessions: z.array(z.tuple([text, z.object({ tppSessionId: text, scaAt: instant })])),
+  }),
+});
+
+const snapshot = z.object({ version: z.literal(STATE_FILE_VERSION), rooms: z.array(room) });
 
 /** The snapshot in `path`, or undefined when there is no file there yet. */
 export function loadStateFile(path: string): StateSnapshot | undefined {
@@ -51,7 +155,7 @@ export function loadStateFile(path: string): StateSnapshot | undefined {
     throw invalid(`not JSON (${(error as Error).message.slice(0, 100)})`);
   }
   if (typeof json !== "object" || json === null || Array.isArray(json)) {
-    throw invalid("expected a JSON object {version, data}");
+    throw invalid("expected a JSON object {version, rooms}");
   }
   const version = (json as { version?: unknown }).version;
   if (version !== STATE_FILE_VERSION) {
@@ -59,15 +163,29 @@ export function loadStateFile(path: string): StateSnapshot | undefined {
       `version is ${JSON.stringify(version) ?? "missing"}; this bank reads version ${STATE_FILE_VERSION}`,
     );
   }
-  const data = parseBankData((json as { data?: unknown }).data);
-  if (typeof data === "string") throw invalid(data);
-  return { version: STATE_FILE_VERSION, data };
+  const parsed = snapshot.safeParse(json);
+  if (!parsed.success) {
+    throw invalid(
+      parsed.error.issues
+        .slice(0, 3)
+        .map((issue) => `${issue.path.map(String).join(".")}: ${issue.message}`)
+        .join("; "),
+    );
+  }
+  const rooms = parsed.data.rooms.map((each, index): RoomSnapshot => {
+    const data = parseBankData(each.data);
+    if (typeof data === "string") throw invalid(`rooms[${index}].${data}`);
+    // JSON has no undefined: absent optional members read as the model's `T | undefined` members.
+    return { ...(each as unknown as RoomSnapshot), data };
+  });
+  return { version: STATE_FILE_VERSION, rooms };
 }
 
 export function saveStateFile(path: string, snapshot: StateSnapshot): void {
   const temporary = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
   try {
-    writeFileSync(temporary, `${JSON.stringify(snapshot, null, 2)}\n`, { flush: true });
+    // 0600 from creation: the file holds every TPP's data, and the rename keeps the mode.
+    writeFileSync(temporary, `${JSON.stringify(snapshot)}\n`, { flush: true, mode: 0o600 });
     renameSync(temporary, path);
   } catch (error) {
     rmSync(temporary, { force: true });

@@ -14,7 +14,7 @@ import { Agent, request } from "undici";
 import { expect } from "vitest";
 import { type IngressDependencies, type IngressGateway, startGateway } from "../../src/app.js";
 import { validateConfig } from "../../src/config/load.js";
-import type { GatewayConfigInput } from "../../src/config/schema.js";
+import type { GatewayConfig, GatewayConfigInput } from "../../src/config/schema.js";
 import { type DevPki, generateDevPki, type IssuedCertificate } from "../../src/dev/pki.js";
 import type { LimitStore } from "../../src/limits/store.js";
 import { createLogger, type Logger } from "../../src/observability/logger.js";
@@ -38,6 +38,8 @@ type DeepPartial<T> = {
 
 export interface TestGateway {
   readonly gateway: IngressGateway;
+  /** The validated configuration it started with (for `gateway.reconfigure`). */
+  readonly config: GatewayConfig;
   readonly url: string;
   readonly pki: DevPki;
   /** A TLS client that trusts the demo root; `withClientCertificate` adds a QWAC. */
@@ -48,7 +50,9 @@ export interface TestGateway {
 }
 
 export interface GatewayOptions {
+  /** `sandbox` starts the demo bank through `startDemoBank` (cli/start.ts's, as `npm start` does). */
   readonly backendUrl: string;
+  readonly startDemoBank?: IngressDependencies["startDemoBank"];
   readonly config?: DeepPartial<GatewayConfigInput>;
   readonly now?: () => number;
   readonly store?: LimitStore;
@@ -57,8 +61,6 @@ export interface GatewayOptions {
   readonly pki?: DevPki;
   /** Where the gateway logs (silent by default): a test that reads access lines passes its own. */
   readonly logger?: Logger;
-  /** With `backendUrl: "sandbox"`: how the demo bank is started (cli/start.ts's, as `start` runs it). */
-  readonly startDemoBank?: IngressDependencies["startDemoBank"];
 }
 
 export async function startTestGateway(options: GatewayOptions): Promise<TestGateway> {
@@ -96,6 +98,7 @@ export async function startTestGateway(options: GatewayOptions): Promise<TestGat
   const client = makeAgent();
   return {
     gateway,
+    config,
     url: gateway.url,
     pki,
     client,

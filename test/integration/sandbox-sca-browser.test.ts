@@ -13,12 +13,8 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import {
-  type Customer,
-  createSandboxBank,
-  SANDBOX_ONE_TIME_CODE,
-  type SandboxListener,
-} from "../../src/sandbox/index.js";
+import { startDemoBank } from "../../src/cli/start.js";
+import { type Customer, createSandboxBank, SANDBOX_ONE_TIME_CODE } from "../../src/sandbox/index.js";
 import { describeWithBrowser, launchBrowser } from "../helpers/browser.js";
 import {
   type CallResult,
@@ -32,7 +28,6 @@ const CONSENT_SCREENSHOT = join(import.meta.dirname, "../../docs/sandbox-sca-con
 const screenshots = process.env["UPDATE_SCREENSHOTS"] === "1";
 
 describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", () => {
-  let bank: SandboxListener;
   let customers: readonly Customer[];
   let gw: TestGateway;
   let tpp: Server;
@@ -46,10 +41,14 @@ describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", 
   let bankClockAhead = 0;
 
   beforeAll(async () => {
-    const sandbox = createSandboxBank({ clock: () => Date.now() + bankClockAhead });
-    customers = sandbox.data.customers;
-    bank = await sandbox.listen(0, "127.0.0.1");
-    gw = await startTestGateway({ backendUrl: bank.url });
+    // The demo bank as `npm start` runs it: behind the gateway, its API reached with the gateway's
+    // secret; its clock movable (links expire by the bank's clock, not the gateway's).
+    customers = createSandboxBank({ gatewaySecret: "s".repeat(32) }).data.customers;
+    gw = await startTestGateway({
+      backendUrl: "sandbox",
+      startDemoBank: (request) => startDemoBank(request, () => Date.now() + bankClockAhead),
+      config: { sandbox: { port: 0 } },
+    });
     tpp = createServer((req, res) => {
       const url = new URL(req.url ?? "/", "http://tpp.local");
       arrivals.set(url.pathname, url.searchParams);
@@ -66,7 +65,6 @@ describeWithBrowser("the sandbox's SCA in a real browser, through the gateway", 
   afterAll(async () => {
     await browser?.close();
     await gw?.close(0);
-    await bank?.close();
     await new Promise((resolve) => tpp?.close(resolve));
   });
 

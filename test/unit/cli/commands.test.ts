@@ -110,7 +110,8 @@ describe("every command", () => {
     try {
       const file = join(dir, "state.json");
       writeFileSync(file, "{ not json");
-      const run = await cli(["sandbox", "--port", "0", "--state-file", file]);
+      const secret = join(dir, "secret");
+      const run = await cli(["sandbox", "--port", "0", "--secret-file", secret, "--state-file", file]);
       expect(run.code, run.stdout + run.stderr).toBe(1);
       expect(run.stdout).toBe("");
       const errors = lines(run.stderr);
@@ -121,6 +122,10 @@ describe("every command", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("sandbox without a gateway secret: one line saying how to give it, exit 2, nothing listening", async () => {
+    expectUsageError(await cli(["sandbox", "--port", "0"]), "sandbox", "--secret-file");
   });
 
   it("certs where the development PKI already is: says so and how to generate it anew, exit 0", async () => {
@@ -202,6 +207,8 @@ const PATH_OPTIONS: readonly [command: string, option: string, args: string[], p
   ["trust", "config", ["trust", "status", "--config", NOPE], "no such file"],
   ["certs", "out", ["certs", "--out", FILE], "is a file, not a folder"],
   ["sandbox", "state-file", ["sandbox", "--state-file", NOPE], "no such folder no-such-dir to write it in"],
+  ["sandbox", "secret-file", ["sandbox", "--secret-file", NOPE], "no such folder no-such-dir to write it in"],
+  ["sandbox", "api-socket", ["sandbox", "--api-socket", NOPE], "no such folder no-such-dir to write it in"],
   ["demo", "certs", ["demo", "--certs", NOPE], "no such folder"],
   ["sign", "profile", ["sign", "--target", "/", "--profile", NOPE], "no such file"],
   ["sign", "key", ["sign", "--target", "/", "--key", NOPE, "--cert", FILE], "no such file"],
@@ -248,6 +255,7 @@ const NOT_PATHS = new Set([
   "demo --url",
   "sandbox --port",
   "sandbox --host",
+  "sandbox --api-port",
   "sandbox --seed",
 ]);
 

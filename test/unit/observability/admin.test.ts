@@ -40,6 +40,8 @@ describe("the admin listener", () => {
   let metricsFail = false;
   let withTrust: AdminServer;
   let withoutTrust: AdminServer;
+  /** How often the demo bank's every-room reset ran (only `withTrust` has a demo bank). */
+  let sandboxResets = 0;
 
   beforeAll(async () => {
     const options = {
@@ -51,7 +53,13 @@ describe("the admin listener", () => {
       },
       readiness: () => readiness(),
     };
-    withTrust = await startAdminServer({ ...options, trust: () => TRUST });
+    withTrust = await startAdminServer({
+      ...options,
+      trust: () => TRUST,
+      sandboxReset: () => () => {
+        sandboxResets++;
+      },
+    });
     withoutTrust = await startAdminServer(options);
   });
 
@@ -166,6 +174,17 @@ describe("the admin listener", () => {
     const post = await get(withTrust, "/healthz", "POST");
     expect(post.status).toBe(405);
     expect(post.json()).toEqual({ error: "GET only" });
+  });
+
+  it("resets every sandbox room on POST /sandbox/reset (the operator's), 404 where no demo bank runs", async () => {
+    expect((await get(withTrust, "/sandbox/reset", "GET")).status).toBe(404);
+    expect(sandboxResets).toBe(0);
+    const reset = await get(withTrust, "/sandbox/reset", "POST");
+    expect(reset.status).toBe(200);
+    expect(sandboxResets).toBe(1);
+    const none = await get(withoutTrust, "/sandbox/reset", "POST");
+    expect(none.status).toBe(404);
+    expect(none.json().error).toContain("no demo bank");
   });
 });
 

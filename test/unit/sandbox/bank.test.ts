@@ -9,11 +9,14 @@ import {
   daysBefore,
   type Link,
   NOW,
+  RAW_GATEWAY_HEADERS,
   type RunningBank,
   rawBody,
   sendRaw,
   startBank,
+  TEST_GATEWAY_SECRET,
   TODAY,
+  throughGateway,
   tppCode,
   tppText,
 } from "./helpers.js";
@@ -216,7 +219,7 @@ describe("account information (SPEC 4.5, 5.11, 5.12)", () => {
       expect(answer.status, path).toBe(401);
       expect(tppCode(answer.json)).toBe("CONSENT_INVALID");
       const links = (answer.json as { _links?: { scaRedirect?: { href?: string } } })._links;
-      expect(links?.scaRedirect?.href).toMatch(new RegExp(`^${running.listener.url}/sca/`));
+      expect(links?.scaRedirect?.href).toMatch(new RegExp(`^${running.listener.scaUrl}/sca/`));
     }
     // Without TPP-Redirect-URI there is nowhere to send the PSU back: the text says so instead.
     const bare = await get("/v1/accounts");
@@ -479,7 +482,7 @@ describe("account information (SPEC 4.5, 5.11, 5.12)", () => {
     } finally {
       await twin.listener.close();
     }
-    const other = createSandboxBank({ clock: () => NOW, seed: 7 });
+    const other = createSandboxBank({ gatewaySecret: TEST_GATEWAY_SECRET, clock: () => NOW, seed: 7 });
     expect(other.data.customers[0]!.customerId).not.toBe(kari.customerId);
   });
 
@@ -744,12 +747,12 @@ describe("payment initiation (SPEC 4.5, 3)", () => {
     expect((await postPayment(payment())).status).toBe(201);
   });
 
-  it("forgets payments on reset and hands out the same payment ids again", async () => {
+  it("forgets payments on reset and never hands out the same payment id again (ids are random)", async () => {
     const first = (await postPayment(payment())).json as { paymentId: string };
     running.bank.reset();
     expect((await get(`${PAYMENTS}/${first.paymentId}/status`)).status).toBe(404);
     const again = (await postPayment(payment())).json as { paymentId: string };
-    expect(again.paymentId).toBe(first.paymentId);
+    expect(again.paymentId).not.toBe(first.paymentId);
   });
 });
 
@@ -836,7 +839,8 @@ describe("HTTP behaviour", () => {
 
   it("answers 413 to a chunked body that grows past the limit, and keeps the connection usable", async () => {
     const status = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest(`${running.listener.url}${PAYMENTS}`, { method: "POST" }, (res) => {
+      const headers = Object.fromEntries(throughGateway());
+      const req = httpRequest(`${running.listener.url}${PAYMENTS}`, { method: "POST", headers }, (res) => {
         res.resume();
         res.on("end", () => resolve(res.statusCode ?? 0));
       });
@@ -863,7 +867,10 @@ describe("HTTP behaviour", () => {
   it("answers malformed request targets with 4xx, never 500", async () => {
     const port = running.listener.port;
     const raw = (target: string) =>
-      sendRaw(port, `GET ${target} HTTP/1.1\r\nHost: x\r\nX-Request-ID: raw-1\r\nConnection: close\r\n\r\n`);
+      sendRaw(
+        port,
+        `GET ${target} HTTP/1.1\r\nHost: x\r\nX-Request-ID: raw-1\r\n${RAW_GATEWAY_HEADERS}Connection: close\r\n\r\n`,
+      );
     const badPercent = await raw("/v1/accounts/%E0%A4%A/balances");
     expect(badPercent.status).toBe(400);
     expect(tppText(rawBody(badPercent.raw))).toContain("percent-encoding");
@@ -936,9 +943,35 @@ describe("HTTP behaviour", () => {
 });
 
 describe("state and lifecycle", () => {
+  it("opens a room per TPP up to maxRooms; beyond, a new TPP gets 503 until the operator resets every room", async () => {
+    const small = await startBank({ maxRooms: 1 });
+    try {
+      const list = (tpp: string) =>
+        small.call("/v1/sandbox/customers", { headers: { "X-TPP-Organization-Id": tpp } });
+      expect((await list("PSDNO-FSA-ONE")).status).toBe(200);
+      const refused = await list("PSDNO-FSA-TWO");
+      expect(refused.status).toBe(503);
+      expect(tppCode(refused.json)).toBe("SERVICE_BLOCKED");
+      expect(tppText(refused.json)).toContain("reset all rooms");
+      expect((await list("PSDNO-FSA-ONE")).status).toBe(200);
+      small.bank.reset();
+      expect((await list("PSDNO-FSA-TWO")).status).toBe(200);
+    } finally {
+      await small.listener.close();
+    }
+  });
+
+  it("refuses an API call that names no TPP, even with the gateway's secret: 401 before any room", async () => {
+    const answer = await fetch(`${running.listener.url}/v1/sandbox/customers`, {
+      headers: { "x-sandbox-gateway-secret": TEST_GATEWAY_SECRET },
+    });
+    expect(answer.status).toBe(401);
+    expect(tppCode(await answer.json())).toBe("CERTIFICATE_MISSING");
+  });
+
   it("dates the data from the clock and moves it on reset", async () => {
     let now = NOW;
-    const bank = createSandboxBank({ clock: () => now });
+    const bank = createSandboxBank({ gatewaySecret: TEST_GATEWAY_SECRET, clock: () => now });
     expect(bank.data.today).toBe(TODAY);
     const firstBooking = bank.data.customers[0]!.accounts[0]!.booked[0]!;
     now += 10 * 86_400_000;
@@ -949,14 +982,17 @@ describe("state and lifecycle", () => {
     expect(moved.bookingDate > firstBooking.bookingDate).toBe(true);
   });
 
-  it("can be mounted as a plain request listener, and a listener closes twice without complaint", async () => {
-    const bank = createSandboxBank({ clock: () => NOW });
-    const listener = await bank.listen();
-    expect(listener.url).toBe(`http://127.0.0.1:${listener.port}`);
-    const response = await fetch(`${listener.url}/v1/sandbox/customers`);
+  it("listens twice, API and SCA page, and its listeners close twice without complaint", async () => {
+    const bank = createSandboxBank({ gatewaySecret: TEST_GATEWAY_SECRET, clock: () => NOW });
+    const listeners = await bank.listen();
+    const { api, sca } = listeners;
+    expect(api.url).toBe(`http://127.0.0.1:${api.port}`);
+    expect(sca.url).toBe(`http://127.0.0.1:${sca.port}`);
+    expect(sca.port).not.toBe(api.port);
+    const response = await fetch(`${api.url}/v1/sandbox/customers`, { headers: throughGateway() });
     expect(response.status).toBe(200);
-    await listener.close();
-    await listener.close();
-    await expect(fetch(`${listener.url}/v1/sandbox/customers`)).rejects.toThrow();
+    await listeners.close();
+    await listeners.close();
+    await expect(fetch(`${api.url}/v1/sandbox/customers`)).rejects.toThrow();
   });
 });

@@ -65,7 +65,7 @@ describe("a run, on the clock the test controls", () => {
 
   const balance = async (customer: Customer, index = 0) => {
     const answer = await running.call(`/v1/accounts/${customer.accounts[index]!.resourceId}/balances`, {
-      headers: { "PSU-ID": customer.customerNumber },
+      headers: { ...TPP, "PSU-ID": customer.customerNumber },
     });
     const balances = (
       answer.json as { balances: { balanceType: string; balanceAmount: { amount: string } }[] }
@@ -94,7 +94,7 @@ describe("a run, on the clock the test controls", () => {
     expect(await balance(ola)).toBeCloseTo(olaBefore + 100 + due(ola), 2);
     const transactions = await running.call(
       `/v1/accounts/${kari.accounts[0]!.resourceId}/transactions?bookingStatus=booked&dateFrom=2026-08-13`,
-      { headers: { "PSU-ID": kari.customerNumber } },
+      { headers: { ...TPP, "PSU-ID": kari.customerNumber } },
     );
     const booked = (
       transactions.json as { transactions: { booked: { transactionAmount: { amount: string } }[] } }
@@ -110,10 +110,12 @@ describe("a run, on the clock the test controls", () => {
       .map((p) => p.valueDate)
       .sort()
       .at(-1)!;
+    // The TPP's room opens at its first call, with the data as generated then.
+    expect((await running.call("/v1/sandbox/customers", { headers: TPP })).status).toBe(200);
     now = Date.parse(`${latest}T18:00:00Z`);
     const owner = [kari, ola].find((c) => c.accounts.includes(account!))!;
     const answer = await running.call(`/v1/accounts/${account!.resourceId}/transactions?bookingStatus=both`, {
-      headers: { "PSU-ID": owner.customerNumber },
+      headers: { ...TPP, "PSU-ID": owner.customerNumber },
     });
     const transactions = (answer.json as { transactions: { booked: unknown[]; pending: unknown[] } })
       .transactions;

@@ -20,7 +20,16 @@ import {
 } from "../../../src/sandbox/fixes.js";
 import type { BankData, CardAccount } from "../../../src/sandbox/index.js";
 import { truncateName } from "../../../src/sandbox/render.js";
-import { amountsIn, NOW, type RunningBank, rawBody, sendRaw, startBank } from "./helpers.js";
+import {
+  amountsIn,
+  NOW,
+  RAW_GATEWAY_HEADERS,
+  type RunningBank,
+  rawBody,
+  sendRaw,
+  startBank,
+  TEST_TPP,
+} from "./helpers.js";
 
 type Behaviour = "fixed" | "unfixed";
 
@@ -87,7 +96,7 @@ function withFix(fix: string | undefined, psu: Record<string, string>): Record<s
 type Probe = (running: RunningBank, fix: string | undefined) => Promise<Behaviour>;
 
 const amountAsString: Probe = async (running, fix) => {
-  const { kari } = customers(running.bank.data);
+  const { kari } = customers(running.bank.dataOf(TEST_TPP));
   const psu = { "PSU-ID": kari.customerId };
   const paths = [
     `/v1/accounts/${kari.accounts[0]!.resourceId}/balances`,
@@ -116,7 +125,7 @@ const amountAsString: Probe = async (running, fix) => {
 };
 
 const cardAmountSwitch: Probe = async (running, fix) => {
-  const { kari } = customers(running.bank.data);
+  const { kari } = customers(running.bank.dataOf(TEST_TPP));
   const card: CardAccount = kari.cardAccounts[0]!;
   const body = (await getJson(
     running,
@@ -155,9 +164,11 @@ const cardAmountSwitch: Probe = async (running, fix) => {
 const LONG_CARD_NAME = "Visa Gullkort for reiser og handel i utlandet Kari N"; // 51 characters
 
 const longerNames: Probe = async (running, fix) => {
-  const { kari, bakery } = customers(running.bank.data);
+  const { kari, bakery } = customers(running.bank.dataOf(TEST_TPP));
   // A card account with a long name, made once per bank (names of the initial ones are short).
-  let card = running.bank.data.customers[0]!.cardAccounts.find((each) => each.name === LONG_CARD_NAME);
+  let card = running.bank
+    .dataOf(TEST_TPP)
+    .customers[0]!.cardAccounts.find((each) => each.name === LONG_CARD_NAME);
   if (card === undefined) {
     const created = await running.call("/v1/sandbox/card-accounts", {
       method: "POST",
@@ -165,7 +176,9 @@ const longerNames: Probe = async (running, fix) => {
       body: JSON.stringify({ customerId: kari.customerId, name: LONG_CARD_NAME }),
     });
     expect(created.status, created.text).toBe(201);
-    card = running.bank.data.customers[0]!.cardAccounts.find((each) => each.name === LONG_CARD_NAME)!;
+    card = running.bank
+      .dataOf(TEST_TPP)
+      .customers[0]!.cardAccounts.find((each) => each.name === LONG_CARD_NAME)!;
   }
   const accounts = (
     (await getJson(
@@ -203,7 +216,7 @@ const longerNames: Probe = async (running, fix) => {
 };
 
 const groupBatchTransactions: Probe = async (running, fix) => {
-  const { kari, bakery } = customers(running.bank.data);
+  const { kari, bakery } = customers(running.bank.dataOf(TEST_TPP));
   const headers = withFix(fix, { "PSU-ID": kari.customerId, "PSU-Corporate-ID": bakery.customerId });
   const account = bakery.accounts[0]!;
   const batch = account.booked.find((each) => each.batch !== undefined)!;
@@ -264,7 +277,7 @@ const groupBatchTransactions: Probe = async (running, fix) => {
 };
 
 const cashAccountTypeIso: Probe = async (running, fix) => {
-  const { kari } = customers(running.bank.data);
+  const { kari } = customers(running.bank.dataOf(TEST_TPP));
   const shown = [];
   for (const account of kari.accounts) {
     const body = (await getJson(
@@ -343,7 +356,7 @@ describe("x-accept-fix: each fix per request and by its default date (SPEC 9.2)"
 
   it("serves the same bodies with or without the header once every fix is a default", async () => {
     const running = await bankAt(NOW);
-    const { kari } = customers(running.bank.data);
+    const { kari } = customers(running.bank.dataOf(TEST_TPP));
     const path = `/v1/accounts/${kari.accounts[0]!.resourceId}/transactions?bookingStatus=both`;
     const plain = await running.call(path, { headers: { "PSU-ID": kari.customerId } });
     const asked = await running.call(path, {
@@ -407,13 +420,13 @@ describe("x-accept-fix parsing", () => {
 
   it("is honoured through the bank in any case and spacing, and over repeated header lines", async () => {
     const running = await bankAt(MIDNIGHT("2024-01-01"));
-    const { kari } = customers(running.bank.data);
+    const { kari } = customers(running.bank.dataOf(TEST_TPP));
     expect(await cashAccountTypeIso(running, "  Cash-Account-Type-ISO\t,Longer-Names ")).toBe("fixed");
     expect(await cashAccountTypeIso(running, "unknown-fix, another")).toBe("unfixed");
     const raw = await sendRaw(
       running.listener.port,
       `GET /v1/accounts/${kari.accounts[0]!.resourceId} HTTP/1.1\r\nHost: x\r\nPSU-ID: ${kari.customerId}\r\n` +
-        "x-accept-fix: longer-names\r\nx-accept-fix: cash-account-type-iso\r\nConnection: close\r\n\r\n",
+        `x-accept-fix: longer-names\r\nx-accept-fix: cash-account-type-iso\r\n${RAW_GATEWAY_HEADERS}Connection: close\r\n\r\n`,
     );
     expect(raw.status).toBe(200);
     expect((rawBody(raw.raw) as { account: { cashAccountType: string } }).account.cashAccountType).toBe(
@@ -423,7 +436,7 @@ describe("x-accept-fix parsing", () => {
 
   it("never refuses a request for its x-accept-fix values", async () => {
     const running = await bankAt(MIDNIGHT("2024-01-01"));
-    const { kari } = customers(running.bank.data);
+    const { kari } = customers(running.bank.dataOf(TEST_TPP));
     for (const header of ["no-such-fix", ",,,", "amount-as-string;q=1", "é"]) {
       const answer = await running.call(`/v1/accounts/${kari.accounts[0]!.resourceId}`, {
         headers: { "PSU-ID": kari.customerId, "x-accept-fix": header },
@@ -476,7 +489,7 @@ describe("variant catalogues", () => {
   it("serves a variant of the new data after a change", async () => {
     const running = await startBank({ clock: () => MIDNIGHT("2024-01-01") });
     try {
-      const { kari } = customers(running.bank.data);
+      const { kari } = customers(running.bank.dataOf(TEST_TPP));
       const list = async () =>
         (
           (await getJson(running, "/v1/card-accounts", { "PSU-ID": kari.customerId })) as {

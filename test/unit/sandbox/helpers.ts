@@ -3,9 +3,9 @@
 import { connect } from "node:net";
 import {
   createSandboxBank,
+  GATEWAY_SECRET_HEADER,
   type SandboxBank,
   type SandboxBankOptions,
-  type SandboxListener,
 } from "../../../src/sandbox/index.js";
 
 /** Thursday 13 August 2026, 10:00 UTC: every relative date in the tests is computed from it. */
@@ -41,10 +41,39 @@ export interface CustomerJson {
 
 export interface RunningBank {
   readonly bank: SandboxBank;
-  readonly listener: SandboxListener;
-  /** Fetches a path of the bank and reads the JSON answer. */
+  readonly listener: {
+    /** The API's URL and port (what the gateway calls). */
+    readonly url: string;
+    readonly port: number;
+    /** The SCA page's listener (what browsers open). */
+    readonly scaUrl: string;
+    close(): Promise<void>;
+  };
+  /**
+   * Fetches a path of the bank and reads the JSON answer: /sca/… on the SCA listener, the rest on
+   * the API with the gateway's secret and, unless the call names one, the TPP {@link TEST_TPP}.
+   */
   call(path: string, init?: RequestInit): Promise<Answer>;
 }
+
+/** What the tests' gateway would be: the secret it adds to every call. */
+export const TEST_GATEWAY_SECRET = "test-gateway-secret-0123456789abcdef";
+/** The TPP a call names when the test does not say. */
+export const TEST_TPP = "PSDNO-FSA-TEST";
+
+/** `init`'s headers with the gateway's secret, and the default TPP where the call names none. */
+export function throughGateway(
+  headers?: ConstructorParameters<typeof Headers>[0],
+  organizationHeader = "x-tpp-organization-id",
+): Headers {
+  const out = new Headers(headers);
+  out.set(GATEWAY_SECRET_HEADER, TEST_GATEWAY_SECRET);
+  if (!out.has(organizationHeader)) out.set(organizationHeader, TEST_TPP);
+  return out;
+}
+
+/** The raw header lines a gateway adds, for {@link sendRaw}. */
+export const RAW_GATEWAY_HEADERS = `${GATEWAY_SECRET_HEADER}: ${TEST_GATEWAY_SECRET}\r\nX-TPP-Organization-Id: ${TEST_TPP}\r\n`;
 
 export interface Answer {
   readonly status: number;
@@ -54,14 +83,25 @@ export interface Answer {
   readonly json: unknown;
 }
 
-export async function startBank(options: SandboxBankOptions = {}): Promise<RunningBank> {
-  const bank = createSandboxBank({ clock: () => NOW, ...options });
-  const listener = await bank.listen(0, "127.0.0.1");
+export async function startBank(options: Partial<SandboxBankOptions> = {}): Promise<RunningBank> {
+  const bank = createSandboxBank({ clock: () => NOW, gatewaySecret: TEST_GATEWAY_SECRET, ...options });
+  const listeners = await bank.listen();
+  const organizationHeader =
+    options.identityHeaders?.organizationId?.toLowerCase() ?? "x-tpp-organization-id";
   return {
     bank,
-    listener,
+    listener: {
+      url: listeners.api.url,
+      port: listeners.api.port,
+      scaUrl: listeners.sca.url,
+      close: () => listeners.close(),
+    },
     call: async (path, init) => {
-      const response = await fetch(listener.url + path, init);
+      const page = path.startsWith("/sca/");
+      const response = await fetch((page ? listeners.sca.url : listeners.api.url) + path, {
+        ...init,
+        headers: page ? new Headers(init?.headers) : throughGateway(init?.headers, organizationHeader),
+      });
       const text = await response.text();
       return { status: response.status, headers: response.headers, text, json: JSON.parse(text) as unknown };
     },

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { SingleDomesticPayment } from "../../../src/sandbox/payment-body.js";
 import { PaymentStore, type StoredPayment } from "../../../src/sandbox/payment-store.js";
 import { createSandboxBank } from "../../../src/sandbox/server.js";
+import { TEST_GATEWAY_SECRET } from "./helpers.js";
 
 const request: SingleDomesticPayment = {
   kind: "single",
@@ -32,7 +33,7 @@ function stored(store: PaymentStore, logicalKey: string, organizationId = "tpp")
 
 describe("the payment store", () => {
   it("stays within its capacity, forgetting the oldest payment and its claim to be an original", () => {
-    const store = new PaymentStore(1, 2);
+    const store = new PaymentStore(2);
     const first = stored(store, "a");
     const second = stored(store, "b");
     const third = stored(store, "c");
@@ -44,7 +45,7 @@ describe("the payment store", () => {
   });
 
   it("keeps the newest payment as the original when an older one with the same key is evicted", () => {
-    const store = new PaymentStore(1, 2);
+    const store = new PaymentStore(2);
     stored(store, "same");
     const newer = stored(store, "same");
     stored(store, "other");
@@ -52,25 +53,31 @@ describe("the payment store", () => {
   });
 
   it("keeps TPPs apart", () => {
-    const store = new PaymentStore(1, 10);
+    const store = new PaymentStore(10);
     const payment = stored(store, "k", "tpp-a");
     expect(store.find("tpp-b", payment.paymentId)).toBeUndefined();
     expect(store.duplicateOf("tpp-b", "k")).toBeUndefined();
   });
 
-  it("draws the same ids for the same seed", () => {
-    const ids = (seed: number) => {
-      const store = new PaymentStore(seed, 10);
-      return [store.nextId(), store.nextId()];
-    };
-    expect(ids(5)).toEqual(ids(5));
-    expect(ids(5)).not.toEqual(ids(6));
+  it("draws random ids: two stores never start with the same one", () => {
+    const first = new PaymentStore(10).nextId();
+    expect(first).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new PaymentStore(10).nextId()).not.toBe(first);
   });
 });
 
 describe("sandbox bank options", () => {
   it("refuses limits that are not positive integers, naming the option", () => {
-    expect(() => createSandboxBank({ maxBodyBytes: 0 })).toThrow(/maxBodyBytes/);
-    expect(() => createSandboxBank({ maxStoredPayments: 1.5 })).toThrow(/maxStoredPayments/);
+    expect(() => createSandboxBank({ gatewaySecret: TEST_GATEWAY_SECRET, maxBodyBytes: 0 })).toThrow(
+      /maxBodyBytes/,
+    );
+    expect(() => createSandboxBank({ gatewaySecret: TEST_GATEWAY_SECRET, maxStoredPayments: 1.5 })).toThrow(
+      /maxStoredPayments/,
+    );
+    expect(() => createSandboxBank({ gatewaySecret: TEST_GATEWAY_SECRET, maxRooms: 0 })).toThrow(/maxRooms/);
+  });
+
+  it("refuses a gateway secret shorter than 32 characters: the proof is only as strong as it", () => {
+    expect(() => createSandboxBank({ gatewaySecret: "short" })).toThrow(/at least 32 characters/);
   });
 });

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { worstStatus } from "../../../src/sandbox/baskets.js";
 import { type Customer, createSandboxBank, SANDBOX_ONE_TIME_CODE } from "../../../src/sandbox/index.js";
-import { NOW, type RunningBank, startBank } from "./helpers.js";
+import { NOW, type RunningBank, startBank, TEST_GATEWAY_SECRET } from "./helpers.js";
 import { walkSca } from "./sca-walk.js";
 
 const TPP = "PSDNO-FSA-TPPA";
@@ -77,7 +77,7 @@ describe("bank-offered consent through the SCA page (SPEC 1.9, 2.6)", () => {
     const started = await startConsent();
     expect(started.status).toBe(201);
     expect(started.json.consentStatus).toBe("received");
-    expect(started.json._links.scaRedirect!.href).toMatch(new RegExp(`^${running.listener.url}/sca/`));
+    expect(started.json._links.scaRedirect!.href).toMatch(new RegExp(`^${running.listener.scaUrl}/sca/`));
     const page = await fetch(started.json._links.scaRedirect!.href);
     expect(page.headers.get("content-type")).toMatch(/^text\/html/);
     expect(await page.text()).toContain('<label for="identity">');
@@ -183,7 +183,15 @@ describe("bank-offered consent through the SCA page (SPEC 1.9, 2.6)", () => {
     const { params, consentId } = await grant(ola, { tpp: "PSDNO-FSA-TPPD" });
     const psu = { "PSU-ID": params.get("psu-id")! };
     expect((await read("/v1/accounts", psu, "PSDNO-FSA-TPPD")).status).toBe(200);
-    const revoked = await running.call(`/v1/sandbox/consents/${consentId}/revoke`, { method: "POST" });
+    const revoke = (tpp: string) =>
+      running.call(`/v1/sandbox/consents/${consentId}/revoke`, {
+        method: "POST",
+        headers: { "X-TPP-Organization-Id": tpp },
+      });
+    // Another TPP cannot: the consent is not in its room.
+    expect((await revoke("PSDNO-FSA-OTHER")).status).toBe(404);
+    expect((await read("/v1/accounts", psu, "PSDNO-FSA-TPPD")).status).toBe(200);
+    const revoked = await revoke("PSDNO-FSA-TPPD");
     expect(revoked.json).toMatchObject({ consentStatus: "revokedByPsu" });
     const after = await read("/v1/accounts", psu, "PSDNO-FSA-TPPD");
     expect(after.status).toBe(401);
@@ -422,7 +430,7 @@ describe("the page itself", () => {
     await expect(
       walkSca((await startConsent()).json._links.scaRedirect!.href, { identity: "00000000000" }),
     ).rejects.toThrow(/SCA form answered 400/);
-    expect((await fetch(`${running.listener.url}/sca/unknown`)).status).toBe(404);
+    expect((await fetch(`${running.listener.scaUrl}/sca/unknown`)).status).toBe(404);
   });
 });
 
@@ -606,7 +614,9 @@ describe("the page as the bank's customer reads it", () => {
     } finally {
       await short.listener.close();
     }
-    expect(() => createSandboxBank({ scaLinkTtlSeconds: 0 })).toThrow(/scaLinkTtlSeconds/);
+    expect(() => createSandboxBank({ gatewaySecret: TEST_GATEWAY_SECRET, scaLinkTtlSeconds: 0 })).toThrow(
+      /scaLinkTtlSeconds/,
+    );
   });
 
   it("lets a corporate PSU choose the agreement a payment is approved under; one not covering the account is refused", async () => {

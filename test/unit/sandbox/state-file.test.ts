@@ -1,20 +1,32 @@
 /**
- * The optional state file: what the sandbox operations create survives a restart; reset writes
- * the initial state; a file that is not a valid snapshot stops the start with a clear error; a
- * write that fails changes nothing.
+ * The optional state file: what the sandbox operations create survives a restart (each TPP's
+ * room); a reset writes the caller's room anew, the operator's reset every room; a file that is
+ * not a valid snapshot stops the start with a clear error; a write that fails changes nothing.
  */
 
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   createSandboxBank,
+  type RoomSnapshot,
   STATE_FILE_VERSION,
   StateFileError,
   type StateSnapshot,
 } from "../../../src/sandbox/index.js";
-import { type Answer, NOW, type RunningBank, startBank, TODAY, tppCode } from "./helpers.js";
+import {
+  type Answer,
+  NOW,
+  type RunningBank,
+  startBank,
+  TEST_GATEWAY_SECRET,
+  TEST_TPP,
+  TODAY,
+  tppCode,
+} from "./helpers.js";
+
+const gatewaySecret = TEST_GATEWAY_SECRET;
 
 let dir: string;
 let file: string;
@@ -48,6 +60,13 @@ function readSnapshot(): StateSnapshot {
   return JSON.parse(readFileSync(file, "utf8")) as StateSnapshot;
 }
 
+/** The test TPP's room in a snapshot. */
+function roomOf(snapshot: StateSnapshot): RoomSnapshot {
+  const room = snapshot.rooms.find((each) => each.organizationId === TEST_TPP);
+  if (room === undefined) throw new Error(`no room of ${TEST_TPP} in the state file`);
+  return room;
+}
+
 function writeSnapshot(value: unknown): void {
   writeFileSync(file, typeof value === "string" ? value : JSON.stringify(value));
 }
@@ -69,13 +88,22 @@ async function view(running: RunningBank, customerId: string, cardId: string) {
 }
 
 describe("the state file", () => {
-  it("is written at start when absent: the initial state, as a versioned snapshot", async () => {
-    const running = await start();
+  it("is written at start when absent: no room yet, as a versioned snapshot; mode 0600", async () => {
+    await start();
     const snapshot = readSnapshot();
     expect(snapshot.version).toBe(STATE_FILE_VERSION);
-    expect(Object.keys(snapshot)).toEqual(["version", "data"]);
-    expect(JSON.parse(JSON.stringify(running.bank.data))).toEqual(snapshot.data);
-    expect(snapshot.data.customers).toHaveLength(4);
+    expect(Object.keys(snapshot)).toEqual(["version", "rooms"]);
+    expect(snapshot.rooms).toEqual([]);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it("holds a TPP's room from its first change, the generated data and what it changed", async () => {
+    const running = await start();
+    await post(running, "/v1/sandbox/customers", { customerType: "PRIVATE", customerName: "Anne" });
+    const room = roomOf(readSnapshot());
+    expect(JSON.parse(JSON.stringify(running.bank.dataOf(TEST_TPP)))).toEqual(room.data);
+    expect(room.data.customers).toHaveLength(5);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 
   it("keeps created customers, card accounts and transactions across a restart", async () => {
@@ -117,27 +145,41 @@ describe("the state file", () => {
 
     const second = await start();
     expect(await view(second, anne.customerId, cardId)).toEqual(before);
-    expect(second.bank.data).toEqual(first.bank.data);
+    expect(second.bank.dataOf(TEST_TPP)).toEqual(first.bank.dataOf(TEST_TPP));
     expect(readdirSync(dir)).toEqual(["state.json"]); // no temporary file left behind
   });
 
   it("takes today from the clock, not from the file: the dates stay as they were", async () => {
-    await start();
-    const firstBooking = readSnapshot().data.customers[0]!.accounts[0]!.booked[0]!;
+    const first = await start();
+    await post(first, "/v1/sandbox/customers", { customerType: "PRIVATE", customerName: "Anne" });
+    const firstBooking = roomOf(readSnapshot()).data.customers[0]!.accounts[0]!.booked[0]!;
     const later = await start(file, () => NOW + 3 * 86_400_000);
-    expect(later.bank.data.today).toBe("2026-08-16");
-    expect(later.bank.data.customers[0]!.accounts[0]!.booked[0]).toEqual(firstBooking);
+    expect(later.bank.dataOf(TEST_TPP).today).toBe("2026-08-16");
+    expect(later.bank.dataOf(TEST_TPP).customers[0]!.accounts[0]!.booked[0]).toEqual(firstBooking);
   });
 
-  it("is rewritten with the initial state on reset", async () => {
+  it("is rewritten with the caller's room anew on reset, and without any room on the operator's", async () => {
     const running = await start();
     await post(running, "/v1/sandbox/customers", { customerType: "CORPORATE", customerName: "Berg AS" });
-    expect(readSnapshot().data.customers).toHaveLength(5);
+    expect(roomOf(readSnapshot()).data.customers).toHaveLength(5);
     expect((await post(running, "/v1/sandbox/reset", {})).status).toBe(200);
-    expect(readSnapshot().data.customers).toHaveLength(4);
+    expect(roomOf(readSnapshot()).data.customers).toHaveLength(4);
     await post(running, "/v1/sandbox/customers", { customerType: "PRIVATE", customerName: "Anne" });
     running.bank.reset();
-    expect(readSnapshot().data.customers).toHaveLength(4);
+    expect(readSnapshot().rooms).toEqual([]);
+  });
+
+  it("keeps what a payment batch run booked, though no request changed anything", async () => {
+    let now = NOW;
+    const first = await start(file, () => now);
+    await post(first, "/v1/sandbox/customers", { customerType: "PRIVATE", customerName: "Anne" });
+    const pendingBefore = (data: RoomSnapshot["data"]) =>
+      data.customers.flatMap((customer) => customer.accounts).reduce((sum, a) => sum + a.pending.length, 0);
+    expect(pendingBefore(roomOf(readSnapshot()).data)).toBeGreaterThan(0);
+    // Far enough for every pending value date; the run happens before the next call is answered.
+    now = NOW + 30 * 86_400_000;
+    expect((await first.call("/v1/sandbox/customers")).status).toBe(200);
+    expect(pendingBefore(roomOf(readSnapshot()).data)).toBe(0);
   });
 
   it("is not written by a refused operation", async () => {
@@ -156,78 +198,88 @@ describe("the state file", () => {
     });
     expect(answer.status).toBe(500);
     expect(tppCode(answer.json)).toBe("INTERNAL_SERVER_ERROR");
-    expect(running.bank.data.customers).toHaveLength(4);
+    expect(running.bank.dataOf(TEST_TPP).customers).toHaveLength(4);
   });
 
   it("stops the start when its folder does not exist", () => {
-    expect(() => createSandboxBank({ stateFile: join(dir, "missing", "state.json") })).toThrow(
+    expect(() => createSandboxBank({ gatewaySecret, stateFile: join(dir, "missing", "state.json") })).toThrow(
       /cannot be written/,
     );
   });
 });
 
 describe("a state file that is not a valid snapshot stops the start with a clear error", () => {
-  const valid = (): StateSnapshot => {
-    const bank = createSandboxBank({ clock: () => NOW });
-    return JSON.parse(JSON.stringify({ version: STATE_FILE_VERSION, data: bank.data })) as StateSnapshot;
+  const valid = (): StateSnapshot & { rooms: { data: RoomSnapshot["data"] }[] } => {
+    const bank = createSandboxBank({ gatewaySecret, clock: () => NOW });
+    const sca = { authorisations: [], consents: [], granted: [], identities: [], sessions: [] };
+    const room = { organizationId: TEST_TPP, data: bank.data, payments: [], baskets: [], sca };
+    return JSON.parse(JSON.stringify({ version: STATE_FILE_VERSION, rooms: [room] }));
   };
 
   it.each([
     ["not JSON", "{ this is not json", /not JSON/],
     ["an empty file", "", /not JSON/],
-    ["an array", "[]", /expected a JSON object \{version, data\}/],
-    ["no version", { data: {} }, /version is "?missing"?; this bank reads version 1/],
-    ["another version", { version: 2, data: {} }, /version is 2; this bank reads version 1/],
-    ["no data", { version: 1 }, /data: /],
+    ["an array", "[]", /expected a JSON object \{version, rooms\}/],
+    ["no version", { rooms: [] }, /version is "?missing"?; this bank reads version 2/],
+    ["the version before rooms", { version: 1, data: {} }, /version is 1; this bank reads version 2/],
+    ["no rooms", { version: 2 }, /rooms: /],
+    [
+      "a payment without its status",
+      { version: 2, rooms: [{ organizationId: "a", data: {}, payments: [{ paymentId: "p" }], baskets: [] }] },
+      /rooms\.0\.payments\.0\./,
+    ],
   ])("%s", (_name, content, message) => {
     writeSnapshot(content);
-    expect(() => createSandboxBank({ stateFile: file })).toThrow(StateFileError);
-    expect(() => createSandboxBank({ stateFile: file })).toThrow(message);
-    expect(() => createSandboxBank({ stateFile: file })).toThrow(file);
+    expect(() => createSandboxBank({ gatewaySecret, stateFile: file })).toThrow(StateFileError);
+    expect(() => createSandboxBank({ gatewaySecret, stateFile: file })).toThrow(message);
+    expect(() => createSandboxBank({ gatewaySecret, stateFile: file })).toThrow(file);
   });
 
   it.each([
     [
       "a bban that is a number",
       (snapshot: StateSnapshot) => {
-        (snapshot.data.customers[1]!.accounts[0] as { bban: unknown }).bban = 12345678903;
+        (snapshot.rooms[0]!.data.customers[1]!.accounts[0] as { bban: unknown }).bban = 12345678903;
       },
       /data\.customers\[1\]\.accounts\[0\]\.bban: /,
     ],
     [
       "a date that is no date",
       (snapshot: StateSnapshot) => {
-        (snapshot.data.customers[0]!.accounts[0]!.booked[0] as { bookingDate: string }).bookingDate =
-          "yesterday";
+        (
+          snapshot.rooms[0]!.data.customers[0]!.accounts[0]!.booked[0] as { bookingDate: string }
+        ).bookingDate = "yesterday";
       },
       /bookingDate: expected a date written YYYY-MM-DD/,
     ],
     [
       "an unknown customer type",
       (snapshot: StateSnapshot) => {
-        (snapshot.data.customers[0] as { customerType: string }).customerType = "PERSON";
+        (snapshot.rooms[0]!.data.customers[0] as { customerType: string }).customerType = "PERSON";
       },
       /customerType/,
     ],
     [
       "no PRIVATE customer",
       (snapshot: StateSnapshot) => {
-        (snapshot.data as { customers: unknown }).customers = snapshot.data.customers.slice(2);
+        (snapshot.rooms[0]!.data as { customers: unknown }).customers =
+          snapshot.rooms[0]!.data.customers.slice(2);
       },
       /no PRIVATE customer/,
     ],
     [
       "an account listed under another customer",
       (snapshot: StateSnapshot) => {
-        (snapshot.data.customers[0]!.accounts[0] as { ownerCustomerId: string }).ownerCustomerId = "someone";
+        (snapshot.rooms[0]!.data.customers[0]!.accounts[0] as { ownerCustomerId: string }).ownerCustomerId =
+          "someone";
       },
       /owned by someone/,
     ],
     [
       "an agreement granting another customer's account",
       (snapshot: StateSnapshot) => {
-        (snapshot.data.customers[2]!.agreements[0]!.engagements as string[]).push(
-          snapshot.data.customers[0]!.accounts[0]!.resourceId,
+        (snapshot.rooms[0]!.data.customers[2]!.agreements[0]!.engagements as string[]).push(
+          snapshot.rooms[0]!.data.customers[0]!.accounts[0]!.resourceId,
         );
       },
       /is not one of its accounts/,
@@ -235,8 +287,8 @@ describe("a state file that is not a valid snapshot stops the start with a clear
     [
       "a customer number used twice",
       (snapshot: StateSnapshot) => {
-        (snapshot.data.customers[1] as { customerNumber: string }).customerNumber =
-          snapshot.data.customers[0]!.customerNumber;
+        (snapshot.rooms[0]!.data.customers[1] as { customerNumber: string }).customerNumber =
+          snapshot.rooms[0]!.data.customers[0]!.customerNumber;
       },
       /occurs twice/,
     ],
@@ -244,11 +296,12 @@ describe("a state file that is not a valid snapshot stops the start with a clear
     const snapshot = valid();
     spoil(snapshot);
     writeSnapshot(snapshot);
-    expect(() => createSandboxBank({ stateFile: file })).toThrow(message);
+    expect(() => createSandboxBank({ gatewaySecret, stateFile: file })).toThrow(message);
   });
 
-  it("accepts members it does not know next to data (room for payments and consents)", () => {
-    writeSnapshot({ ...valid(), payments: [] });
-    expect(createSandboxBank({ stateFile: file, clock: () => NOW }).data.customers).toHaveLength(4);
+  it("accepts members it does not know next to rooms", () => {
+    writeSnapshot({ ...valid(), later: [] });
+    const bank = createSandboxBank({ gatewaySecret, stateFile: file, clock: () => NOW });
+    expect(bank.dataOf(TEST_TPP).customers).toHaveLength(4);
   });
 });
