@@ -6,6 +6,7 @@
  */
 
 import { runSteps } from "../checks/index.js";
+import type { RevocationConfig } from "../config/schema.js";
 import { ResponseCheck, responseChecks } from "../egress/index.js";
 import { isRejection } from "../errors.js";
 import { type AlgorithmName, parseSignatureHeader } from "../signature/index.js";
@@ -23,6 +24,8 @@ export interface ResponseExplainOptions {
   readonly trustDir?: string;
   /** CRLs, when not in trustDir. */
   readonly crlDir?: string;
+  /** The bank profile's `responses.revocation`; default ingress's defaults. */
+  readonly revocation?: RevocationConfig;
 }
 
 export async function explainResponse(
@@ -33,7 +36,13 @@ export async function explainResponse(
   const notChecked: string[] = [];
   let certificates = parseOnlyCertificates();
   if (options.trustDir)
-    certificates = trustedCertificates(options.trustDir, options.now, undefined, options.crlDir);
+    certificates = trustedCertificates(
+      options.trustDir,
+      options.now,
+      undefined,
+      options.crlDir,
+      ...(options.revocation ? [options.revocation] : []),
+    );
   else
     notChecked.push(
       "the bank certificate's chain and revocation (give --trust <dir>, or --profile with responses.caDir)",

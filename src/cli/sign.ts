@@ -329,6 +329,7 @@ async function send(
         },
       })
     : undefined;
+  verifier?.stop();
   const signature =
     verdict === undefined
       ? "not checked"

@@ -149,7 +149,7 @@ describe("psd2-gateway sign: where the keys come from", () => {
     const out = await cli([...resolved, "--target", "/v1/accounts", ...PSU], env);
     expect(out.stderr).toBe("");
     expect(out.status).toBe(0);
-    const e = verdictOf(out.stdout, "/v1/accounts");
+    const e = await verdictOf(out.stdout, "/v1/accounts");
     expect(e.steps.filter((s) => s.outcome !== "passed")).toEqual([]);
     expect(e.certificate?.organizationIdentifier).toBe("PSDNO-FSA-DEMO0001");
   });
@@ -170,7 +170,7 @@ describe("psd2-gateway sign: where the keys come from", () => {
     const open = qsealPkcs12(pki, join(dir, "open.p12"), "");
     const out = await cli(["--p12", open, "--target", "/v1/accounts", ...PSU]);
     expect(out.status, out.stderr).toBe(0);
-    expect(verdictOf(out.stdout, "/v1/accounts").passed).toBe(true);
+    expect((await verdictOf(out.stdout, "/v1/accounts")).passed).toBe(true);
   });
 
   it("--profile applies the bank's signing rules (Java-style keyId, algorithm token, Digest token) and its defaultHeaders", async () => {
