@@ -86,10 +86,8 @@ function fromPem(certPath: string, keyPath: string, label: string): Credentials 
 function fromPkcs12(path: string, password: string, label: string): Credentials {
   const der = read(path, "p12", label).toString("binary");
   let bundle: forge.pkcs12.Pkcs12Pfx;
-  // forge turns the password into PBKDF2 input char by char, not as UTF-8, so AES (OpenSSL 3
-  // default) bundles open only with ASCII passwords; legacy 3DES/RC2 ones take any.
   try {
-    bundle = forge.pkcs12.pkcs12FromAsn1(forge.asn1.fromDer(der), password);
+    bundle = openPkcs12(der, password);
   } catch (error) {
     // forge's messages are fixed texts and OIDs; the error object itself (with ASN.1 attached) is not passed on.
     throw new Error(
@@ -116,6 +114,29 @@ function fromPkcs12(path: string, password: string, label: string): Credentials 
     attempt(() => new X509Certificate(certificateDer(bag)), `${label}: cannot read a certificate in ${path}`),
   );
   return assemble(privateKey, certificates, `${label}: no certificate in ${path} belongs to its private key`);
+}
+
+const MAC_FAILED = "PKCS#12 MAC could not be verified. Invalid password?";
+
+/**
+ * The bundle opened with `password`. forge derives the MAC key from the password as BMPString
+ * (RFC 7292 B.1, right for any password) but feeds PBES2's PBKDF2 the password's UTF-16 code units
+ * cut to bytes, where OpenSSL 3 (and RFC 8018 with it) takes its UTF-8 bytes: an AES bundle (OpenSSL
+ * 3's default) with a non-ASCII password then fails to decrypt after its MAC verified. It is opened
+ * again with the MAC, already verified with the real password, left out and PBES2 given the UTF-8
+ * bytes. A legacy (3DES/RC2) bundle derives its keys as the MAC does and opens the first time.
+ */
+function openPkcs12(der: string, password: string): forge.pkcs12.Pkcs12Pfx {
+  try {
+    return forge.pkcs12.pkcs12FromAsn1(forge.asn1.fromDer(der), password);
+  } catch (error) {
+    const macVerified = !(error instanceof Error && error.message === MAC_FAILED);
+    if (!macVerified || /^[\x00-\x7f]*$/.test(password)) throw error;
+    const pfx = forge.asn1.fromDer(der);
+    const fields = pfx.value as forge.asn1.Asn1[];
+    if (fields.length > 2) pfx.value = fields.slice(0, 2);
+    return forge.pkcs12.pkcs12FromAsn1(pfx, Buffer.from(password, "utf8").toString("binary"));
+  }
 }
 
 /**

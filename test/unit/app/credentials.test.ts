@@ -18,6 +18,9 @@ const at = (name: string) => join(dir, name);
 
 const LABEL = "signing credentials";
 const PASSWORD = "Tr0ub4dor&3";
+/** Outside ASCII, beyond Latin-1 too (€): PBES2 takes its UTF-8 bytes, the MAC its BMPString. */
+const UNICODE_PASSWORD = "pässwörd-€-密码";
+const unicodeEnv = { P12_PASSWORD: UNICODE_PASSWORD };
 const WRONG_PASSWORD = "correct horse battery staple";
 const RSA = ["-newkey", "rsa:2048"];
 const EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"];
@@ -114,6 +117,8 @@ beforeAll(() => {
   pkcs12("leaf-empty.p12", "leaf", "");
   pkcs12("leaf-unprotected.p12", "leaf", "", "-keypbe", "NONE", "-certpbe", "NONE", "-nomac");
   pkcs12("leaf-legacy.p12", "leaf", PASSWORD, "-legacy");
+  pkcs12("leaf-unicode.p12", "leaf", UNICODE_PASSWORD);
+  pkcs12("leaf-unicode-legacy.p12", "leaf", UNICODE_PASSWORD, "-legacy");
   pkcs12("ec-leaf.p12", "ec-leaf", PASSWORD);
   pkcs12("chain.p12", "issued", PASSWORD, "-certfile", "ca.pem");
   pkcs12("ec-chain.p12", "ec-issued", PASSWORD, "-certfile", "ec-ca.pem");
@@ -214,6 +219,20 @@ const loads: Loads[] = [
     chain: ["CN=leaf"],
   },
   {
+    what: "a PKCS#12 with AES (OpenSSL 3's default) and a non-ASCII password",
+    source: { p12: at("leaf-unicode.p12"), ...withPassword },
+    env: unicodeEnv,
+    leaf: "leaf",
+    chain: ["CN=leaf"],
+  },
+  {
+    what: "a PKCS#12 made with -legacy and a non-ASCII password",
+    source: { p12: at("leaf-unicode-legacy.p12"), ...withPassword },
+    env: unicodeEnv,
+    leaf: "leaf",
+    chain: ["CN=leaf"],
+  },
+  {
     what: "a PKCS#12 with an EC key",
     source: { p12: at("ec-leaf.p12"), ...withPassword },
     env: passwordEnv,
@@ -273,6 +292,13 @@ describe("loadCredentials", () => {
       env: { P12_PASSWORD: WRONG_PASSWORD },
       message: () =>
         `cannot open PKCS#12 file ${at("leaf-password.p12")}: wrong password or not a PKCS#12 bundle`,
+    },
+    {
+      what: "a wrong non-ASCII password for an AES bundle",
+      source: { p12: at("leaf-unicode.p12"), ...withPassword },
+      env: { P12_PASSWORD: "pässwörd-€-密" },
+      message: () =>
+        `cannot open PKCS#12 file ${at("leaf-unicode.p12")}: wrong password or not a PKCS#12 bundle`,
     },
     {
       what: "a wrong password from a file",
