@@ -118,6 +118,27 @@ describe("verdict cache", () => {
     expect(isRejection(r) && r.code).toBe("CERTIFICATE_BLOCKED");
   });
 
+  it("a verdict computed across a clear() answers its callers but is not kept", async () => {
+    const cache = new VerdictCache<{ n: number }>({ maxEntries: 10 });
+    let finish: (n: number) => void = () => {};
+    const computing = cache.get(
+      "header",
+      () =>
+        new Promise((resolve) => {
+          finish = (n) => resolve({ value: { n }, expiresAt: Date.now() + 60_000, cacheable: true });
+        }),
+    );
+    cache.clear();
+    finish(1);
+    expect(await computing).toEqual({ n: 1 });
+    expect(cache.stats.size).toBe(0);
+    // The next ask computes afresh (under what replaced the old trust), and that one is kept.
+    expect(
+      cache.get("header", () => ({ value: { n: 2 }, expiresAt: Date.now() + 60_000, cacheable: true })),
+    ).toEqual({ n: 2 });
+    expect(cache.stats.size).toBe(1);
+  });
+
   it("keeps its verdicts while the register only confirms its copy (304, same file)", () => {
     const { verifier, register } = setup();
     verifier.verify(pki.tppA.qseal.headerValue);
