@@ -15,6 +15,7 @@ import "reflect-metadata";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startDemoQtsp } from "../../src/dev/demo-qtsp.js";
+import { QTSP_PATHS } from "../../src/dev/pki.js";
 import { type QtspServer, startQtspServer } from "../../src/qtsp/server.js";
 
 const [mode, pkiDir, port] = process.argv.slice(2) as [string, string, string];
@@ -38,6 +39,16 @@ async function main() {
             privateKeyPem: readFileSync(join(pkiDir, "issuing-ca.key.pem"), "utf8"),
           },
           status: () => ({ status: "good" }),
+          // The intermediates name the root's CRL: the whole path is checked.
+          documents: new Map([
+            [
+              QTSP_PATHS.rootCrl,
+              {
+                body: readFileSync(join(pkiDir, "qtsp", "demo-root-ca.crl")),
+                contentType: "application/pkix-crl",
+              },
+            ],
+          ]),
           // `reuse`: answers made once per request and served again, as RFC 5019 responders do.
           ...(mode === "reuse" ? { answerReuseMs: 3_600_000 } : {}),
         });

@@ -18,6 +18,7 @@ import { UkObRequestSigner } from "../signature/jws/ukob-request-signer.js";
 import { Rfc9421RequestSigner } from "../signature/rfc9421/request-signer.js";
 import { loadTrustMaterial } from "../trust/trust-material.js";
 import type { Credentials } from "./credentials.js";
+import { liveRevocationOf } from "./trust.js";
 
 /**
  * The profile's request signer in its dialect (`signing.dialect`): draft-cavage's RequestSigner, or
@@ -95,22 +96,49 @@ export function signerForProfile(
   });
 }
 
-/** `undefined` when the profile does not check responses (`mode: off`). */
+/** A profile's response verifier, with the CRL refreshes of its revocation checks to stop. */
+export type ProfileResponseVerifier = ResponseVerifying & { stop(): void };
+
+/**
+ * `undefined` when the profile does not check responses (`mode: off`). The bank's certificate and
+ * its CAs are checked for revocation as ingress checks a TPP's (`responses.revocation`: OCSP, CRL
+ * distribution points, `crl.urls`, the CRL files of `crlDir`; fail closed unless `softFail`).
+ */
 export function responseVerifierForProfile(
   bank: Pick<BankProfileConfig, "responses" | "signing">,
   now: () => number,
-): ResponseVerifying | undefined {
+  log?: (message: string, error?: boolean) => void,
+): ProfileResponseVerifier | undefined {
   const responses = bank.responses;
   if (responses.mode === "off" || !responses.caDir) return undefined;
   const trust = loadTrustMaterial(responses.caDir, responses.crlDir);
+  const live = liveRevocationOf(responses.revocation, {
+    cas: () => trust.store.all,
+    localList: (issuer) => trust.revocation.listOf(issuer),
+    now,
+    onChange: () => certificates.invalidate(),
+    ...(log ? { log } : {}),
+  });
+  // The disk cache now (an unreadable folder fails the profile's load); configured CRLs in the background.
+  live.crls.loadFromDisk();
+  void live.crls.pin(responses.revocation.crl.urls);
   const certificates = new TppVerifier({
     trustStore: () => trust.store,
-    revocation: () => trust.revocation,
+    revocation: () => live.revocation,
     now,
     cacheTtlMs: 300_000,
     failureTtlMs: 10_000,
     maxEntries: 100,
   });
+  return Object.assign(verifierOfDialect(bank, certificates, now), { stop: () => live.crls.stop() });
+}
+
+function verifierOfDialect(
+  bank: Pick<BankProfileConfig, "responses" | "signing">,
+  certificates: TppVerifier,
+  now: () => number,
+): ResponseVerifying {
+  const responses = bank.responses;
   if (bank.signing.dialect === "rfc9421") {
     return new Rfc9421ResponseVerifier({
       certificates,

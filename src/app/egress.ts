@@ -20,7 +20,7 @@ import { type Listener, startListener } from "../listener/listener.js";
 import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
 import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
 import type { Logger } from "../observability/logger.js";
-import { profileSigner, responseVerifierForProfile } from "./bank-profile.js";
+import { type ProfileResponseVerifier, profileSigner, responseVerifierForProfile } from "./bank-profile.js";
 import { type CertificateSummary, summaryOf } from "./certificate-summary.js";
 import { connectionLimitsOf } from "./connection-limits.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
@@ -59,6 +59,7 @@ export interface EgressDependencies {
 const EXPIRY_WARNING_MS = 30 * 24 * 3600 * 1000;
 
 interface LoadedProfile extends BankProfile {
+  readonly responseVerifier?: ProfileResponseVerifier;
   readonly qseal: Credentials;
   readonly qwac: Credentials | undefined;
 }
@@ -74,10 +75,11 @@ export async function startEgressGateway(
   try {
     const env = deps.env ?? process.env;
     // Replaced whole by reload(); a request in flight keeps the profile it started with.
-    let profiles = config.banks.map((bank) => loadProfile(bank, env, now));
+    let profiles = config.banks.map((bank) => loadProfile(bank, env, now, logger));
     let router = new BankRouter<BankProfile>(profiles);
     const retired = new Set<Promise<void>>();
     started.add(async () => {
+      for (const p of profiles) p.responseVerifier?.stop();
       await Promise.all([...profiles.map((p) => p.backend.close()), ...retired]);
     });
     warnExpiring(profiles, logger, now);
@@ -165,7 +167,7 @@ export async function startEgressGateway(
 
     /** Every profile is loaded before any is swapped: one bad file keeps all the old ones (it throws). */
     const swapProfiles = (banks: EgressConfig["banks"]) => {
-      const fresh = banks.map((bank) => loadProfile(bank, env, now));
+      const fresh = banks.map((bank) => loadProfile(bank, env, now, logger));
       const old = profiles;
       profiles = fresh;
       router = new BankRouter<BankProfile>(fresh);
@@ -173,6 +175,7 @@ export async function startEgressGateway(
       warnExpiring(fresh, logger, now);
       // undici's close lets the requests still using the old pools finish first.
       for (const p of old) {
+        p.responseVerifier?.stop();
         const closing = p.backend.close().finally(() => retired.delete(closing));
         retired.add(closing);
       }
@@ -246,7 +249,12 @@ function egressKeysNeedingRestart(running: EgressConfig, next: EgressConfig): st
   return keys.filter(([, a, b]) => !same(a, b)).map(([key]) => key);
 }
 
-function loadProfile(bank: BankProfileConfig, env: NodeJS.ProcessEnv, now: () => number): LoadedProfile {
+function loadProfile(
+  bank: BankProfileConfig,
+  env: NodeJS.ProcessEnv,
+  now: () => number,
+  logger: Logger,
+): LoadedProfile {
   const qseal = loadCredentials(bank.qseal, `banks.${bank.name}.qseal`, env);
   const qwac = bank.qwac ? loadCredentials(bank.qwac, `banks.${bank.name}.qwac`, env) : undefined;
   const rules = bank.signing;
@@ -259,7 +267,9 @@ function loadProfile(bank: BankProfileConfig, env: NodeJS.ProcessEnv, now: () =>
     connections: bank.connections,
   });
   const responses = bank.responses;
-  const responseVerifier = responseVerifierForProfile(bank, now);
+  const responseVerifier = responseVerifierForProfile(bank, now, (message, error) =>
+    error ? logger.warn({ bank: bank.name }, message) : logger.info({ bank: bank.name }, message),
+  );
   return {
     name: bank.name,
     prefix: bank.prefix,

@@ -6,8 +6,8 @@
  * store, CRL files), the TppRegister and LiveRevocation, which the verifier reads.
  */
 
-import type { GatewayConfig } from "../config/schema.js";
-import { TppRegister } from "../eidas/index.js";
+import type { GatewayConfig, RevocationConfig } from "../config/schema.js";
+import { type ParsedCertificate, type RevocationList, TppRegister } from "../eidas/index.js";
 import type { Logger } from "../observability/logger.js";
 import { CrlCache } from "../trust/crl-cache.js";
 import { LiveRevocation, type RevocationEvents } from "../trust/live-revocation.js";
@@ -95,41 +95,19 @@ export async function startTrust(
           now,
         }),
       );
-    const crls = await add(
-      new CrlCache({
-        urls: r.crl.urls,
-        cas: () => pool.cas(),
-        refreshMs: r.crl.refreshSeconds * 1000,
-        graceMs: r.crl.graceSeconds * 1000,
-        timeoutMs: r.crl.timeoutSeconds * 1000,
-        maxBytes: r.crl.maxBytes,
-        maxLists: r.crl.maxLists,
-        ...(r.crl.cacheDir ? { cacheDir: r.crl.cacheDir } : {}),
-        now,
-        onChange: (url) => {
-          logger.info({ url }, "CRL changed; certificate verdicts checked again");
-          deps.onChange();
-        },
-        log: logLine(logger),
-      }),
-    );
-    const revocation = await add(
-      new LiveRevocation({
-        order: r.order,
-        softFail: r.softFail,
-        firstAnswerTimeoutMs: r.firstAnswerTimeoutSeconds * 1000,
-        ocsp: {
-          timeoutMs: r.ocsp.timeoutSeconds * 1000,
-          maxAgeMs: r.ocsp.maxAgeSeconds * 1000,
-          maxEntries: r.ocsp.maxEntries,
-        },
-        crls,
-        localList: (issuer) => pool.localList(issuer),
-        graceMs: r.crl.graceSeconds * 1000,
-        now,
-        ...(deps.events ? { events: deps.events } : {}),
-      }),
-    );
+    const live = liveRevocationOf(r, {
+      cas: () => pool.cas(),
+      localList: (issuer) => pool.localList(issuer),
+      now,
+      onChange: (url) => {
+        logger.info({ url }, "CRL changed; certificate verdicts checked again");
+        deps.onChange();
+      },
+      log: logLine(logger),
+      ...(deps.events ? { events: deps.events } : {}),
+    });
+    await add(live.crls);
+    const revocation = await add(live.revocation);
     if (r.softFail)
       logger.warn(
         "revocation.softFail is on: certificates whose revocation status cannot be determined are let through",
@@ -139,6 +117,59 @@ export async function startTrust(
     for (const source of sources) source.stop();
     throw error;
   }
+}
+
+export interface LiveRevocationDependencies {
+  /** The CAs a fetched CRL may be signed by, read when a list arrives. */
+  readonly cas: () => readonly ParsedCertificate[];
+  /** CRL files, looked up by issuer. */
+  readonly localList: (issuer: ParsedCertificate) => RevocationList | undefined;
+  readonly now: () => number;
+  /** A fetched CRL changed: the verdicts resting on the old one must go. */
+  readonly onChange?: (url: string) => void;
+  readonly log?: (message: string, error?: boolean) => void;
+  readonly events?: RevocationEvents;
+}
+
+/**
+ * The one live revocation path (OCSP, CRL distribution points, `crl.urls`, CRL files; fail closed
+ * unless `softFail`) made from a `revocation:` section: ingress's trust, egress's check of a bank's
+ * certificate and `psd2-gateway verify` all take it from here. The CrlCache is a trust source: its
+ * owner starts and stops it.
+ */
+export function liveRevocationOf(
+  r: RevocationConfig,
+  deps: LiveRevocationDependencies,
+): { crls: CrlCache; revocation: LiveRevocation } {
+  const crls = new CrlCache({
+    urls: r.crl.urls,
+    cas: deps.cas,
+    refreshMs: r.crl.refreshSeconds * 1000,
+    graceMs: r.crl.graceSeconds * 1000,
+    timeoutMs: r.crl.timeoutSeconds * 1000,
+    maxBytes: r.crl.maxBytes,
+    maxLists: r.crl.maxLists,
+    ...(r.crl.cacheDir ? { cacheDir: r.crl.cacheDir } : {}),
+    now: deps.now,
+    ...(deps.onChange ? { onChange: deps.onChange } : {}),
+    ...(deps.log ? { log: deps.log } : {}),
+  });
+  const revocation = new LiveRevocation({
+    order: r.order,
+    softFail: r.softFail,
+    firstAnswerTimeoutMs: r.firstAnswerTimeoutSeconds * 1000,
+    ocsp: {
+      timeoutMs: r.ocsp.timeoutSeconds * 1000,
+      maxAgeMs: r.ocsp.maxAgeSeconds * 1000,
+      maxEntries: r.ocsp.maxEntries,
+    },
+    crls,
+    localList: deps.localList,
+    graceMs: r.crl.graceSeconds * 1000,
+    now: deps.now,
+    ...(deps.events ? { events: deps.events } : {}),
+  });
+  return { crls, revocation };
 }
 
 /** What the gateway does with every source alike. */

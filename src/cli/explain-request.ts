@@ -6,6 +6,7 @@
 
 import { readFileSync } from "node:fs";
 import { startChainOfConfig } from "../app/request-path.js";
+import { liveRevocationOf } from "../app/trust.js";
 import {
   type CertificateVerifier,
   Chain,
@@ -25,6 +26,8 @@ import {
   DEFAULT_REDIRECT_URI_OPTIONAL_PREFIXES,
   DEFAULT_ROLE_ROUTES,
   type GatewayConfig,
+  type RevocationConfig,
+  revocation,
 } from "../config/schema.js";
 import { requirePsd2, TppRegister, TppVerifier } from "../eidas/index.js";
 import { isRejection, type Rejection } from "../errors.js";
@@ -55,7 +58,7 @@ export interface ExplainOptions {
 }
 
 /** Runs the gateway's checks over one request and collects what a developer needs to see. */
-export function explain(request: DumpedRequest, options: ExplainOptions): Explanation {
+export async function explain(request: DumpedRequest, options: ExplainOptions): Promise<Explanation> {
   const notChecked: string[] = [];
   const certificates = explainCertificates(options, notChecked);
   const checkOptions: CheckOptions = {
@@ -78,8 +81,8 @@ export function explain(request: DumpedRequest, options: ExplainOptions): Explan
     "mutual TLS (the QWAC is part of the connection, not of the request)",
   );
   const chain = new Chain(requestChecks(checkOptions));
-  // Explain mode has no promise-returning step (no store, the certificate checked synchronously).
-  return explainWith(request, chain, new RoleTable(DEFAULT_ROLE_ROUTES), notChecked) as Explanation;
+  // The certificate step may wait on an OCSP responder or a CRL distribution point.
+  return await explainWith(request, chain, new RoleTable(DEFAULT_ROLE_ROUTES), notChecked);
 }
 
 /**
@@ -210,18 +213,29 @@ function explainCertificates(options: ExplainOptions, notChecked: string[]): Cer
   return trustedCertificates(options.trustDir, options.now, register);
 }
 
-/** The gateway's certificate checks against a folder of CAs and CRLs (and a register, when given), uncached. */
+/**
+ * The gateway's certificate checks against a folder of CAs and CRLs (and a register, when given),
+ * uncached. Revocation takes the gateway's live path with `options` (by default ingress's; the whole path,
+ * OCSP, distribution points, the folder's CRL files; fail closed): the answer is the one a gateway
+ * would give now. It is asked at the real time, whatever `now` the chain is judged at.
+ */
 export function trustedCertificates(
   trustDir: string,
   now: number,
   register?: TppRegister,
   crlDir = trustDir,
+  options: RevocationConfig = revocation.parse({}),
 ): CertificateVerifier {
   const { store } = trustStoreFromFolder(trustDir);
   const { checker } = crlCheckerFromFolder(crlDir, store.all);
+  const live = liveRevocationOf(options, {
+    cas: () => store.all,
+    localList: (issuer) => checker.listOf(issuer),
+    now: Date.now,
+  });
   return new TppVerifier({
     trustStore: () => store,
-    revocation: () => checker,
+    revocation: () => live.revocation,
     ...(register ? { register } : {}),
     now: () => now,
     cacheTtlMs: 0,

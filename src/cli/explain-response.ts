@@ -6,6 +6,7 @@
  */
 
 import { type Dialect, dialectsPresent, runSteps, type Step } from "../checks/index.js";
+import type { RevocationConfig } from "../config/schema.js";
 import {
   jadesResponseChecks,
   type RequestOfResponse,
@@ -53,6 +54,8 @@ export interface ResponseExplainOptions {
   readonly trustDir?: string;
   /** CRLs, when not in trustDir. */
   readonly crlDir?: string;
+  /** The bank profile's `responses.revocation`; default ingress's defaults. */
+  readonly revocation?: RevocationConfig;
 }
 
 /** The steps that need the request, or the body: left out, and said why, when the file lacks them. */
@@ -67,7 +70,13 @@ export async function explainResponse(
   const notChecked: string[] = [];
   let certificates = parseOnlyCertificates();
   if (options.trustDir)
-    certificates = trustedCertificates(options.trustDir, options.now, undefined, options.crlDir);
+    certificates = trustedCertificates(
+      options.trustDir,
+      options.now,
+      undefined,
+      options.crlDir,
+      ...(options.revocation ? [options.revocation] : []),
+    );
   else
     notChecked.push(
       "the bank certificate's chain and revocation (give --trust <dir>, or --profile with responses.caDir)",

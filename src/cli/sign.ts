@@ -364,6 +364,7 @@ async function send(
         },
       })
     : undefined;
+  verifier?.stop();
   const signature =
     verdict === undefined
       ? "not checked"

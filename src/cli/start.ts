@@ -16,7 +16,12 @@ export async function ensureDevCertificates(
   out = DEV_CERTS_DIR,
 ): Promise<boolean> {
   // The newest files the PKI has: an older certs/dev without them is generated again.
-  if (!force && existsSync(`${out}/bank/bank-qseal.pem`) && existsSync(`${out}/qtsp/status.json`))
+  if (
+    !force &&
+    existsSync(`${out}/bank/bank-qseal.pem`) &&
+    existsSync(`${out}/qtsp/status.json`) &&
+    existsSync(`${out}/qtsp/demo-root-ca.crl`)
+  )
     return false;
   log(`generating development certificates in ${out} …`);
   const { generateDevPki } = await import("../dev/pki.js");

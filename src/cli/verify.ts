@@ -37,8 +37,9 @@ psd2-gateway verify --response [<file>] [--request <file>] [options]
   --config <file>     judge it as the gateway started with this (ingress) config does: the same
                       chain of steps, trust sources, register, routes and limits (a fresh store:
                       judged as the first request of its kind); instead of --trust/--register
-  --trust <dir>       also check the certificate chain against these CA certificates (and the
-                      CRLs in the same folder)
+  --trust <dir>       also check the certificate chain against these CA certificates, and its
+                      revocation as the gateway does (OCSP, CRL distribution points, the CRLs
+                      in the same folder; every certificate of the path; unknown refuses)
   --register <file>   also check the TPP register (the gateway's JSON register; needs --trust)
   --now <date>        judge Date against this time (ISO 8601 or an HTTP date) instead of now,
                       for a request captured earlier
@@ -52,8 +53,9 @@ A bank's signed response (SPEC 5.10), checked as egress mode checks it:
                       request it answers
   --request <file>    the request it answers (raw HTTP or curl -v): the response's X-Request-ID
                       must be the request's, and a signed (request-target) is the request's
-  --profile <yaml>    take the trust folder (responses.caDir), the certificate header, the
-                      algorithms and the Date tolerance from a bank profile of an egress config
+  --profile <yaml>    take the trust folder (responses.caDir), the revocation options
+                      (responses.revocation), the certificate header, the algorithms and the
+                      Date tolerance from a bank profile of an egress config
   --bank <name>       which profile of --profile (needed when it has several)
   --certificate-header <name>
                       the header the bank's QSealC comes in (default
@@ -153,7 +155,7 @@ Exits 0 when every check passed, 1 when one failed, 2 on a bad command line.`,
         }
         explanation = await explainWithConfig(request, config, now);
       } else {
-        explanation = explain(request, {
+        explanation = await explain(request, {
           now,
           algorithms,
           ...(values.trust ? { trustDir: values.trust } : {}),
@@ -221,5 +223,6 @@ async function verifyResponse(
     dateToleranceMs: rules ? rules.dateToleranceSeconds * 1000 : DEFAULT_DATE_TOLERANCE_MS,
     ...(trustDir ? { trustDir } : {}),
     ...(values.trust === undefined && rules?.crlDir ? { crlDir: rules.crlDir } : {}),
+    ...(rules ? { revocation: rules.revocation } : {}),
   });
 }

@@ -312,7 +312,8 @@ const trust = z
     "give trust.caDir, trust.trustedLists or both",
   );
 
-const revocation = z
+/** `revocation:` of ingress and of each bank profile's `responses` (egress): one live revocation path. */
+export const revocation = z
   .object({
     /** Which sources are asked, in which order: the certificate's OCSP responder, then CRLs. */
     order: z.enum(["ocsp-crl", "crl", "ocsp"]).default("ocsp-crl"),
@@ -804,6 +805,8 @@ const responseVerification = z
     /** CA certificates (PEM) the bank's QSealC must chain to. */
     caDir: path.optional(),
     crlDir: path.optional(),
+    /** How the bank's certificate (and its CAs) are checked for revocation: the same options as ingress's. */
+    revocation: revocation.prefault({}),
     certificateHeader: headerName.default("aspsp-signature-certificate"),
     dateToleranceSeconds: seconds(60),
     algorithms: z
@@ -920,6 +923,7 @@ export const egressConfigSchema = z
   .strict();
 
 export type EgressConfig = z.output<typeof egressConfigSchema>;
+export type RevocationConfig = z.output<typeof revocation>;
 export type BankProfileConfig = EgressConfig["banks"][number];
 export type SigningRulesConfig = z.output<typeof signingRules>;
 

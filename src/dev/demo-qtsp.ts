@@ -1,6 +1,6 @@
 /**
- * The demo QTSP of the development PKI, on loopback: the issuing CA's CRL at its distribution
- * point, an OCSP responder answering from the PKI's status.json, and every other file the PKI
+ * The demo QTSP of the development PKI, on loopback: the CRLs at their distribution points (the
+ * issuing CA's, the root's listing the revoked intermediate, the revoked CA's), an OCSP responder answering from the PKI's status.json, and every other file the PKI
  * wrote to qtsp/ (trusted lists, the EBA-format register) by name. `npm start` runs it so the
  * whole live-trust path works offline.
  */
@@ -38,6 +38,8 @@ export async function startDemoQtsp(options: {
   }
   documents.set(QTSP_PATHS.crl, documents.get("/demo-issuing-ca.crl")!);
   documents.set(QTSP_PATHS.caIssuers, documents.get("/demo-issuing-ca.cer")!);
+  documents.set(QTSP_PATHS.rootCrl, documents.get("/demo-root-ca.crl")!);
+  documents.set(QTSP_PATHS.revokedCaCrl, documents.get("/demo-revoked-ca.crl")!);
   return startQtspServer({
     host: options.host,
     port: options.port,

@@ -1,7 +1,8 @@
 /**
  * A complete development PKI, generated (never committed): root CA, qualified issuing CA, the
  * gateway's TLS certificate, demo TPPs with PSD2 QWACs and QSealCs, the awkward cases tests need
- * (expired, revoked, not in the register), the matching register JSON and CRL.
+ * (expired, revoked, not in the register, under an intermediate CA the root revoked), the matching
+ * register JSON and CRLs (the issuing CA's, the root's, the revoked CA's).
  */
 
 import "reflect-metadata";
@@ -60,6 +61,10 @@ export interface DevPki {
   readonly expired: IssuedCertificate;
   readonly revoked: IssuedCertificate;
   readonly unregistered: IssuedCertificate;
+  /** An intermediate CA the root revoked (its CRL lists it), in trust/ like the good one. */
+  readonly revokedCa: IssuedCertificate;
+  /** A QSealC of TPP A issued by the revoked CA: good itself, refused for its path. */
+  readonly underRevokedCa: IssuedCertificate;
   /** A PSD2-looking certificate from a CA nobody trusts. */
   readonly untrusted: IssuedCertificate;
   /** The demo bank's QSealC (PSD2 role PSP_AS): ingress signs responses with it. */
@@ -142,11 +147,18 @@ interface IssueOptions {
   readonly label: string;
   /** The demo QTSP's base URL: the certificate names its CRL distribution point and OCSP responder there. */
   readonly qtspUrl?: string;
+  /** The distribution point's path at the QTSP; default the issuing CA's CRL. */
+  readonly crlPath?: string;
+  /** False: no OCSP responder (nor caIssuers) named, the CRL alone speaks (the root's CAs, the revoked CA's TPP). */
+  readonly ocsp?: boolean;
 }
 
 /** Where the demo QTSP publishes the issuing CA's CRL and answers OCSP (src/qtsp/server.ts). */
 export const QTSP_PATHS = {
   crl: "/crl/demo-issuing-ca.crl",
+  /** The root's CRL (an ARL): the intermediates name it, it lists the revoked CA. */
+  rootCrl: "/crl/demo-root-ca.crl",
+  revokedCaCrl: "/crl/demo-revoked-ca.crl",
   ocsp: "/ocsp",
   caIssuers: "/ca/demo-issuing-ca.cer",
 } as const;
@@ -170,12 +182,15 @@ async function issue(options: IssueOptions): Promise<IssuedCertificate> {
   }
   if (options.qtspUrl) {
     extensions.push(
-      new x509.CRLDistributionPointsExtension([`${options.qtspUrl}${QTSP_PATHS.crl}`]),
-      new x509.AuthorityInfoAccessExtension({
-        ocsp: [`${options.qtspUrl}${QTSP_PATHS.ocsp}`],
-        caIssuers: [`${options.qtspUrl}${QTSP_PATHS.caIssuers}`],
-      }),
+      new x509.CRLDistributionPointsExtension([`${options.qtspUrl}${options.crlPath ?? QTSP_PATHS.crl}`]),
     );
+    if (options.ocsp !== false)
+      extensions.push(
+        new x509.AuthorityInfoAccessExtension({
+          ocsp: [`${options.qtspUrl}${QTSP_PATHS.ocsp}`],
+          caIssuers: [`${options.qtspUrl}${QTSP_PATHS.caIssuers}`],
+        }),
+      );
   }
   if (options.qc) {
     const value = encodeQcStatements({
@@ -256,7 +271,10 @@ export async function generateDevPki(
   const { qtspUrl } = options;
   const revocationUrls = qtspUrl ? { qtspUrl } : {};
   const root = await selfSignedCa("C=NO, O=psd2-gateway Demo QTSP, CN=Demo Root CA", now);
+  // The intermediates name the root's CRL, so the whole path is checked, not only the leaf.
+  const underRoot = qtspUrl ? { qtspUrl, crlPath: QTSP_PATHS.rootCrl, ocsp: false } : {};
   const issuingCa = await issue({
+    ...underRoot,
     label: "Demo Qualified Issuing CA",
     subject: [
       { C: ["NO"] },
@@ -330,6 +348,31 @@ export async function generateDevPki(
     keyUsage: SEAL_USAGE,
     qc: { qcType: "eseal", roles: ["PSP_AS"] },
   });
+  const revokedCa = await issue({
+    ...underRoot,
+    label: "Demo Revoked Issuing CA",
+    subject: [
+      { C: ["NO"] },
+      { O: ["psd2-gateway Demo QTSP"] },
+      { "2.5.4.97": ["NTRNO-999999999"] },
+      { CN: ["Demo Revoked Issuing CA"] },
+    ],
+    issuer: root,
+    notBefore: new Date(now - DAY),
+    notAfter: new Date(now + 3650 * DAY),
+    ca: true,
+    keyUsage: x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign,
+  });
+  const underRevokedCa = await issue({
+    label: "QSealC under the revoked CA",
+    ...(qtspUrl ? { qtspUrl, crlPath: QTSP_PATHS.revokedCaCrl, ocsp: false } : {}),
+    subject: tppSubject(tppA.organizationId, tppA.name, `${tppA.name} QSealC (revoked CA)`),
+    issuer: revokedCa,
+    notBefore: new Date(now - DAY),
+    notAfter: new Date(now + 365 * DAY),
+    keyUsage: SEAL_USAGE,
+    qc: { qcType: "eseal", roles: tppA.roles },
+  });
   const rogueRoot = await selfSignedCa("C=XX, O=Rogue CA, CN=Rogue Root", now);
   const untrusted = await issue({
     label: "untrusted QSealC",
@@ -352,6 +395,27 @@ export async function generateDevPki(
     signingAlgorithm: RSA,
   });
 
+  const rootCrl = await x509.X509CrlGenerator.create({
+    issuer: root.certificate.subjectName,
+    thisUpdate: new Date(now - 3600 * 1000),
+    nextUpdate: new Date(now + 7 * DAY),
+    entries: [
+      { serialNumber: revokedCa.certificate.serialNumber, revocationDate: new Date(now - 3600 * 1000) },
+    ],
+    signingKey: root.keys.privateKey as never,
+    signingAlgorithm: RSA,
+  });
+  const revokedCaCrl = await x509.X509CrlGenerator.create({
+    issuer: revokedCa.certificate.subjectName,
+    thisUpdate: new Date(now - 3600 * 1000),
+    nextUpdate: new Date(now + 7 * DAY),
+    entries: [],
+    signingKey: revokedCa.keys.privateKey as never,
+    signingAlgorithm: RSA,
+  });
+  const crlPem = (list: x509.X509Crl) =>
+    `${list.toString("pem").replace(/(BEGIN|END) CRL/g, "$1 X509 CRL")}\n`;
+
   const trustDir = join(dir, "trust");
   const tppDir = join(dir, "tpp");
   mkdirSync(trustDir, { recursive: true });
@@ -362,7 +426,11 @@ export async function generateDevPki(
   write(join(trustDir, "demo-root-ca.pem"), root.pem);
   write(join(trustDir, "demo-issuing-ca.pem"), issuingCa.pem);
   const crlPath = join(trustDir, "demo-issuing-ca.crl.pem");
-  write(crlPath, `${crl.toString("pem").replace(/(BEGIN|END) CRL/g, "$1 X509 CRL")}\n`);
+  write(crlPath, crlPem(crl));
+  // The bank trusts the revoked CA too (a TPP sends its leaf only); the root's CRL says it is revoked.
+  write(join(trustDir, "demo-revoked-ca.pem"), revokedCa.pem);
+  write(join(trustDir, "demo-root-ca.crl.pem"), crlPem(rootCrl));
+  write(join(trustDir, "demo-revoked-ca.crl.pem"), crlPem(revokedCaCrl));
   const gatewayCert = join(dir, "gateway.pem");
   const gatewayKey = join(dir, "gateway.key.pem");
   write(gatewayCert, gatewayTls.pem + issuingCa.pem);
@@ -383,6 +451,7 @@ export async function generateDevPki(
     ["revoked", revoked],
     ["unregistered", unregistered],
     ["untrusted", untrusted],
+    ["revoked-ca", underRevokedCa],
   ] as const) {
     write(join(tppDir, `${slug}-qseal.pem`), c.pem);
     write(join(tppDir, `${slug}-qseal.key.pem`), c.keyPem, true);
@@ -412,6 +481,8 @@ export async function generateDevPki(
   mkdirSync(qtspDir, { recursive: true });
   writeFileSync(join(qtspDir, "demo-issuing-ca.crl"), Buffer.from(crl.rawData));
   writeFileSync(join(qtspDir, "demo-issuing-ca.cer"), issuingCa.der);
+  writeFileSync(join(qtspDir, "demo-root-ca.crl"), Buffer.from(rootCrl.rawData));
+  writeFileSync(join(qtspDir, "demo-revoked-ca.crl"), Buffer.from(revokedCaCrl.rawData));
   const issued = [tppA.qseal, tppA.qwac, tppB.qseal, tppB.qwac, expired, unregistered, bankQseal, gatewayTls];
   const status = {
     issuer: issuingCa.certificate.subject,
@@ -459,6 +530,8 @@ export async function generateDevPki(
     expired,
     revoked,
     unregistered,
+    revokedCa,
+    underRevokedCa,
     untrusted,
     bankQseal,
     paths: {

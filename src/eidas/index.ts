@@ -38,7 +38,9 @@ export {
 } from "./register.js";
 export {
   CrlRevocationChecker,
+  checkPath,
   crlsFromFile,
+  NOT_REVOKED,
   type RevocationChecker,
   type RevocationList,
   type RevocationStatus,

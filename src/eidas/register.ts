@@ -111,6 +111,8 @@ export class RegisterLayer implements RegisterSink {
   private failedAt: number | undefined;
   private description: string | undefined;
   private info: CopyInfo = {};
+  /** Counts the copies swapped in: a verdict judged against an older one must be judged again. */
+  generation = 0;
 
   constructor(
     readonly name: string,
@@ -128,6 +130,7 @@ export class RegisterLayer implements RegisterSink {
     this.description = description;
     this.info = info;
     this.lastSuccess = this.now();
+    this.generation++;
   }
 
   confirm(): void {
@@ -203,6 +206,16 @@ export class TppRegister implements RegisterSink {
     }
     this.layers = resolved.sources.map((s) => new RegisterLayer(s.name, s.maxAgeMs, clock));
     this.bankCountry = resolved.bankCountry?.toUpperCase();
+  }
+
+  /**
+   * Grows whenever any layer takes a new copy (a confirmed or unchanged copy leaves it as it is):
+   * the verifier keys its verdicts on it, so a TPP withdrawn or losing a role is judged again at once.
+   */
+  get generation(): number {
+    let sum = 0;
+    for (const layer of this.layers) sum += layer.generation;
+    return sum;
   }
 
   /** The layer a source writes into; throws on a name that was not configured. */

@@ -46,17 +46,56 @@ export interface RevocationChecker {
   ): RevocationStatus | Promise<RevocationStatus>;
 }
 
-/** The refusal for a certificate a CRL or OCSP response lists as revoked. */
+/**
+ * The refusal for a certificate a CRL or OCSP response lists as revoked. A revoked CA is named by
+ * its subject: every certificate under it is refused, and the TPP must learn which CA it was.
+ */
 export function revokedRefusal(
   certificate: ParsedCertificate,
   issuer: ParsedCertificate,
   revokedAt: Date,
   by: string,
 ): Rejection {
+  if (certificate.basicConstraints?.ca)
+    return reject(
+      "CERTIFICATE_REVOKED",
+      `issuing CA SN=${certificate.serialHex} (${certificate.subjectRfc2253}) in the certificate's path was revoked by ${issuer.subjectRfc2253} on ${revokedAt.toISOString()} (${by}); every certificate it issued is refused, obtain a new certificate from a CA of your QTSP that is not revoked`,
+    );
   return reject(
     "CERTIFICATE_REVOKED",
     `certificate SN=${certificate.serialHex} was revoked by ${issuer.subjectRfc2253} on ${revokedAt.toISOString()} (${by}); obtain a new certificate from your QTSP`,
   );
+}
+
+/**
+ * The revocation status of a whole path (RFC 5280 6.1.3 (a)(3): every certificate, not only the
+ * leaf): each certificate but the trust anchor is asked of `checker` against the one above it, all
+ * at once. A proven revocation anywhere outweighs an unknown status; among equals the one nearest
+ * the leaf speaks. The answer holds until the earliest of their validUntil. Synchronous when every
+ * answer is (the cached path).
+ */
+export function checkPath(
+  checker: RevocationChecker,
+  chain: readonly ParsedCertificate[],
+  now: Date,
+): RevocationStatus | Promise<RevocationStatus> {
+  const answers: (RevocationStatus | Promise<RevocationStatus>)[] = [];
+  for (let i = 0; i + 1 < chain.length; i++) answers.push(checker.check(chain[i]!, chain[i + 1]!, now));
+  if (answers.some((a) => a instanceof Promise)) return Promise.all(answers).then(combined);
+  return combined(answers as RevocationStatus[]);
+}
+
+function combined(statuses: readonly RevocationStatus[]): RevocationStatus {
+  if (statuses.length === 1) return statuses[0]!;
+  const refused = statuses.filter((s) => s.refusal);
+  const decisive = refused.find((s) => !s.transient) ?? refused[0];
+  if (decisive) return decisive;
+  const until = statuses.flatMap((s) => (s.validUntil === undefined ? [] : [s.validUntil]));
+  const warnings = statuses.flatMap((s) => (s.warning ? [s.warning] : []));
+  return {
+    ...(until.length > 0 ? { validUntil: Math.min(...until) } : {}),
+    ...(warnings.length > 0 ? { warning: warnings.join("; ") } : {}),
+  };
 }
 
 /**

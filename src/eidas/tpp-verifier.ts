@@ -16,7 +16,7 @@ import {
 import { reportDefect } from "./defects.js";
 import type { Psd2Role } from "./qcstatements.js";
 import type { TppRegister } from "./register.js";
-import type { RevocationChecker, RevocationStatus } from "./revocation.js";
+import { checkPath, type RevocationChecker, type RevocationStatus } from "./revocation.js";
 import type { ChainPurpose, TrustStore } from "./trust-store.js";
 import { type Verdict, VerdictCache, type VerdictCacheStats } from "./verdict-cache.js";
 
@@ -62,6 +62,8 @@ export const MAX_REFUSAL_TEXT = 1000;
 export class TppVerifier {
   private readonly cache: VerdictCache<TrustedTpp>;
   private readonly now: () => number;
+  /** The register copy the cached verdicts were judged against. */
+  private registerGeneration = 0;
 
   constructor(private readonly options: TppVerifierOptions) {
     this.now = options.now ?? Date.now;
@@ -76,7 +78,7 @@ export class TppVerifier {
     return this.cache.stats;
   }
 
-  /** Drops every verdict (after a trust store or CRL reload). */
+  /** Drops every verdict (after a trust store, trusted list or CRL change). */
   invalidate(): void {
     this.cache.clear();
   }
@@ -94,6 +96,12 @@ export class TppVerifier {
     // A stale register fails every request closed, cached verdicts included.
     const stale = this.options.register?.freshnessRefusal();
     if (stale) return stale;
+    // A new register copy re-judges every certificate: a verdict never outlives the copy it read.
+    const generation = this.options.register?.generation ?? 0;
+    if (generation !== this.registerGeneration) {
+      this.registerGeneration = generation;
+      this.cache.clear();
+    }
     if (typeof headerValue !== "string") return decodeCertificateHeader(undefined) as Rejection;
     // A QWAC's verdict is its own: the same bytes may pass as one kind and not the other.
     return this.cache.get(
@@ -154,7 +162,8 @@ export class TppVerifier {
     }
     const chain = this.options.trustStore().verifyChain(certificate, new Date(this.now()), purpose);
     if (isRejection(chain)) return this.refusal(chain);
-    const status = this.options.revocation().check(certificate, chain.chain[1]!, new Date(this.now()));
+    // Every certificate of the path, each against its issuer: a revoked intermediate refuses all below it.
+    const status = checkPath(this.options.revocation(), chain.chain, new Date(this.now()));
     if (status instanceof Promise) return status.then((s) => this.finish(certificate, s));
     return this.finish(certificate, status);
   }

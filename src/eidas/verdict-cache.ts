@@ -54,6 +54,8 @@ export class VerdictCache<T extends object> {
   private hits = 0;
   private misses = 0;
   private evictions = 0;
+  /** Bumped by clear(). */
+  private epoch = 0;
 
   constructor(options: VerdictCacheOptions) {
     this.now = options.now ?? Date.now;
@@ -97,13 +99,15 @@ export class VerdictCache<T extends object> {
     this.misses++;
     const result = compute();
     if (!(result instanceof Promise)) return this.store(key, result);
+    const epoch = this.epoch;
     const promise = result.then(
       (verdict) => {
-        this.inFlight.delete(key);
-        return this.store(key, verdict);
+        if (this.inFlight.get(key) === promise) this.inFlight.delete(key);
+        // Judged against what a clear() since then replaced: answered, never kept.
+        return epoch === this.epoch ? this.store(key, verdict) : verdict.value;
       },
       (error: unknown) => {
-        this.inFlight.delete(key);
+        if (this.inFlight.get(key) === promise) this.inFlight.delete(key);
         throw error;
       },
     );
@@ -138,7 +142,10 @@ export class VerdictCache<T extends object> {
     return verdict.value;
   }
 
+  /** Forgets every verdict; a computation under way then answers its callers but is not kept. */
   clear(): void {
+    this.epoch++;
+    this.inFlight.clear();
     this.accepted.clear();
     this.refused.clear();
     this.knownKeys.clear();

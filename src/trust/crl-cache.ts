@@ -8,7 +8,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ParsedCertificate, type RevocationList, verifiedCrl } from "../eidas/index.js";
 import { formatRfc2253, readNameFromDer } from "../x500/name.js";
@@ -53,6 +53,16 @@ interface Entry {
   timer?: NodeJS.Timeout;
 }
 
+/** The files the disk cache writes: a URL's hash, its list or metadata, perhaps still being written. */
+const CACHE_FILE = /^[0-9a-f]{32}\.(crl|json)(\.tmp)?$/;
+
+interface CacheMeta {
+  readonly url: string;
+  readonly etag?: string;
+  readonly lastModified?: string;
+  readonly fetchedAt: number;
+}
+
 /** Shortest wait before trying a failed URL again; doubles up to the refresh interval. */
 const FIRST_BACKOFF_MS = 5_000;
 
@@ -78,25 +88,41 @@ export class CrlCache implements TrustSource {
     await Promise.all(urls.map((url) => this.fetch(this.entryFor(url, true))));
   }
 
-  /** Lists the disk cache holds, verified again (the trust store may have changed), scheduled for refresh. */
+  /**
+   * Lists the disk cache holds, verified again (the trust store may have changed), scheduled for
+   * refresh. The folder is bounded as memory is: the configured URLs and the `maxLists` most recently
+   * fetched distribution points stay, the files of the others (and of lists that no longer verify,
+   * half-written ones, orphans) are deleted. Only files of the cache's own naming are touched.
+   */
   loadFromDisk(): void {
     const dir = this.options.cacheDir;
     if (!dir) return;
-    for (const name of readdirSync(dir).filter((n) => n.endsWith(".json"))) {
+    const names = readdirSync(dir).filter((n) => CACHE_FILE.test(n));
+    const metas: { name: string; url: string; etag?: string; lastModified?: string; fetchedAt: number }[] =
+      [];
+    for (const name of names.filter((n) => n.endsWith(".json"))) {
       try {
-        const meta = JSON.parse(readFileSync(join(dir, name), "utf8")) as {
-          url: string;
-          etag?: string;
-          lastModified?: string;
-          fetchedAt: number;
-        };
-        const der = readFileSync(join(dir, name.replace(/\.json$/, ".crl")));
+        metas.push({ name, ...(JSON.parse(readFileSync(join(dir, name), "utf8")) as CacheMeta) });
+      } catch (error) {
+        this.options.log?.(`CRL cache: cannot read ${name}: ${(error as Error).message}`, true);
+      }
+    }
+    const configured = new Set(this.options.urls ?? []);
+    const [pinned, others] = [
+      metas.filter((m) => configured.has(m.url)),
+      metas.filter((m) => !configured.has(m.url)),
+    ];
+    others.sort((a, b) => b.fetchedAt - a.fetchedAt);
+    const kept = new Set<string>();
+    for (const meta of [...pinned, ...others.slice(0, this.options.maxLists)]) {
+      try {
+        const der = readFileSync(join(dir, meta.name.replace(/\.json$/, ".crl")));
         const list = verifiedCrl(der, meta.url, this.options.cas());
         if (typeof list === "string") {
           this.options.log?.(`CRL cache: ${list}; fetching it again`, true);
           continue;
         }
-        const entry = this.entryFor(meta.url, false);
+        const entry = this.entryFor(meta.url, configured.has(meta.url));
         entry.list = list;
         entry.digest = createHash("sha256").update(der).digest("base64");
         entry.validators = {
@@ -105,9 +131,13 @@ export class CrlCache implements TrustSource {
         };
         entry.lastSuccess = meta.fetchedAt;
         this.schedule(entry, this.refreshAt(entry));
+        kept.add(meta.name.slice(0, -".json".length));
       } catch (error) {
-        this.options.log?.(`CRL cache: cannot read ${name}: ${(error as Error).message}`, true);
+        this.options.log?.(`CRL cache: cannot read ${meta.name}: ${(error as Error).message}`, true);
       }
+    }
+    for (const name of names) {
+      if (!kept.has(name.slice(0, 32))) rmSync(join(dir, name), { force: true });
     }
   }
 
@@ -190,6 +220,15 @@ export class CrlCache implements TrustSource {
     const oldest = unpinned.reduce((a, b) => (a.lastUsed <= b.lastUsed ? a : b));
     clearTimeout(oldest.timer);
     this.entries.delete(oldest.url);
+    // Its copy on disk goes with it: the folder holds what memory holds, no more.
+    const base = this.fileBase(oldest.url);
+    if (base) for (const suffix of [".crl", ".json"]) rmSync(`${base}${suffix}`, { force: true });
+  }
+
+  /** Where `url`'s list and metadata are kept (without the suffix), or undefined without a cache folder. */
+  private fileBase(url: string): string | undefined {
+    const dir = this.options.cacheDir;
+    return dir ? join(dir, createHash("sha256").update(url).digest("hex").slice(0, 32)) : undefined;
   }
 
   private fetch(entry: Entry): Promise<void> {
@@ -264,9 +303,8 @@ export class CrlCache implements TrustSource {
   }
 
   private persist(entry: Entry, der: Buffer): void {
-    const dir = this.options.cacheDir;
-    if (!dir) return;
-    const base = join(dir, createHash("sha256").update(entry.url).digest("hex").slice(0, 32));
+    const base = this.fileBase(entry.url);
+    if (!base) return;
     try {
       // Written aside and renamed, so a crash never leaves half a file behind.
       writeFileSync(`${base}.crl.tmp`, der);

@@ -10,6 +10,7 @@
 
 import { LRUCache } from "lru-cache";
 import {
+  NOT_REVOKED,
   type ParsedCertificate,
   type RevocationChecker,
   type RevocationList,
@@ -103,6 +104,9 @@ export class LiveRevocation implements RevocationChecker, TrustSource {
     now: Date,
   ): RevocationStatus | Promise<RevocationStatus> {
     const sources = revocationSourcesOf(certificate);
+    // A CA comes from the trust store, never from the sender: one that names no source the order
+    // may ask, and of whose issuer no list is held, is trusted as the bank configured it.
+    if (certificate.basicConstraints?.ca && this.nothingToAsk(sources, issuer)) return NOT_REVOKED;
     const steps = this.steps(certificate, issuer, now, sources);
     // The fast path: every answer the order needs is in memory.
     const reasons: string[] = [];
@@ -380,7 +384,10 @@ export class LiveRevocation implements RevocationChecker, TrustSource {
     nothingToAsk: boolean,
   ): RevocationStatus {
     const why = reasons.join("; ");
-    const subject = `the revocation status of certificate SN=${certificate.serialHex} cannot be determined`;
+    const which = certificate.basicConstraints?.ca
+      ? `issuing CA SN=${certificate.serialHex} (${certificate.subjectRfc2253}) in the certificate's path`
+      : `certificate SN=${certificate.serialHex}`;
+    const subject = `the revocation status of ${which} cannot be determined`;
     if (this.options.softFail) {
       this.options.events?.unknownStatus?.("allowed");
       return {

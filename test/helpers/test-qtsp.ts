@@ -1,6 +1,6 @@
 /**
- * A development PKI whose certificates name a real QTSP on loopback (CRL distribution point and
- * OCSP responder), and that QTSP, restartable on the same port with other behaviour: a test can
+ * A development PKI whose certificates name a real QTSP on loopback (CRL distribution points and
+ * OCSP responder; the intermediates name the root's CRL), and that QTSP, restartable on the same port with other behaviour: a test can
  * take the responder down, sign with the wrong key or serve an expired CRL.
  */
 
@@ -72,6 +72,8 @@ export interface TestQtspOptions {
   readonly status?: (serialHex: string) => CertificateStatus;
   /** The CRL served at the distribution point (DER); absent: 404. */
   readonly crl?: () => Uint8Array;
+  /** The root's CRL, which the intermediates name; default: one listing the dev PKI's revoked CA. */
+  readonly rootCrl?: () => Uint8Array;
   readonly responder?: QtspServerOptions["responder"];
   readonly ocspValidityMs?: number;
 }
@@ -79,6 +81,13 @@ export interface TestQtspOptions {
 export async function startTestQtsp(q: QtspPki, options: TestQtspOptions = {}): Promise<QtspServer> {
   const documents = new Map<string, { body: () => Uint8Array; contentType: string }>();
   if (options.crl) documents.set(QTSP_PATHS.crl, { body: options.crl, contentType: "application/pkix-crl" });
+  const rootCrl = await issuingCaCrl(q.pki, { issuer: q.pki.root, revoked: [q.pki.revokedCa.certificate] });
+  const revokedCaCrl = await issuingCaCrl(q.pki, { issuer: q.pki.revokedCa });
+  documents.set(QTSP_PATHS.rootCrl, {
+    body: options.rootCrl ?? (() => rootCrl),
+    contentType: "application/pkix-crl",
+  });
+  documents.set(QTSP_PATHS.revokedCaCrl, { body: () => revokedCaCrl, contentType: "application/pkix-crl" });
   return startQtspServer({
     port: q.port,
     ca: {

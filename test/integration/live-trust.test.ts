@@ -47,12 +47,16 @@ let q: QtspPki;
 let qtsp: QtspServer;
 let revokedSerials = new Set<string>();
 let crl: Uint8Array;
+/** The root's CRL at the intermediates' distribution point. */
+let rootCrl: Uint8Array;
 
 beforeAll(async () => {
   q = await qtspPki();
   crl = await issuingCaCrl(q.pki, {});
+  rootCrl = await rootCrlListing([q.pki.revokedCa]);
   qtsp = await startTestQtsp(q, {
     crl: () => crl,
+    rootCrl: () => rootCrl,
     status: (serial) =>
       revokedSerials.has(serial)
         ? { status: "revoked", revokedAt: new Date(Date.now() - 1000) }
@@ -60,6 +64,44 @@ beforeAll(async () => {
   });
 }, 60_000);
 afterAll(() => qtsp?.close());
+
+const rootCrlListing = (revoked: readonly { certificate: DevPki["root"]["certificate"] }[]) =>
+  issuingCaCrl(q.pki, { issuer: q.pki.root, revoked: revoked.map((c) => c.certificate) });
+
+describe.each([{ order: "ocsp-crl" as const }, { order: "crl" as const }])(
+  "the whole path is checked: an intermediate CA its root revoked ($order)",
+  ({ order }) => {
+    const env = useGatewayAndBackend(() => ({
+      pki: q.pki,
+      // No CRL files: only what the QTSP serves at the distribution points speaks.
+      config: {
+        trust: { crlDir: mkdtempSync(join(tmpdir(), "psd2-no-crls-")) },
+        revocation: { order, crl: { refreshSeconds: 1 } },
+      },
+    }));
+    const underRevoked = () => signedCall(env.gw, { signer: q.pki.underRevokedCa, target: "/v1/accounts" });
+
+    it("refuses a TPP under the revoked CA with CERTIFICATE_REVOKED naming the CA; a TPP under the good CA passes", async () => {
+      rootCrl = await rootCrlListing([q.pki.revokedCa]);
+      const r = await until(underRevoked, (x) => x.status !== 200, 5_000);
+      expect(r.status).toBe(400);
+      expect(code(r), r.text).toBe("CERTIFICATE_REVOKED");
+      const text = r.json.tppMessages?.[0]?.text ?? "";
+      expect(text).toContain("CN=Demo Revoked Issuing CA");
+      expect(text).toContain(`SN=${q.pki.revokedCa.certificate.serialNumber.toUpperCase()}`);
+      expect(text).toContain("CN=Demo Root CA");
+      const good = await signedCall(env.gw, { signer: q.pki.tppA.qseal, target: "/v1/accounts" });
+      expect(good.status, good.text).toBe(200);
+    });
+
+    it("follows the root's CRL: the CA's TPP passes once the list no longer names it, and is refused again when it does", async () => {
+      rootCrl = await rootCrlListing([]);
+      expect((await until(underRevoked, (x) => x.status === 200, 5_000)).status).toBe(200);
+      rootCrl = await rootCrlListing([q.pki.revokedCa]);
+      expect(code(await until(underRevoked, (x) => x.status !== 200, 5_000))).toBe("CERTIFICATE_REVOKED");
+    });
+  },
+);
 
 describe.each([
   { order: "crl" as const, how: "its CRL distribution point publishes a new list", refreshSeconds: 1 },
@@ -142,6 +184,53 @@ describe("the EBA register as a source", () => {
       "overrides",
       "eba",
     ]);
+  });
+});
+
+describe("a register change re-judges cached verdicts at once (the EBA register served over HTTP)", () => {
+  const served = (tpps: Parameters<typeof ebaRegisterDocument>[0]) =>
+    qtsp.setDocument("/eba-register.zip", {
+      body: ebaRegisterZip(ebaRegisterDocument(tpps)),
+      contentType: "application/zip",
+    });
+  const tppA = () => ({ organizationId: q.pki.tppA.organizationId, name: q.pki.tppA.name });
+  const env = useGatewayAndBackend(() => {
+    served([{ ...tppA(), roles: ["PSP_PI", "PSP_AI"] }]);
+    return {
+      pki: q.pki,
+      config: {
+        // Verdicts would live five minutes: only the register's new copy can end them in time.
+        cache: { ttlSeconds: 300 },
+        register: {
+          file: undefined,
+          bankCountry: "NO",
+          sources: [
+            { name: "eba", url: `${qtsp.url}/eba-register.zip`, format: "eba-zip" as const, pollSeconds: 1 },
+          ],
+        },
+      },
+    };
+  });
+  const read = () => signedCall(env.gw, { signer: q.pki.tppA.qseal, target: "/v1/accounts" });
+  const pay = () => signedCall(env.gw, { signer: q.pki.tppA.qseal, ...PAYMENT });
+
+  it("a role taken away: the next payment after the poll is refused with ROLE_INVALID, reading goes on", async () => {
+    expect((await pay()).status).toBe(200);
+    expect((await read()).status).toBe(200);
+    served([{ ...tppA(), roles: ["PSP_AI"] }]);
+    const refused = await until(pay, (r) => r.status !== 200, 5_000);
+    expect(code(refused), refused.text).toBe("ROLE_INVALID");
+    expect((await read()).status).toBe(200);
+  });
+
+  it("a TPP removed from the register: its next request after the poll is refused", async () => {
+    served([{ ...tppA(), roles: ["PSP_AI"] }]);
+    expect((await until(read, (r) => r.status === 200, 5_000)).status).toBe(200);
+    served([{ organizationId: q.pki.tppB.organizationId, name: q.pki.tppB.name, roles: ["PSP_AI"] }]);
+    const refused = await until(read, (r) => r.status !== 200, 5_000);
+    expect(refused.status).toBe(400);
+    expect(code(refused), refused.text).toMatch(/^CERTIFICATE_(BLOCKED|INVALID)$/);
+    expect(refused.json.tppMessages?.[0]?.text).toContain(q.pki.tppA.organizationId);
   });
 });
 

@@ -250,7 +250,8 @@ describe("/metrics after a scripted mix of good and bad requests", () => {
     );
     expect(days({ kind: "ca", name: "Demo Root CA" })).toBeGreaterThan(3640);
     expect(days({ kind: "ca", name: "Demo Qualified Issuing CA" })).toBeGreaterThan(3640);
-    expect(after.series("psd2_gateway_certificate_expiry_seconds", { kind: "ca" })).toHaveLength(2);
+    // The root, the issuing CA and the revoked CA (kept in trust/; its revocation is the root's word).
+    expect(after.series("psd2_gateway_certificate_expiry_seconds", { kind: "ca" })).toHaveLength(3);
   });
 
   it("follows the naming conventions, with bounded label values (no paths, no ids) and Node's default metrics", () => {

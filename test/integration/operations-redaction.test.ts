@@ -313,6 +313,8 @@ describe("no secret in any log line of a run (a real gateway process)", () => {
     const cas = trust[0]!.json!["cas"] as { subject: string; sha256: string; notAfter: string }[];
     expect(cas.map((c) => c.subject).sort()).toEqual([
       expect.stringContaining("CN=Demo Qualified Issuing CA"),
+      // Trusted, and revoked by the root's CRL: the path check refuses what it issued.
+      expect.stringContaining("CN=Demo Revoked Issuing CA"),
       expect.stringContaining("CN=Demo Root CA"),
     ]);
     for (const c of cas) {

@@ -157,7 +157,7 @@ describe("psd2-gateway sign: where the keys come from", () => {
     const out = await cli([...resolved, "--target", "/v1/accounts", ...PSU], env);
     expect(out.stderr).toBe("");
     expect(out.status).toBe(0);
-    const e = verdictOf(out.stdout, "/v1/accounts");
+    const e = await verdictOf(out.stdout, "/v1/accounts");
     expect(e.steps.filter((s) => s.outcome !== "passed")).toEqual([]);
     expect(e.certificate?.organizationIdentifier).toBe("PSDNO-FSA-DEMO0001");
   });
@@ -178,7 +178,7 @@ describe("psd2-gateway sign: where the keys come from", () => {
     const open = qsealPkcs12(pki, join(dir, "open.p12"), "");
     const out = await cli(["--p12", open, "--target", "/v1/accounts", ...PSU]);
     expect(out.status, out.stderr).toBe(0);
-    expect(verdictOf(out.stdout, "/v1/accounts").passed).toBe(true);
+    expect((await verdictOf(out.stdout, "/v1/accounts")).passed).toBe(true);
   });
 
   it("--profile applies the bank's signing rules (Java-style keyId, algorithm token, Digest token) and its defaultHeaders", async () => {
@@ -346,7 +346,7 @@ describe("psd2-gateway sign --dialect: PEM keys in each of the four dialects", (
         .trimEnd()
         .split("\n")
         .filter((l) => !/^host:/i.test(l));
-      const e = verdictOf(lines.join("\n"), "/v1/payments/sepa-credit-transfers", "POST", PAYMENT);
+      const e = await verdictOf(lines.join("\n"), "/v1/payments/sepa-credit-transfers", "POST", PAYMENT);
       expect(e.dialect).toBe(dialect);
       expect(e.steps.filter((s) => s.outcome !== "passed").map((s) => [s.step, s.text])).toEqual([]);
       expect(e.steps.map((s) => s.step)).toContain(step);

@@ -173,7 +173,12 @@ describe("trust status with live trust: CRL files, configured URLs, distribution
     expect(r.stdout).toMatch(
       /^ocsp cache\s+2 answers held \(max 10000\); 1 hits, 2 misses, 0 evictions; 1 responder$/m,
     );
-    expect(r.stdout.match(/^crl\s/gm)).toHaveLength(3);
+    // Besides these three: the root's distribution point (the issuing CA names it: the path is
+    // checked) and the root's and the revoked CA's files.
+    expect(r.stdout.match(/^crl\s/gm)).toHaveLength(6);
+    expect(blockOf(r.stdout, "crl", `${q.url}${QTSP_PATHS.rootCrl}`).lines[0]).toBe(
+      `certificates' distribution point; issuer ${subjectOf(q.pki.root)}`,
+    );
   });
 
   it("--json carries the same: origin, issuer and dates per CRL, and the OCSP cache", async () => {
@@ -194,8 +199,8 @@ describe("trust status with live trust: CRL files, configured URLs, distribution
   it("/metrics has each CRL as a trust source (kind crl, source its URL or file) and the OCSP cache", async () => {
     const m = await scrape(gateway.adminUrl);
     const crl = (source: string) => ({ kind: "crl", source });
-    expect(m.series("psd2_gateway_trust_source_stale", { kind: "crl" })).toHaveLength(3);
-    for (const source of [dp, configured, fileCrl]) {
+    expect(m.series("psd2_gateway_trust_source_stale", { kind: "crl" })).toHaveLength(6);
+    for (const source of [dp, configured, fileCrl, `${q.url}${QTSP_PATHS.rootCrl}`]) {
       expect(m.only("psd2_gateway_trust_source_stale", crl(source)), source).toBe(0);
       expect(m.only("psd2_gateway_trust_source_failures", crl(source)), source).toBe(0);
       expect(m.only("psd2_gateway_trust_source_age_seconds", crl(source)), source).toBeGreaterThanOrEqual(0);

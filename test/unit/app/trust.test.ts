@@ -51,7 +51,7 @@ describe("startTrust", () => {
       "fetched CRLs",
       "OCSP responders",
     ]);
-    expect(trust.pool.trustStore.size).toBe(2);
+    expect(trust.pool.trustStore.size).toBe(3);
     expect(trust.register.isFresh()).toBe(true);
     expect(changes).toBe(1);
     const kinds = trust.statuses().map((s) => s.kind);
@@ -75,7 +75,7 @@ describe("startTrust", () => {
     expect(trust.pool.trustStore).toBe(before);
     commit();
     expect(trust.pool.trustStore).not.toBe(before);
-    expect(trust.pool.trustStore.size).toBe(2);
+    expect(trust.pool.trustStore.size).toBe(3);
   });
 
   it("fails to start when a source cannot, with that source's reason", async () => {

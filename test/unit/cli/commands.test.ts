@@ -132,7 +132,7 @@ describe("every command", () => {
     const dir = mkdtempSync(join(tmpdir(), "certs-cli-"));
     try {
       // The files whose presence says the PKI is complete.
-      for (const file of ["bank/bank-qseal.pem", "qtsp/status.json"]) {
+      for (const file of ["bank/bank-qseal.pem", "qtsp/status.json", "qtsp/demo-root-ca.crl"]) {
         mkdirSync(join(dir, dirname(file)), { recursive: true });
         writeFileSync(join(dir, file), "");
       }

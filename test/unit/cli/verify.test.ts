@@ -144,7 +144,7 @@ describe("psd2-gateway verify names the step that refuses and why", () => {
       /.+/,
     ],
   ])("%s", async (_what, made, options, step, code, text) => {
-    const e = run(await rawRequest(made), {
+    const e = await run(await rawRequest(made), {
       ...(options.trust ? { trust: true } : {}),
       ...(options.later ? { now: Date.now() + options.later } : {}),
     });
@@ -169,7 +169,7 @@ describe("psd2-gateway verify names the step that refuses and why", () => {
   it("passes a good request, with and without the chain and register, and shows what it compared", async () => {
     const raw = await rawRequest({ method: "POST", target: PAYMENT, body: BODY });
     for (const trust of [false, true]) {
-      const e = run(raw, { trust });
+      const e = await run(raw, { trust });
       expect(e.steps.filter((s) => s.outcome !== "passed")).toEqual([]);
       expect(e.steps.map((s) => s.step)).toContain("digest");
       expect(e.certificate?.organizationIdentifier).toBe("PSDNO-FSA-DEMO0001");
@@ -177,17 +177,17 @@ describe("psd2-gateway verify names the step that refuses and why", () => {
       expect(e.signingString).toMatch(/^\(request-target\): post \/v1\/payments/);
       expect(e.notChecked.some((n) => n.includes("chain"))).toBe(!trust);
     }
-    const text = render(run(raw));
+    const text = render(await run(raw));
     expect(text).toContain("Every check passed.");
     expect(text).toContain("Signing string rebuilt");
   });
 
   it("passes a sandbox call without TPP-Redirect-URI or PSU headers, as the gateway's default config does", async () => {
     const omit = ["TPP-Redirect-URI", "PSU-ID", "PSU-IP-Address"];
-    expect(run(await rawRequest({ target: "/v1/sandbox/customers?withAccounts=true", omit })).passed).toBe(
-      true,
-    );
-    const elsewhere = run(await rawRequest({ target: "/v1/accounts", omit }));
+    expect(
+      (await run(await rawRequest({ target: "/v1/sandbox/customers?withAccounts=true", omit }))).passed,
+    ).toBe(true);
+    const elsewhere = await run(await rawRequest({ target: "/v1/accounts", omit }));
     expect(elsewhere.steps.find((s) => s.outcome === "failed")?.step).toBe("required-headers");
   });
 
@@ -201,7 +201,7 @@ describe("psd2-gateway verify names the step that refuses and why", () => {
       "} [72 bytes data]",
       "< HTTP/1.1 201 Created",
     ].join("\n");
-    const e = run(dump);
+    const e = await run(dump);
     expect(e.passed).toBe(true);
     expect(e.notChecked.some((n) => n.includes("--body"))).toBe(true);
   });
@@ -267,7 +267,7 @@ describe("psd2-gateway verify explains an RFC 9421 (FAPI 2.0) request with its o
   }
 
   it("passes a good one, listing only its dialect's steps and the signature base", async () => {
-    const e = run(await rfc9421Raw());
+    const e = await run(await rfc9421Raw());
     expect(e.steps.filter((s) => s.outcome !== "passed")).toEqual([]);
     const names = e.steps.map((s) => s.step);
     expect(names).toEqual(
@@ -279,7 +279,7 @@ describe("psd2-gateway verify explains an RFC 9421 (FAPI 2.0) request with its o
   });
 
   it("names the step of a tampered body: content-digest", async () => {
-    const e = run(await rfc9421Raw((raw) => raw.replace('"10.00"', '"99.00"')));
+    const e = await run(await rfc9421Raw((raw) => raw.replace('"10.00"', '"99.00"')));
     const failed = e.steps.find((s) => s.outcome === "failed");
     expect(failed).toMatchObject({ step: "content-digest", code: "SIGNATURE_INVALID" });
   });
@@ -328,7 +328,7 @@ describe("psd2-gateway verify explains a JWS-signed request (JAdES, UK OB): its 
   ] as const)(
     "%s: passes, shows x5c's certificate and the protected header",
     async (dialect, step, header) => {
-      const e = run(await jwsRaw(dialect));
+      const e = await run(await jwsRaw(dialect));
       expect(e.steps.filter((s) => s.outcome !== "passed")).toEqual([]);
       expect(e.dialect).toBe(dialect);
       expect(e.steps.map((s) => s.step)).toContain(step);
@@ -345,7 +345,7 @@ describe("psd2-gateway verify explains a JWS-signed request (JAdES, UK OB): its 
     ["jades", "digest"],
     ["uk-ob", "uk-ob-signature"],
   ] as const)("%s: a tampered body is named at its step", async (dialect, step) => {
-    const e = run(await jwsRaw(dialect, (raw) => raw.replace('"10.00"', '"99.00"')));
+    const e = await run(await jwsRaw(dialect, (raw) => raw.replace('"10.00"', '"99.00"')));
     expect(e.steps.find((s) => s.outcome === "failed")).toMatchObject({ step, code: "SIGNATURE_INVALID" });
   });
 });

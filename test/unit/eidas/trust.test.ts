@@ -4,8 +4,9 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
 import { parseCertificate } from "../../../src/eidas/certificate.js";
+import { checkPath, type RevocationStatus } from "../../../src/eidas/revocation.js";
 import type { TrustStore } from "../../../src/eidas/trust-store.js";
-import { isRejection } from "../../../src/errors.js";
+import { isRejection, reject } from "../../../src/errors.js";
 import { crlCheckerFromFolder, trustStoreFromFolder } from "../../../src/trust/folders.js";
 import { loadTrustMaterial } from "../../../src/trust/trust-material.js";
 
@@ -31,9 +32,10 @@ function chainCode(c: IssuedCertificate, now = NOW) {
 
 describe("trust store and chain building", () => {
   it("reads the roots and intermediates of a folder", () => {
-    expect(store.size).toBe(2);
+    expect(store.size).toBe(3);
     expect(store.all.map((c) => c.subjectRfc2253).sort()).toEqual([
       "CN=Demo Qualified Issuing CA,organizationIdentifier=NTRNO-999999999,O=psd2-gateway Demo QTSP,C=NO",
+      "CN=Demo Revoked Issuing CA,organizationIdentifier=NTRNO-999999999,O=psd2-gateway Demo QTSP,C=NO",
       "CN=Demo Root CA,O=psd2-gateway Demo QTSP,C=NO",
     ]);
   });
@@ -91,6 +93,70 @@ describe("trust store and chain building", () => {
   });
 });
 
+describe("revocation of the whole path (checkPath)", () => {
+  const pathOf = (c: IssuedCertificate) => {
+    const r = store.verifyChain(parsed(c), NOW);
+    if (isRejection(r)) throw new Error(r.text);
+    return r.chain;
+  };
+
+  it.each([
+    {
+      name: "a TPP under the revoked CA: the CA is named",
+      leaf: () => pki.underRevokedCa,
+      refused: /issuing CA SN=[0-9A-F]+ \(CN=Demo Revoked Issuing CA.*revoked by CN=Demo Root CA/,
+    },
+    {
+      name: "a revoked leaf under the good CA: the leaf is named",
+      leaf: () => pki.revoked,
+      refused: /^certificate SN=[0-9A-F]+ was revoked by CN=Demo Qualified Issuing CA/,
+    },
+    { name: "a good leaf under the good CA passes", leaf: () => pki.tppA.qseal, refused: undefined },
+  ])("$name", ({ leaf, refused }) => {
+    const { checker } = crlCheckerFromFolder(pki.paths.trustDir, store.all);
+    const status = checkPath(checker, pathOf(leaf()), NOW) as RevocationStatus;
+    if (refused === undefined) expect(status.refusal).toBeUndefined();
+    else {
+      expect(status.refusal?.code).toBe("CERTIFICATE_REVOKED");
+      expect(status.refusal?.text).toMatch(refused);
+    }
+  });
+
+  const revoked = { refusal: reject("CERTIFICATE_REVOKED", "CA revoked") };
+  const unknown = { refusal: reject("SERVICE_UNAVAILABLE", "responder down", 30), transient: true };
+  it.each([
+    {
+      name: "a proven revocation above outweighs an unknown leaf",
+      links: [unknown, revoked],
+      expect: revoked,
+    },
+    {
+      name: "the leaf's revocation is named before the CA's",
+      links: [{ refusal: reject("CERTIFICATE_REVOKED", "leaf") }, revoked],
+      expect: { refusal: reject("CERTIFICATE_REVOKED", "leaf") },
+    },
+    {
+      name: "an unknown CA refuses a good leaf, transiently",
+      links: [{ validUntil: 5 }, unknown],
+      expect: unknown,
+    },
+    {
+      name: "all good: held until the earliest validUntil, warnings kept",
+      links: [{ validUntil: 9, warning: "a" }, { validUntil: 5 }, { warning: "b" }],
+      expect: { validUntil: 5, warning: "a; b" },
+    },
+  ])("$name", async ({ links, expect: expected }) => {
+    const chain = [pki.tppA.qseal, pki.issuingCa, pki.root, pki.root].slice(0, links.length + 1).map(parsed);
+    const answers = [...links];
+    const sync = checkPath({ check: () => answers.shift()! as RevocationStatus }, chain, NOW);
+    expect(sync).toEqual(expected);
+    const later = [...links];
+    const async = checkPath({ check: () => Promise.resolve(later.shift()! as RevocationStatus) }, chain, NOW);
+    expect(async).toBeInstanceOf(Promise);
+    expect(await async).toEqual(expected);
+  });
+});
+
 describe("revocation from CRL files", () => {
   it("refuses a revoked certificate with CERTIFICATE_REVOKED and the date", () => {
     const { checker, problems } = crlCheckerFromFolder(pki.paths.trustDir, store.all);
@@ -116,8 +182,9 @@ describe("revocation from CRL files", () => {
 
   it("loads trust material as one unit, and refuses an empty folder", () => {
     const material = loadTrustMaterial(pki.paths.trustDir);
-    expect(material.store.size).toBe(2);
-    expect(material.revocation.lists).toHaveLength(1);
+    expect(material.store.size).toBe(3);
+    // The issuing CA's, the root's (listing the revoked CA) and the revoked CA's.
+    expect(material.revocation.lists).toHaveLength(3);
     expect(() => loadTrustMaterial(mkdtempSync(join(tmpdir(), "psd2-empty-")))).toThrow(
       "no CA certificates found",
     );

@@ -107,15 +107,44 @@ describe("verdict cache", () => {
     expect(verifier.stats).toMatchObject({ hits: 1, misses: 1, size: 1 });
   });
 
-  it("returns a withdrawn TPP's refusal once the TTL has passed, not before", async () => {
-    const { verifier, advance, withdrawA } = setup({ ttlMs: 60_000 });
+  it("judges again at once when the register takes a new copy: a cached verdict never outlives it", async () => {
+    const { verifier, advance, withdrawA, register } = setup({ ttlMs: 60_000 });
     expect(isRejection(await verdict(verifier, pki.tppA.qseal.headerValue))).toBe(false);
+    const generation = register.generation;
     withdrawA();
-    advance(59_000);
-    expect(isRejection(await verdict(verifier, pki.tppA.qseal.headerValue))).toBe(false);
-    advance(2_000);
+    expect(register.generation).toBeGreaterThan(generation);
+    advance(1_000);
     const r = await verdict(verifier, pki.tppA.qseal.headerValue);
     expect(isRejection(r) && r.code).toBe("CERTIFICATE_BLOCKED");
+  });
+
+  it("a verdict computed across a clear() answers its callers but is not kept", async () => {
+    const cache = new VerdictCache<{ n: number }>({ maxEntries: 10 });
+    let finish: (n: number) => void = () => {};
+    const computing = cache.get(
+      "header",
+      () =>
+        new Promise((resolve) => {
+          finish = (n) => resolve({ value: { n }, expiresAt: Date.now() + 60_000, cacheable: true });
+        }),
+    );
+    cache.clear();
+    finish(1);
+    expect(await computing).toEqual({ n: 1 });
+    expect(cache.stats.size).toBe(0);
+    // The next ask computes afresh (under what replaced the old trust), and that one is kept.
+    expect(
+      cache.get("header", () => ({ value: { n: 2 }, expiresAt: Date.now() + 60_000, cacheable: true })),
+    ).toEqual({ n: 2 });
+    expect(cache.stats.size).toBe(1);
+  });
+
+  it("keeps its verdicts while the register only confirms its copy (304, same file)", () => {
+    const { verifier, register } = setup();
+    verifier.verify(pki.tppA.qseal.headerValue);
+    register.confirm();
+    verifier.verify(pki.tppA.qseal.headerValue);
+    expect(verifier.stats).toMatchObject({ hits: 1, misses: 1 });
   });
 
   it("caches a refusal briefly, so a flood of one bad certificate costs one parse", async () => {

@@ -4,7 +4,7 @@
  * signature, 304 Not Modified, the disk cache), asked in the configured order, failing closed.
  */
 
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -58,6 +58,8 @@ interface Setup {
   readonly cacheDir?: string;
   readonly localList?: RevocationList;
   readonly refreshMs?: number;
+  readonly maxLists?: number;
+  readonly urls?: readonly string[];
 }
 
 function live(setup: Setup = {}) {
@@ -67,7 +69,8 @@ function live(setup: Setup = {}) {
     graceMs: 0,
     timeoutMs: 2_000,
     maxBytes: 1024 * 1024,
-    maxLists: 4,
+    maxLists: setup.maxLists ?? 4,
+    ...(setup.urls ? { urls: setup.urls } : {}),
     ...(setup.cacheDir ? { cacheDir: setup.cacheDir } : {}),
   });
   const unknown: string[] = [];
@@ -252,6 +255,42 @@ describe("CRL distribution points (order: crl)", () => {
     restarted.crls.loadFromDisk();
     expect(restarted.crls.listAt(url)?.thisUpdate).toEqual(first!.thisUpdate);
     expect((await statusOf(restarted.revocation)).refusal).toBeUndefined();
+    restarted.crls.stop();
+  });
+
+  it("the disk cache is bounded like memory: an evicted list's files go, a restart keeps the newest maxLists and the configured URLs", async () => {
+    const crl = await issuingCaCrl(q.pki, {});
+    const served = await qtsp();
+    const urls = ["a", "b", "c", "d"].map((name) => {
+      served.setDocument(`/crl/${name}.crl`, { body: Buffer.from(crl), contentType: "application/pkix-crl" });
+      return `${q.url}/crl/${name}.crl`;
+    });
+    const cacheDir = mkdtempSync(join(tmpdir(), "psd2-crl-cache-"));
+    // Not the cache's own: never touched.
+    writeFileSync(join(cacheDir, "README.txt"), "kept");
+    const [a, b, c, d] = urls as [string, string, string, string];
+    const first = live({ order: "crl", cacheDir, maxLists: 2, urls: [d] });
+    await first.crls.start();
+    for (const url of [a, b, c]) {
+      await first.crls.ensure(url);
+      // Each fetched in a later millisecond than the one before: "newest" is then c.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    // a was evicted for c: its two files went with it; b, c and the configured d stay.
+    const pairs = () => readdirSync(cacheDir).filter((n) => n.endsWith(".json")).length;
+    expect(first.crls.listAt(a)).toBeUndefined();
+    expect(pairs()).toBe(3);
+    first.crls.stop();
+    // Left over by a crash mid-write: gone at the next start.
+    writeFileSync(join(cacheDir, `${"0".repeat(32)}.crl.tmp`), "half");
+
+    const restarted = live({ order: "crl", cacheDir, maxLists: 1, urls: [d] });
+    restarted.crls.loadFromDisk();
+    expect(restarted.crls.listAt(d)).toBeDefined();
+    expect(restarted.crls.listAt(c)).toBeDefined();
+    expect(restarted.crls.listAt(b)).toBeUndefined();
+    expect(readdirSync(cacheDir).sort()).toHaveLength(5); // c and d (list and metadata each), README.txt
+    expect(readdirSync(cacheDir)).toContain("README.txt");
     restarted.crls.stop();
   });
 
