@@ -26,17 +26,17 @@ export function verify(
   let ok: boolean;
   try {
     // The base is printable ASCII (signatureBase refuses anything else), so latin1 is its bytes.
-    ok = cryptoVerify(
-      spec.hash,
-      Buffer.from(base, "latin1"),
-      {
-        key: publicKey,
-        padding: spec.padding,
-        saltLength: spec.saltLength,
-        dsaEncoding: spec.dsaEncoding,
-      },
-      bytes,
-    );
+    // PKCS#1 v1.5 and Ed25519 need no options: the KeyObject itself spares Node reading an object.
+    const key =
+      spec.padding === undefined && spec.dsaEncoding === undefined
+        ? publicKey
+        : {
+            key: publicKey,
+            padding: spec.padding,
+            saltLength: spec.saltLength,
+            dsaEncoding: spec.dsaEncoding,
+          };
+    ok = cryptoVerify(spec.hash, Buffer.from(base, "latin1"), key, bytes);
   } catch {
     ok = false;
   }
