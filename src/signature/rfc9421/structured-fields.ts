@@ -61,6 +61,8 @@ for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL
 const B64 = new Uint8Array(128);
 for (const c of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") B64[c.charCodeAt(0)] = 1;
 
+const NO_PARAMS: Parameters = new Map();
+
 /** Base64 characters only, and padding only at the end, at most two. */
 const BASE64_TEXT = /^[A-Za-z0-9+/=]*$/;
 const PADDED_BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -173,6 +175,8 @@ class Parser {
   }
 
   private parameters(): Parameters {
+    // Most items have none: one shared empty Map instead of one per item (nothing writes to it).
+    if (this.peek() !== 0x3b) return NO_PARAMS;
     const params: Parameters = new Map();
     while (this.peek() === 0x3b /* ; */) {
       this.i++;
