@@ -273,21 +273,24 @@ export async function generateDevPki(
   const root = await selfSignedCa("C=NO, O=psd2-gateway Demo QTSP, CN=Demo Root CA", now);
   // The intermediates name the root's CRL, so the whole path is checked, not only the leaf.
   const underRoot = qtspUrl ? { qtspUrl, crlPath: QTSP_PATHS.rootCrl, ocsp: false } : {};
-  const issuingCa = await issue({
-    ...underRoot,
-    label: "Demo Qualified Issuing CA",
-    subject: [
-      { C: ["NO"] },
-      { O: ["psd2-gateway Demo QTSP"] },
-      { "2.5.4.97": ["NTRNO-999999999"] },
-      { CN: ["Demo Qualified Issuing CA"] },
-    ],
-    issuer: root,
-    notBefore: new Date(now - DAY),
-    notAfter: new Date(now + 3650 * DAY),
-    ca: true,
-    keyUsage: x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign,
-  });
+  /** An issuing CA of the demo QTSP under its root (the revoked one is on the root's CRL). */
+  const issuingCaNamed = (commonName: string) =>
+    issue({
+      ...underRoot,
+      label: commonName,
+      subject: [
+        { C: ["NO"] },
+        { O: ["psd2-gateway Demo QTSP"] },
+        { "2.5.4.97": ["NTRNO-999999999"] },
+        { CN: [commonName] },
+      ],
+      issuer: root,
+      notBefore: new Date(now - DAY),
+      notAfter: new Date(now + 3650 * DAY),
+      ca: true,
+      keyUsage: x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign,
+    });
+  const issuingCa = await issuingCaNamed("Demo Qualified Issuing CA");
   const gatewayTls = await issue({
     label: "gateway TLS",
     subject: [{ C: ["NO"] }, { O: ["psd2-gateway Demo Bank"] }, { CN: ["localhost"] }],
@@ -348,21 +351,7 @@ export async function generateDevPki(
     keyUsage: SEAL_USAGE,
     qc: { qcType: "eseal", roles: ["PSP_AS"] },
   });
-  const revokedCa = await issue({
-    ...underRoot,
-    label: "Demo Revoked Issuing CA",
-    subject: [
-      { C: ["NO"] },
-      { O: ["psd2-gateway Demo QTSP"] },
-      { "2.5.4.97": ["NTRNO-999999999"] },
-      { CN: ["Demo Revoked Issuing CA"] },
-    ],
-    issuer: root,
-    notBefore: new Date(now - DAY),
-    notAfter: new Date(now + 3650 * DAY),
-    ca: true,
-    keyUsage: x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign,
-  });
+  const revokedCa = await issuingCaNamed("Demo Revoked Issuing CA");
   const underRevokedCa = await issue({
     label: "QSealC under the revoked CA",
     ...(qtspUrl ? { qtspUrl, crlPath: QTSP_PATHS.revokedCaCrl, ocsp: false } : {}),

@@ -5,6 +5,8 @@
  * its answers against them (test/unit/sandbox/openapi.test.ts), and that every route is described.
  */
 
+import { SCA_STATUSES } from "./sca-store.js";
+
 type Schema = Record<string, unknown>;
 
 const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
@@ -267,18 +269,7 @@ const SCHEMAS: Record<string, Schema> = {
   PaymentStatus: exact({ transactionStatus: ref("TransactionStatus"), fundsAvailable: { type: "boolean" } }, [
     "fundsAvailable",
   ]),
-  ScaStatus: {
-    enum: [
-      "RECEIVED",
-      "PSU_IDENTIFIED",
-      "PSU_AUTHENTICATED",
-      "SCA_METHOD_SELECTED",
-      "STARTED",
-      "FINALISED",
-      "FAILED",
-      "EXEMPTED",
-    ],
-  },
+  ScaStatus: { enum: [...SCA_STATUSES] },
   Authorisation: {
     ...exact({
       scaStatus: ref("ScaStatus"),

@@ -11,15 +11,17 @@ import { randomBytes, randomUUID } from "node:crypto";
  * SPEC 2.4. The sandbox passes RECEIVED → STARTED (page opened) → PSU_AUTHENTICATED (number and
  * one-time code right) → FINALISED or FAILED.
  */
-export type ScaStatus =
-  | "RECEIVED"
-  | "PSU_IDENTIFIED"
-  | "PSU_AUTHENTICATED"
-  | "SCA_METHOD_SELECTED"
-  | "STARTED"
-  | "FINALISED"
-  | "FAILED"
-  | "EXEMPTED";
+export const SCA_STATUSES = [
+  "RECEIVED",
+  "PSU_IDENTIFIED",
+  "PSU_AUTHENTICATED",
+  "SCA_METHOD_SELECTED",
+  "STARTED",
+  "FINALISED",
+  "FAILED",
+  "EXEMPTED",
+] as const;
+export type ScaStatus = (typeof SCA_STATUSES)[number];
 
 export type AuthorisationSubject =
   | { readonly kind: "consent"; readonly consentId: string }

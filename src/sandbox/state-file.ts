@@ -19,7 +19,7 @@ import { parseBankData } from "./data-schema.js";
 import type { BankData } from "./model.js";
 import type { PaymentStoreSnapshot } from "./payment-store.js";
 import type { Rooms } from "./rooms.js";
-import type { ScaStoreSnapshot } from "./sca-store.js";
+import { SCA_STATUSES, type ScaStoreSnapshot } from "./sca-store.js";
 
 export const STATE_FILE_VERSION = 2;
 
@@ -94,16 +94,7 @@ const authorisation = z.object({
   ]),
   formToken: text,
   createdAt: instant,
-  scaStatus: z.enum([
-    "RECEIVED",
-    "PSU_IDENTIFIED",
-    "PSU_AUTHENTICATED",
-    "SCA_METHOD_SELECTED",
-    "STARTED",
-    "FINALISED",
-    "FAILED",
-    "EXEMPTED",
-  ]),
+  scaStatus: z.enum(SCA_STATUSES),
   customerId: optionalText,
 });
 
