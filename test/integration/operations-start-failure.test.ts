@@ -26,8 +26,12 @@ import { named } from "../helpers/named-rows.js";
  * Beyond what loading the command takes on this machine right now (`start --help`, measured in
  * the same run, once per process generation): tsx and the module graph alone take 1–2 s on a
  * loaded machine, so a bound from spawn without it would measure the machine, not the gateway.
+ * The allowance grows with that baseline too (a loaded machine slows the failed start as much as
+ * the loading: one full run gave 5.5 s against a 2.1 s baseline for two workers); a gateway that
+ * hangs instead of exiting is still caught, by the 20 s kill.
  */
 const EXIT_WITHIN_MS = 2_000;
+const EXIT_WITHIN_LOADINGS = 2;
 
 interface Exit {
   readonly code: number | null;
@@ -163,7 +167,7 @@ describe("start with a port another server holds", () => {
       expect(
         exit.ms,
         `exit after ${Math.round(exit.ms)} ms; loading takes ${Math.round(loading)} ms`,
-      ).toBeLessThan(loading + EXIT_WITHIN_MS);
+      ).toBeLessThan(loading * EXIT_WITHIN_LOADINGS + EXIT_WITHIN_MS);
       // The reason, naming the port.
       expect(exit.output).toMatch(/EADDRINUSE/);
       expect(exit.output).toContain(String(held.port));
