@@ -12,7 +12,7 @@ import {
   JWS_SIGNATURE_HEADER,
   type JwsAlgorithm,
   readUkObHeader,
-  verifyUkOb,
+  verifyUkObSignature,
 } from "../signature/jws/index.js";
 import { keepBank, type ResponseCheck, StepsResponseVerifier } from "./response-verifier.js";
 
@@ -55,14 +55,9 @@ export function ukObResponseChecks(options: UkObResponseVerifierOptions): Step<R
     {
       name: "signature",
       run: (c) => {
-        const verified = verifyUkOb(c.header(JWS_SIGNATURE_HEADER), c.response.body, {
-          now: now(),
-          algorithms: options.algorithms,
-          toleranceMs: options.dateToleranceMs,
-          allowB64False: options.allowB64False ?? false,
-          publicKey: c.bank!.publicKey,
-        });
-        return isRejection(verified) ? verified : undefined;
+        // The JWS the jws-header step read (time and algorithm checked there), not read again.
+        const verified = verifyUkObSignature(c.ukOb!, c.response.body, c.bank!.publicKey);
+        return verified === true ? undefined : verified;
       },
     },
     {

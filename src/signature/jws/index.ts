@@ -56,5 +56,6 @@ export {
   type UkObSignInput,
   type UkObVerifyOptions,
   verifyUkOb,
+  verifyUkObSignature,
 } from "./ukob.js";
 export { UkObRequestSigner, type UkObSignerOptions } from "./ukob-request-signer.js";

@@ -148,7 +148,7 @@ export function verifyUkOb(
 ): { readonly header: UkObHeader; readonly publicKey: KeyObject } | Rejection {
   const read = readUkObHeader(value, options);
   if (isRejection(read)) return read;
-  const { jws, header } = read;
+  const { header } = read;
   const publicKey = options.publicKey ?? (header.x5c ? keyOfCertificate(header.x5c) : undefined);
   if (publicKey === undefined) {
     return reject(
@@ -157,18 +157,27 @@ export function verifyUkOb(
     );
   }
   if (isRejection(publicKey)) return publicKey;
+  const verified = verifyUkObSignature(read, body, publicKey);
+  return verified === true ? { header, publicKey } : verified;
+}
+
+/** The signature of a JWS already read (readUkObHeader) over `body`, with `publicKey`. */
+export function verifyUkObSignature(
+  read: { readonly jws: DetachedJws; readonly header: UkObHeader },
+  body: Uint8Array | string,
+  publicKey: KeyObject,
+): true | Rejection {
+  const { jws, header } = read;
   const fits = algorithmFitsKey(header.alg, publicKey);
   if (isRejection(fits)) return fits;
   const input = signingInput(jws.protectedB64, payloadOf(body, header.b64));
-  if (!verifyJwsSignature(header.alg, publicKey, input, jws.signature)) {
-    return signatureMismatch(
-      header.alg,
-      header.b64
-        ? "the base64url of the body as sent (RFC 7515 appendix F)"
-        : "the body as sent ('b64': false)",
-    );
-  }
-  return { header, publicKey };
+  if (verifyJwsSignature(header.alg, publicKey, input, jws.signature)) return true;
+  return signatureMismatch(
+    header.alg,
+    header.b64
+      ? "the base64url of the body as sent (RFC 7515 appendix F)"
+      : "the body as sent ('b64': false)",
+  );
 }
 
 /** Expected `iss` (the certificate's organisation, per the trust anchor) and `tan` values. */
