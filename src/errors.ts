@@ -84,6 +84,8 @@ export class Rejection {
     readonly text: string,
     /** For ACCESS_EXCEEDED: when the next call is allowed, sent as Retry-After. */
     readonly retryAfterSeconds?: number,
+    /** The certificate validation report the refusal was derived from (logged, never sent). */
+    readonly reportId?: string,
   ) {}
 }
 

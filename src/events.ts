@@ -18,6 +18,8 @@ export interface RequestEvent {
   /** The check that refused the request (`date`, `signature`, …), when one did. */
   readonly step?: string;
   readonly organizationId?: string;
+  /** The id of the certificate validation report the request was judged by (ingress). */
+  readonly trustReport?: string;
   readonly totalMs: number;
   readonly upstreamMs?: number;
   readonly bytesOut: number;

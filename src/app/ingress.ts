@@ -30,6 +30,7 @@ import { keysNeedingRestart, type RequestPath, requestPathOf, verifierOf } from 
 import { drain, Started } from "./started.js";
 import { createLimitStore } from "./store.js";
 import { startTrust, type Trust } from "./trust.js";
+import { RecentReports } from "./validation-reports.js";
 
 export interface IngressGateway {
   readonly url: string;
@@ -159,6 +160,11 @@ export async function startIngressGateway(
             },
             readiness,
             trust: () => components?.trust.report() ?? { sources: [] },
+            reports: () =>
+              components && {
+                get: (id) => components!.reports.get(id),
+                assess: (certificate, purpose) => components!.verifier.assess(certificate, purpose),
+              },
             sandboxReset: () => components?.resetSandbox,
           })
         : undefined;
@@ -204,6 +210,8 @@ interface Components {
   /** The chain and exchange factory the listener serves now (replaced by a configuration reload). */
   path: RequestPath;
   readonly verifier: TppVerifier;
+  /** The validation reports made lately (/trust/reports/<id>). */
+  readonly reports: RecentReports;
   readonly register: TppRegister;
   readonly store: LimitStore;
   readonly metrics: GatewayMetrics;
@@ -250,7 +258,8 @@ async function startComponents(
   started.add(() => trust.stop());
   const { register } = trust;
 
-  const verifier = verifierOf(config, trust, logger, now);
+  const reports = new RecentReports();
+  const verifier = verifierOf(config, trust, logger, now, reports.add);
   verifierLater = verifier;
 
   const store =
@@ -368,6 +377,7 @@ async function startComponents(
   const components: Components = {
     path: pathOf(config, backend),
     verifier,
+    reports,
     register,
     store,
     metrics,

@@ -18,7 +18,7 @@ import {
   requestMessage,
 } from "../checks/index.js";
 import type { GatewayConfig } from "../config/schema.js";
-import { parseCertificate, TppVerifier } from "../eidas/index.js";
+import { parseCertificate, TppVerifier, type ValidationReport } from "../eidas/index.js";
 import { isRejection } from "../errors.js";
 import type { RequestObserver } from "../events.js";
 import type { Backend } from "../forward/backend.js";
@@ -288,12 +288,18 @@ export function verifierOf(
   trust: Trust,
   logger: Logger,
   now: () => number,
+  onReport?: (report: ValidationReport) => void,
 ): TppVerifier {
   return new TppVerifier({
     trustStore: () => trust.pool.trustStore,
     revocation: () => trust.revocation,
     onRevocationWarning: (certificate, warning) =>
       logger.warn({ certificate: certificate.sha256Fingerprint }, warning),
+    // One line per judgement (not per request): the access lines' trustReport points here.
+    onReport: (report) => {
+      logger.info({ report }, "validation report");
+      onReport?.(report);
+    },
     register: trust.register,
     now,
     cacheTtlMs: config.cache.ttlSeconds * 1000,
@@ -311,10 +317,11 @@ export async function startChainOfConfig(
   config: GatewayConfig,
   logger: Logger,
   now: () => number,
+  onReport?: (report: ValidationReport) => void,
 ): Promise<{ chain: Chain<CheckContext>; roles: RoleTable; close(): Promise<void> }> {
   let verifier: TppVerifier | undefined;
   const trust = await startTrust(config, { logger, now, onChange: () => verifier?.invalidate() });
-  verifier = verifierOf(config, trust, logger, now);
+  verifier = verifierOf(config, trust, logger, now, onReport);
   const store = new MemoryLimitStore({ now, maxWindows: 1024, maxReplayKeys: 1024, purgeIntervalMs: 0 });
   try {
     return {

@@ -31,6 +31,8 @@ export interface TrustedCertificate {
   readonly publicKey: KeyObject;
   readonly keyIdTarget: KeyIdTarget;
   readonly identity: TppIdentity;
+  /** The validation report the verdict rests on. */
+  readonly reportId?: string;
 }
 
 /** The normalised path (see routingPath) and the PSD2 role it needs. */
@@ -61,6 +63,11 @@ export class CheckContext implements StepTrace {
    */
   signingCertificate: string | undefined = undefined;
   certificate: TrustedCertificate | undefined = undefined;
+  /**
+   * The id of the validation report of the certificate judged last (the QSealC, or a refused
+   * QWAC): the access line's `trustReport`.
+   */
+  trustReport: string | undefined = undefined;
   /** The dialect and algorithm the signature verified with, as one name (part of the replay key). */
   signedWith = "";
   /** The exact bytes the signature covers (keyed on for replay protection). */

@@ -5,7 +5,7 @@
  * step reads the context and either goes on or returns a Rejection.
  */
 
-import { isRejection, type Rejection, reject } from "../errors.js";
+import { isRejection, Rejection, reject } from "../errors.js";
 import {
   checkReplay,
   MAX_TRANSACTION_DETAILS_BYTES,
@@ -647,13 +647,16 @@ function responseSigningStep(signer: ResponseSigner): Step<CheckContext> {
 }
 
 function acceptCertificate(c: CheckContext, verdict: TrustedCertificate | Rejection): StepResult {
+  c.trustReport = verdict.reportId;
   if (isRejection(verdict)) {
     // A JWS dialect's certificate came in x5c: the verdict's texts name the header draft-cavage uses.
     return c.signingCertificate === undefined
       ? verdict
-      : reject(
+      : new Rejection(
           verdict.code,
           verdict.text.replace(/^TPP-Signature-Certificate( header)?/, "x5c[0] of the JWS"),
+          verdict.retryAfterSeconds,
+          verdict.reportId,
         );
   }
   c.certificate = verdict;
@@ -681,7 +684,15 @@ function sameOrganization(
   qwac: TrustedCertificate | Rejection,
   options: CheckOptions,
 ): StepResult {
-  if (isRejection(qwac)) return reject(qwac.code, `TLS client certificate (QWAC): ${qwac.text}`);
+  if (isRejection(qwac)) {
+    c.trustReport = qwac.reportId ?? c.trustReport;
+    return new Rejection(
+      qwac.code,
+      `TLS client certificate (QWAC): ${qwac.text}`,
+      qwac.retryAfterSeconds,
+      qwac.reportId,
+    );
+  }
   const seal = certificateOf(c).identity.organizationId;
   if (options.clientCertificate.requireSameOrganization && qwac.identity.organizationId !== seal) {
     return reject(

@@ -29,7 +29,7 @@ import {
   type RevocationConfig,
   revocation,
 } from "../config/schema.js";
-import { requirePsd2, TppRegister, TppVerifier } from "../eidas/index.js";
+import { requirePsd2, TppRegister, TppVerifier, type ValidationReport } from "../eidas/index.js";
 import { isRejection, type Rejection } from "../errors.js";
 import { createLogger } from "../observability/logger.js";
 import { DEFAULT_DATE_TOLERANCE_MS, parseKeyId } from "../signature/index.js";
@@ -60,7 +60,8 @@ export interface ExplainOptions {
 /** Runs the gateway's checks over one request and collects what a developer needs to see. */
 export async function explain(request: DumpedRequest, options: ExplainOptions): Promise<Explanation> {
   const notChecked: string[] = [];
-  const certificates = explainCertificates(options, notChecked);
+  const reports = new ReportOfCertificate();
+  const certificates = explainCertificates(options, notChecked, reports.take);
   const checkOptions: CheckOptions = {
     now: () => options.now,
     dateToleranceMs: DEFAULT_DATE_TOLERANCE_MS,
@@ -82,7 +83,18 @@ export async function explain(request: DumpedRequest, options: ExplainOptions): 
   );
   const chain = new Chain(requestChecks(checkOptions));
   // The certificate step may wait on an OCSP responder or a CRL distribution point.
-  return await explainWith(request, chain, new RoleTable(DEFAULT_ROLE_ROUTES), notChecked);
+  return reports.with(await explainWith(request, chain, new RoleTable(DEFAULT_ROLE_ROUTES), notChecked));
+}
+
+/** The validation report of the certificate the request was judged by, for the explanation. */
+export class ReportOfCertificate {
+  private report: ValidationReport | undefined;
+  readonly take = (report: ValidationReport): void => {
+    this.report = report;
+  };
+  with(explanation: Explanation): Explanation {
+    return this.report ? { ...explanation, validationReport: this.report } : explanation;
+  }
 }
 
 /**
@@ -95,12 +107,15 @@ export async function explainWithConfig(
   config: GatewayConfig,
   now: number,
 ): Promise<Explanation> {
-  const parts = await startChainOfConfig(config, createLogger("silent"), () => now);
+  const reports = new ReportOfCertificate();
+  const parts = await startChainOfConfig(config, createLogger("silent"), () => now, reports.take);
   try {
-    return await explainWith(request, parts.chain, parts.roles, [
-      "replay and the unattended-access limit as for the first request of its kind (a fresh store)",
-      "mutual TLS (the QWAC is part of the connection, not of the request)",
-    ]);
+    return reports.with(
+      await explainWith(request, parts.chain, parts.roles, [
+        "replay and the unattended-access limit as for the first request of its kind (a fresh store)",
+        "mutual TLS (the QWAC is part of the connection, not of the request)",
+      ]),
+    );
   } finally {
     await parts.close();
   }
@@ -196,7 +211,11 @@ function inChainOrder(
   });
 }
 
-function explainCertificates(options: ExplainOptions, notChecked: string[]): CertificateVerifier {
+function explainCertificates(
+  options: ExplainOptions,
+  notChecked: string[],
+  onReport: (report: ValidationReport) => void,
+): CertificateVerifier {
   if (!options.trustDir) {
     notChecked.push(
       "the certificate chain, revocation and the TPP register (give --trust <dir> and --register <file>)",
@@ -210,7 +229,7 @@ function explainCertificates(options: ExplainOptions, notChecked: string[]): Cer
   } else {
     notChecked.push("the TPP register (give --register <file>); the certificate's own roles are used");
   }
-  return trustedCertificates(options.trustDir, options.now, register);
+  return trustedCertificates(options.trustDir, options.now, register, options.trustDir, undefined, onReport);
 }
 
 /**
@@ -225,6 +244,7 @@ export function trustedCertificates(
   register?: TppRegister,
   crlDir = trustDir,
   options: RevocationConfig = revocation.parse({}),
+  onReport?: (report: ValidationReport) => void,
 ): CertificateVerifier {
   const { store } = trustStoreFromFolder(trustDir);
   const { checker } = crlCheckerFromFolder(crlDir, store.all);
@@ -237,6 +257,7 @@ export function trustedCertificates(
     trustStore: () => store,
     revocation: () => live.revocation,
     ...(register ? { register } : {}),
+    ...(onReport ? { onReport } : {}),
     now: () => now,
     cacheTtlMs: 0,
     failureTtlMs: 0,

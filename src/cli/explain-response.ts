@@ -19,7 +19,7 @@ import { isRejection } from "../errors.js";
 import { type AlgorithmName, headerValue, parseSignatureHeader } from "../signature/index.js";
 import { type HttpHeadersPayloadStyle, JWS_ALGORITHMS, type JwsAlgorithm } from "../signature/jws/index.js";
 import { RFC9421_ALGORITHMS, type Rfc9421Algorithm } from "../signature/rfc9421/index.js";
-import { parseOnlyCertificates, trustedCertificates } from "./explain-request.js";
+import { parseOnlyCertificates, ReportOfCertificate, trustedCertificates } from "./explain-request.js";
 import {
   describeCertificate,
   describeCertificateValue,
@@ -68,6 +68,7 @@ export async function explainResponse(
   options: ResponseExplainOptions,
 ): Promise<Explanation> {
   const notChecked: string[] = [];
+  const reports = new ReportOfCertificate();
   let certificates = parseOnlyCertificates();
   if (options.trustDir)
     certificates = trustedCertificates(
@@ -75,7 +76,8 @@ export async function explainResponse(
       options.now,
       undefined,
       options.crlDir,
-      ...(options.revocation ? [options.revocation] : []),
+      options.revocation,
+      reports.take,
     );
   else
     notChecked.push(
@@ -140,7 +142,7 @@ export async function explainResponse(
   await runSteps(steps, check, outcomes.observer);
   const list = outcomes.finish(steps);
   const jwsCertificate = check.jades?.header.x5c.base64[0] ?? check.ukOb?.header.x5c?.base64[0];
-  return {
+  return reports.with({
     passed: list.every((o) => o.outcome === "passed"),
     dialect,
     ...(request ? { request: { method, target } } : {}),
@@ -163,7 +165,7 @@ export async function explainResponse(
               : {}
             : describeSignature({ method, target, headers: response.headers, body: response.body })),
         }),
-  };
+  });
 }
 
 /** The request the answer is bound to, as egress knows it: its X-Request-ID, and its URI for RFC 9421. */

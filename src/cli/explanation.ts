@@ -7,7 +7,12 @@
 
 import type { IncomingHttpHeaders } from "node:http";
 import type { StepObserver } from "../checks/index.js";
-import { decodeCertificateHeader, type ParsedCertificate, parseCertificate } from "../eidas/index.js";
+import {
+  decodeCertificateHeader,
+  type ParsedCertificate,
+  parseCertificate,
+  type ValidationReport,
+} from "../eidas/index.js";
 import { isRejection, type Rejection, statusFor } from "../errors.js";
 import {
   buildSigningString,
@@ -17,6 +22,7 @@ import {
   parseKeyId,
   parseSignatureHeader,
 } from "../signature/index.js";
+import { renderValidationReport } from "./validation-report.js";
 
 export interface StepOutcome {
   readonly step: string;
@@ -56,6 +62,8 @@ export interface Explanation {
   readonly digest?: string;
   /** A JWS's protected header as sent (JAdES, UK OB), its x5c shortened to a count. */
   readonly protectedHeader?: Readonly<Record<string, unknown>>;
+  /** The certificate's validation report, when its chain was checked (--trust, --config, --profile). */
+  readonly validationReport?: ValidationReport;
 }
 
 /** Collects each step's outcome as the runner reports it; `finish` marks the steps never reached. */
@@ -230,6 +238,7 @@ export function render(e: Explanation): string {
     for (const l of e.signingString.split("\n")) lines.push(`  ${l}`);
   }
   if (e.digest) lines.push("", `The body hashes to ${e.digest}`);
+  if (e.validationReport) lines.push("", renderValidationReport(e.validationReport));
   return lines.join("\n");
 }
 

@@ -1,22 +1,32 @@
 /**
  * `psd2-gateway trust status`: what a running gateway trusts, from where, and how fresh it is
- * (its admin listener's /trust): CRLs, OCSP responders, register sources and trusted lists.
+ * (its admin listener's /trust): CRLs, OCSP responders, register sources and trusted lists; and
+ * with `--certificate`, one certificate's validation report as the gateway judges it now.
  */
 
+import { readFileSync } from "node:fs";
 import { request } from "undici";
 import { loadConfigFile } from "../config/load.js";
+import type { ValidationReport } from "../eidas/index.js";
 import type { CrlDetails, OcspCacheStatus, TrustReport, TrustSourceStatus } from "../trust/source-status.js";
 import { defineCommand, USAGE_ERROR } from "./command.js";
 import { DEFAULT_CONFIG } from "./paths.js";
+import { renderValidationReport } from "./validation-report.js";
 
 export const trustCommand = defineCommand({
   name: "trust",
   summary: "show what a running gateway trusts, from where, and how fresh it is",
   usage: `psd2-gateway trust status [--config <file>] [--json]
+psd2-gateway trust status --certificate <file> [--purpose qseal|qwac] [--config <file>] [--json]
 
-  --config <file>  the running gateway's configuration: where its admin listener is
-                   (admin.host, admin.port); default config/default.yaml
-  --json           print the admin listener's /trust answer as JSON
+  --config <file>       the running gateway's configuration: where its admin listener is
+                        (admin.host, admin.port); default config/default.yaml
+  --json                print the admin listener's answer as JSON
+  --certificate <file>  judge this certificate (PEM or DER) as the running gateway judges a
+                        TPP's now, and print its validation report (ETSI TS 119 102-2 terms:
+                        indication, path with each certificate's revocation evidence,
+                        trusted-list service, register entry); exits 0 when it passes, 1 when not
+  --purpose <p>         qseal (a signing certificate, default) or qwac (a TLS client certificate)
 
 Prints a block per source: CRLs (files in trust.crlDir, revocation.crl.urls and the certificates'
 distribution points, with issuer, thisUpdate, nextUpdate and age), OCSP responders, register
@@ -26,6 +36,8 @@ one is stale or the gateway does not answer.`,
   options: {
     config: { type: "string", path: "file" },
     json: { type: "boolean", default: false },
+    certificate: { type: "string", path: "file" },
+    purpose: { type: "string" },
   },
   allowPositionals: true,
   async run(values, positionals) {
@@ -39,25 +51,54 @@ one is stale or the gateway does not answer.`,
       return 1;
     }
     const host = ["0.0.0.0", "::"].includes(config.admin.host) ? "127.0.0.1" : config.admin.host;
-    const url = `http://${host.includes(":") ? `[${host}]` : host}:${config.admin.port}/trust`;
-    let answer: TrustReport & { now: string };
-    try {
-      const response = await request(url, { headersTimeout: 2_000, bodyTimeout: 2_000 });
-      const text = await response.body.text();
-      if (response.statusCode !== 200) {
-        console.error(`psd2-gateway trust: ${url} answered ${response.statusCode}: ${text}`);
-        return 1;
+    const admin = `http://${host.includes(":") ? `[${host}]` : host}:${config.admin.port}`;
+    if (values.certificate !== undefined) {
+      const purpose = values.purpose ?? "qseal";
+      if (purpose !== "qseal" && purpose !== "qwac") {
+        console.error("psd2-gateway trust: --purpose is qseal or qwac");
+        return USAGE_ERROR;
       }
-      answer = JSON.parse(text) as typeof answer;
-    } catch (error) {
-      console.error(`psd2-gateway trust: ${url} did not answer (${(error as Error).message})`);
-      return 1;
+      const report = await ask<ValidationReport>(`${admin}/trust/certificate?purpose=${purpose}`, {
+        method: "POST",
+        body: readFileSync(values.certificate),
+        // A cold certificate waits on OCSP or a CRL as a first request would.
+        timeoutMs: 30_000,
+      });
+      if (report === undefined) return 1;
+      console.log(values.json ? JSON.stringify(report, null, 2) : renderValidationReport(report));
+      return report.indication === "TOTAL_PASSED" ? 0 : 1;
     }
+    const answer = await ask<TrustReport & { now: string }>(`${admin}/trust`, { timeoutMs: 2_000 });
+    if (answer === undefined) return 1;
     if (values.json) console.log(JSON.stringify(answer, null, 2));
     else console.log(renderTrustStatus(answer, Date.parse(answer.now)));
     return answer.sources.some((s) => s.stale) ? 1 : 0;
   },
 });
+
+/** The admin listener's JSON answer, or undefined once it has said why there is none. */
+async function ask<T>(
+  url: string,
+  options: { method?: "POST"; body?: Buffer; timeoutMs: number },
+): Promise<T | undefined> {
+  try {
+    const response = await request(url, {
+      method: options.method ?? "GET",
+      ...(options.body ? { body: options.body } : {}),
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+    });
+    const text = await response.body.text();
+    if (response.statusCode !== 200) {
+      console.error(`psd2-gateway trust: ${url} answered ${response.statusCode}: ${text}`);
+      return undefined;
+    }
+    return JSON.parse(text) as T;
+  } catch (error) {
+    console.error(`psd2-gateway trust: ${url} did not answer (${(error as Error).message})`);
+    return undefined;
+  }
+}
 
 /** One block per source, the stale ones first, then the OCSP cache. */
 export function renderTrustStatus(report: TrustReport, now: number): string {

@@ -37,10 +37,12 @@ export {
   TppRegister,
 } from "./register.js";
 export {
+  CA_NOT_CHECKED,
   CrlRevocationChecker,
   checkPath,
   crlsFromFile,
   NOT_REVOKED,
+  type PathRevocationStatus,
   type RevocationChecker,
   type RevocationList,
   type RevocationStatus,
@@ -53,9 +55,21 @@ export { verifyTbs } from "./signature-algorithms.js";
 export { MAX_REFUSAL_TEXT, TppVerifier, type TppVerifierOptions, type TrustedTpp } from "./tpp-verifier.js";
 export {
   type ChainPurpose,
+  ChainRefusal,
   type ChainResult,
   certificatesFromFile,
   type QualifiedAnchor,
   TrustStore,
 } from "./trust-store.js";
+export type {
+  CertificateSummary,
+  Indication,
+  PathElement,
+  RegisterReport,
+  RevocationEvidence,
+  SubIndication,
+  TrustAnchorReport,
+  ValidationCheck,
+  ValidationReport,
+} from "./validation-report.js";
 export type { VerdictCacheStats } from "./verdict-cache.js";

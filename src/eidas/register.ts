@@ -338,6 +338,18 @@ export class TppRegister implements RegisterSink {
     return this.inBankCountry(entry);
   }
 
+  /**
+   * The entry the first layer holding `organizationIdentifier` has, whatever its status, with that
+   * layer's name as its source (the validation report's).
+   */
+  entryOf(organizationIdentifier: string): RegisterEntry | undefined {
+    for (const layer of this.layers) {
+      const entry = layer.get(organizationIdentifier);
+      if (entry) return entry.source ? entry : { ...entry, source: layer.name };
+    }
+    return undefined;
+  }
+
   /** The entry with only the roles whose service covers the bank's country. */
   private inBankCountry(entry: RegisterEntry): RegisterEntry | Rejection {
     const bank = this.bankCountry;

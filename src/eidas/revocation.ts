@@ -19,6 +19,7 @@ import {
 import { type Rejection, reject } from "../errors.js";
 import type { ParsedCertificate } from "./certificate.js";
 import { verifyTbs } from "./signature-algorithms.js";
+import type { RevocationEvidence } from "./validation-report.js";
 
 /** What a revocation source proved about one certificate, and for how long. */
 export interface RevocationStatus {
@@ -33,9 +34,26 @@ export interface RevocationStatus {
   readonly warning?: string;
   /** The refusal rests on a passing condition (a responder down): never cached. */
   readonly transient?: boolean;
+  /** What the answer rests on (which source, when produced, nextUpdate), for the validation report. */
+  readonly evidence?: RevocationEvidence;
 }
 
 export const NOT_REVOKED: RevocationStatus = Object.freeze({});
+
+/** The answer for a CA of the trust store that names no revocation source anyone may ask. */
+export const CA_NOT_CHECKED: RevocationStatus = Object.freeze({
+  evidence: Object.freeze({
+    status: "not-checked",
+    reason: "a CA of the bank's trust store that names no OCSP responder or CRL the gateway may ask",
+  }),
+});
+
+/** The path's answer: the one that decides, and each certificate's own (leaf first; none for the anchor). */
+export interface PathRevocationStatus extends RevocationStatus {
+  readonly each: readonly RevocationStatus[];
+  /** The position in the path of the answer that refused, when one did. */
+  readonly decidedAt?: number;
+}
 
 export interface RevocationChecker {
   /** The status of `certificate` (issued by `issuer`) at `now`. */
@@ -78,21 +96,21 @@ export function checkPath(
   checker: RevocationChecker,
   chain: readonly ParsedCertificate[],
   now: Date,
-): RevocationStatus | Promise<RevocationStatus> {
+): PathRevocationStatus | Promise<PathRevocationStatus> {
   const answers: (RevocationStatus | Promise<RevocationStatus>)[] = [];
   for (let i = 0; i + 1 < chain.length; i++) answers.push(checker.check(chain[i]!, chain[i + 1]!, now));
   if (answers.some((a) => a instanceof Promise)) return Promise.all(answers).then(combined);
   return combined(answers as RevocationStatus[]);
 }
 
-function combined(statuses: readonly RevocationStatus[]): RevocationStatus {
-  if (statuses.length === 1) return statuses[0]!;
+function combined(statuses: readonly RevocationStatus[]): PathRevocationStatus {
   const refused = statuses.filter((s) => s.refusal);
   const decisive = refused.find((s) => !s.transient) ?? refused[0];
-  if (decisive) return decisive;
+  if (decisive) return { ...decisive, each: statuses, decidedAt: statuses.indexOf(decisive) };
   const until = statuses.flatMap((s) => (s.validUntil === undefined ? [] : [s.validUntil]));
   const warnings = statuses.flatMap((s) => (s.warning ? [s.warning] : []));
   return {
+    each: statuses,
     ...(until.length > 0 ? { validUntil: Math.min(...until) } : {}),
     ...(warnings.length > 0 ? { warning: warnings.join("; ") } : {}),
   };
@@ -111,10 +129,29 @@ export function statusFromCrl(
 ): RevocationStatus | undefined {
   const validUntil = list.nextUpdate ? list.nextUpdate.getTime() + graceMs : undefined;
   if (validUntil !== undefined && validUntil <= now.getTime()) return undefined;
+  return crlStatus(list, certificate, issuer, validUntil);
+}
+
+/** What `list` says of `certificate`, with the list as evidence. */
+function crlStatus(
+  list: RevocationList,
+  certificate: ParsedCertificate,
+  issuer: ParsedCertificate,
+  validUntil: number | undefined,
+): RevocationStatus {
   const revokedAt = list.revoked.get(serialKey(certificate.serial));
+  const evidence = {
+    source: "CRL",
+    location: list.source,
+    thisUpdate: list.thisUpdate.toISOString(),
+    ...(list.nextUpdate ? { nextUpdate: list.nextUpdate.toISOString() } : {}),
+  } as const;
   if (revokedAt !== undefined)
-    return { refusal: revokedRefusal(certificate, issuer, revokedAt, `CRL ${list.source}`) };
-  return validUntil === undefined ? NOT_REVOKED : { validUntil };
+    return {
+      refusal: revokedRefusal(certificate, issuer, revokedAt, `CRL ${list.source}`),
+      evidence: { ...evidence, status: "revoked", revokedAt: revokedAt.toISOString() },
+    };
+  return { ...(validUntil === undefined ? {} : { validUntil }), evidence: { ...evidence, status: "good" } };
 }
 
 export interface RevocationList {
@@ -178,6 +215,10 @@ export function readCrl(
 // OpenSSL writes "X509 CRL"; some tools write plain "CRL".
 const PEM_CRL = /-----BEGIN (?:X509 )?CRL-----([\s\S]*?)-----END (?:X509 )?CRL-----/g;
 
+const FILES_ONLY_NOT_CHECKED: RevocationStatus = Object.freeze({
+  evidence: Object.freeze({ status: "not-checked", reason: "no CRL file of its issuer is held" }),
+});
+
 export class CrlRevocationChecker implements RevocationChecker {
   private readonly byIssuer = new Map<string, RevocationList>();
 
@@ -205,10 +246,8 @@ export class CrlRevocationChecker implements RevocationChecker {
    */
   check(certificate: ParsedCertificate, issuer: ParsedCertificate): RevocationStatus {
     const list = this.listOf(issuer);
-    if (!list) return NOT_REVOKED;
-    const revokedAt = list.revoked.get(serialKey(certificate.serial));
-    if (revokedAt === undefined) return NOT_REVOKED;
-    return { refusal: revokedRefusal(certificate, issuer, revokedAt, `CRL ${list.source}`) };
+    if (!list) return FILES_ONLY_NOT_CHECKED;
+    return crlStatus(list, certificate, issuer, undefined);
   }
 }
 

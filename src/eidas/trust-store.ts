@@ -12,10 +12,11 @@
 
 import { X509Certificate } from "node:crypto";
 import { children, readBitString, readNode, whole } from "../asn1/der.js";
-import { isRejection, type Rejection, reject } from "../errors.js";
+import { type ErrorCode, isRejection, Rejection } from "../errors.js";
 import { type ParsedCertificate, parseCertificate } from "./certificate.js";
 import { unknownCriticalExtension } from "./extensions.js";
 import { isSupportedSignatureAlgorithm, verifyTbs } from "./signature-algorithms.js";
+import type { SubIndication } from "./validation-report.js";
 
 export interface TrustAnchorSet {
   readonly certificates: readonly ParsedCertificate[];
@@ -101,7 +102,39 @@ export interface ChainResult {
   /** Leaf first, the trusted root (or trusted-list anchor) last. */
   readonly chain: readonly ParsedCertificate[];
   /** Set when the chain ends at a trusted-list anchor. */
-  readonly anchor?: { readonly source: string; readonly qualifiedFor: QualifiedAnchor["qualifiedFor"] };
+  readonly anchor?: {
+    readonly source: string;
+    readonly qualifiedFor: QualifiedAnchor["qualifiedFor"];
+    readonly territory?: string;
+    /** The service's status when the leaf was issued. */
+    readonly statusAtIssuance?: { readonly status: string; readonly from: Date };
+  };
+}
+
+/**
+ * A refusal of the path, with what the validation report needs: the sub-indication (ETSI EN 319
+ * 102-1), whether the trust store or a trusted list decided, and the path as far as it was built.
+ */
+export class ChainRefusal extends Rejection {
+  constructor(
+    code: ErrorCode,
+    text: string,
+    readonly subIndication: SubIndication,
+    readonly check: "path" | "trusted-list",
+    readonly path: readonly ParsedCertificate[],
+  ) {
+    super(code, text);
+  }
+}
+
+function refuse(
+  subIndication: SubIndication,
+  path: readonly ParsedCertificate[],
+  code: ErrorCode,
+  text: string,
+  check: "path" | "trusted-list" = "path",
+): ChainRefusal {
+  return new ChainRefusal(code, text, subIndication, check, [...path]);
 }
 
 const MAX_CHAIN = 8;
@@ -174,11 +207,14 @@ export class TrustStore {
    * trusted-list anchor. `now` is injected so tests can use real, long-expired certificates.
    * `purpose` matters only at an anchor: the list must have granted the CA for that kind.
    */
-  verifyChain(leaf: ParsedCertificate, now: Date, purpose?: ChainPurpose): ChainResult | Rejection {
-    const validity = checkValidity(leaf, now, "the certificate");
+  verifyChain(leaf: ParsedCertificate, now: Date, purpose?: ChainPurpose): ChainResult | ChainRefusal {
+    const chain: ParsedCertificate[] = [leaf];
+    const validity = checkValidity(leaf, now, "the certificate", chain);
     if (validity) return validity;
     if (leaf.basicConstraints?.ca) {
-      return reject(
+      return refuse(
+        "CHAIN_CONSTRAINTS_FAILURE",
+        chain,
         "CERTIFICATE_INVALID",
         `certificate ${describe(leaf)} is a CA certificate; sign with your QSealC`,
       );
@@ -188,14 +224,15 @@ export class TrustStore {
       !leaf.keyUsage.includes("digitalSignature") &&
       !leaf.keyUsage.includes("nonRepudiation")
     ) {
-      return reject(
+      return refuse(
+        "CHAIN_CONSTRAINTS_FAILURE",
+        chain,
         "CERTIFICATE_INVALID",
         `certificate ${describe(leaf)} may not sign: its keyUsage (${leaf.keyUsage.join(", ")}) has neither digitalSignature nor nonRepudiation`,
       );
     }
-    const leafCritical = criticalProblem(leaf, "the certificate");
+    const leafCritical = criticalProblem(leaf, "the certificate", chain);
     if (leafCritical) return leafCritical;
-    const chain: ParsedCertificate[] = [leaf];
     let current = leaf;
     for (let depth = 0; depth < MAX_CHAIN; depth++) {
       const candidates = this.bySubject.get(Buffer.from(current.issuerDer).toString("hex")) ?? [];
@@ -218,25 +255,32 @@ export class TrustStore {
         break;
       }
       if (!issuer) {
-        return reject(
+        return refuse(
+          lastProblem ? "CERTIFICATE_CHAIN_GENERAL_FAILURE" : "NO_CERTIFICATE_CHAIN_FOUND",
+          chain,
           "CERTIFICATE_INVALID",
           `certificate ${describe(current)} ${lastProblem ?? `was issued by ${clip(current.issuerRfc2253)}, which is not in the gateway's trust store`}; use a certificate from a qualified trust service provider the bank trusts`,
         );
       }
       const notCa = canSignCertificates(issuer.parsed);
+      const withIssuer = [...chain, issuer.parsed];
       if (notCa)
-        return reject(
+        return refuse(
+          "CHAIN_CONSTRAINTS_FAILURE",
+          withIssuer,
           "CERTIFICATE_INVALID",
           `issuer ${describe(issuer.parsed)} may not issue certificates: ${notCa}`,
         );
-      const issuerValidity = checkValidity(issuer.parsed, now, "its issuing CA certificate");
+      const issuerValidity = checkValidity(issuer.parsed, now, "its issuing CA certificate", withIssuer);
       if (issuerValidity) return issuerValidity;
-      const issuerCritical = criticalProblem(issuer.parsed, "its issuing CA certificate");
+      const issuerCritical = criticalProblem(issuer.parsed, "its issuing CA certificate", withIssuer);
       if (issuerCritical) return issuerCritical;
       const pathLen = issuer.parsed.basicConstraints?.pathLen;
       const casBelow = chain.length - 1;
       if (pathLen !== undefined && casBelow > pathLen) {
-        return reject(
+        return refuse(
+          "CHAIN_CONSTRAINTS_FAILURE",
+          withIssuer,
           "CERTIFICATE_INVALID",
           `issuer ${describe(issuer.parsed)} allows ${pathLen} CAs below it, the chain has ${casBelow}`,
         );
@@ -246,7 +290,9 @@ export class TrustStore {
       if (issuer.selfSigned) return { chain };
       current = issuer.parsed;
     }
-    return reject(
+    return refuse(
+      "NO_CERTIFICATE_CHAIN_FOUND",
+      chain,
       "CERTIFICATE_INVALID",
       `certificate chain is longer than ${MAX_CHAIN}; no trusted root was reached`,
     );
@@ -282,17 +328,20 @@ function anchoredChain(
   leaf: ParsedCertificate,
   anchor: QualifiedAnchor,
   purpose: ChainPurpose | undefined,
-): ChainResult | Rejection {
+): ChainResult | ChainRefusal {
   const ca = describe(anchor.certificate);
   const list = `the ${anchor.territory ?? ""}${anchor.territory ? " " : ""}trusted list`;
+  const period = anchor.statusAt?.(leaf.notBefore);
   if (!anchor.grantedAt(leaf.notBefore)) {
-    const period = anchor.statusAt?.(leaf.notBefore);
     const why = period
       ? `its status there has been ${shortStatus(period.status)} since ${period.from.toISOString()}`
       : "the list shows no status for it at that date";
-    return reject(
+    return refuse(
+      "CHAIN_CONSTRAINTS_FAILURE",
+      chain,
       "CERTIFICATE_INVALID",
       `certificate ${describe(leaf)} was issued on ${leaf.notBefore.toISOString()} by CA ${ca}, which was not granted on ${list} then: ${why} (${clip(anchor.source)}); use a certificate from a CA whose qualified status is granted`,
+      "trusted-list",
     );
   }
   if (purpose && !anchor.qualifiedFor[purpose]) {
@@ -301,12 +350,23 @@ function anchoredChain(
       granted.length > 0
         ? `for ${granted.map((p) => PURPOSE_NAMES[p]).join(" and ")} only`
         : "without a ForWebSiteAuthentication or ForeSeals extension";
-    return reject(
+    return refuse(
+      "CHAIN_CONSTRAINTS_FAILURE",
+      chain,
       "CERTIFICATE_INVALID",
       `certificate ${describe(leaf)} chains to CA ${ca}, which is on ${list} ${what}, not for ${PURPOSE_NAMES[purpose]} (${clip(anchor.source)}); use a ${purpose === "qseal" ? "QSealC" : "QWAC"} from a CA granted for it`,
+      "trusted-list",
     );
   }
-  return { chain, anchor: { source: anchor.source, qualifiedFor: anchor.qualifiedFor } };
+  return {
+    chain,
+    anchor: {
+      source: anchor.source,
+      qualifiedFor: anchor.qualifiedFor,
+      ...(anchor.territory ? { territory: anchor.territory } : {}),
+      ...(period ? { statusAtIssuance: period } : {}),
+    },
+  };
 }
 
 /** `…/Svcstatus/withdrawn` → `withdrawn`. */
@@ -314,24 +374,40 @@ function shortStatus(uri: string): string {
   return clip(uri.slice(uri.lastIndexOf("/") + 1), 60);
 }
 
-function criticalProblem(c: ParsedCertificate, which: string): Rejection | undefined {
+function criticalProblem(
+  c: ParsedCertificate,
+  which: string,
+  path: readonly ParsedCertificate[],
+): ChainRefusal | undefined {
   const oid = unknownCriticalExtension(c.extensions);
   if (oid === undefined) return undefined;
-  return reject(
+  return refuse(
+    "CHAIN_CONSTRAINTS_FAILURE",
+    path,
     "CERTIFICATE_INVALID",
     `${which} ${describe(c)} has a critical extension ${oid} the gateway does not know; RFC 5280 4.2 requires refusing it`,
   );
 }
 
-function checkValidity(c: ParsedCertificate, now: Date, which: string): Rejection | undefined {
+function checkValidity(
+  c: ParsedCertificate,
+  now: Date,
+  which: string,
+  path: readonly ParsedCertificate[],
+): ChainRefusal | undefined {
+  // EN 319 102-1: a signer not yet valid fails; any other certificate out of its period is out of bounds.
   if (now < c.notBefore) {
-    return reject(
+    return refuse(
+      path.length === 1 ? "NOT_YET_VALID" : "OUT_OF_BOUNDS_NO_POE",
+      path,
       "CERTIFICATE_EXPIRED",
       `${which} ${describe(c)} is not valid before ${c.notBefore.toISOString()}`,
     );
   }
   if (now > c.notAfter) {
-    return reject(
+    return refuse(
+      "OUT_OF_BOUNDS_NO_POE",
+      path,
       "CERTIFICATE_EXPIRED",
       `${which} ${describe(c)} expired on ${c.notAfter.toISOString()}; renew it with your QTSP`,
     );

@@ -360,6 +360,7 @@ class IngressExchange
       code,
       step: code !== undefined ? this.failedStep : undefined,
       organizationId: this.organizationId,
+      trustReport: this.trustReport,
       upstreamMs,
       psuId: headerValue(this.headers, "psu-id"),
     };

@@ -87,6 +87,7 @@ export function recordRequest(event: RequestEvent, logger: Logger, metrics: Gate
       requestId: event.requestId,
       traceId: event.traceId,
       tpp: event.organizationId,
+      trustReport: event.trustReport,
       routeClass: event.routeClass,
       method: event.method,
       status: event.status,

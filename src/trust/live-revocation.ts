@@ -10,7 +10,7 @@
 
 import { LRUCache } from "lru-cache";
 import {
-  NOT_REVOKED,
+  CA_NOT_CHECKED,
   type ParsedCertificate,
   type RevocationChecker,
   type RevocationList,
@@ -106,7 +106,7 @@ export class LiveRevocation implements RevocationChecker, TrustSource {
     const sources = revocationSourcesOf(certificate);
     // A CA comes from the trust store, never from the sender: one that names no source the order
     // may ask, and of whose issuer no list is held, is trusted as the bank configured it.
-    if (certificate.basicConstraints?.ca && this.nothingToAsk(sources, issuer)) return NOT_REVOKED;
+    if (certificate.basicConstraints?.ca && this.nothingToAsk(sources, issuer)) return CA_NOT_CHECKED;
     const steps = this.steps(certificate, issuer, now, sources);
     // The fast path: every answer the order needs is in memory.
     const reasons: string[] = [];
@@ -251,18 +251,29 @@ export class LiveRevocation implements RevocationChecker, TrustSource {
     cached: CachedOcsp,
   ): SourceAnswer {
     const { answer, responder } = cached;
-    if (answer.status === "good") return { status: { validUntil: cached.expiresAt } };
-    if (answer.status === "revoked")
+    const evidence = {
+      source: "OCSP",
+      location: responder,
+      producedAt: answer.producedAt.toISOString(),
+      thisUpdate: answer.thisUpdate.toISOString(),
+      ...(answer.nextUpdate ? { nextUpdate: answer.nextUpdate.toISOString() } : {}),
+    } as const;
+    if (answer.status === "good")
+      return { status: { validUntil: cached.expiresAt, evidence: { ...evidence, status: "good" } } };
+    if (answer.status === "revoked") {
+      const revokedAt = answer.revokedAt ?? answer.thisUpdate;
       return {
         status: {
-          refusal: revokedRefusal(
-            certificate,
-            issuer,
-            answer.revokedAt ?? answer.thisUpdate,
-            `OCSP ${responder}`,
-          ),
+          refusal: revokedRefusal(certificate, issuer, revokedAt, `OCSP ${responder}`),
+          evidence: {
+            ...evidence,
+            status: "revoked",
+            revokedAt: revokedAt.toISOString(),
+            ...(answer.revocationReason ? { revocationReason: answer.revocationReason } : {}),
+          },
         },
       };
+    }
     return { reason: `OCSP responder ${responder} does not know the certificate (status unknown)` };
   }
 
@@ -388,11 +399,13 @@ export class LiveRevocation implements RevocationChecker, TrustSource {
       ? `issuing CA SN=${certificate.serialHex} (${certificate.subjectRfc2253}) in the certificate's path`
       : `certificate SN=${certificate.serialHex}`;
     const subject = `the revocation status of ${which} cannot be determined`;
+    const evidence = { status: "unknown", reason: why } as const;
     if (this.options.softFail) {
       this.options.events?.unknownStatus?.("allowed");
       return {
         warning: `${subject} (${why}); let through because revocation.softFail is on`,
         validUntil: this.now() + SOFT_FAIL_HOLD_MS,
+        evidence,
       };
     }
     this.options.events?.unknownStatus?.("refused");
@@ -402,6 +415,7 @@ export class LiveRevocation implements RevocationChecker, TrustSource {
           "CERTIFICATE_INVALID",
           `${subject}: it names no OCSP responder or CRL distribution point the bank may use (${why}); use a certificate from a QTSP that publishes revocation information`,
         ),
+        evidence,
       };
     return {
       refusal: reject(
@@ -410,6 +424,7 @@ export class LiveRevocation implements RevocationChecker, TrustSource {
         30,
       ),
       transient: true,
+      evidence,
     };
   }
 }

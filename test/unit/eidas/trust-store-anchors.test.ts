@@ -10,6 +10,7 @@ import {
   type TrustedListSigner,
 } from "../../../src/dev/trusted-lists.js";
 import { parseCertificate } from "../../../src/eidas/certificate.js";
+import { TppVerifier } from "../../../src/eidas/tpp-verifier.js";
 import { type ChainPurpose, TrustStore } from "../../../src/eidas/trust-store.js";
 import { isRejection } from "../../../src/errors.js";
 import { loadTrustedLists } from "../../../src/trust/trusted-lists.js";
@@ -168,5 +169,52 @@ describe("trust store with trusted-list anchors", () => {
     expect(result.chain).toHaveLength(3);
     expect(result.anchor).toBeUndefined();
     expect(store.anchorCount).toBe(0);
+  });
+});
+
+describe("the validation report of a path ending at a trusted-list service", () => {
+  /** A verifier over `store`, revocation not asked (the anchors' CA names no source here), no register. */
+  const reportOf = async (store: TrustStore, leaf: IssuedCertificate, purpose: ChainPurpose) => {
+    const verifier = new TppVerifier({
+      trustStore: () => store,
+      revocation: () => ({ check: () => ({}) }),
+      cacheTtlMs: 0,
+      failureTtlMs: 0,
+      maxEntries: 1,
+    });
+    return verifier.assess(leaf.headerValue, purpose);
+  };
+
+  it("names the service, its territory, its status at issuance and what it is qualified for", async () => {
+    const report = await reportOf(await storeWith(BOTH), pki.tppA.qseal, "qseal");
+    expect(report.indication).toBe("TOTAL_PASSED");
+    expect(report.trustAnchor).toMatchObject({
+      kind: "trusted-list",
+      service: expect.stringContaining("Demo QC CA"),
+      territory: "XX",
+      statusAtIssuance: {
+        status: expect.stringContaining("granted"),
+        from: expect.stringMatching(/^\d{4}-/),
+      },
+      qualification: ["QWAC", "QSealC"],
+    });
+    expect(report.path.map((p) => p.role)).toEqual(["signer", "trust-anchor"]);
+  });
+
+  it.each([
+    { name: "a QSealC under a CA qualified for QWACs only", service: WEB_ONLY, purpose: "qseal" as const },
+    {
+      name: "a QSealC issued after the service was withdrawn",
+      service: WITHDRAWN_BEFORE_ISSUE,
+      purpose: "qseal" as const,
+    },
+  ])("$name: CHAIN_CONSTRAINTS_FAILURE decided by the trusted list", async ({ service, purpose }) => {
+    const report = await reportOf(await storeWith(service), pki.tppA.qseal, purpose);
+    expect(report).toMatchObject({
+      indication: "INDETERMINATE",
+      subIndication: "CHAIN_CONSTRAINTS_FAILURE",
+      check: "trusted-list",
+      refusal: { code: "CERTIFICATE_INVALID" },
+    });
   });
 });

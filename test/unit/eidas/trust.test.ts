@@ -129,31 +129,37 @@ describe("revocation of the whole path (checkPath)", () => {
       name: "a proven revocation above outweighs an unknown leaf",
       links: [unknown, revoked],
       expect: revoked,
+      decidedAt: 1,
     },
     {
       name: "the leaf's revocation is named before the CA's",
       links: [{ refusal: reject("CERTIFICATE_REVOKED", "leaf") }, revoked],
       expect: { refusal: reject("CERTIFICATE_REVOKED", "leaf") },
+      decidedAt: 0,
     },
     {
       name: "an unknown CA refuses a good leaf, transiently",
       links: [{ validUntil: 5 }, unknown],
       expect: unknown,
+      decidedAt: 1,
     },
     {
       name: "all good: held until the earliest validUntil, warnings kept",
       links: [{ validUntil: 9, warning: "a" }, { validUntil: 5 }, { warning: "b" }],
       expect: { validUntil: 5, warning: "a; b" },
+      decidedAt: undefined,
     },
-  ])("$name", async ({ links, expect: expected }) => {
+  ])("$name", async ({ links, expect: expected, decidedAt }) => {
     const chain = [pki.tppA.qseal, pki.issuingCa, pki.root, pki.root].slice(0, links.length + 1).map(parsed);
+    // The deciding answer, each link's own (for the validation report) and where it was decided.
+    const whole = { ...expected, each: links, ...(decidedAt === undefined ? {} : { decidedAt }) };
     const answers = [...links];
     const sync = checkPath({ check: () => answers.shift()! as RevocationStatus }, chain, NOW);
-    expect(sync).toEqual(expected);
+    expect(sync).toEqual(whole);
     const later = [...links];
     const async = checkPath({ check: () => Promise.resolve(later.shift()! as RevocationStatus) }, chain, NOW);
     expect(async).toBeInstanceOf(Promise);
-    expect(await async).toEqual(expected);
+    expect(await async).toEqual(whole);
   });
 });
 

@@ -89,8 +89,20 @@ describe("the admin listener", () => {
   it.each([
     { path: "/healthz", status: 200, body: { status: "alive" } },
     { path: "/healthz?probe=kubelet", status: 200, body: { status: "alive" } },
-    { path: "/", status: 404, body: { error: "not found: /metrics, /healthz, /readyz, /trust" } },
-    { path: "/metricsz", status: 404, body: { error: "not found: /metrics, /healthz, /readyz, /trust" } },
+    {
+      path: "/",
+      status: 404,
+      body: {
+        error: "not found: /metrics, /healthz, /readyz, /trust, /trust/reports/<id>, POST /trust/certificate",
+      },
+    },
+    {
+      path: "/metricsz",
+      status: 404,
+      body: {
+        error: "not found: /metrics, /healthz, /readyz, /trust, /trust/reports/<id>, POST /trust/certificate",
+      },
+    },
   ])("GET $path → $status", async ({ path, status, body }) => {
     const r = await get(withTrust, path);
     expect(r.status).toBe(status);
