@@ -18,6 +18,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
 import { TppRegister } from "../../../src/eidas/register.js";
 import { TppVerifier, type TrustedTpp } from "../../../src/eidas/tpp-verifier.js";
+import type { ValidationReport } from "../../../src/eidas/validation-report.js";
 import { type ErrorCode, isRejection, type Rejection } from "../../../src/errors.js";
 import { loadTrustMaterial, type TrustMaterial } from "../../../src/trust/trust-material.js";
 import {
@@ -95,17 +96,35 @@ function newVerifier(registerMaxAgeMs = 3_600_000, loaded = true) {
     cacheTtlMs: 60_000,
     failureTtlMs: 10_000,
     maxEntries: 10_000,
+    onReport: (report) => {
+      lastReport = report;
+    },
   });
 }
+
+/** The report of the latest judgement. */
+let lastReport: ValidationReport | undefined;
+/** Every text in a report is clipped: its size does not follow what the sender put in. */
+const MAX_REPORT_JSON = 24 * 1024;
 
 /** The invariant, checked for one header value on a verifier with a fresh register. */
 async function checkVerdict(verifier: TppVerifier, header: string): Promise<TrustedTpp | Rejection> {
   // A throw or a rejected promise fails the property with the input that caused it.
+  lastReport = undefined;
   const first = await verifier.verify(header);
+  // Each judgement has its report, bounded, and the verdict is the report's (a value fast-check
+  // repeats is a cache hit: the verdict of the report made before).
+  const report = lastReport as ValidationReport | undefined;
+  expect(first.reportId).toEqual(expect.any(String));
+  if (report) expect(report.id).toBe(first.reportId);
+  expect(JSON.stringify(report ?? {}).length).toBeLessThan(MAX_REPORT_JSON);
   if (isRejection(first)) {
     expect(CERTIFICATE_CODES).toContain(first.code);
     expect(first.text.length).toBeGreaterThan(0);
+    if (report) expect(report.refusal).toMatchObject({ code: first.code, text: first.text });
+    if (report) expect(report.indication).not.toBe("TOTAL_PASSED");
   } else {
+    if (report) expect(report.indication).toBe("TOTAL_PASSED");
     expect(typeof first.identity.organizationId).toBe("string");
     expect(first.publicKey.type).toBe("public");
   }
