@@ -259,7 +259,14 @@ async function startComponents(
   const { register } = trust;
 
   const reports = new RecentReports();
-  const verifier = verifierOf(config, trust, logger, now, reports.add);
+  const verifier = verifierOf(config, trust, logger, now, (report) => {
+    reports.add(report);
+    metricsLater?.certificateValidations.inc({
+      indication: report.indication,
+      sub_indication: report.subIndication ?? "",
+      check: report.check ?? "",
+    });
+  });
   verifierLater = verifier;
 
   const store =

@@ -145,6 +145,13 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  readonly certificateValidations = new Counter({
+    name: "psd2_gateway_certificate_validations_total",
+    help: "Certificates judged (verdict-cache misses), by the validation report's indication, sub-indication and the check that decided",
+    labelNames: ["indication", "sub_indication", "check"] as const,
+    registers: [this.registry],
+  });
+
   constructor(sources: MetricSources = {}, options: { defaultMetrics?: boolean } = {}) {
     const now = sources.now ?? Date.now;
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });

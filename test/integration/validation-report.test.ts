@@ -125,6 +125,10 @@ describe("a gateway's validation reports", () => {
       source: "CRL",
       revokedAt: expect.any(String),
     });
+    const metrics = await (await request(`${admin()}/metrics`)).body.text();
+    expect(metrics).toMatch(
+      /psd2_gateway_certificate_validations_total\{indication="INDETERMINATE",sub_indication="REVOKED_CA_NO_POE",check="revocation"\} [1-9]/,
+    );
   });
 
   it("a TPP its OCSP responder says is revoked: TOTAL_FAILED / REVOKED with the responder's answer", async () => {
