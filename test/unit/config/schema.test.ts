@@ -257,6 +257,7 @@ describe("the shipped configuration files", () => {
     expect(config.store.snapshotFile).toBe(`${root}var/limits-snapshot.json`);
     expect(config.trust.caDir).toBe(`${root}certs/dev/trust`);
     expect(config.register.sources?.[0]?.file).toBe(`${root}certs/dev/register-overrides.json`);
+    expect(config.register.sources?.[1]?.metadata).toBe("http://127.0.0.1:8099/register/api/filemetadata");
     expect(config.trust.trustedLists?.lotlSigners).toEqual([`${root}certs/dev/qtsp/lotl-signer.pem`]);
     expect(config.trust.trustedLists?.lotl).toBe("http://127.0.0.1:8099/lotl.xml");
     expect(config.revocation.crl.cacheDir).toBe(`${root}var/crl-cache`);

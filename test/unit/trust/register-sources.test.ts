@@ -354,11 +354,19 @@ describe("HTTP register source (a real server on loopback)", () => {
       const p = publisher();
       const zip = zipOf(2);
       p.publish(zip, "a.zip", { sha256_hash: "ab".repeat(32) });
-      const { layer, source } = sourceOf(p.url);
+      const { reg, layer, source } = sourceOf(p.url);
       await source.refresh();
       await source.refresh();
       expect(p.requests("/files/a.zip")).toHaveLength(2);
       expect(layer.stats).toMatchObject({ entries: 0, failures: 2, lastSuccess: undefined });
+      // Never loaded: stale, and a stale register source fails readiness, as the URL form's does.
+      const status = () => new RegisterTrustSource(reg, [source]).status();
+      expect(status().find((st) => st.source === `eba: ${p.url}`)).toMatchObject({
+        stale: true,
+        failsReadiness: true,
+        lastError: expect.stringContaining("SHA-256 check failed"),
+      });
+      expect(status()[1]!.held).toBeUndefined();
       p.publish(zip, "a.zip");
       await source.refresh();
       expect(layer.stats).toMatchObject({ entries: 2, failures: 2 });
