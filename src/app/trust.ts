@@ -16,6 +16,7 @@ import {
   createRegisterSource,
   FileRegisterSource,
   HttpRegisterSource,
+  MetadataRegisterSource,
   type RegisterSource,
   RegisterTrustSource,
 } from "../trust/register-sources.js";
@@ -229,7 +230,11 @@ function registerSourcesOf(
         {
           name: s.name,
           format: s.format,
-          ...(s.file ? { file: s.file, pollMs: Math.min(pollMs, FILE_POLL_MS) } : { url: s.url!, pollMs }),
+          ...(s.file
+            ? { file: s.file, pollMs: Math.min(pollMs, FILE_POLL_MS) }
+            : s.metadata
+              ? { metadata: s.metadata, pollMs }
+              : { url: s.url!, pollMs }),
         },
         register,
         log,
@@ -242,6 +247,7 @@ function registerSourcesOf(
       ? [new FileRegisterSource(r.file, register, Math.min(pollMs, FILE_POLL_MS), log, options)]
       : []),
     ...(r.url ? [new HttpRegisterSource(r.url, register, pollMs, log, options)] : []),
+    ...(r.metadata ? [new MetadataRegisterSource(r.metadata, register, pollMs, log, options)] : []),
   ];
 }
 

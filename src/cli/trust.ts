@@ -109,6 +109,7 @@ export function renderTrustStatus(report: TrustReport, now: number): string {
   const blocks = ordered.map((s) => {
     const state = s.stale ? "STALE" : s.lastError ? "failing (last copy fresh)" : "fresh";
     const lines = [`${s.kind.padEnd(12)} ${state.padEnd(6)} ${s.source}`];
+    if (s.held) lines.push(`${INDENT}holds ${s.held}`);
     if (s.crl) lines.push(...crlLines(s, s.crl, now));
     const nextUpdate = s.crl
       ? ""

@@ -360,6 +360,18 @@ export const revocation = z
 
 const registerFormat = z.enum(["auto", "json", "eba-json", "eba-zip"]).default("auto");
 
+/**
+ * The EBA's file metadata URL (https://euclid.eba.europa.eu/register/api/filemetadata): it names
+ * the current ZIP of the register with its size and SHA-256, which are checked.
+ */
+const registerMetadata = z.url({ protocol: /^https?$/ }).optional();
+
+/** A metadata URL names the EBA's ZIP: no other format may be said for it. */
+const metadataFormatMessage =
+  "a register source given by `metadata` is the EBA's ZIP: leave `format` out (or say eba-zip)";
+const formatFitsMetadata = (s: { metadata?: string | undefined; format: string }) =>
+  s.metadata === undefined || s.format === "auto" || s.format === "eba-zip";
+
 /** One register source: a layer of its own, with its own freshness. */
 const registerSource = z
   .object({
@@ -367,6 +379,7 @@ const registerSource = z
     name: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "lower-case letters, digits and '-'"),
     file: path.optional(),
     url: z.url({ protocol: /^https?$/ }).optional(),
+    metadata: registerMetadata,
     /** `json`: our own format; `eba-json`/`eba-zip`: the EBA PSD2 register; `auto` tells them apart. */
     format: registerFormat,
     pollSeconds: seconds(300),
@@ -374,13 +387,18 @@ const registerSource = z
     maxAgeSeconds: seconds(24 * 3600),
   })
   .strict()
-  .refine((s) => (s.file === undefined) !== (s.url === undefined), "give exactly one of file and url");
+  .refine(
+    (s) => [s.file, s.url, s.metadata].filter((w) => w !== undefined).length === 1,
+    "give exactly one of file, url and metadata",
+  )
+  .refine(formatFitsMetadata, metadataFormatMessage);
 
 const register = z
   .object({
-    /** The simple form: one source (file, URL or both feeding one copy). */
+    /** The simple form: one source (file, URL or both feeding one copy; or the EBA's metadata URL alone). */
     file: path.optional(),
     url: z.url({ protocol: /^https?$/ }).optional(),
+    metadata: registerMetadata,
     format: registerFormat,
     pollSeconds: seconds(300),
     /** Older than this, the copy is stale and requests fail closed. */
@@ -401,9 +419,15 @@ const register = z
   })
   .strict()
   .refine(
-    (r) => (r.sources !== undefined) !== (r.file !== undefined || r.url !== undefined),
-    "give register.file and/or register.url, or register.sources (not both)",
+    (r) =>
+      (r.sources !== undefined) !== (r.file !== undefined || r.url !== undefined || r.metadata !== undefined),
+    "give register.file and/or register.url, register.metadata, or register.sources (one of these forms)",
   )
+  .refine(
+    (r) => r.metadata === undefined || (r.file === undefined && r.url === undefined),
+    "register.metadata names the EBA's current file itself: give it without register.file and register.url",
+  )
+  .refine(formatFitsMetadata, metadataFormatMessage)
   .refine(
     (r) => new Set(r.sources?.map((s) => s.name)).size === (r.sources?.length ?? 0),
     "register.sources need distinct names",

@@ -1,13 +1,15 @@
 /**
  * The demo QTSP of the development PKI, on loopback: the CRLs at their distribution points (the
  * issuing CA's, the root's listing the revoked intermediate, the revoked CA's), an OCSP responder answering from the PKI's status.json, and every other file the PKI
- * wrote to qtsp/ (trusted lists, the EBA-format register) by name. `npm start` runs it so the
- * whole live-trust path works offline.
+ * wrote to qtsp/ (trusted lists, the EBA-format register) by name, and the EBA register's file
+ * metadata describing that register's ZIP (computed per request from the file's bytes, as the
+ * EBA's /register/api/filemetadata). `npm start` runs it so the whole live-trust path works offline.
  */
 
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { extname, join } from "node:path";
 import { type QtspDocument, type QtspServer, startQtspServer } from "../qtsp/server.js";
+import { ebaFileMetadata } from "./eba-register.js";
 import { QTSP_PATHS } from "./pki.js";
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -40,7 +42,7 @@ export async function startDemoQtsp(options: {
   documents.set(QTSP_PATHS.caIssuers, documents.get("/demo-issuing-ca.cer")!);
   documents.set(QTSP_PATHS.rootCrl, documents.get("/demo-root-ca.crl")!);
   documents.set(QTSP_PATHS.revokedCaCrl, documents.get("/demo-revoked-ca.crl")!);
-  return startQtspServer({
+  const server = await startQtspServer({
     host: options.host,
     port: options.port,
     ca: {
@@ -54,4 +56,20 @@ export async function startDemoQtsp(options: {
     },
     documents,
   });
+  const zip = join(qtspDir, EBA_ZIP);
+  server.setDocument(QTSP_PATHS.ebaMetadata, {
+    contentType: "application/json",
+    body: () =>
+      Buffer.from(
+        ebaFileMetadata(readFileSync(zip), {
+          context: `${server.url}/`,
+          relativePath: EBA_ZIP,
+          madeAt: statSync(zip).mtime,
+        }),
+      ),
+  });
+  return server;
 }
+
+/** The EBA-format register the dev PKI writes (pki.ts), served at `/${EBA_ZIP}`. */
+const EBA_ZIP = "eba-register.zip";

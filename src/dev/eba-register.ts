@@ -4,6 +4,7 @@
  * (trust/formats/eba-register.ts) gives the same organizationIdentifiers, roles, countries and withdrawals.
  */
 
+import { createHash } from "node:crypto";
 import { strToU8, zipSync } from "fflate";
 import { type Psd2Role, parsePsdOrganizationIdentifier } from "../eidas/index.js";
 
@@ -65,7 +66,45 @@ export function ebaRegisterDocument(tpps: readonly DevEbaTpp[]): unknown[][] {
   return [[{ Version: "dev", Generated: "psd2-gateway dev PKI" }], entities];
 }
 
-/** The document zipped the way the EBA publishes it: one JSON file. */
-export function ebaRegisterZip(document: unknown, fileName = "eba-psd2-register.json"): Uint8Array {
-  return zipSync({ [fileName]: strToU8(JSON.stringify(document)) }, { level: 6 });
+/**
+ * The document zipped the way the EBA publishes it: the JSON file and, unless `sidecar` is false, a
+ * SHA-256 sidecar of it (`<name>.sha256`, as `sha256sum` writes it).
+ */
+export function ebaRegisterZip(
+  document: unknown,
+  fileName = "eba-psd2-register.json",
+  options: { readonly sidecar?: boolean } = {},
+): Uint8Array {
+  const json = strToU8(JSON.stringify(document));
+  const sidecar =
+    options.sidecar === false ? {} : { [`${fileName}.sha256`]: strToU8(`${sha256Hex(json)}  ${fileName}\n`) };
+  return zipSync({ [fileName]: json, ...sidecar }, { level: 6 });
+}
+
+/**
+ * The EBA's file metadata (what `GET /register/api/filemetadata` answers) for a ZIP published at
+ * `context` + `relativePath`: its size and SHA-256 computed from the bytes, `madeAt` in the EBA's
+ * way of writing it (`Mon Aug 24 16:00:29 UTC 2026`).
+ */
+export function ebaFileMetadata(
+  zip: Uint8Array,
+  where: { readonly context: string; readonly relativePath: string; readonly madeAt: Date },
+): string {
+  return JSON.stringify({
+    latest_version_relative_zip_path: where.relativePath,
+    latest_version_relative_zip_size: String(zip.length),
+    sha256_hash: sha256Hex(zip),
+    timestamp: ebaTimestamp(where.madeAt),
+    golden_copy_path_context: where.context,
+  });
+}
+
+function ebaTimestamp(date: Date): string {
+  // toUTCString: "Mon, 24 Aug 2026 16:00:29 GMT".
+  const [weekday, day, month, year, time] = date.toUTCString().split(" ");
+  return `${weekday!.slice(0, 3)} ${month} ${day} ${time} UTC ${year}`;
+}
+
+function sha256Hex(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
 }

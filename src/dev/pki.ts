@@ -161,6 +161,8 @@ export const QTSP_PATHS = {
   revokedCaCrl: "/crl/demo-revoked-ca.crl",
   ocsp: "/ocsp",
   caIssuers: "/ca/demo-issuing-ca.cer",
+  /** The EBA-format register's file metadata, at the path the EBA answers it on. */
+  ebaMetadata: "/register/api/filemetadata",
 } as const;
 
 async function issue(options: IssueOptions): Promise<IssuedCertificate> {

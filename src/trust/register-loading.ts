@@ -65,6 +65,7 @@ export async function loadRegister(
     ...(options.maxUncompressedBytes !== undefined
       ? { maxUncompressedBytes: options.maxUncompressedBytes }
       : {}),
+    ...(options.sha256 !== undefined ? { sha256: options.sha256 } : {}),
   };
   if (!isZip(bytes) && bytes.length < (options.inlineBelowBytes ?? DEFAULT_INLINE_BELOW)) {
     const decoded = decodeRegister(bytes, decode);

@@ -1,7 +1,9 @@
 /**
- * Where a register layer comes from: a file (reloaded when it changes) or an HTTP(S) URL polled
- * with If-None-Match / If-Modified-Since. Either holds our JSON, the EBA's JSON or the EBA's ZIP
- * (`format`, or told apart by content); decoding runs off the event loop (register-loading.ts).
+ * Where a register layer comes from: a file (reloaded when it changes), an HTTP(S) URL polled
+ * with If-None-Match / If-Modified-Since, or the EBA's metadata URL, which names the current ZIP
+ * with its size and SHA-256 (MetadataRegisterSource). A file or URL holds our JSON, the EBA's JSON
+ * or the EBA's ZIP (`format`, or told apart by content); decoding runs off the event loop
+ * (register-loading.ts).
  *
  * Polling is jittered (±10 %) so that a fleet of gateways does not hit the publisher in step;
  * after a failure the next try comes sooner and backs off exponentially, up to the poll interval.
@@ -11,7 +13,12 @@
 
 import { readFile, stat } from "node:fs/promises";
 import type { RegisterSink, TppRegister } from "../eidas/index.js";
-import { fetchDocument } from "./http-fetch.js";
+import {
+  type EbaFileMetadata,
+  MAX_METADATA_BYTES,
+  parseEbaFileMetadata,
+} from "./formats/eba-file-metadata.js";
+import { fetchDocument, type Validators } from "./http-fetch.js";
 import { type LoadRegisterOptions, loadRegister, type RegisterFormat } from "./register-loading.js";
 import type { TrustSource } from "./source.js";
 import type { TrustSourceStatus } from "./source-status.js";
@@ -22,6 +29,10 @@ export interface RegisterSource {
   start(): void;
   stop(): void;
   readonly description: string;
+  /** The layer it fills. */
+  readonly name?: string | undefined;
+  /** The copy held, where the description alone does not say it (the file a metadata URL named). */
+  readonly held?: string | undefined;
 }
 
 export type RegisterLog = (message: string, error?: boolean) => void;
@@ -78,6 +89,10 @@ type Fetched =
       readonly bytes: Uint8Array;
       readonly commit: () => void;
       readonly info?: { etag?: string; lastModified?: string };
+      /** The SHA-256 (hex) the publisher declared for the bytes; the loader refuses others. */
+      readonly sha256?: string;
+      /** What was fetched, for the log line, when the description does not say it. */
+      readonly copy?: string;
     };
 
 abstract class PollingSource implements RegisterSource {
@@ -86,7 +101,7 @@ abstract class PollingSource implements RegisterSource {
   private inFlight: Promise<void> | undefined;
   private consecutiveFailures = 0;
   abstract readonly description: string;
-  protected readonly name: string | undefined;
+  readonly name: string | undefined;
 
   constructor(
     protected readonly sink: RegisterSink,
@@ -118,11 +133,12 @@ abstract class PollingSource implements RegisterSource {
           ...this.options.load,
           ...(this.options.format ? { format: this.options.format } : {}),
           ...(this.name !== undefined ? { source: this.name } : {}),
+          ...(fetched.sha256 !== undefined ? { sha256: fetched.sha256 } : {}),
         });
         this.sink.replace(loaded.entries, this.description, { ...fetched.info, skipped: loaded.skipped });
         fetched.commit();
         this.log(
-          `register${this.name ? ` '${this.name}'` : ""} loaded from ${this.description}: ${loaded.entries.size} TPPs${loaded.skipped ? `, ${loaded.skipped} entities skipped ${JSON.stringify(loaded.skippedByReason)}` : ""}`,
+          `register${this.name ? ` '${this.name}'` : ""} loaded from ${this.description}${fetched.copy ? ` (${fetched.copy})` : ""}: ${loaded.entries.size} TPPs${loaded.skipped ? `, ${loaded.skipped} entities skipped ${JSON.stringify(loaded.skippedByReason)}` : ""}`,
         );
       }
       this.consecutiveFailures = 0;
@@ -236,24 +252,147 @@ export class HttpRegisterSource extends PollingSource {
   }
 }
 
-export interface RegisterSourceConfig extends HttpRegisterSourceOptions {
+export interface MetadataRegisterSourceOptions extends HttpRegisterSourceOptions {
+  /** A larger metadata answer is refused (default 64 KiB; the EBA's is a few hundred bytes). */
+  readonly maxMetadataBytes?: number;
+}
+
+/**
+ * The EBA register by its metadata URL. Each poll asks for the metadata (conditionally); the ZIP
+ * it names is downloaded only when it is another file than the one held (another URL, size or
+ * SHA-256) or the last load failed. The ZIP must have the declared size and SHA-256 (and its
+ * JSON the SHA-256 of a sidecar beside it: register-worker.ts) or it is refused and the copy held
+ * stays. The metric label is the metadata URL (configured, bounded); the file held is `held`.
+ */
+export class MetadataRegisterSource extends PollingSource {
+  readonly description: string;
+  /** The last metadata read, answered for by a 304 to the next request. */
+  private metadata: EbaFileMetadata | undefined;
+  private metadataValidators: Validators = {};
+  private loaded: EbaFileMetadata | undefined;
+
+  constructor(
+    private readonly url: string,
+    sink: RegisterSink,
+    pollMs: number,
+    log: RegisterLog = () => {},
+    options: MetadataRegisterSourceOptions = {},
+  ) {
+    // The metadata names the EBA's ZIP and nothing else.
+    super(sink, pollMs, log, { ...options, format: "eba-zip" });
+    this.description = withoutCredentials(url);
+    sink.describe?.(this.description);
+  }
+
+  get held(): string | undefined {
+    return this.loaded && describeFile(this.loaded);
+  }
+
+  protected async fetch(): Promise<Fetched> {
+    const options = this.options as MetadataRegisterSourceOptions;
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    const metadata = await this.currentMetadata(options, timeoutMs);
+    const loaded = this.loaded;
+    if (
+      loaded &&
+      loaded.fileUrl === metadata.fileUrl &&
+      loaded.sha256 === metadata.sha256 &&
+      loaded.size === metadata.size
+    )
+      return { unchanged: true };
+    const max = options.maxBytes ?? DEFAULT_MAX_REGISTER_BYTES;
+    if (metadata.size > max)
+      throw new Error(`the metadata declares a file of ${metadata.size} bytes, more than the ${max} allowed`);
+    const fileUrl = new URL(metadata.fileUrl);
+    if (new URL(this.url).protocol === "https:" && fileUrl.protocol !== "https:")
+      throw new Error(`the metadata (read over https) names a file over ${fileUrl.protocol}; refused`);
+    const file = describeFile(metadata);
+    let result: Awaited<ReturnType<typeof fetchDocument>>;
+    try {
+      result = await fetchDocument(metadata.fileUrl, {
+        timeoutMs,
+        totalTimeoutMs: options.totalTimeoutMs ?? 600_000,
+        maxBytes: max,
+        accept: "application/zip, */*;q=0.5",
+      });
+    } catch (error) {
+      throw new Error(`file ${file}: ${(error as Error).message}`);
+    }
+    if (result.status === "not-modified") throw new Error(`file ${file}: HTTP 304 to a plain GET`);
+    if (result.body.byteLength !== metadata.size)
+      throw new Error(
+        `size check failed: file ${file} is ${result.body.byteLength} bytes, the metadata declares ${metadata.size}`,
+      );
+    return {
+      unchanged: false,
+      bytes: new Uint8Array(result.body.buffer, result.body.byteOffset, result.body.byteLength),
+      sha256: metadata.sha256,
+      copy: file,
+      commit: () => {
+        this.loaded = metadata;
+      },
+    };
+  }
+
+  /** The metadata as the publisher answers it now; a 304 stands for the last one read. */
+  private async currentMetadata(
+    options: MetadataRegisterSourceOptions,
+    timeoutMs: number,
+  ): Promise<EbaFileMetadata> {
+    let result: Awaited<ReturnType<typeof fetchDocument>>;
+    try {
+      result = await fetchDocument(this.url, {
+        timeoutMs,
+        maxBytes: options.maxMetadataBytes ?? MAX_METADATA_BYTES,
+        accept: "application/json",
+        validators: this.metadataValidators,
+      });
+    } catch (error) {
+      throw new Error(`metadata ${this.description}: ${(error as Error).message}`);
+    }
+    if (result.status === "not-modified") {
+      if (!this.metadata) throw new Error(`metadata ${this.description}: HTTP 304 with none read yet`);
+      return this.metadata;
+    }
+    const metadata = parseEbaFileMetadata(result.body);
+    // Kept whether or not the file then loads: a 304 next time still says which file is current.
+    this.metadata = metadata;
+    this.metadataValidators = {
+      ...(result.etag ? { etag: result.etag } : {}),
+      ...(result.lastModified ? { lastModified: result.lastModified } : {}),
+    };
+    return metadata;
+  }
+}
+
+/** The file a metadata answer names, fit for logs and status: URL without credentials, and when it was made. */
+function describeFile(metadata: EbaFileMetadata): string {
+  return `${withoutCredentials(metadata.fileUrl)} of ${metadata.timestamp}`;
+}
+
+export interface RegisterSourceConfig extends MetadataRegisterSourceOptions {
   /** The register layer this source fills (see TppRegister's `sources`). */
   readonly name: string;
   readonly file?: string;
   readonly url?: string;
+  /** The EBA's metadata URL, which names the current ZIP. */
+  readonly metadata?: string;
   readonly pollMs: number;
 }
 
-/** The source for one configured layer: a file or a URL (exactly one). */
+/** The source for one configured layer: a file, a URL or an EBA metadata URL (exactly one). */
 export function createRegisterSource(
   config: RegisterSourceConfig,
   register: TppRegister,
   log: RegisterLog = () => {},
 ): RegisterSource {
   const layer = register.layer(config.name);
-  if ((config.file === undefined) === (config.url === undefined)) {
-    throw new Error(`register source '${config.name}' needs exactly one of file and url`);
+  const given = [config.file, config.url, config.metadata].filter((w) => w !== undefined).length;
+  if (given !== 1) {
+    throw new Error(`register source '${config.name}' needs exactly one of file, url and metadata`);
   }
+  if (config.metadata !== undefined)
+    return new MetadataRegisterSource(config.metadata, layer, config.pollMs, log, config);
   return config.file !== undefined
     ? new FileRegisterSource(config.file, layer, config.pollMs, log, config)
     : new HttpRegisterSource(config.url!, layer, config.pollMs, log, config);
@@ -281,16 +420,22 @@ export class RegisterTrustSource implements TrustSource {
   }
 
   status(): TrustSourceStatus[] {
-    return this.register.stats.sources.map((s) => ({
-      kind: "register" as const,
-      source: `${s.name}: ${s.description ?? "not loaded"}`,
-      lastSuccess: s.lastSuccess,
-      failures: s.failures,
-      ...(s.lastError ? { lastError: s.lastError } : {}),
-      size: s.entries,
-      stale: !s.fresh,
-      failsReadiness: true,
-    }));
+    return this.register.stats.sources.map((s) => {
+      const held = this.sources.flatMap((source) =>
+        source.name === s.name && source.held !== undefined ? [source.held] : [],
+      );
+      return {
+        kind: "register" as const,
+        source: `${s.name}: ${s.description ?? "not loaded"}`,
+        ...(held.length > 0 ? { held: held.join(", ") } : {}),
+        lastSuccess: s.lastSuccess,
+        failures: s.failures,
+        ...(s.lastError ? { lastError: s.lastError } : {}),
+        size: s.entries,
+        stale: !s.fresh,
+        failsReadiness: true,
+      };
+    });
   }
 
   stop(): void {

@@ -8,6 +8,7 @@
  * a thread.
  */
 
+import { createHash } from "node:crypto";
 import { parentPort, workerData } from "node:worker_threads";
 import { unzipSync } from "fflate";
 import type { RegisterEntry } from "../eidas/index.js";
@@ -36,6 +37,8 @@ export interface DecodeOptions {
   readonly source?: string;
   /** A ZIP entry announcing more than this is refused before it is inflated (zip bombs). */
   readonly maxUncompressedBytes?: number;
+  /** The SHA-256 (hex) the publisher declared for the bytes: checked before anything is decoded. */
+  readonly sha256?: string;
 }
 
 export const DEFAULT_MAX_UNCOMPRESSED_BYTES = 1024 * 1024 * 1024;
@@ -49,6 +52,13 @@ export function isZip(bytes: Uint8Array): boolean {
 /** Bytes to register entries; throws (with a message for the operator) when the whole file is unusable. */
 export function decodeRegister(bytes: Uint8Array, options: DecodeOptions = {}): DecodedRegister {
   const format = options.format ?? "auto";
+  if (options.sha256 !== undefined) {
+    const actual = sha256Hex(bytes);
+    if (actual !== options.sha256.toLowerCase())
+      throw new Error(
+        `SHA-256 check failed: the file hashes to ${actual}, its publisher declared ${options.sha256.toLowerCase()}`,
+      );
+  }
   const zipped = isZip(bytes);
   if (format === "eba-zip" && !zipped) throw new Error("register is not a ZIP file (format eba-zip)");
   const json = zipped
@@ -81,14 +91,22 @@ export function decodeRegister(bytes: Uint8Array, options: DecodeOptions = {}): 
   };
 }
 
-/** The EBA ZIP holds one JSON file; if there are several, the largest is the register. */
+/**
+ * The EBA ZIP holds one JSON file; if there are several, the largest is the register. The EBA has
+ * been seen to put a SHA-256 sidecar of the JSON beside it; its name is not documented, so a
+ * `.sha256` entry is taken as the JSON's when it is named after it (`x.json.sha256`, `x.sha256`)
+ * or when it is the only sidecar beside the only JSON. Such a sidecar must start with the JSON's
+ * SHA-256 in hex (as `sha256sum` writes it): anything else refuses the file.
+ */
 function jsonFromZip(bytes: Uint8Array, maxUncompressedBytes: number): Uint8Array {
   let tooLarge: string | undefined;
   let files: Record<string, Uint8Array>;
   try {
     files = unzipSync(bytes, {
       filter: (file) => {
-        if (!file.name.toLowerCase().endsWith(".json")) return false;
+        const name = file.name.toLowerCase();
+        if (name.endsWith(SIDECAR)) return file.originalSize <= MAX_SIDECAR_BYTES;
+        if (!name.endsWith(".json")) return false;
         if (file.originalSize > maxUncompressedBytes) {
           tooLarge = `${file.name} inflates to ${file.originalSize} bytes, more than the ${maxUncompressedBytes} allowed`;
           return false;
@@ -99,9 +117,47 @@ function jsonFromZip(bytes: Uint8Array, maxUncompressedBytes: number): Uint8Arra
   } catch (error) {
     throw new Error(`register ZIP is unreadable: ${(error as Error).message}`);
   }
-  const largest = Object.values(files).sort((a, b) => b.length - a.length)[0];
+  const entries = Object.entries(files);
+  const jsons = entries.filter(([name]) => name.toLowerCase().endsWith(".json"));
+  const sidecars = entries.filter(([name]) => name.toLowerCase().endsWith(SIDECAR));
+  const largest = jsons.sort((a, b) => b[1].length - a[1].length)[0];
   if (!largest) throw new Error(tooLarge ?? "register ZIP holds no .json file");
-  return largest;
+  const [jsonName, json] = largest;
+  const sidecar = sidecarOf(jsonName, sidecars, jsons.length);
+  if (sidecar) checkSidecar(jsonName, json, sidecar[0], sidecar[1]);
+  return json;
+}
+
+const SIDECAR = ".sha256";
+/** A hash, a file name and a newline: a few hundred bytes at most. */
+const MAX_SIDECAR_BYTES = 4096;
+
+function sidecarOf(
+  jsonName: string,
+  sidecars: readonly [string, Uint8Array][],
+  jsonCount: number,
+): [string, Uint8Array] | undefined {
+  const lower = jsonName.toLowerCase();
+  const named = sidecars.find(([name]) => {
+    const n = name.toLowerCase();
+    return n === `${lower}${SIDECAR}` || n === `${lower.slice(0, -".json".length)}${SIDECAR}`;
+  });
+  if (named) return named;
+  return sidecars.length === 1 && jsonCount === 1 ? sidecars[0] : undefined;
+}
+
+function checkSidecar(jsonName: string, json: Uint8Array, sidecarName: string, sidecar: Uint8Array): void {
+  const declared = /^\s*([0-9a-fA-F]{64})(?![0-9a-fA-F])/.exec(new TextDecoder().decode(sidecar))?.[1];
+  if (!declared) throw new Error(`${sidecarName} in the register ZIP does not start with a SHA-256 in hex`);
+  const actual = sha256Hex(json);
+  if (actual !== declared.toLowerCase())
+    throw new Error(
+      `SHA-256 check failed: ${jsonName} hashes to ${actual}, its sidecar ${sidecarName} says ${declared.toLowerCase()}`,
+    );
+}
+
+function sha256Hex(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
 }
 
 /** What the worker posts back. `lines` is transferred. */

@@ -28,6 +28,11 @@ export interface TrustSourceStatus {
   readonly stale: boolean;
   /** A stale source fails every request (register, trusted lists), not only some certificates. */
   readonly failsReadiness: boolean;
+  /**
+   * The copy held, where `source` alone does not say it: the file an EBA metadata URL named, and
+   * when it was made. Not a metric label (it changes with each file).
+   */
+  readonly held?: string;
   /** CRLs only: where the list comes from and, once one is held, what it says of itself. */
   readonly crl?: CrlDetails;
 }

@@ -1,15 +1,19 @@
 /**
  * The trust sources as the gateway starts them from a config (startTrust): in order, reported
  * together, reloaded all or nothing, and a start that fails closes what had started. Real files
- * from the dev PKI; nothing is fetched (no CRL URLs configured, no certificate checked).
+ * from the dev PKI; nothing is fetched (no CRL URLs configured, no certificate checked) but the
+ * register by the EBA's metadata URL, from a server on loopback.
  */
 
 import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startTrust, type Trust } from "../../../src/app/trust.js";
 import { validateConfig } from "../../../src/config/load.js";
+import { ebaFileMetadata, ebaRegisterDocument, ebaRegisterZip } from "../../../src/dev/eba-register.js";
 import { type DevPki, generateDevPki } from "../../../src/dev/pki.js";
 import { createLogger } from "../../../src/observability/logger.js";
 
@@ -26,12 +30,12 @@ afterEach(() => {
   trust = undefined;
 });
 
-function configWith(trustSection: Record<string, unknown>) {
+function configWith(trustSection: Record<string, unknown>, register?: Record<string, unknown>) {
   return validateConfig({
     listen: { host: "127.0.0.1", port: 0 },
     backend: { url: "http://127.0.0.1:9" },
     trust: trustSection,
-    register: { file: pki.paths.register },
+    register: register ?? { file: pki.paths.register },
     log: { level: "silent" },
     admin: { enabled: false },
   });
@@ -90,5 +94,52 @@ describe("startTrust", () => {
         { logger, now: Date.now, onChange: () => {} },
       ),
     ).rejects.toThrow(`trust.trustedLists.lotlSigners: no certificate in ${noCertificate}`);
+  });
+});
+
+describe("a register source by the EBA's metadata URL", () => {
+  let server: Server;
+  let base = "";
+  beforeAll(async () => {
+    const zip = ebaRegisterZip(
+      ebaRegisterDocument([{ organizationId: pki.tppA.organizationId, name: "A", roles: ["PSP_AI"] }]),
+    );
+    server = createServer((req, res) => {
+      if (req.url === "/api/filemetadata")
+        return void res.end(
+          ebaFileMetadata(zip, { context: `${base}/files/`, relativePath: "r.zip", madeAt: new Date(0) }),
+        );
+      if (req.url === "/files/r.zip") return void res.end(zip);
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return () => new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it.each([
+    {
+      name: "the simple form",
+      register: () => ({ metadata: `${base}/api/filemetadata` }),
+      layer: "register",
+    },
+    {
+      name: "a source",
+      register: () => ({ sources: [{ name: "eba", metadata: `${base}/api/filemetadata` }] }),
+      layer: "eba",
+    },
+  ])("loads the file the metadata names at start: $name", async ({ register, layer }) => {
+    trust = await startTrust(configWith({ caDir: pki.paths.trustDir }, register()), {
+      logger,
+      now: Date.now,
+      onChange: () => {},
+    });
+    expect(trust.register.isFresh()).toBe(true);
+    expect(trust.statuses().find((s) => s.kind === "register")).toMatchObject({
+      source: `${layer}: ${base}/api/filemetadata`,
+      held: `${base}/files/r.zip of Thu Jan 01 00:00:00 UTC 1970`,
+      size: 1,
+      stale: false,
+    });
   });
 });

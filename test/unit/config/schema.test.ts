@@ -88,14 +88,14 @@ describe("configuration validation", () => {
   it("needs a URL for the redis store and a register source", () => {
     expect(() => validateConfig({ ...BASE, store: { type: "redis" } })).toThrow("store.url");
     expect(() => validateConfig({ trust: { caDir: "/t" }, register: {} })).toThrow(
-      "give register.file and/or register.url, or register.sources",
+      "give register.file and/or register.url, register.metadata, or register.sources",
     );
     expect(() => validateConfig({ ...BASE, trust: {} })).toThrow(
       "give trust.caDir, trust.trustedLists or both",
     );
     expect(() =>
       validateConfig({ ...BASE, register: { file: "/r", sources: [{ name: "eba", file: "/e" }] } }),
-    ).toThrow("not both");
+    ).toThrow("one of these forms");
     expect(() =>
       validateConfig({
         ...BASE,
@@ -107,6 +107,55 @@ describe("configuration validation", () => {
         },
       }),
     ).toThrow("distinct names");
+  });
+});
+
+describe("a register source by the EBA's metadata URL", () => {
+  const METADATA = "https://euclid.eba.europa.eu/register/api/filemetadata";
+  const withRegister = (register: unknown) => validateConfig({ trust: { caDir: "/t" }, register });
+
+  it.each([
+    { name: "the simple form", register: { metadata: METADATA } },
+    { name: "the simple form, format eba-zip", register: { metadata: METADATA, format: "eba-zip" } },
+    { name: "a source", register: { sources: [{ name: "eba", metadata: METADATA }] } },
+  ])("accepts $name", ({ register }) => {
+    const config = withRegister(register);
+    expect(config.register.metadata ?? config.register.sources?.[0]?.metadata).toBe(METADATA);
+  });
+
+  it.each([
+    {
+      name: "metadata beside a file",
+      register: { metadata: METADATA, file: "/r.json" },
+      error: "register.metadata names the EBA's current file itself",
+    },
+    {
+      name: "metadata beside a url",
+      register: { metadata: METADATA, url: "https://r.example/r.zip" },
+      error: "without register.file and register.url",
+    },
+    {
+      name: "metadata with format json",
+      register: { metadata: METADATA, format: "json" },
+      error: "a register source given by `metadata` is the EBA's ZIP",
+    },
+    {
+      name: "a source with metadata and a url",
+      register: { sources: [{ name: "eba", metadata: METADATA, url: "https://r.example/r.zip" }] },
+      error: "give exactly one of file, url and metadata",
+    },
+    {
+      name: "a source with metadata and format eba-json",
+      register: { sources: [{ name: "eba", metadata: METADATA, format: "eba-json" }] },
+      error: "leave `format` out (or say eba-zip)",
+    },
+    {
+      name: "a metadata URL that is not http(s)",
+      register: { metadata: "ftp://euclid.eba.europa.eu/filemetadata" },
+      error: "register.metadata",
+    },
+  ])("refuses $name", ({ register, error }) => {
+    expect(() => withRegister(register)).toThrow(error);
   });
 });
 
@@ -208,6 +257,7 @@ describe("the shipped configuration files", () => {
     expect(config.store.snapshotFile).toBe(`${root}var/limits-snapshot.json`);
     expect(config.trust.caDir).toBe(`${root}certs/dev/trust`);
     expect(config.register.sources?.[0]?.file).toBe(`${root}certs/dev/register-overrides.json`);
+    expect(config.register.sources?.[1]?.metadata).toBe("http://127.0.0.1:8099/register/api/filemetadata");
     expect(config.trust.trustedLists?.lotlSigners).toEqual([`${root}certs/dev/qtsp/lotl-signer.pem`]);
     expect(config.trust.trustedLists?.lotl).toBe("http://127.0.0.1:8099/lotl.xml");
     expect(config.revocation.crl.cacheDir).toBe(`${root}var/crl-cache`);

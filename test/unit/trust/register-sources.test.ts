@@ -1,7 +1,7 @@
 /**
  * Register sources against real files and a real HTTP server on loopback: conditional requests
- * (ETag and Last-Modified), failures that keep the last good copy, size caps, EBA ZIPs, and the
- * poll schedule (jitter, back-off).
+ * (ETag and Last-Modified), failures that keep the last good copy, size caps, EBA ZIPs, the EBA's
+ * metadata URL (the file it names, its size and SHA-256), and the poll schedule (jitter, back-off).
  */
 
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -9,11 +9,12 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { strToU8, zipSync } from "fflate";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ebaRegisterDocument, ebaRegisterZip } from "../../../src/dev/eba-register.js";
+import { ebaFileMetadata, ebaRegisterDocument, ebaRegisterZip } from "../../../src/dev/eba-register.js";
 import { TppRegister } from "../../../src/eidas/index.js";
 import { isRejection } from "../../../src/errors.js";
-import { createRegisterSource, pollDelay } from "../../../src/trust/register-sources.js";
+import { createRegisterSource, pollDelay, RegisterTrustSource } from "../../../src/trust/register-sources.js";
 
 const ours = (ids: string[]) =>
   JSON.stringify({
@@ -191,6 +192,187 @@ describe("HTTP register source (a real server on loopback)", () => {
     expect(String(lastSeen("/eba.zip").accept)).toContain("application/zip");
   });
 
+  describe("by the EBA's metadata URL", () => {
+    const tpp = (n: number, withdrawnOn?: string) => ({
+      organizationId: `PSDFI-FINFSA-${n}`,
+      name: `Oy ${n}`,
+      roles: ["PSP_AI" as const],
+      ...(withdrawnOn ? { withdrawnOn } : {}),
+    });
+    const zipOf = (count: number) =>
+      ebaRegisterZip(ebaRegisterDocument(Array.from({ length: count }, (_, i) => tpp(i + 1))));
+    let case_ = 0;
+    /** A fresh folder on the server per test: the metadata, and files published under it. */
+    const publisher = () => {
+      const root = `/m${++case_}`;
+      let version = 0;
+      const publish = (zip: Uint8Array, file: string, change: Record<string, string> = {}) => {
+        routes.set(`${root}/files/${file}`, { status: 200, body: zip, headers: {}, conditional: false });
+        const metadata = JSON.parse(
+          ebaFileMetadata(zip, {
+            context: `${base}${root}/files/`,
+            relativePath: file,
+            madeAt: new Date(Date.UTC(2026, 7, 24, 16, 0, version)),
+          }),
+        ) as Record<string, string>;
+        routes.set(`${root}/filemetadata`, {
+          status: 200,
+          body: JSON.stringify({ ...metadata, ...change }),
+          headers: { etag: `"${++version}"`, "content-type": "application/json" },
+          conditional: true,
+        });
+      };
+      const requests = (path: string) => seen.filter((s) => s.path === `${root}${path}`);
+      return { root, publish, requests, url: `${base}${root}/filemetadata` };
+    };
+    const sourceOf = (url: string, options: { maxBytes?: number } = {}) => {
+      const reg = register();
+      const source = createRegisterSource({ name: "eba", metadata: url, pollMs: 1000, ...options }, reg);
+      return { reg, layer: reg.layer("eba"), source };
+    };
+
+    it("loads the file the metadata names; an unchanged file is not fetched again", async () => {
+      const p = publisher();
+      const first = zipOf(2);
+      p.publish(first, "20260824/download-PSDMD-202608241600.zip");
+      const { reg, layer, source } = sourceOf(p.url);
+      await source.refresh();
+      expect(layer.stats).toMatchObject({ entries: 2, failures: 0, description: p.url });
+      expect(source.held).toBe(
+        `${base}${p.root}/files/20260824/download-PSDMD-202608241600.zip of Mon Aug 24 16:00:00 UTC 2026`,
+      );
+      expect(String(p.requests("/filemetadata")[0]!.headers.accept)).toContain("application/json");
+      // The metadata unchanged: a 304, and the ZIP is not asked for.
+      await source.refresh();
+      expect(p.requests("/filemetadata").at(-1)!.headers["if-none-match"]).toBe('"1"');
+      // New metadata (another timestamp) naming the same file: still not asked for.
+      p.publish(first, "20260824/download-PSDMD-202608241600.zip", { timestamp: "later" });
+      await source.refresh();
+      expect(p.requests("/files/20260824/download-PSDMD-202608241600.zip")).toHaveLength(1);
+      expect(layer.stats).toMatchObject({ entries: 2, failures: 0 });
+      // A new file named: fetched and loaded.
+      p.publish(zipOf(3), "20260825/download-PSDMD-202608251600.zip");
+      await source.refresh();
+      expect(layer.stats).toMatchObject({ entries: 3, failures: 0 });
+      expect(source.held).toContain("20260825/download-PSDMD-202608251600.zip");
+      // The same name republished with other bytes (another SHA-256): fetched again.
+      p.publish(zipOf(1), "20260825/download-PSDMD-202608251600.zip");
+      await source.refresh();
+      expect(layer.stats).toMatchObject({ entries: 1, failures: 0 });
+      expect(p.requests("/files/20260825/download-PSDMD-202608251600.zip")).toHaveLength(2);
+      expect(new RegisterTrustSource(reg, [source]).status()[1]).toMatchObject({
+        source: `eba: ${p.url}`,
+        held: source.held,
+        stale: false,
+      });
+    });
+
+    it.each<{
+      name: string;
+      publish: (p: ReturnType<typeof publisher>) => void;
+      error: string | RegExp;
+      maxBytes?: number;
+    }>([
+      {
+        name: "a ZIP whose SHA-256 is not the declared one",
+        publish: (p) => p.publish(zipOf(3), "b.zip", { sha256_hash: "ab".repeat(32) }),
+        error: /^SHA-256 check failed: the file hashes to [0-9a-f]{64}, its publisher declared (ab){32}$/,
+      },
+      {
+        name: "a ZIP larger than declared",
+        publish: (p) => {
+          const zip = zipOf(3);
+          p.publish(zip, "b.zip", { latest_version_relative_zip_size: String(zip.length - 1) });
+        },
+        error: /^size check failed: file .*\/b\.zip of .* is \d+ bytes, the metadata declares \d+$/,
+      },
+      {
+        name: "a ZIP smaller than declared",
+        publish: (p) => {
+          const zip = zipOf(3);
+          p.publish(zip, "b.zip", { latest_version_relative_zip_size: String(zip.length + 1) });
+        },
+        error: "size check failed",
+      },
+      {
+        name: "a declared size over maxBytes (not downloaded)",
+        publish: (p) => p.publish(zipOf(3), "b.zip", { latest_version_relative_zip_size: "999999999" }),
+        error: "the metadata declares a file of 999999999 bytes, more than the 200000 allowed",
+        maxBytes: 200_000,
+      },
+      {
+        name: "metadata without a hash",
+        publish: (p) => p.publish(zipOf(3), "b.zip", { sha256_hash: "" }),
+        error: "metadata field sha256_hash",
+      },
+      {
+        name: "metadata whose path climbs out with '..'",
+        publish: (p) => p.publish(zipOf(3), "b.zip", { latest_version_relative_zip_path: "../a.zip" }),
+        error: "metadata field latest_version_relative_zip_path: a '.' or '..' segment",
+      },
+      {
+        name: "a file that is not there",
+        publish: (p) => p.publish(zipOf(3), "b.zip", { latest_version_relative_zip_path: "gone.zip" }),
+        error: /^file .*\/gone\.zip of .*: HTTP 404$/,
+      },
+      {
+        name: "a JSON that does not match the sidecar in the ZIP",
+        publish: (p) => {
+          const json = strToU8(JSON.stringify(ebaRegisterDocument([tpp(1), tpp(2), tpp(3)])));
+          const zip = zipSync({ "r.json": json, "r.json.sha256": strToU8("cd".repeat(32)) });
+          p.publish(zip, "b.zip");
+        },
+        error:
+          /^SHA-256 check failed: r\.json hashes to [0-9a-f]{64}, its sidecar r\.json\.sha256 says (cd){32}$/,
+      },
+      {
+        name: "metadata that is a maintenance page",
+        publish: (p) =>
+          routes.set(`${p.root}/filemetadata`, {
+            status: 200,
+            body: "<html>maintenance</html>",
+            headers: {},
+            conditional: false,
+          }),
+        error: "metadata is not JSON",
+      },
+    ])("refuses $name and keeps the copy held", async ({ publish, error, maxBytes }) => {
+      const p = publisher();
+      p.publish(zipOf(2), "a.zip");
+      const { layer, source } = sourceOf(p.url, maxBytes ? { maxBytes } : {});
+      await source.refresh();
+      const held = source.held;
+      expect(held).toContain("/a.zip");
+      publish(p);
+      await source.refresh();
+      expect(layer.stats).toMatchObject({ entries: 2, failures: 1, description: p.url });
+      expect(layer.stats.lastError).toMatch(error);
+      expect(source.held).toBe(held);
+    });
+
+    it("fetches the file again after a failed load, and loads it once it checks", async () => {
+      const p = publisher();
+      const zip = zipOf(2);
+      p.publish(zip, "a.zip", { sha256_hash: "ab".repeat(32) });
+      const { reg, layer, source } = sourceOf(p.url);
+      await source.refresh();
+      await source.refresh();
+      expect(p.requests("/files/a.zip")).toHaveLength(2);
+      expect(layer.stats).toMatchObject({ entries: 0, failures: 2, lastSuccess: undefined });
+      // Never loaded: stale, and a stale register source fails readiness, as the URL form's does.
+      const status = () => new RegisterTrustSource(reg, [source]).status();
+      expect(status().find((st) => st.source === `eba: ${p.url}`)).toMatchObject({
+        stale: true,
+        failsReadiness: true,
+        lastError: expect.stringContaining("SHA-256 check failed"),
+      });
+      expect(status()[1]!.held).toBeUndefined();
+      p.publish(zip, "a.zip");
+      await source.refresh();
+      expect(layer.stats).toMatchObject({ entries: 2, failures: 2 });
+    });
+  });
+
   it("polls on its own once started, retrying sooner after a failure", async () => {
     const path = "/polled.json";
     routes.set(path, { status: 503, body: "", headers: {}, conditional: false });
@@ -234,11 +416,19 @@ describe("file register source", () => {
     expect(reg.layer("eba").stats).toMatchObject({ entries: 2, failures: 1 });
   });
 
-  it("refuses a configuration with both or neither of file and url", () => {
+  it.each([
+    { name: "neither", where: {} },
+    { name: "file and url", where: { file: "x", url: "https://r.example/r.json" } },
+    { name: "url and metadata", where: { url: "https://r.example/r.zip", metadata: "https://r.example/m" } },
+  ])("refuses a configuration with $name of file, url and metadata", ({ where }) => {
     const reg = new TppRegister({ sources: [{ name: "eba", maxAgeMs: 1 }] });
-    expect(() => createRegisterSource({ name: "eba", pollMs: 1 }, reg)).toThrow(
-      "exactly one of file and url",
+    expect(() => createRegisterSource({ name: "eba", pollMs: 1, ...where }, reg)).toThrow(
+      "exactly one of file, url and metadata",
     );
+  });
+
+  it("refuses a layer the register does not have", () => {
+    const reg = new TppRegister({ sources: [{ name: "eba", maxAgeMs: 1 }] });
     expect(() => createRegisterSource({ name: "nope", file: "x", pollMs: 1 }, reg)).toThrow(
       "no register source",
     );

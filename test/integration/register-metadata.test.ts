@@ -1,0 +1,128 @@
+/**
+ * The EBA register by its metadata URL, end to end: the demo QTSP (the one `npm start` runs, over
+ * a dev PKI whose certificates name it) serves /register/api/filemetadata describing the EBA-format
+ * ZIP it serves, computed from the file's bytes; a gateway whose register is that metadata URL
+ * accepts a registered TPP, follows a rewritten file (same name, new SHA-256) and a metadata that
+ * names a new file where the TPP is withdrawn, after the poll, and /trust names the file held.
+ */
+
+import { createHash } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDemoQtsp } from "../../src/dev/demo-qtsp.js";
+import { ebaFileMetadata, ebaRegisterDocument, ebaRegisterZip } from "../../src/dev/eba-register.js";
+import { QTSP_PATHS } from "../../src/dev/pki.js";
+import type { QtspServer } from "../../src/qtsp/server.js";
+import { parseEbaFileMetadata } from "../../src/trust/formats/eba-file-metadata.js";
+import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
+import { type CallResult, signedCall } from "../helpers/gateway-fixture.js";
+import { type QtspPki, qtspPki } from "../helpers/test-qtsp.js";
+
+let q: QtspPki;
+let qtsp: QtspServer;
+
+beforeAll(async () => {
+  q = await qtspPki();
+  qtsp = await startDemoQtsp({ pkiDir: q.pki.dir, host: "127.0.0.1", port: q.port });
+}, 60_000);
+afterAll(() => qtsp?.close());
+
+const PAYMENT = {
+  method: "POST",
+  target: "/v1/payments/sepa-credit-transfers",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify({
+    instructedAmount: { currency: "EUR", amount: "12.50" },
+    debtorAccount: { iban: "NO9386011117947" },
+    creditorAccount: { iban: "NO9386011117947" },
+    creditorName: "Merchant AS",
+  }),
+};
+
+async function until(call: () => Promise<CallResult>, done: (r: CallResult) => boolean, ms: number) {
+  const deadline = Date.now() + ms;
+  let r = await call();
+  while (!done(r) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    r = await call();
+  }
+  return r;
+}
+
+const metadataUrl = () => `${qtsp.url}${QTSP_PATHS.ebaMetadata}`;
+
+describe("the demo QTSP's EBA file metadata", () => {
+  it("names the ZIP it serves, with that ZIP's size and SHA-256", async () => {
+    const answer = await fetch(metadataUrl());
+    expect(answer.headers.get("content-type")).toBe("application/json");
+    const metadata = parseEbaFileMetadata(new Uint8Array(await answer.arrayBuffer()));
+    expect(metadata.fileUrl).toBe(`${qtsp.url}/eba-register.zip`);
+    const zip = new Uint8Array(await (await fetch(metadata.fileUrl)).arrayBuffer());
+    expect(zip.length).toBe(metadata.size);
+    expect(createHash("sha256").update(zip).digest("hex")).toBe(metadata.sha256);
+    expect(metadata.timestamp).toMatch(/^[A-Z][a-z]{2} [A-Z][a-z]{2} \d{2} \d{2}:\d{2}:\d{2} UTC \d{4}$/);
+  });
+});
+
+describe("a gateway whose register is the EBA metadata URL", () => {
+  const env = useGatewayAndBackend(() => ({
+    pki: q.pki,
+    config: {
+      // Verdicts would live five minutes: only the register's new copy can end them in time.
+      cache: { ttlSeconds: 300 },
+      register: { file: undefined, metadata: metadataUrl(), pollSeconds: 1 },
+    },
+  }));
+  const tppA = () => ({ organizationId: q.pki.tppA.organizationId, name: q.pki.tppA.name });
+  const read = () => signedCall(env.gw, { signer: q.pki.tppA.qseal, target: "/v1/accounts" });
+  const pay = () => signedCall(env.gw, { signer: q.pki.tppA.qseal, ...PAYMENT });
+  const registerStatus = async () => {
+    const report = (await (await fetch(`${env.gw.gateway.adminUrl}/trust`)).json()) as {
+      sources: { kind: string; source: string; held?: string; stale: boolean; lastError?: string }[];
+    };
+    return report.sources.find((s) => s.kind === "register")!;
+  };
+
+  it("accepts the registered TPP and says in /trust which file it holds", async () => {
+    expect((await pay()).status).toBe(200);
+    expect(await registerStatus()).toMatchObject({
+      source: `register: ${metadataUrl()}`,
+      held: expect.stringContaining(`${qtsp.url}/eba-register.zip of `),
+      stale: false,
+    });
+  });
+
+  it("follows the file rewritten on disk (same name, new SHA-256): a role taken away refuses the payment", async () => {
+    writeFileSync(
+      join(q.pki.dir, "qtsp", "eba-register.zip"),
+      ebaRegisterZip(ebaRegisterDocument([{ ...tppA(), roles: ["PSP_AI"] }])),
+    );
+    const refused = await until(pay, (r) => r.status !== 200, 10_000);
+    expect(refused.json.tppMessages?.[0]?.code, refused.text).toBe("ROLE_INVALID");
+    expect((await read()).status).toBe(200);
+  });
+
+  it("refuses the TPP once the metadata names a new file where it is withdrawn", async () => {
+    const file = "register/downloads/PSDMD/20261127/download-PSDMD-202611270400.zip";
+    const zip = ebaRegisterZip(
+      ebaRegisterDocument([{ ...tppA(), roles: ["PSP_AI"], withdrawnOn: "2026-11-26" }]),
+    );
+    qtsp.setDocument(`/${file}`, { body: zip, contentType: "application/zip" });
+    qtsp.setDocument(QTSP_PATHS.ebaMetadata, {
+      contentType: "application/json",
+      body: Buffer.from(
+        ebaFileMetadata(zip, { context: `${qtsp.url}/`, relativePath: file, madeAt: new Date() }),
+      ),
+    });
+    const refused = await until(read, (r) => r.status !== 200, 10_000);
+    expect(refused.status).toBe(400);
+    expect(refused.json.tppMessages?.[0]?.code, refused.text).toBe("CERTIFICATE_BLOCKED");
+    expect(refused.json.tppMessages?.[0]?.text).toContain("2026-11-26");
+    // Refused at the gateway: the next request does not reach the bank either.
+    const forwarded = env.backend.requests.length;
+    expect((await read()).status).toBe(400);
+    expect(env.backend.requests).toHaveLength(forwarded);
+    expect((await registerStatus()).held).toContain(`${qtsp.url}/${file} of `);
+  });
+});
