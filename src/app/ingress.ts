@@ -162,7 +162,7 @@ export async function startIngressGateway(
             trust: () => components?.trust.report() ?? { sources: [] },
             reports: () =>
               components && {
-                get: (id) => components!.reports.get(id),
+                get: async (id) => components!.reports.get(id),
                 assess: (certificate, purpose) => components!.verifier.assess(certificate, purpose),
               },
             sandboxReset: () => components?.resetSandbox,

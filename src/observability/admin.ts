@@ -13,7 +13,8 @@ import type { TrustReport } from "../trust/source-status.js";
 
 /** What the admin listener asks of certificate validation: a report made lately, or a fresh one. */
 export interface ValidationReports {
-  get(id: string): ValidationReport | undefined;
+  /** A promise: a cluster's primary asks its workers. */
+  get(id: string): Promise<ValidationReport | undefined>;
   /** `certificate`: base64 DER or PEM, as TPP-Signature-Certificate carries it. */
   assess(certificate: string, purpose: "qseal" | "qwac"): Promise<ValidationReport>;
 }
@@ -118,12 +119,16 @@ export async function startAdminServer(options: {
       const reports = options.reports?.();
       if (!reports) return json(404, { error: NO_VERIFIER });
       const id = path.slice("/trust/reports/".length);
-      const report = reports.get(id);
-      if (!report)
-        return json(404, {
-          error: `no report ${id.slice(0, 64)} among the last ones kept; search the log's "validation report" lines for it`,
-        });
-      return json(200, report);
+      reports.get(id).then(
+        (report) =>
+          report
+            ? json(200, report)
+            : json(404, {
+                error: `no report ${id.slice(0, 64)} among the last ones kept; search the log's "validation report" lines for it`,
+              }),
+        (error: unknown) => json(500, { error: (error as Error).message }),
+      );
+      return;
     }
     if (path === "/healthz") return json(200, { status: "alive" });
     if (path === "/readyz") {
