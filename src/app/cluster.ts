@@ -1,8 +1,9 @@
 /**
  * `workers: N`: a primary process that runs N gateway workers sharing the listening port
  * (node:cluster). The config refuses N > 1 with the memory store, whose counters would split
- * between processes. The primary restarts a worker that dies, passes SIGHUP on, and on SIGTERM
- * or SIGINT lets every worker drain and exit before it exits itself.
+ * between processes. The primary fetches every trust document for its workers (fetch-relay.ts),
+ * restarts a worker that dies, passes SIGHUP on, and on SIGTERM or SIGINT lets every worker drain
+ * and exit before it exits itself.
  */
 
 import cluster, { type Worker } from "node:cluster";
@@ -10,9 +11,13 @@ import { AggregatorRegistry } from "prom-client";
 import type { AnyGatewayConfig } from "../config/schema.js";
 import { type ReadinessCheck, startAdminServer } from "../observability/admin.js";
 import type { Logger } from "../observability/logger.js";
+import { PrimaryMetrics } from "../observability/metrics.js";
+import type { ClusterTrustReport, TrustReport, WorkerTrustReport } from "../trust/source-status.js";
+import { FETCH_MESSAGE, FetchRelay } from "./fetch-relay.js";
 
 const READYZ_REQUEST = "psd2-gateway:readyz";
-const READYZ_TIMEOUT_MS = 2_000;
+const TRUST_REQUEST = "psd2-gateway:trust";
+const ANSWER_TIMEOUT_MS = 2_000;
 
 /** In a worker: answer the primary's readiness questions (metrics go through prom-client's own IPC). */
 export function answerReadiness(readiness: () => Promise<ReadinessCheck>): void {
@@ -31,34 +36,70 @@ export function answerReadiness(readiness: () => Promise<ReadinessCheck>): void 
   });
 }
 
-/** Ready when every worker is up and says it is ready. */
-async function clusterReadiness(expected: number): Promise<ReadinessCheck> {
+/** In a worker: answer the primary's questions for /trust with this worker's own view. */
+export function answerTrustReports(report: () => TrustReport): void {
+  process.on("message", (message: { type?: string; id?: number }) => {
+    if (message?.type !== TRUST_REQUEST) return;
+    try {
+      process.send?.({ type: TRUST_REQUEST, id: message.id, report: report() });
+    } catch (error) {
+      process.send?.({ type: TRUST_REQUEST, id: message.id, error: (error as Error).message });
+    }
+  });
+}
+
+let nextQuestion = 1;
+
+/** Asks every connected worker `type`: each one's answer, or undefined when it gave none in time. */
+function askWorkers<T extends { type?: string; id?: number }>(
+  type: string,
+): Promise<{ pid: number | undefined; answer: T | undefined }[]> {
   const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w?.isConnected() === true);
-  const answers = await Promise.all(
+  return Promise.all(
     workers.map(
-      (worker, i) =>
-        new Promise<{ pid: number | undefined; ready: boolean; checks: unknown }>((resolve) => {
-          const id = Date.now() * 100 + i;
+      (worker) =>
+        new Promise<{ pid: number | undefined; answer: T | undefined }>((resolve) => {
+          const id = nextQuestion++;
           const timer = setTimeout(() => {
             worker.off("message", onMessage);
-            resolve({ pid: worker.process.pid, ready: false, checks: "no answer" });
-          }, READYZ_TIMEOUT_MS);
-          const onMessage = (m: { type?: string; id?: number; ready?: boolean; checks?: unknown }) => {
-            if (m?.type !== READYZ_REQUEST || m.id !== id) return;
+            resolve({ pid: worker.process.pid, answer: undefined });
+          }, ANSWER_TIMEOUT_MS);
+          const onMessage = (m: T) => {
+            if (m?.type !== type || m.id !== id) return;
             clearTimeout(timer);
             worker.off("message", onMessage);
-            resolve({ pid: worker.process.pid, ready: m.ready === true, checks: m.checks });
+            resolve({ pid: worker.process.pid, answer: m });
           };
           worker.on("message", onMessage);
-          worker.send({ type: READYZ_REQUEST, id });
+          worker.send({ type, id });
         }),
     ),
+  );
+}
+
+/** Ready when every worker is up and says it is ready. */
+async function clusterReadiness(expected: number): Promise<ReadinessCheck> {
+  type Answer = { type?: string; id?: number; ready?: boolean; checks?: unknown };
+  const answers = (await askWorkers<Answer>(READYZ_REQUEST)).map(({ pid, answer }) =>
+    answer
+      ? { pid, ready: answer.ready === true, checks: answer.checks }
+      : { pid, ready: false, checks: "no answer" },
   );
   const checks: ReadinessCheck["checks"] = {
     workers: { ok: answers.length === expected, detail: `${answers.length} of ${expected} running` },
   };
   for (const a of answers) checks[`worker ${a.pid}`] = { ok: a.ready, detail: JSON.stringify(a.checks) };
   return { ready: Object.values(checks).every((c) => c.ok), checks };
+}
+
+/** /trust on the primary: what it fetched for the workers, and each worker's own view. */
+async function clusterTrust(relay: FetchRelay): Promise<ClusterTrustReport> {
+  type Answer = { type?: string; id?: number; report?: TrustReport; error?: string };
+  const workers = (await askWorkers<Answer>(TRUST_REQUEST)).map(({ pid, answer }): WorkerTrustReport => {
+    if (answer?.report) return { pid, ...answer.report };
+    return { pid, error: answer?.error ?? `no answer within ${ANSWER_TIMEOUT_MS / 1000} s` };
+  });
+  return { primary: { fetches: relay.status() }, workers };
 }
 
 const RESTART_DELAY_MS = 1_000;
@@ -80,16 +121,26 @@ export async function runPrimary(
 ): Promise<boolean> {
   const workers = config.workers;
   let stopping = false;
+  // Structured clone over IPC: a fetched document's bytes travel as bytes, not as a JSON array.
+  cluster.setupPrimary({ serialization: "advanced" });
+  const primaryMetrics = new PrimaryMetrics();
+  const relay = new FetchRelay({ onOutcome: (outcome) => primaryMetrics.trustFetches.inc({ outcome }) });
 
-  // One admin listener for the whole cluster: the workers' metrics summed, readiness of all of them.
-  // Bound before any worker starts, so a taken admin port fails with nothing to clean up.
+  // One admin listener for the whole cluster: the workers' metrics summed (and the primary's own),
+  // readiness and trust of all of them. Bound before any worker starts, so a taken admin port fails
+  // with nothing to clean up.
   const aggregator = new AggregatorRegistry();
   const admin = config.admin.enabled
     ? await startAdminServer({
         host: config.admin.host,
         port: config.admin.port,
-        metrics: { metrics: () => aggregator.clusterMetrics(), contentType: aggregator.contentType },
+        metrics: {
+          metrics: async () =>
+            `${await aggregator.clusterMetrics()}\n${await primaryMetrics.registry.metrics()}`,
+          contentType: aggregator.contentType,
+        },
         readiness: () => clusterReadiness(workers),
+        trust: () => clusterTrust(relay),
       })
     : undefined;
 
@@ -119,6 +170,13 @@ export async function runPrimary(
     const worker = cluster.fork();
     let started = false;
     worker.on("message", (message: { type?: string }) => {
+      if (message?.type === FETCH_MESSAGE) {
+        // A worker gone by the time the answer is in is not answered: nothing of it stays behind.
+        void relay.answer(message).then((answer) => {
+          if (answer && worker.isConnected()) worker.send(answer);
+        });
+        return;
+      }
       if (message?.type !== STARTED || started) return;
       started = true;
       if (starting > 0 && --starting === 0) settle(true);
@@ -139,7 +197,8 @@ export async function runPrimary(
   };
   for (let i = 0; i < workers; i++) fork();
   logger.info({ workers }, "primary started its gateway workers");
-  if (admin) logger.info({ url: admin.url }, "admin listener (all workers): /metrics, /healthz, /readyz");
+  if (admin)
+    logger.info({ url: admin.url }, "admin listener (all workers): /metrics, /healthz, /readyz, /trust");
 
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
@@ -148,7 +207,11 @@ export async function runPrimary(
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
-  process.on("SIGHUP", () => each((w) => w.process.kill("SIGHUP")));
+  process.on("SIGHUP", () => {
+    // An operator's refresh fetches for real: no kept copy stands in for it.
+    relay.clear();
+    each((w) => w.process.kill("SIGHUP"));
+  });
   return outcome;
 }
 

@@ -23,8 +23,10 @@ import { GatewayMetrics } from "../observability/metrics.js";
 import { recordRequest } from "../observability/request-log.js";
 import type { TrustSourceStatus } from "../trust/source-status.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
+import { answerTrustReports } from "./cluster.js";
 import { connectionLimitsOf } from "./connection-limits.js";
 import { loadCredentials } from "./credentials.js";
+import { fetchThroughPrimary } from "./fetch-relay.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
 import { keysNeedingRestart, type RequestPath, requestPathOf, verifierOf } from "./request-path.js";
 import { drain, Started } from "./started.js";
@@ -93,7 +95,10 @@ export interface IngressDependencies {
   /** A store made by the caller (tests); otherwise the configured one is created. */
   readonly store?: LimitStore;
   readonly onRequest?: RequestObserver;
-  /** Running as a cluster worker: metrics are reported to the primary, which owns the admin listener. */
+  /**
+   * Running as a cluster worker: metrics and trust are reported to the primary, which owns the admin
+   * listener, and trust documents are fetched through it.
+   */
   readonly clusterWorker?: boolean;
   /** Starts the demo bank when `backend.url` is `sandbox` (the command line supplies it). */
   readonly startDemoBank?: (request: DemoBankRequest) => Promise<StartedBackend>;
@@ -174,6 +179,9 @@ export async function startIngressGateway(
       // Constructing one installs prom-client's listener that answers the primary's metric requests.
       new AggregatorRegistry();
       AggregatorRegistry.setRegistries([metrics.registry]);
+      // The primary's /trust shows every worker's view.
+      const { trust } = components;
+      answerTrustReports(() => trust.report());
     }
     logger.info(
       {
@@ -241,6 +249,8 @@ async function startComponents(
   const trust = await startTrust(config, {
     logger,
     now,
+    // In a cluster the primary fetches each document once for every worker.
+    ...(deps.clusterWorker ? { fetch: fetchThroughPrimary } : {}),
     onChange: () => verifierLater?.invalidate(),
     events: {
       ocspAnswered: (outcome, seconds) => metricsLater?.ocspRequests.observe({ outcome }, seconds),

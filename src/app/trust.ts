@@ -10,6 +10,7 @@ import type { GatewayConfig, RevocationConfig } from "../config/schema.js";
 import { type ParsedCertificate, type RevocationList, TppRegister } from "../eidas/index.js";
 import type { Logger } from "../observability/logger.js";
 import { CrlCache } from "../trust/crl-cache.js";
+import type { DocumentFetcher } from "../trust/http-fetch.js";
 import { LiveRevocation, type RevocationEvents } from "../trust/live-revocation.js";
 import { TrustPool } from "../trust/pool.js";
 import {
@@ -51,6 +52,8 @@ export interface TrustDependencies {
   /** Cached verdicts may rest on what changed (a CA, an anchor, a CRL). */
   readonly onChange: () => void;
   readonly events?: RevocationEvents;
+  /** What every source fetches with: fetchDocument by default, the primary's relay in a cluster worker. */
+  readonly fetch?: DocumentFetcher;
 }
 
 export async function startTrust(
@@ -58,6 +61,7 @@ export async function startTrust(
   deps: TrustDependencies,
 ): Promise<Trust> {
   const { logger, now } = deps;
+  const fetch = deps.fetch ? { fetch: deps.fetch } : {};
   const r = config.revocation;
   const lists = config.trust.trustedLists;
   const pool = new TrustPool(deps.onChange);
@@ -81,7 +85,9 @@ export async function startTrust(
         now,
       }),
     );
-    await add(new RegisterTrustSource(register, registerSourcesOf(config, register, logLine(logger))));
+    await add(
+      new RegisterTrustSource(register, registerSourcesOf(config, register, logLine(logger), deps.fetch)),
+    );
     if (lists)
       await add(
         new TrustedListSource({
@@ -93,6 +99,7 @@ export async function startTrust(
           pool,
           log: logger,
           now,
+          ...fetch,
         }),
       );
     const live = liveRevocationOf(r, {
@@ -105,6 +112,7 @@ export async function startTrust(
       },
       log: logLine(logger),
       ...(deps.events ? { events: deps.events } : {}),
+      ...fetch,
     });
     await add(live.crls);
     const revocation = await add(live.revocation);
@@ -129,6 +137,8 @@ export interface LiveRevocationDependencies {
   readonly onChange?: (url: string) => void;
   readonly log?: (message: string, error?: boolean) => void;
   readonly events?: RevocationEvents;
+  /** What CRLs and OCSP are fetched with (default fetchDocument). */
+  readonly fetch?: DocumentFetcher;
 }
 
 /**
@@ -153,6 +163,7 @@ export function liveRevocationOf(
     now: deps.now,
     ...(deps.onChange ? { onChange: deps.onChange } : {}),
     ...(deps.log ? { log: deps.log } : {}),
+    ...(deps.fetch ? { fetch: deps.fetch } : {}),
   });
   const revocation = new LiveRevocation({
     order: r.order,
@@ -168,6 +179,7 @@ export function liveRevocationOf(
     graceMs: r.crl.graceSeconds * 1000,
     now: deps.now,
     ...(deps.events ? { events: deps.events } : {}),
+    ...(deps.fetch ? { fetch: deps.fetch } : {}),
   });
   return { crls, revocation };
 }
@@ -220,8 +232,10 @@ function registerSourcesOf(
   config: Pick<GatewayConfig, "register">,
   register: TppRegister,
   log: (message: string, error?: boolean) => void,
+  fetch: DocumentFetcher | undefined,
 ): RegisterSource[] {
   const r = config.register;
+  const fetcher = fetch ? { fetch } : {};
   if (r.sources)
     return r.sources.map((s) => {
       const pollMs = s.pollSeconds * 1000;
@@ -230,13 +244,14 @@ function registerSourcesOf(
           name: s.name,
           format: s.format,
           ...(s.file ? { file: s.file, pollMs: Math.min(pollMs, FILE_POLL_MS) } : { url: s.url!, pollMs }),
+          ...fetcher,
         },
         register,
         log,
       );
     });
   const pollMs = r.pollSeconds * 1000;
-  const options = { format: r.format, name: "register" };
+  const options = { format: r.format, name: "register", ...fetcher };
   return [
     ...(r.file
       ? [new FileRegisterSource(r.file, register, Math.min(pollMs, FILE_POLL_MS), log, options)]

@@ -5,7 +5,14 @@
 
 import { request } from "undici";
 import { loadConfigFile } from "../config/load.js";
-import type { CrlDetails, OcspCacheStatus, TrustReport, TrustSourceStatus } from "../trust/source-status.js";
+import type {
+  ClusterTrustReport,
+  CrlDetails,
+  OcspCacheStatus,
+  RelayedFetchStatus,
+  TrustReport,
+  TrustSourceStatus,
+} from "../trust/source-status.js";
 import { defineCommand, USAGE_ERROR } from "./command.js";
 import { DEFAULT_CONFIG } from "./paths.js";
 
@@ -21,8 +28,10 @@ export const trustCommand = defineCommand({
 Prints a block per source: CRLs (files in trust.crlDir, revocation.crl.urls and the certificates'
 distribution points, with issuer, thisUpdate, nextUpdate and age), OCSP responders, register
 sources and trusted lists, each with its state, last success, size, failures and last error; then
-the OCSP answer cache (entries, hits, misses, evictions). Exits 0 when every source is fresh, 1 when
-one is stale or the gateway does not answer.`,
+the OCSP answer cache (entries, hits, misses, evictions). With workers > 1 the primary answers: what
+it fetched for the workers (URL, when, bytes, asks, upstream fetches, last error), then each worker's
+view. Exits 0 when every source is fresh (in every worker), 1 when one is stale, a worker does not
+answer, or the gateway does not answer.`,
   options: {
     config: { type: "string", path: "file" },
     json: { type: "boolean", default: false },
@@ -40,7 +49,7 @@ one is stale or the gateway does not answer.`,
     }
     const host = ["0.0.0.0", "::"].includes(config.admin.host) ? "127.0.0.1" : config.admin.host;
     const url = `http://${host.includes(":") ? `[${host}]` : host}:${config.admin.port}/trust`;
-    let answer: TrustReport & { now: string };
+    let answer: (TrustReport | ClusterTrustReport) & { now: string };
     try {
       const response = await request(url, { headersTimeout: 2_000, bodyTimeout: 2_000 });
       const text = await response.body.text();
@@ -53,11 +62,43 @@ one is stale or the gateway does not answer.`,
       console.error(`psd2-gateway trust: ${url} did not answer (${(error as Error).message})`);
       return 1;
     }
+    const now = Date.parse(answer.now);
+    if ("workers" in answer) {
+      if (values.json) console.log(JSON.stringify(answer, null, 2));
+      else console.log(renderClusterTrustStatus(answer, now));
+      return answer.workers.every((w) => "sources" in w && !w.sources.some((s) => s.stale)) ? 0 : 1;
+    }
     if (values.json) console.log(JSON.stringify(answer, null, 2));
-    else console.log(renderTrustStatus(answer, Date.parse(answer.now)));
+    else console.log(renderTrustStatus(answer, now));
     return answer.sources.some((s) => s.stale) ? 1 : 0;
   },
 });
+
+/** The primary's fetches for its workers, then each worker's view as a single gateway's. */
+export function renderClusterTrustStatus(report: ClusterTrustReport, now: number): string {
+  const { fetches } = report.primary;
+  const blocks = [
+    `primary: ${fetches.length} document${fetches.length === 1 ? "" : "s"} fetched for the workers`,
+    ...fetches.map((f) => fetchLines(f, now)),
+  ];
+  for (const w of report.workers) {
+    const view = "error" in w ? `no answer: ${w.error}` : renderTrustStatus(w, now);
+    blocks.push(`\nworker ${w.pid ?? "?"}:`, view.replace(/^/gm, "  "));
+  }
+  if (report.workers.length === 0) blocks.push("\nno worker is running");
+  return blocks.join("\n");
+}
+
+function fetchLines(f: RelayedFetchStatus, now: number): string {
+  const held =
+    f.fetchedAt === undefined ? "no copy held" : `fetched ${ago(f.fetchedAt, now)}, ${f.bytes} bytes`;
+  const lines = [
+    `${"fetch".padEnd(12)} ${f.method.padEnd(6)} ${f.url}`,
+    `${INDENT}${held}; ${f.asks} asks, ${f.upstreamFetches} upstream fetches`,
+  ];
+  if (f.lastError) lines.push(`${INDENT}last error: ${f.lastError}`);
+  return lines.join("\n");
+}
 
 /** One block per source, the stale ones first, then the OCSP cache. */
 export function renderTrustStatus(report: TrustReport, now: number): string {

@@ -6,7 +6,7 @@
 
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { TrustReport } from "../trust/source-status.js";
+import type { ClusterTrustReport, TrustReport } from "../trust/source-status.js";
 
 /** Where /metrics comes from: one registry, or the cluster primary's aggregate of its workers. */
 export interface MetricsSource {
@@ -30,8 +30,11 @@ export async function startAdminServer(options: {
   port: number;
   metrics: MetricsSource;
   readiness: () => Promise<ReadinessCheck>;
-  /** The trust sources and OCSP cache; absent where this process holds none (egress, a cluster's primary). */
-  trust?: () => TrustReport;
+  /**
+   * The trust sources and OCSP cache; on a cluster's primary, what it fetched and every worker's
+   * view; absent where nothing holds trust sources (egress).
+   */
+  trust?: () => TrustReport | Promise<ClusterTrustReport>;
   /** The demo bank's reset of every TPP's room, when it runs: POST /sandbox/reset (the operator's). */
   sandboxReset?: () => (() => void) | undefined;
 }): Promise<AdminServer> {
@@ -61,12 +64,12 @@ export async function startAdminServer(options: {
       return;
     }
     if (path === "/trust") {
-      if (!options.trust)
-        return json(404, {
-          error:
-            "this process holds no trust sources (egress mode, or the primary of workers > 1: see /metrics)",
-        });
-      return json(200, { now: new Date().toISOString(), ...options.trust() });
+      if (!options.trust) return json(404, { error: "this process holds no trust sources (egress mode)" });
+      Promise.resolve(options.trust()).then(
+        (report) => json(200, { now: new Date().toISOString(), ...report }),
+        (error: unknown) => json(500, { error: (error as Error).message }),
+      );
+      return;
     }
     if (path === "/metrics") {
       options.metrics.metrics().then(

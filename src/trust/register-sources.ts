@@ -11,7 +11,7 @@
 
 import { readFile, stat } from "node:fs/promises";
 import type { RegisterSink, TppRegister } from "../eidas/index.js";
-import { fetchDocument } from "./http-fetch.js";
+import { type DocumentFetcher, fetchDocument } from "./http-fetch.js";
 import { type LoadRegisterOptions, loadRegister, type RegisterFormat } from "./register-loading.js";
 import type { TrustSource } from "./source.js";
 import type { TrustSourceStatus } from "./source-status.js";
@@ -51,6 +51,8 @@ export interface HttpRegisterSourceOptions extends RegisterSourceOptions {
   readonly timeoutMs?: number;
   /** The whole download (default 10 min: a 50 MB file on a slow link). */
   readonly totalTimeoutMs?: number;
+  /** Where the register is fetched from (default fetchDocument; a cluster worker asks the primary). */
+  readonly fetch?: DocumentFetcher;
 }
 
 export const DEFAULT_MAX_REGISTER_BYTES = 200 * 1024 * 1024;
@@ -90,7 +92,7 @@ abstract class PollingSource implements RegisterSource {
 
   constructor(
     protected readonly sink: RegisterSink,
-    private readonly pollMs: number,
+    protected readonly pollMs: number,
     protected readonly log: RegisterLog,
     protected readonly options: RegisterSourceOptions,
   ) {
@@ -209,11 +211,13 @@ export class HttpRegisterSource extends PollingSource {
     const options = this.options as HttpRegisterSourceOptions;
     const timeoutMs = options.timeoutMs ?? 30_000;
     const max = options.maxBytes ?? DEFAULT_MAX_REGISTER_BYTES;
-    const result = await fetchDocument(this.url, {
+    const result = await (options.fetch ?? fetchDocument)(this.url, {
       timeoutMs,
       totalTimeoutMs: options.totalTimeoutMs ?? 600_000,
       maxBytes: max,
       accept: "application/zip, application/json;q=0.9, */*;q=0.5",
+      // Another worker's copy fetched within most of a poll interval is this poll's copy too.
+      shareForMs: 0.9 * this.pollMs,
       validators: {
         ...(this.etag ? { etag: this.etag } : {}),
         ...(this.lastModified ? { lastModified: this.lastModified } : {}),
