@@ -116,7 +116,7 @@ export function reportStarted(): void {
  * and closing the admin listener: restarting it would only hang, retrying the same failure.
  */
 export async function runPrimary(
-  config: Pick<AnyGatewayConfig, "workers" | "admin">,
+  config: Pick<AnyGatewayConfig, "workers" | "admin" | "mode">,
   logger: Logger,
 ): Promise<boolean> {
   const workers = config.workers;
@@ -140,7 +140,8 @@ export async function runPrimary(
           contentType: aggregator.contentType,
         },
         readiness: () => clusterReadiness(workers),
-        trust: () => clusterTrust(relay),
+        // Egress workers hold no trust sources: /trust stays a 404 there, as with one process.
+        ...(config.mode === "ingress" ? { trust: () => clusterTrust(relay) } : {}),
       })
     : undefined;
 

@@ -205,6 +205,8 @@ describe("egress with workers: 2 (a real process)", () => {
     expect(counted).toBe(20);
     const ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`);
     expect(ready.status).toBe(200);
+    // Egress holds no trust sources: /trust is a 404 on its primary as on a single process.
+    expect((await fetch(`http://127.0.0.1:${adminPort}/trust`)).status).toBe(404);
   });
 
   it("stops every worker and exits 0 on SIGTERM", async () => {
