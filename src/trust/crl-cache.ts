@@ -250,7 +250,7 @@ export class CrlCache implements TrustSource {
         timeoutMs: this.options.timeoutMs,
         maxBytes: this.options.maxBytes,
         accept: "application/pkix-crl",
-        shareForMs: SHARE_FRACTION * this.options.refreshMs,
+        shareForMs: this.shareWindow(entry),
         ...(entry.list ? { validators: entry.validators } : {}),
       });
       if (result.status === "fresh") {
@@ -284,6 +284,20 @@ export class CrlCache implements TrustSource {
       );
       this.schedule(entry, this.now() + backoff);
     }
+  }
+
+  /**
+   * How old a copy fetched for another worker may be and still count as this fetch: most of the
+   * refresh interval, or nothing once the list held is due for replacement within that interval
+   * (its successor is awaited: a copy from before it was published would only be fetched again).
+   */
+  private shareWindow(entry: Entry): number {
+    const next = entry.list?.nextUpdate?.getTime();
+    if (next !== undefined && entry.list) {
+      const replaceBy = next - Math.max((next - entry.list.thisUpdate.getTime()) / 10, 0);
+      if (replaceBy <= this.now() + this.options.refreshMs) return 0;
+    }
+    return SHARE_FRACTION * this.options.refreshMs;
   }
 
   /** The refresh interval, or earlier so the next list is in before this one's nextUpdate. */

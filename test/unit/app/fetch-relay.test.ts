@@ -192,6 +192,23 @@ describe("FetchRelay.answer: a worker's ask over IPC", () => {
     expect(failed).toEqual({ type: FETCH_MESSAGE, id: 8, error: "HTTP 404" });
   });
 
+  it("reads an OCSP ask: a POST body of bytes, as structured clone delivers it", async () => {
+    documents.set("/ocsp", { body: "answer" });
+    const { relay } = relayAt();
+    const post = {
+      body: new Uint8Array([0x30, 0x03, 0x02, 0x01, 0x01]),
+      contentType: "application/ocsp-request",
+    };
+    const answer = await relay.answer({
+      type: FETCH_MESSAGE,
+      id: 9,
+      url: `${base}/ocsp`,
+      options: { ...GET, post },
+    });
+    expect(answer).toMatchObject({ id: 9, result: { status: "fresh", body: Buffer.from("answer") } });
+    expect(relay.status()).toMatchObject([{ method: "POST", asks: 1, upstreamFetches: 1 }]);
+  });
+
   it.each([
     ["another kind of message", { type: "psd2-gateway:readyz", id: 1 }],
     ["no id", { type: FETCH_MESSAGE, url: "http://127.0.0.1/x", options: GET }],
