@@ -63,16 +63,19 @@ answer, or the gateway does not answer.`,
       return 1;
     }
     const now = Date.parse(answer.now);
-    if ("workers" in answer) {
-      if (values.json) console.log(JSON.stringify(answer, null, 2));
-      else console.log(renderClusterTrustStatus(answer, now));
-      return answer.workers.every((w) => "sources" in w && !w.sources.some((s) => s.stale)) ? 0 : 1;
-    }
     if (values.json) console.log(JSON.stringify(answer, null, 2));
+    else if ("workers" in answer) console.log(renderClusterTrustStatus(answer, now));
     else console.log(renderTrustStatus(answer, now));
-    return answer.sources.some((s) => s.stale) ? 1 : 0;
+    return trustStatusOk(answer) ? 0 : 1;
   },
 });
+
+/** No source stale; with workers, in every worker, each of which answered. */
+export function trustStatusOk(answer: TrustReport | ClusterTrustReport): boolean {
+  const fresh = (report: TrustReport) => !report.sources.some((s) => s.stale);
+  if ("workers" in answer) return answer.workers.every((w) => "sources" in w && fresh(w));
+  return fresh(answer);
+}
 
 /** The primary's fetches for its workers, then each worker's view as a single gateway's. */
 export function renderClusterTrustStatus(report: ClusterTrustReport, now: number): string {
