@@ -217,24 +217,29 @@ describe("egress with workers: 2 (a real process)", () => {
 });
 
 /** Serves fixed documents with an ETag, counting every request per path (304s too). */
-async function startDocumentServer(
-  documents: Record<string, Buffer>,
-): Promise<{ url: string; asked: Map<string, number>; close(): Promise<void> }> {
+async function startDocumentServer(documents: Record<string, Buffer>): Promise<{
+  url: string;
+  asked: Map<string, number>;
+  answered: { path: string; status: number }[];
+  close(): Promise<void>;
+}> {
   const asked = new Map<string, number>();
+  const answered: { path: string; status: number }[] = [];
   const server: Server = createHttpServer((req, res) => {
     const path = req.url ?? "/";
     asked.set(path, (asked.get(path) ?? 0) + 1);
     const body = documents[path];
-    if (!body) return void res.writeHead(404).end();
-    const etag = `"${body.length}"`;
-    if (req.headers["if-none-match"] === etag) return void res.writeHead(304, { etag }).end();
-    res.writeHead(200, { etag }).end(body);
+    const etag = body && `"${body.length}"`;
+    const status = !body ? 404 : req.headers["if-none-match"] === etag ? 304 : 200;
+    answered.push({ path, status });
+    res.writeHead(status, etag ? { etag } : {}).end(status === 200 ? body : undefined);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as { port: number };
   return {
     url: `http://127.0.0.1:${port}`,
     asked,
+    answered,
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
@@ -359,5 +364,16 @@ describeWithRedis("workers: 2 fetch every trust document once, through the prima
     expect(run.stdout).toContain(`GET    ${documents.url}/register.json`);
     for (const pid of pids) expect(run.stdout).toContain(`worker ${pid}:`);
     expect(run.stdout.match(/^ {2}register\s+fresh\s+register: /gm)).toHaveLength(2);
+  }, 30_000);
+
+  it("SIGHUP on the primary drops its copies: the workers' refresh fetches the register whole", async () => {
+    // Unchanged since the first fetch, it has been answered 304 to the primary's validators since.
+    const whole = () =>
+      documents.answered.filter((a) => a.path === "/register.json" && a.status === 200).length;
+    expect(whole()).toBe(1);
+    child.kill("SIGHUP");
+    const deadline = Date.now() + 20_000;
+    while (whole() < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(whole(), JSON.stringify(documents.answered)).toBe(2);
   }, 30_000);
 });
