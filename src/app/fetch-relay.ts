@@ -134,12 +134,17 @@ export class FetchRelay {
     options: FetchOptions,
   ): { copy: Promise<Copy>; modified: boolean } {
     const held = entry.copy;
-    const validators: Validators = {
-      ...(held?.etag ? { etag: held.etag } : {}),
-      ...(held?.lastModified ? { lastModified: held.lastModified } : {}),
-    };
-    const ours = { ...options, validators };
-    if (!held) delete (ours as { validators?: Validators }).validators;
+    // The primary's validators, never the worker's: a 304 must mean "the copy the primary holds".
+    const { validators: _workers, ...rest } = options;
+    const ours: FetchOptions = held
+      ? {
+          ...rest,
+          validators: {
+            ...(held.etag ? { etag: held.etag } : {}),
+            ...(held.lastModified ? { lastModified: held.lastModified } : {}),
+          },
+        }
+      : rest;
     const result = { modified: true, copy: undefined as unknown as Promise<Copy> };
     entry.upstreamFetches++;
     result.copy = this.fetch(entry.url, ours).then(
@@ -188,7 +193,7 @@ export class FetchRelay {
       bytes -= e.copy?.body.length ?? 0;
       this.entries.delete(key);
     }
-    // Only fetches under way are left over the byte bound: their copies go once they are in.
+    // Only requests with a fetch under way are left: they stay, the copies they hold go.
     if (bytes > this.maxBytes)
       for (const e of this.entries.values()) {
         if (bytes <= this.maxBytes) break;
