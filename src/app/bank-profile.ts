@@ -16,6 +16,7 @@ import { buildKeyId, keyIdTargetFromDer, RequestSigner } from "../signature/inde
 import { JadesRequestSigner } from "../signature/jws/request-signer.js";
 import { UkObRequestSigner } from "../signature/jws/ukob-request-signer.js";
 import { Rfc9421RequestSigner } from "../signature/rfc9421/request-signer.js";
+import type { DocumentFetcher } from "../trust/http-fetch.js";
 import { loadTrustMaterial } from "../trust/trust-material.js";
 import type { Credentials } from "./credentials.js";
 import { liveRevocationOf } from "./trust.js";
@@ -108,6 +109,8 @@ export function responseVerifierForProfile(
   bank: Pick<BankProfileConfig, "responses" | "signing">,
   now: () => number,
   log?: (message: string, error?: boolean) => void,
+  /** What CRLs and OCSP are fetched with: fetchDocument by default, the primary's relay in a cluster worker. */
+  fetch?: DocumentFetcher,
 ): ProfileResponseVerifier | undefined {
   const responses = bank.responses;
   if (responses.mode === "off" || !responses.caDir) return undefined;
@@ -118,6 +121,7 @@ export function responseVerifierForProfile(
     now,
     onChange: () => certificates.invalidate(),
     ...(log ? { log } : {}),
+    ...(fetch ? { fetch } : {}),
   });
   // The disk cache now (an unreadable folder fails the profile's load); configured CRLs in the background.
   live.crls.loadFromDisk();

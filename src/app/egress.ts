@@ -20,10 +20,12 @@ import { type Listener, startListener } from "../listener/listener.js";
 import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
 import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
 import type { Logger } from "../observability/logger.js";
+import type { DocumentFetcher } from "../trust/http-fetch.js";
 import { type ProfileResponseVerifier, profileSigner, responseVerifierForProfile } from "./bank-profile.js";
 import { type CertificateSummary, summaryOf } from "./certificate-summary.js";
 import { connectionLimitsOf } from "./connection-limits.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
+import { fetchThroughPrimary } from "./fetch-relay.js";
 import { watchFiles } from "./file-watch.js";
 import type { ConfigFile } from "./ingress.js";
 import { drain, Started } from "./started.js";
@@ -75,7 +77,9 @@ export async function startEgressGateway(
   try {
     const env = deps.env ?? process.env;
     // Replaced whole by reload(); a request in flight keeps the profile it started with.
-    let profiles = config.banks.map((bank) => loadProfile(bank, env, now, logger));
+    // In a cluster the primary fetches each bank's CRLs and OCSP answers once for every worker.
+    const documentFetcher = deps.clusterWorker ? fetchThroughPrimary : undefined;
+    let profiles = config.banks.map((bank) => loadProfile(bank, env, now, logger, documentFetcher));
     let router = new BankRouter<BankProfile>(profiles);
     const retired = new Set<Promise<void>>();
     started.add(async () => {
@@ -167,7 +171,7 @@ export async function startEgressGateway(
 
     /** Every profile is loaded before any is swapped: one bad file keeps all the old ones (it throws). */
     const swapProfiles = (banks: EgressConfig["banks"]) => {
-      const fresh = banks.map((bank) => loadProfile(bank, env, now, logger));
+      const fresh = banks.map((bank) => loadProfile(bank, env, now, logger, documentFetcher));
       const old = profiles;
       profiles = fresh;
       router = new BankRouter<BankProfile>(fresh);
@@ -254,6 +258,7 @@ function loadProfile(
   env: NodeJS.ProcessEnv,
   now: () => number,
   logger: Logger,
+  fetch: DocumentFetcher | undefined,
 ): LoadedProfile {
   const qseal = loadCredentials(bank.qseal, `banks.${bank.name}.qseal`, env);
   const qwac = bank.qwac ? loadCredentials(bank.qwac, `banks.${bank.name}.qwac`, env) : undefined;
@@ -267,8 +272,12 @@ function loadProfile(
     connections: bank.connections,
   });
   const responses = bank.responses;
-  const responseVerifier = responseVerifierForProfile(bank, now, (message, error) =>
-    error ? logger.warn({ bank: bank.name }, message) : logger.info({ bank: bank.name }, message),
+  const responseVerifier = responseVerifierForProfile(
+    bank,
+    now,
+    (message, error) =>
+      error ? logger.warn({ bank: bank.name }, message) : logger.info({ bank: bank.name }, message),
+    fetch,
   );
   return {
     name: bank.name,

@@ -17,14 +17,21 @@ import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
 import type { LimitStore } from "../limits/index.js";
 import { type Listener, startListener } from "../listener/listener.js";
-import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
+import {
+  type AdminServer,
+  type ReadinessCheck,
+  startAdminServer,
+  type ValidationReports,
+} from "../observability/admin.js";
 import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
 import { recordRequest } from "../observability/request-log.js";
 import type { TrustSourceStatus } from "../trust/source-status.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
+import { answerTrustReports, answerValidationReports } from "./cluster.js";
 import { connectionLimitsOf } from "./connection-limits.js";
 import { loadCredentials } from "./credentials.js";
+import { fetchThroughPrimary } from "./fetch-relay.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
 import { keysNeedingRestart, type RequestPath, requestPathOf, verifierOf } from "./request-path.js";
 import { drain, Started } from "./started.js";
@@ -94,7 +101,10 @@ export interface IngressDependencies {
   /** A store made by the caller (tests); otherwise the configured one is created. */
   readonly store?: LimitStore;
   readonly onRequest?: RequestObserver;
-  /** Running as a cluster worker: metrics are reported to the primary, which owns the admin listener. */
+  /**
+   * Running as a cluster worker: metrics and trust are reported to the primary, which owns the admin
+   * listener, and trust documents are fetched through it.
+   */
   readonly clusterWorker?: boolean;
   /** Starts the demo bank when `backend.url` is `sandbox` (the command line supplies it). */
   readonly startDemoBank?: (request: DemoBankRequest) => Promise<StartedBackend>;
@@ -160,11 +170,7 @@ export async function startIngressGateway(
             },
             readiness,
             trust: () => components?.trust.report() ?? { sources: [] },
-            reports: () =>
-              components && {
-                get: async (id) => components!.reports.get(id),
-                assess: (certificate, purpose) => components!.verifier.assess(certificate, purpose),
-              },
+            reports: () => components && validationReportsOf(components),
             sandboxReset: () => components?.resetSandbox,
           })
         : undefined;
@@ -180,6 +186,10 @@ export async function startIngressGateway(
       // Constructing one installs prom-client's listener that answers the primary's metric requests.
       new AggregatorRegistry();
       AggregatorRegistry.setRegistries([metrics.registry]);
+      // The primary's /trust shows every worker's view; its validation reports are the workers'.
+      const running = components;
+      answerTrustReports(() => running.trust.report());
+      answerValidationReports(() => validationReportsOf(running));
     }
     logger.info(
       {
@@ -233,6 +243,14 @@ interface Components {
   prepareReconfigure(next: GatewayConfig): { commit: () => void; needsRestart: string[] };
 }
 
+/** What the admin listener (or, in a worker, the primary's) asks of certificate validation. */
+function validationReportsOf(components: Components): ValidationReports {
+  return {
+    get: async (id) => components.reports.get(id),
+    assess: (certificate, purpose) => components.verifier.assess(certificate, purpose),
+  };
+}
+
 async function startComponents(
   config: GatewayConfig,
   deps: IngressDependencies,
@@ -249,6 +267,8 @@ async function startComponents(
   const trust = await startTrust(config, {
     logger,
     now,
+    // In a cluster the primary fetches each document once for every worker.
+    ...(deps.clusterWorker ? { fetch: fetchThroughPrimary } : {}),
     onChange: () => verifierLater?.invalidate(),
     events: {
       ocspAnswered: (outcome, seconds) => metricsLater?.ocspRequests.observe({ outcome }, seconds),

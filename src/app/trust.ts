@@ -10,6 +10,7 @@ import type { GatewayConfig, RevocationConfig } from "../config/schema.js";
 import { type ParsedCertificate, type RevocationList, TppRegister } from "../eidas/index.js";
 import type { Logger } from "../observability/logger.js";
 import { CrlCache } from "../trust/crl-cache.js";
+import type { DocumentFetcher } from "../trust/http-fetch.js";
 import { LiveRevocation, type RevocationEvents } from "../trust/live-revocation.js";
 import { TrustPool } from "../trust/pool.js";
 import {
@@ -52,6 +53,8 @@ export interface TrustDependencies {
   /** Cached verdicts may rest on what changed (a CA, an anchor, a CRL). */
   readonly onChange: () => void;
   readonly events?: RevocationEvents;
+  /** What every source fetches with: fetchDocument by default, the primary's relay in a cluster worker. */
+  readonly fetch?: DocumentFetcher;
 }
 
 export async function startTrust(
@@ -59,6 +62,7 @@ export async function startTrust(
   deps: TrustDependencies,
 ): Promise<Trust> {
   const { logger, now } = deps;
+  const fetch = deps.fetch ? { fetch: deps.fetch } : {};
   const r = config.revocation;
   const lists = config.trust.trustedLists;
   const pool = new TrustPool(deps.onChange);
@@ -82,7 +86,9 @@ export async function startTrust(
         now,
       }),
     );
-    await add(new RegisterTrustSource(register, registerSourcesOf(config, register, logLine(logger))));
+    await add(
+      new RegisterTrustSource(register, registerSourcesOf(config, register, logLine(logger), deps.fetch)),
+    );
     if (lists)
       await add(
         new TrustedListSource({
@@ -94,6 +100,7 @@ export async function startTrust(
           pool,
           log: logger,
           now,
+          ...fetch,
         }),
       );
     const live = liveRevocationOf(r, {
@@ -106,6 +113,7 @@ export async function startTrust(
       },
       log: logLine(logger),
       ...(deps.events ? { events: deps.events } : {}),
+      ...fetch,
     });
     await add(live.crls);
     const revocation = await add(live.revocation);
@@ -130,6 +138,8 @@ export interface LiveRevocationDependencies {
   readonly onChange?: (url: string) => void;
   readonly log?: (message: string, error?: boolean) => void;
   readonly events?: RevocationEvents;
+  /** What CRLs and OCSP are fetched with (default fetchDocument). */
+  readonly fetch?: DocumentFetcher;
 }
 
 /**
@@ -154,6 +164,7 @@ export function liveRevocationOf(
     now: deps.now,
     ...(deps.onChange ? { onChange: deps.onChange } : {}),
     ...(deps.log ? { log: deps.log } : {}),
+    ...(deps.fetch ? { fetch: deps.fetch } : {}),
   });
   const revocation = new LiveRevocation({
     order: r.order,
@@ -169,6 +180,7 @@ export function liveRevocationOf(
     graceMs: r.crl.graceSeconds * 1000,
     now: deps.now,
     ...(deps.events ? { events: deps.events } : {}),
+    ...(deps.fetch ? { fetch: deps.fetch } : {}),
   });
   return { crls, revocation };
 }
@@ -221,8 +233,10 @@ function registerSourcesOf(
   config: Pick<GatewayConfig, "register">,
   register: TppRegister,
   log: (message: string, error?: boolean) => void,
+  fetch: DocumentFetcher | undefined,
 ): RegisterSource[] {
   const r = config.register;
+  const fetcher = fetch ? { fetch } : {};
   if (r.sources)
     return r.sources.map((s) => {
       const pollMs = s.pollSeconds * 1000;
@@ -235,13 +249,14 @@ function registerSourcesOf(
             : s.metadata
               ? { metadata: s.metadata, pollMs }
               : { url: s.url!, pollMs }),
+          ...fetcher,
         },
         register,
         log,
       );
     });
   const pollMs = r.pollSeconds * 1000;
-  const options = { format: r.format, name: "register" };
+  const options = { format: r.format, name: "register", ...fetcher };
   return [
     ...(r.file
       ? [new FileRegisterSource(r.file, register, Math.min(pollMs, FILE_POLL_MS), log, options)]

@@ -8,7 +8,14 @@ import { readFileSync } from "node:fs";
 import { request } from "undici";
 import { loadConfigFile } from "../config/load.js";
 import type { ValidationReport } from "../eidas/index.js";
-import type { CrlDetails, OcspCacheStatus, TrustReport, TrustSourceStatus } from "../trust/source-status.js";
+import type {
+  ClusterTrustReport,
+  CrlDetails,
+  OcspCacheStatus,
+  RelayedFetchStatus,
+  TrustReport,
+  TrustSourceStatus,
+} from "../trust/source-status.js";
 import { defineCommand, USAGE_ERROR } from "./command.js";
 import { DEFAULT_CONFIG } from "./paths.js";
 import { renderValidationReport } from "./validation-report.js";
@@ -31,8 +38,10 @@ psd2-gateway trust status --certificate <file> [--purpose qseal|qwac] [--config 
 Prints a block per source: CRLs (files in trust.crlDir, revocation.crl.urls and the certificates'
 distribution points, with issuer, thisUpdate, nextUpdate and age), OCSP responders, register
 sources and trusted lists, each with its state, last success, size, failures and last error; then
-the OCSP answer cache (entries, hits, misses, evictions). Exits 0 when every source is fresh, 1 when
-one is stale or the gateway does not answer.`,
+the OCSP answer cache (entries, hits, misses, evictions). With workers > 1 the primary answers: what
+it fetched for the workers (URL, when, bytes, asks, upstream fetches, last error), then each worker's
+view. Exits 0 when every source is fresh (in every worker), 1 when one is stale, a worker does not
+answer, or the gateway does not answer.`,
   options: {
     config: { type: "string", path: "file" },
     json: { type: "boolean", default: false },
@@ -68,11 +77,15 @@ one is stale or the gateway does not answer.`,
       console.log(values.json ? JSON.stringify(report, null, 2) : renderValidationReport(report));
       return report.indication === "TOTAL_PASSED" ? 0 : 1;
     }
-    const answer = await ask<TrustReport & { now: string }>(`${admin}/trust`, { timeoutMs: 2_000 });
+    const answer = await ask<(TrustReport | ClusterTrustReport) & { now: string }>(`${admin}/trust`, {
+      timeoutMs: 2_000,
+    });
     if (answer === undefined) return 1;
+    const now = Date.parse(answer.now);
     if (values.json) console.log(JSON.stringify(answer, null, 2));
-    else console.log(renderTrustStatus(answer, Date.parse(answer.now)));
-    return answer.sources.some((s) => s.stale) ? 1 : 0;
+    else if ("workers" in answer) console.log(renderClusterTrustStatus(answer, now));
+    else console.log(renderTrustStatus(answer, now));
+    return trustStatusOk(answer) ? 0 : 1;
   },
 });
 
@@ -98,6 +111,39 @@ async function ask<T>(
     console.error(`psd2-gateway trust: ${url} did not answer (${(error as Error).message})`);
     return undefined;
   }
+}
+
+/** No source stale; with workers, in every worker, each of which answered. */
+export function trustStatusOk(answer: TrustReport | ClusterTrustReport): boolean {
+  const fresh = (report: TrustReport) => !report.sources.some((s) => s.stale);
+  if ("workers" in answer) return answer.workers.every((w) => "sources" in w && fresh(w));
+  return fresh(answer);
+}
+
+/** The primary's fetches for its workers, then each worker's view as a single gateway's. */
+export function renderClusterTrustStatus(report: ClusterTrustReport, now: number): string {
+  const { fetches } = report.primary;
+  const blocks = [
+    `primary: ${fetches.length} document${fetches.length === 1 ? "" : "s"} fetched for the workers`,
+    ...fetches.map((f) => fetchLines(f, now)),
+  ];
+  for (const w of report.workers) {
+    const view = "error" in w ? `no answer: ${w.error}` : renderTrustStatus(w, now);
+    blocks.push(`\nworker ${w.pid ?? "?"}:`, view.replace(/^/gm, "  "));
+  }
+  if (report.workers.length === 0) blocks.push("\nno worker is running");
+  return blocks.join("\n");
+}
+
+function fetchLines(f: RelayedFetchStatus, now: number): string {
+  const held =
+    f.fetchedAt === undefined ? "no copy held" : `fetched ${ago(f.fetchedAt, now)}, ${f.bytes} bytes`;
+  const lines = [
+    `${"fetch".padEnd(12)} ${f.method.padEnd(6)} ${f.url}`,
+    `${INDENT}${held}; ${f.asks} asks, ${f.upstreamFetches} upstream fetches`,
+  ];
+  if (f.lastError) lines.push(`${INDENT}last error: ${f.lastError}`);
+  return lines.join("\n");
 }
 
 /** One block per source, the stale ones first, then the OCSP cache. */

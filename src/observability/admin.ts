@@ -9,7 +9,7 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { ValidationReport } from "../eidas/index.js";
-import type { TrustReport } from "../trust/source-status.js";
+import type { ClusterTrustReport, TrustReport } from "../trust/source-status.js";
 
 /** What the admin listener asks of certificate validation: a report made lately, or a fresh one. */
 export interface ValidationReports {
@@ -39,8 +39,7 @@ export interface AdminServer {
   close(): Promise<void>;
 }
 
-const NO_VERIFIER =
-  "this process judges no certificates (egress mode, or the primary of workers > 1: ask a worker's log)";
+const NO_VERIFIER = "this process judges no certificates (egress mode)";
 
 /** The request body, or undefined once it passes `max` bytes (the rest is not read). */
 function readBounded(req: IncomingMessage, max: number): Promise<Buffer | undefined> {
@@ -69,8 +68,11 @@ export async function startAdminServer(options: {
   port: number;
   metrics: MetricsSource;
   readiness: () => Promise<ReadinessCheck>;
-  /** The trust sources and OCSP cache; absent where this process holds none (egress, a cluster's primary). */
-  trust?: () => TrustReport;
+  /**
+   * The trust sources and OCSP cache; on a cluster's primary, what it fetched and every worker's
+   * view; absent where nothing holds trust sources (egress).
+   */
+  trust?: () => TrustReport | Promise<ClusterTrustReport>;
   /** The demo bank's reset of every TPP's room, when it runs: POST /sandbox/reset (the operator's). */
   sandboxReset?: () => (() => void) | undefined;
   /** Validation reports: /trust/reports/<id> and POST /trust/certificate; absent where no verifier runs. */
@@ -139,12 +141,12 @@ export async function startAdminServer(options: {
       return;
     }
     if (path === "/trust") {
-      if (!options.trust)
-        return json(404, {
-          error:
-            "this process holds no trust sources (egress mode, or the primary of workers > 1: see /metrics)",
-        });
-      return json(200, { now: new Date().toISOString(), ...options.trust() });
+      if (!options.trust) return json(404, { error: "this process holds no trust sources (egress mode)" });
+      Promise.resolve(options.trust()).then(
+        (report) => json(200, { now: new Date().toISOString(), ...report }),
+        (error: unknown) => json(500, { error: (error as Error).message }),
+      );
+      return;
     }
     if (path === "/metrics") {
       options.metrics.metrics().then(

@@ -359,3 +359,18 @@ function stepMetrics(registry: Registry, read: MetricSources["steps"]): void {
     },
   });
 }
+
+/**
+ * The primary of `workers > 1`: its own registry beside the workers' sum, counting the asks of its
+ * fetch relay (app/fetch-relay.ts) by outcome (fetched upstream, shared from the kept copy or the
+ * fetch under way, confirmed by a 304, failed).
+ */
+export class PrimaryMetrics {
+  readonly registry = new Registry();
+  readonly trustFetches = new Counter({
+    name: "psd2_gateway_trust_fetches_total",
+    help: "Trust documents the workers asked the primary for, by outcome (fetched, shared, not_modified, failed)",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+}

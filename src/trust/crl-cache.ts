@@ -12,7 +12,7 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync
 import { join } from "node:path";
 import { type ParsedCertificate, type RevocationList, verifiedCrl } from "../eidas/index.js";
 import { formatRfc2253, readNameFromDer } from "../x500/name.js";
-import { fetchDocument, type Validators } from "./http-fetch.js";
+import { type DocumentFetcher, fetchDocument, type Validators } from "./http-fetch.js";
 import type { TrustSource } from "./source.js";
 import type { CrlDetails, TrustSourceStatus } from "./source-status.js";
 
@@ -34,6 +34,8 @@ export interface CrlCacheOptions {
   /** A list with new content replaced the old one: verdicts resting on the old must go. */
   readonly onChange?: (url: string) => void;
   readonly log?: (message: string, error?: boolean) => void;
+  /** Where lists are fetched from (default fetchDocument; a cluster worker asks the primary). */
+  readonly fetch?: DocumentFetcher;
 }
 
 interface Entry {
@@ -62,6 +64,9 @@ interface CacheMeta {
   readonly lastModified?: string;
   readonly fetchedAt: number;
 }
+
+/** A copy fetched for another worker within this fraction of the refresh interval stands in for a fetch. */
+const SHARE_FRACTION = 0.9;
 
 /** Shortest wait before trying a failed URL again; doubles up to the refresh interval. */
 const FIRST_BACKOFF_MS = 5_000;
@@ -241,10 +246,11 @@ export class CrlCache implements TrustSource {
   private async fetchOnce(entry: Entry): Promise<void> {
     clearTimeout(entry.timer);
     try {
-      const result = await fetchDocument(entry.url, {
+      const result = await (this.options.fetch ?? fetchDocument)(entry.url, {
         timeoutMs: this.options.timeoutMs,
         maxBytes: this.options.maxBytes,
         accept: "application/pkix-crl",
+        shareForMs: this.shareWindow(entry),
         ...(entry.list ? { validators: entry.validators } : {}),
       });
       if (result.status === "fresh") {
@@ -278,6 +284,20 @@ export class CrlCache implements TrustSource {
       );
       this.schedule(entry, this.now() + backoff);
     }
+  }
+
+  /**
+   * How old a copy fetched for another worker may be and still count as this fetch: most of the
+   * refresh interval, or nothing once the list held is due for replacement within that interval
+   * (its successor is awaited: a copy from before it was published would only be fetched again).
+   */
+  private shareWindow(entry: Entry): number {
+    const next = entry.list?.nextUpdate?.getTime();
+    if (next !== undefined && entry.list) {
+      const replaceBy = next - Math.max((next - entry.list.thisUpdate.getTime()) / 10, 0);
+      if (replaceBy <= this.now() + this.options.refreshMs) return 0;
+    }
+    return SHARE_FRACTION * this.options.refreshMs;
   }
 
   /** The refresh interval, or earlier so the next list is in before this one's nextUpdate. */

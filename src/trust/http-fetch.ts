@@ -28,7 +28,18 @@ export interface FetchOptions {
   readonly validators?: Validators;
   /** POST this body (OCSP); GET otherwise. */
   readonly post?: { readonly body: Uint8Array; readonly contentType: string };
+  /**
+   * How long a copy fetched for someone else asking the same may stand in for a fetch of this one
+   * (workers > 1: the primary's relay fetches for all workers). fetchDocument itself ignores it.
+   */
+  readonly shareForMs?: number;
 }
+
+/**
+ * What trust sources fetch with: fetchDocument in a single process, the primary's relay in a
+ * cluster worker (app/ injects it). Same contract: errors are Errors whose message says what failed.
+ */
+export type DocumentFetcher = (url: string, options: FetchOptions) => Promise<FetchResult>;
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 

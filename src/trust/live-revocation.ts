@@ -21,7 +21,7 @@ import {
 import { reject } from "../errors.js";
 import type { CrlCache } from "./crl-cache.js";
 import { buildOcspRequest, type OcspAnswer, OcspError, readOcspResponse } from "./formats/ocsp.js";
-import { fetchDocument } from "./http-fetch.js";
+import { type DocumentFetcher, fetchDocument } from "./http-fetch.js";
 import { revocationSourcesOf } from "./revocation-sources.js";
 import type { TrustSource } from "./source.js";
 import type { OcspCacheStatus, TrustSourceStatus } from "./source-status.js";
@@ -45,6 +45,8 @@ export interface LiveRevocationOptions {
   readonly graceMs: number;
   readonly now?: () => number;
   readonly events?: RevocationEvents;
+  /** Where OCSP is asked (default fetchDocument; a cluster worker asks the primary). */
+  readonly fetch?: DocumentFetcher;
 }
 
 /** What the metrics count; the composition root wires these to prom-client. */
@@ -72,6 +74,9 @@ interface ResponderState {
   lastError?: string;
   failingSince?: number;
 }
+
+/** Longest an OCSP answer fetched for one worker is handed to another instead of asking again. */
+const OCSP_SHARE_MAX_MS = 60_000;
 
 /** How long a softFail pass holds before the sources are asked again. */
 const SOFT_FAIL_HOLD_MS = 60_000;
@@ -306,10 +311,13 @@ export class LiveRevocation implements RevocationChecker, TrustSource {
       const state = this.responders.get(url) ?? { failures: 0 };
       this.responders.set(url, state);
       try {
-        const result = await fetchDocument(url, {
+        const result = await (this.options.fetch ?? fetchDocument)(url, {
           timeoutMs: this.options.ocsp.timeoutMs,
           maxBytes: 64 * 1024,
           accept: "application/ocsp-response",
+          // The request carries no nonce: the same question has the same answer, which another
+          // worker may reuse briefly (its own cache then keeps it at most maxAge, as if fetched now).
+          shareForMs: Math.min(this.options.ocsp.maxAgeMs / 10, OCSP_SHARE_MAX_MS),
           post: { body: buildOcspRequest(certificate, issuer), contentType: "application/ocsp-request" },
         });
         if (result.status !== "fresh") throw new Error("no body");

@@ -18,7 +18,7 @@ import {
   MAX_METADATA_BYTES,
   parseEbaFileMetadata,
 } from "./formats/eba-file-metadata.js";
-import { fetchDocument, type Validators } from "./http-fetch.js";
+import { type DocumentFetcher, fetchDocument, type Validators } from "./http-fetch.js";
 import { type LoadRegisterOptions, loadRegister, type RegisterFormat } from "./register-loading.js";
 import type { TrustSource } from "./source.js";
 import type { TrustSourceStatus } from "./source-status.js";
@@ -62,6 +62,8 @@ export interface HttpRegisterSourceOptions extends RegisterSourceOptions {
   readonly timeoutMs?: number;
   /** The whole download (default 10 min: a 50 MB file on a slow link). */
   readonly totalTimeoutMs?: number;
+  /** Where the register is fetched from (default fetchDocument; a cluster worker asks the primary). */
+  readonly fetch?: DocumentFetcher;
 }
 
 export const DEFAULT_MAX_REGISTER_BYTES = 200 * 1024 * 1024;
@@ -105,7 +107,7 @@ abstract class PollingSource implements RegisterSource {
 
   constructor(
     protected readonly sink: RegisterSink,
-    private readonly pollMs: number,
+    protected readonly pollMs: number,
     protected readonly log: RegisterLog,
     protected readonly options: RegisterSourceOptions,
   ) {
@@ -225,11 +227,13 @@ export class HttpRegisterSource extends PollingSource {
     const options = this.options as HttpRegisterSourceOptions;
     const timeoutMs = options.timeoutMs ?? 30_000;
     const max = options.maxBytes ?? DEFAULT_MAX_REGISTER_BYTES;
-    const result = await fetchDocument(this.url, {
+    const result = await (options.fetch ?? fetchDocument)(this.url, {
       timeoutMs,
       totalTimeoutMs: options.totalTimeoutMs ?? 600_000,
       maxBytes: max,
       accept: "application/zip, application/json;q=0.9, */*;q=0.5",
+      // Another worker's copy fetched within most of a poll interval is this poll's copy too.
+      shareForMs: 0.9 * this.pollMs,
       validators: {
         ...(this.etag ? { etag: this.etag } : {}),
         ...(this.lastModified ? { lastModified: this.lastModified } : {}),
@@ -309,11 +313,13 @@ export class MetadataRegisterSource extends PollingSource {
     const file = describeFile(metadata);
     let result: Awaited<ReturnType<typeof fetchDocument>>;
     try {
-      result = await fetchDocument(metadata.fileUrl, {
+      result = await (options.fetch ?? fetchDocument)(metadata.fileUrl, {
         timeoutMs,
         totalTimeoutMs: options.totalTimeoutMs ?? 600_000,
         maxBytes: max,
         accept: "application/zip, */*;q=0.5",
+        // Another worker's copy of the same file is this one (the file a metadata answer names does not change).
+        shareForMs: 0.9 * this.pollMs,
       });
     } catch (error) {
       throw new Error(`file ${file}: ${(error as Error).message}`);
@@ -341,10 +347,11 @@ export class MetadataRegisterSource extends PollingSource {
   ): Promise<EbaFileMetadata> {
     let result: Awaited<ReturnType<typeof fetchDocument>>;
     try {
-      result = await fetchDocument(this.url, {
+      result = await (options.fetch ?? fetchDocument)(this.url, {
         timeoutMs,
         maxBytes: options.maxMetadataBytes ?? MAX_METADATA_BYTES,
         accept: "application/json",
+        shareForMs: 0.9 * this.pollMs,
         validators: this.metadataValidators,
       });
     } catch (error) {

@@ -64,3 +64,28 @@ export interface TrustReport {
   /** Absent where nothing asks OCSP (egress). */
   readonly ocspCache?: OcspCacheStatus;
 }
+
+/** One document the primary of `workers > 1` fetches for its workers (app/fetch-relay.ts). */
+export interface RelayedFetchStatus {
+  /** Credentials removed; POST asks (OCSP) with the same URL are one row each. */
+  readonly url: string;
+  readonly method: "GET" | "POST";
+  /** Epoch ms the copy held was fetched (or confirmed by a 304); absent when none is held. */
+  readonly fetchedAt?: number;
+  readonly bytes: number;
+  /** Workers' asks answered, and how many of them took an upstream fetch. */
+  readonly asks: number;
+  readonly upstreamFetches: number;
+  readonly lastError?: string;
+}
+
+/** A worker's own view, or why it gave none. */
+export type WorkerTrustReport =
+  | ({ readonly pid: number | undefined } & TrustReport)
+  | { readonly pid: number | undefined; readonly error: string };
+
+/** /trust on the primary of `workers > 1`: what it fetched for the workers, and each worker's view. */
+export interface ClusterTrustReport {
+  readonly primary: { readonly fetches: readonly RelayedFetchStatus[] };
+  readonly workers: readonly WorkerTrustReport[];
+}

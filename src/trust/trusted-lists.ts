@@ -22,7 +22,7 @@ import {
   type TrustedList,
   TrustedListError,
 } from "./formats/trusted-list.js";
-import { fetchDocument as fetchBounded } from "./http-fetch.js";
+import { type DocumentFetcher, fetchDocument as fetchBounded } from "./http-fetch.js";
 import type { TrustPool } from "./pool.js";
 import type { TrustLogger, TrustSource } from "./source.js";
 import type { TrustSourceStatus } from "./source-status.js";
@@ -55,6 +55,10 @@ export interface TrustedListsOptions {
   readonly timeoutMs?: number;
   /** Per-document size cap for the default fetch (default 20 MB). */
   readonly maxBytes?: number;
+  /** What the default fetch uses for http(s) (default fetchDocument; a cluster worker asks the primary). */
+  readonly httpFetch?: DocumentFetcher;
+  /** The default fetch's FetchOptions.shareForMs. */
+  readonly shareForMs?: number;
 }
 
 export interface TrustedListStatus {
@@ -116,6 +120,8 @@ export class TrustedListSet {
     const limits = {
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       maxBytes: options.maxBytes ?? TRUSTED_LIST_LIMITS.maxBytes,
+      ...(options.httpFetch ? { httpFetch: options.httpFetch } : {}),
+      ...(options.shareForMs !== undefined ? { shareForMs: options.shareForMs } : {}),
     };
     this.fetchList =
       options.fetch ?? ((location, conditional) => fetchDocument(location, conditional, limits));
@@ -257,6 +263,8 @@ export interface TrustedListSourceOptions {
   readonly pool: TrustPool;
   readonly log: TrustLogger;
   readonly now: () => number;
+  /** Where lists are fetched over http(s) (default fetchDocument; a cluster worker asks the primary). */
+  readonly fetch?: DocumentFetcher;
 }
 
 /** First retry after a failed refresh; doubles up to the poll interval. */
@@ -280,12 +288,15 @@ export class TrustedListSource implements TrustSource {
   }
 
   async start(): Promise<void> {
-    const { lotl, territories, timeoutMs } = this.options;
+    const { lotl, territories, timeoutMs, fetch } = this.options;
     this.set = new TrustedListSet({
       lotl,
       lotlSigners: this.options.lotlSignerFiles.flatMap(certificatesIn),
       ...(territories ? { territories } : {}),
       timeoutMs,
+      ...(fetch ? { httpFetch: fetch } : {}),
+      // Another worker's copy fetched within most of a poll interval is this poll's copy too.
+      shareForMs: 0.9 * this.options.pollMs,
     });
     await this.refresh();
     this.schedule();
@@ -449,10 +460,17 @@ async function inBatches<T, R>(
 
 const MAX_REDIRECTS = 3;
 
+export interface TrustedListFetchLimits {
+  readonly timeoutMs: number;
+  readonly maxBytes: number;
+  readonly httpFetch?: DocumentFetcher;
+  readonly shareForMs?: number;
+}
+
 export async function fetchDocument(
   location: string,
   conditional: ConditionalRequest,
-  limits: { readonly timeoutMs: number; readonly maxBytes: number },
+  limits: TrustedListFetchLimits,
 ): Promise<FetchedDocument> {
   if (/^https?:\/\//i.test(location)) return fetchHttp(location, conditional, limits);
   const path = /^file:/i.test(location) ? fileURLToPath(location) : location;
@@ -465,11 +483,12 @@ export async function fetchDocument(
 async function fetchHttp(
   location: string,
   conditional: ConditionalRequest,
-  limits: { readonly timeoutMs: number; readonly maxBytes: number },
+  limits: TrustedListFetchLimits,
 ): Promise<FetchedDocument> {
-  const result = await fetchBounded(location, {
+  const result = await (limits.httpFetch ?? fetchBounded)(location, {
     timeoutMs: limits.timeoutMs,
     maxBytes: limits.maxBytes,
+    ...(limits.shareForMs !== undefined ? { shareForMs: limits.shareForMs } : {}),
     maxRedirects: MAX_REDIRECTS,
     accept: "application/vnd.etsi.tsl+xml, application/xml, text/xml",
     validators: conditional,

@@ -1,8 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ClusterTrustReport } from "../../src/trust/source-status.js";
+import { runCli } from "../helpers/cli.js";
 import { tppFiles } from "../helpers/egress-profiles.js";
 import { prepareSignedCall, send, type TestGateway, testPki } from "../helpers/gateway-fixture.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
@@ -128,6 +131,26 @@ describeWithRedis("workers: 2 with the redis store (a real process)", () => {
     expect(body.checks.workers).toEqual({ ok: true, detail: "2 of 2 running" });
   });
 
+  it("the primary serves every worker's validation reports and judges an uploaded certificate", async () => {
+    const access = lines
+      .filter((l) => l.includes('"msg":"request"'))
+      .map((l) => JSON.parse(l) as { pid: number; trustReport?: string });
+    // Each worker judged TPP A's certificate once: two reports, one per worker, both served by the primary.
+    const byWorker = new Map(access.map((l) => [l.pid, l.trustReport]));
+    expect(byWorker.size).toBe(2);
+    for (const id of byWorker.values()) {
+      const response = await fetch(`http://127.0.0.1:${adminPort}/trust/reports/${id}`);
+      expect(response.status).toBe(200);
+      expect(await response.json()).toMatchObject({ id, indication: "TOTAL_PASSED" });
+    }
+    const pki = await testPki();
+    const judge = async (pem: string) =>
+      (await fetch(`http://127.0.0.1:${adminPort}/trust/certificate`, { method: "POST", body: pem })).json();
+    expect(await judge(pki.tppA.qseal.pem)).toMatchObject({ indication: "TOTAL_PASSED", policy: "QSealC" });
+    expect(await judge(pki.untrusted.pem)).toMatchObject({ subIndication: "NO_CERTIFICATE_CHAIN_FOUND" });
+    expect((await fetch(`http://127.0.0.1:${adminPort}/trust/reports/unknown`)).status).toBe(404);
+  });
+
   it("stops every worker and exits 0 on SIGTERM", async () => {
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
     child.kill("SIGTERM");
@@ -202,6 +225,8 @@ describe("egress with workers: 2 (a real process)", () => {
     expect(counted).toBe(20);
     const ready = await fetch(`http://127.0.0.1:${adminPort}/readyz`);
     expect(ready.status).toBe(200);
+    // Egress holds no trust sources: /trust is a 404 on its primary as on a single process.
+    expect((await fetch(`http://127.0.0.1:${adminPort}/trust`)).status).toBe(404);
   });
 
   it("stops every worker and exits 0 on SIGTERM", async () => {
@@ -209,4 +234,166 @@ describe("egress with workers: 2 (a real process)", () => {
     child.kill("SIGTERM");
     expect(await exited).toBe(0);
   });
+});
+
+/** Serves fixed documents with an ETag, counting every request per path (304s too). */
+async function startDocumentServer(documents: Record<string, Buffer>): Promise<{
+  url: string;
+  asked: Map<string, number>;
+  answered: { path: string; status: number }[];
+  close(): Promise<void>;
+}> {
+  const asked = new Map<string, number>();
+  const answered: { path: string; status: number }[] = [];
+  const server: Server = createHttpServer((req, res) => {
+    const path = req.url ?? "/";
+    asked.set(path, (asked.get(path) ?? 0) + 1);
+    const body = documents[path];
+    const etag = body && `"${body.length}"`;
+    const status = !body ? 404 : req.headers["if-none-match"] === etag ? 304 : 200;
+    answered.push({ path, status });
+    res.writeHead(status, etag ? { etag } : {}).end(status === 200 ? body : undefined);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    asked,
+    answered,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+describeWithRedis("workers: 2 fetch every trust document once, through the primary (a real process)", () => {
+  /** Long enough that both workers' first loads fall in one sharing window (0.9 of it) on a busy machine. */
+  const POLL_SECONDS = 6;
+  let redis: RedisServer;
+  let backend: RecordingBackend;
+  let documents: Awaited<ReturnType<typeof startDocumentServer>>;
+  let child: ChildProcess;
+  let lines: string[] = [];
+  let adminPort = 0;
+  let configFile = "";
+
+  beforeAll(async () => {
+    redis = await startRedisServer();
+    backend = await startRecordingBackend();
+    const pki = await testPki();
+    documents = await startDocumentServer({
+      "/register.json": readFileSync(pki.paths.register),
+      // The issuing CA's CRL, as a distribution point serves it: DER.
+      "/issuing.crl": Buffer.from(
+        readFileSync(pki.paths.crl, "utf8").replace(/-----[^-]+-----|\s/g, ""),
+        "base64",
+      ),
+    });
+    const port = await freePort();
+    adminPort = await freePort();
+    configFile = join(pki.dir, "workers-trust.yaml");
+    ({ child, lines } = await startCluster(
+      configFile,
+      [
+        "workers: 2",
+        `listen: { host: 127.0.0.1, port: ${port}, tls: { cert: ${pki.paths.gatewayCert}, key: ${pki.paths.gatewayKey} } }`,
+        `backend: { url: "${backend.url}" }`,
+        `trust: { caDir: ${pki.paths.trustDir} }`,
+        `register: { url: "${documents.url}/register.json", pollSeconds: ${POLL_SECONDS} }`,
+        `revocation: { crl: { urls: ["${documents.url}/issuing.crl"], refreshSeconds: ${POLL_SECONDS} } }`,
+        `store: { type: redis, url: "${redis.url}" }`,
+        `admin: { host: 127.0.0.1, port: ${adminPort} }`,
+      ],
+      "ingress gateway listening",
+    ));
+  }, 60_000);
+
+  afterAll(async () => {
+    await stopCluster(child);
+    await documents?.close();
+    await backend?.close();
+    await redis?.stop();
+  });
+
+  const trust = async (): Promise<ClusterTrustReport & { now: string }> => {
+    const response = await fetch(`http://127.0.0.1:${adminPort}/trust`);
+    expect(response.status).toBe(200);
+    return (await response.json()) as ClusterTrustReport & { now: string };
+  };
+  /** Each worker's last success with the source served at `path`, in pid order. */
+  const lastSuccesses = (report: ClusterTrustReport, path: string) =>
+    [...report.workers]
+      .sort((a, b) => (a.pid ?? 0) - (b.pid ?? 0))
+      .map((w) =>
+        "sources" in w
+          ? w.sources.find((s) => s.source.endsWith(`${documents.url}${path}`))?.lastSuccess
+          : undefined,
+      );
+
+  it("fetches the register and the CRL once at start for both workers, and once per poll after", async () => {
+    const pids = lines
+      .filter((l) => l.includes("ingress gateway listening"))
+      .map((l) => (JSON.parse(l) as { pid: number }).pid);
+    expect(pids, lines.join("\n")).toHaveLength(2);
+    expect(Object.fromEntries(documents.asked)).toEqual({ "/register.json": 1, "/issuing.crl": 1 });
+
+    // /trust on the primary: its fetch table and both workers' views.
+    const first = await trust();
+    expect(first.workers.map((w) => w.pid).sort()).toEqual([...pids].sort());
+    for (const w of first.workers) {
+      expect("sources" in w, JSON.stringify(w)).toBe(true);
+      if (!("sources" in w)) continue;
+      expect(w.sources.filter((s) => s.kind === "register" || s.kind === "crl").every((s) => !s.stale)).toBe(
+        true,
+      );
+    }
+    expect(first.primary.fetches.map((f) => f.url).sort()).toEqual([
+      `${documents.url}/issuing.crl`,
+      `${documents.url}/register.json`,
+    ]);
+    for (const f of first.primary.fetches) expect(f).toMatchObject({ asks: 2, upstreamFetches: 1 });
+
+    // Once both workers have polled again (each saw a later success), the server was asked once more.
+    const paths = ["/register.json", "/issuing.crl"];
+    const before = paths.map((path) => lastSuccesses(first, path));
+    const deadline = Date.now() + 4 * POLL_SECONDS * 1000;
+    let polled = first;
+    const pollsSeen = () =>
+      paths.every((path, p) =>
+        lastSuccesses(polled, path).every((at, i) => at !== undefined && at > (before[p]?.[i] ?? Infinity)),
+      );
+    while (!pollsSeen() && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 250));
+      polled = await trust();
+    }
+    expect(pollsSeen(), JSON.stringify(polled)).toBe(true);
+    expect(Object.fromEntries(documents.asked)).toEqual({ "/register.json": 2, "/issuing.crl": 2 });
+
+    const metrics = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
+    // At start each document came whole; a poll later the server said 304 to the primary's validators.
+    expect(metrics).toMatch(/^psd2_gateway_trust_fetches_total\{outcome="fetched"\} 2$/m);
+    expect(metrics).toMatch(/^psd2_gateway_trust_fetches_total\{outcome="not_modified"\} 2$/m);
+    expect(metrics).toMatch(/^psd2_gateway_trust_fetches_total\{outcome="shared"\} [1-9]/m);
+  }, 60_000);
+
+  it("trust status --config prints the primary's fetches and both workers' views", async () => {
+    const pids = lines
+      .filter((l) => l.includes("ingress gateway listening"))
+      .map((l) => (JSON.parse(l) as { pid: number }).pid);
+    const run = await runCli(["trust", "status", "--config", configFile]);
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(run.stdout).toMatch(/^primary: 2 documents fetched for the workers$/m);
+    expect(run.stdout).toContain(`GET    ${documents.url}/register.json`);
+    for (const pid of pids) expect(run.stdout).toContain(`worker ${pid}:`);
+    expect(run.stdout.match(/^ {2}register\s+fresh\s+register: /gm)).toHaveLength(2);
+  }, 30_000);
+
+  it("SIGHUP on the primary drops its copies: the workers' refresh fetches the register whole", async () => {
+    // Unchanged since the first fetch, it has been answered 304 to the primary's validators since.
+    const whole = () =>
+      documents.answered.filter((a) => a.path === "/register.json" && a.status === 200).length;
+    expect(whole()).toBe(1);
+    child.kill("SIGHUP");
+    const deadline = Date.now() + 20_000;
+    while (whole() < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(whole(), JSON.stringify(documents.answered)).toBe(2);
+  }, 30_000);
 });

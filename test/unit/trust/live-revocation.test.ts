@@ -14,6 +14,7 @@ import { type ParsedCertificate, parseCertificate } from "../../../src/eidas/ind
 import { isRejection } from "../../../src/errors.js";
 import type { QtspServer } from "../../../src/qtsp/server.js";
 import { CrlCache } from "../../../src/trust/crl-cache.js";
+import { fetchDocument } from "../../../src/trust/http-fetch.js";
 import { LiveRevocation, type RevocationOrder } from "../../../src/trust/live-revocation.js";
 import {
   issuingCaCrl,
@@ -92,6 +93,33 @@ async function statusOf(revocation: LiveRevocation, certificate = tppA): Promise
 }
 
 describe("OCSP (order: ocsp)", () => {
+  it.each([
+    { maxAge: "1 h", maxAgeMs: 3_600_000, window: 60_000 },
+    { maxAge: "5 min", maxAgeMs: 300_000, window: 30_000 },
+  ])(
+    "lets workers share an answer for at most a tenth of maxAge ($maxAge), 60 s at most",
+    async ({ maxAgeMs, window }) => {
+      await qtsp();
+      const asked: { shareForMs?: number; post: boolean }[] = [];
+      const revocation = new LiveRevocation({
+        order: "ocsp",
+        softFail: false,
+        firstAnswerTimeoutMs: 2_000,
+        ocsp: { timeoutMs: 1_000, maxAgeMs, maxEntries: 100 },
+        crls: live().crls,
+        localList: () => undefined,
+        graceMs: 0,
+        // The real fetch; what a worker would ask the primary is recorded on the way.
+        fetch: (target, options) => {
+          asked.push({ shareForMs: options.shareForMs, post: options.post !== undefined });
+          return fetchDocument(target, options);
+        },
+      });
+      expect((await statusOf(revocation)).refusal).toBeUndefined();
+      expect(asked).toEqual([{ shareForMs: window, post: true }]);
+    },
+  );
+
   it.each([
     {
       name: "good: not revoked, and the answer is held until it expires",
@@ -257,6 +285,38 @@ describe("CRL distribution points (order: crl)", () => {
     expect((await statusOf(restarted.revocation)).refusal).toBeUndefined();
     restarted.crls.stop();
   });
+
+  it.each([
+    { refresh: "1 h", refreshMs: 3_600_000, windows: [3_240_000, 3_240_000] },
+    // Due for replacement within the interval (24 h list, renewed 2.4 h ahead): only a fresh fetch will do.
+    { refresh: "24 h", refreshMs: 86_400_000, windows: [77_760_000, 0] },
+  ])(
+    "lets workers share a list for 0.9 of the refresh interval ($refresh), not once it is due",
+    async ({ refreshMs, windows }) => {
+      const crl = await issuingCaCrl(q.pki, {});
+      await qtsp({ crl: () => crl });
+      const url = `${q.url}${QTSP_PATHS.crl}`;
+      const asked: (number | undefined)[] = [];
+      const crls = new CrlCache({
+        cas: () => [issuer],
+        refreshMs,
+        graceMs: 0,
+        timeoutMs: 2_000,
+        maxBytes: 1024 * 1024,
+        maxLists: 4,
+        // The real fetch; what a worker would ask the primary is recorded on the way.
+        fetch: (target, options) => {
+          asked.push(options.shareForMs);
+          return fetchDocument(target, options);
+        },
+      });
+      await crls.ensure(url);
+      await crls.ensure(url);
+      crls.stop();
+      expect(crls.listAt(url)).toBeDefined();
+      expect(asked).toEqual(windows);
+    },
+  );
 
   it("the disk cache is bounded like memory: an evicted list's files go, a restart keeps the newest maxLists and the configured URLs", async () => {
     const crl = await issuingCaCrl(q.pki, {});
