@@ -20,8 +20,6 @@ const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 const LIMIT = 4;
-/** Bound that proves "fails fast rather than hangs"; the Redis store's own timeout is 500 ms. */
-const FAST_MS = 2_000;
 
 /** The `now` handed to reserve(): an arbitrary instant, far from the real time (Redis TIME is not used). */
 const T0 = Date.UTC(2026, 2, 14, 9, 30);
@@ -321,12 +319,6 @@ async function noScriptErrors(admin: Redis): Promise<number> {
   return Number(/errorstat_NOSCRIPT:count=(\d+)/.exec(errorStats)?.[1] ?? 0);
 }
 
-async function elapsedMs(work: () => Promise<unknown>): Promise<number> {
-  const started = performance.now();
-  await work();
-  return performance.now() - started;
-}
-
 describeWithRedis("Redis store only (a real redis-server)", () => {
   let server: RedisServer;
   let store: RedisLimitStore;
@@ -404,10 +396,8 @@ describeWithRedis("Redis store only (a real redis-server)", () => {
       const errorsBefore = store.stats.errors;
       server.freeze();
       try {
-        const took = await elapsedMs(() =>
-          expect(store.reserve(key, 1, DAY, T0)).rejects.toThrow(/reserve failed: Command timed out/),
-        );
-        expect(took).toBeLessThan(FAST_MS);
+        // The client's own command timeout ended it (not the test's): the store does not hang.
+        await expect(store.reserve(key, 1, DAY, T0)).rejects.toThrow(/reserve failed: Command timed out/);
         expect(store.stats.errors).toBe(errorsBefore + 1);
         expect(await store.ready()).toBe(false);
       } finally {
@@ -428,8 +418,13 @@ describeWithRedis("Redis store only (a real redis-server)", () => {
         () => store.release(key, "any-slot"),
         () => store.checkAndRecord(`signature-${key}`, 60_000),
       ]) {
-        const took = await elapsedMs(() => expect(operation()).rejects.toThrow(RedisStoreError));
-        expect(took).toBeLessThan(FAST_MS);
+        // Refused at once, not held until Redis returns: the offline queue is off.
+        const error = await operation().then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(error).toBeInstanceOf(RedisStoreError);
+        expect((error as Error).message).toMatch(/enableOfflineQueue/);
       }
       expect(store.stats.errors).toBe(errorsBefore + 3);
       expect(store.stats.evictions).toBe(0);
