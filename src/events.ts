@@ -29,6 +29,38 @@ export interface RequestEvent {
 
 export type RequestObserver = (event: RequestEvent) => void;
 
+/** The route class of bytes refused before they were a request (no path was read). */
+export const UNPARSED_ROUTE_CLASS = "unparsed";
+
+/**
+ * The event of a refusal of what Node could not parse (bad framing, a head that did not arrive in
+ * time, CONNECT): no request object exists, but it is a refusal like any other, so it is logged
+ * and counted under its step.
+ */
+export function unparsedRequestEvent(
+  mode: RequestEvent["mode"],
+  status: number,
+  step: string,
+  bytesOut: number,
+): RequestEvent {
+  return {
+    mode,
+    requestId: undefined,
+    traceId: undefined,
+    method: "-",
+    routeClass: UNPARSED_ROUTE_CLASS,
+    status,
+    code: "FORMAT_ERROR",
+    step,
+    organizationId: undefined,
+    trustReport: undefined,
+    totalMs: 0,
+    upstreamMs: undefined,
+    bytesOut,
+    psuId: undefined,
+  };
+}
+
 /** What the egress response-signature header says about the bank's answer. */
 export type ResponseSignatureStatus =
   | "verified"

@@ -7,8 +7,8 @@
 
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { hasBody } from "../checks/index.js";
-import { type Rejection, reject } from "../errors.js";
-import type { EgressEvent } from "../events.js";
+import { type Rejection, reject, statusFor } from "../errors.js";
+import { type EgressEvent, unparsedRequestEvent } from "../events.js";
 import type { Backend } from "../forward/backend.js";
 import {
   type ForwardCall,
@@ -22,6 +22,7 @@ import {
 import { joinedHeaders, upstreamRequestHeaders } from "../forward/headers.js";
 import { type TraceContext, traceContextOf, writeTraceContext } from "../forward/trace-context.js";
 import type { Exchange, ExchangeFactory } from "../listener/connection.js";
+import { MALFORMED_REQUEST } from "../listener/listener.js";
 import { rawRejection, writeRejection } from "../listener/respond.js";
 import type { ReceivedHeaders } from "../response-inspector.js";
 import { lowerCasedHeaders, type RequestToSign } from "../signature/index.js";
@@ -88,7 +89,18 @@ export const GATEWAY_WRITTEN_HEADERS = [
 export function createEgressHandler(options: EgressHandlerOptions): ExchangeFactory {
   return {
     create: (req, res) => new EgressExchange(options, req, res),
-    rawRefusal: (message) => rawRejection(reject("FORMAT_ERROR", message), "spec", GATEWAY_ORIGIN),
+    rawRefusal: (message, step) => {
+      const answer = rawRejection(reject("FORMAT_ERROR", message), "spec", GATEWAY_ORIGIN);
+      options.onRequest?.(
+        unparsedRequestEvent(
+          "egress",
+          statusFor("FORMAT_ERROR"),
+          step ?? MALFORMED_REQUEST,
+          Buffer.byteLength(answer),
+        ),
+      );
+      return answer;
+    },
     connectRefused: "the CONNECT method is not served; send the request itself",
   };
 }

@@ -18,8 +18,8 @@ import {
   routingPath,
   type TppIdentity,
 } from "../checks/index.js";
-import { type Rejection, reject, type StatusProfile } from "../errors.js";
-import type { RequestEvent, RequestObserver } from "../events.js";
+import { type Rejection, reject, type StatusProfile, statusFor } from "../errors.js";
+import { type RequestEvent, type RequestObserver, unparsedRequestEvent } from "../events.js";
 import type { Backend } from "../forward/backend.js";
 import { type BodyInspector, BodyRejected, inspectedBody } from "../forward/body.js";
 import {
@@ -34,6 +34,7 @@ import {
 import { upstreamRequestHeaders } from "../forward/headers.js";
 import { type TraceContext, traceContextOf, writeTraceContext } from "../forward/trace-context.js";
 import type { Exchange, ExchangeFactory } from "../listener/connection.js";
+import { MALFORMED_REQUEST } from "../listener/listener.js";
 import { rawRejection, writeRejection } from "../listener/respond.js";
 import type { ReceivedHeaders } from "../response-inspector.js";
 import { headerValue } from "../signature/index.js";
@@ -373,7 +374,18 @@ export function createIngressHandler(options: HandlerOptions): ExchangeFactory {
   const ingress = new Ingress(options);
   return {
     create: (req, res) => new IngressExchange(ingress, req, res),
-    rawRefusal: (message) => rawRejection(reject("FORMAT_ERROR", message), options.statusProfile),
+    rawRefusal: (message, step) => {
+      const answer = rawRejection(reject("FORMAT_ERROR", message), options.statusProfile);
+      options.onRequest?.(
+        unparsedRequestEvent(
+          "ingress",
+          statusFor("FORMAT_ERROR", options.statusProfile),
+          step ?? MALFORMED_REQUEST,
+          Buffer.byteLength(answer),
+        ),
+      );
+      return answer;
+    },
     connectRefused: "the CONNECT method is not served; this is an API, not a proxy",
   };
 }

@@ -28,8 +28,11 @@ export interface Exchange {
 /** What a mode gives the listener: its exchanges and the shape of its own raw refusals. */
 export interface ExchangeFactory {
   create(req: IncomingMessage, res: ServerResponse): Exchange;
-  /** A whole HTTP/1.1 response refusing what Node could not parse (no request object exists). */
-  rawRefusal(message: string): string;
+  /**
+   * A whole HTTP/1.1 response refusing what Node could not parse (no request object exists); the
+   * mode also reports it (access line and metrics) under `step`.
+   */
+  rawRefusal(message: string, step: string | undefined): string;
   /** Why a CONNECT is refused, in the mode's words. */
   readonly connectRefused: string;
 }
@@ -43,7 +46,8 @@ export class Connection {
   /** No further request from this socket may be started. */
   private condemned = false;
   /** A refusal of bytes Node could not parse: written once the answers before it are out. */
-  private pendingRefusal: string | undefined = undefined;
+  private pendingRefusal: { readonly message: string; readonly step: string | undefined } | undefined =
+    undefined;
   private refused = false;
   /** The client sent its FIN while an answer was in flight: end the connection after that answer. */
   private endAfterActive = false;
@@ -143,20 +147,20 @@ export class Connection {
       return;
     }
     // Requests parsed before the bad bytes are still answered, in order; the refusal comes last.
-    this.pendingRefusal = message;
+    this.pendingRefusal = { message, step };
     if (!active) this.writeRefusal();
   }
 
   private writeRefusal(): void {
-    const message = this.pendingRefusal;
+    const pending = this.pendingRefusal;
     this.pendingRefusal = undefined;
-    if (message === undefined || this.refused) return;
+    if (pending === undefined || this.refused) return;
     this.refused = true;
     if (!this.socket.writable) {
       this.socket.destroy();
       return;
     }
-    this.socket.write(this.factory().rawRefusal(message));
+    this.socket.write(this.factory().rawRefusal(pending.message, pending.step));
     // No timeout of Node's guards this socket any more (a CONNECT's is not even Node's): the
     // lingering close bounds how long a client that never closes can hold it.
     this.closeLingering();

@@ -7,6 +7,7 @@
  */
 
 import { Writable } from "node:stream";
+import { connect as tlsConnect } from "node:tls";
 import { describe, expect, it } from "vitest";
 import { createLogger } from "../../src/observability/logger.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
@@ -93,6 +94,43 @@ describe("every refusal names its step", () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(accessLine(String(r.headers["x-request-id"]))?.step).toBe("digest");
   });
+
+  it.each([
+    {
+      name: "a bad header line",
+      bytes: "GET /v1/accounts HTTP/1.1\r\nHost: localhost\r\nbad header\r\n\r\n",
+    },
+    { name: "a CONNECT", bytes: "CONNECT bank.example:443 HTTP/1.1\r\nHost: bank.example:443\r\n\r\n" },
+  ])(
+    "bytes that are no request ($name): malformed-request, in the access line and the metric",
+    async ({ bytes }) => {
+      const before = await rejections("malformed-request");
+      const linesBefore = lines.length;
+      const url = new URL(env.gw.url);
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = tlsConnect(
+          { host: url.hostname, port: Number(url.port), ca: env.gw.pki.root.pem },
+          () => socket.end(bytes),
+        );
+        let text = "";
+        socket.on("data", (chunk) => (text += chunk.toString()));
+        socket.on("close", () => resolve(text));
+        socket.on("error", reject);
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+      expect(answer).toContain('"code":"FORMAT_ERROR"');
+      expect(await rejections("malformed-request")).toBe(before + 1);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(lines.slice(linesBefore).filter((l) => l.msg === "request")).toEqual([
+        expect.objectContaining({
+          status: 400,
+          code: "FORMAT_ERROR",
+          step: "malformed-request",
+          routeClass: "unparsed",
+        }),
+      ]);
+    },
+  );
 
   it("a backend that cannot be reached: upstream", async () => {
     env.backend.behave((req) => req.socket.destroy());
