@@ -13,6 +13,7 @@ import {
   type FetchResult,
   fetchDocument,
   type Validators,
+  withoutCredentials,
 } from "../trust/http-fetch.js";
 import type { RelayedFetchStatus } from "../trust/source-status.js";
 
@@ -269,19 +270,6 @@ function readAsk(message: unknown): { id: number; url: string; options: FetchOpt
   )
     return undefined;
   return { id: m.id as number, url: m.url, options: o as unknown as FetchOptions };
-}
-
-/** A URL fit for /trust: user and password removed. */
-function withoutCredentials(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (!parsed.username && !parsed.password) return url;
-    parsed.username = "";
-    parsed.password = "";
-    return parsed.toString();
-  } catch {
-    return url;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -119,6 +119,19 @@ export async function fetchDocument(url: string, options: FetchOptions): Promise
   }
 }
 
+/** A URL fit for logs, stats and /trust: user and password removed. */
+export function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (!parsed.username && !parsed.password) return url;
+    parsed.username = "";
+    parsed.password = "";
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}
+
 function header(value: string | string[] | undefined): string | undefined {
   return typeof value === "string" && value.length <= 512 ? value : undefined;
 }

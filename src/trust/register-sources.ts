@@ -18,7 +18,7 @@ import {
   MAX_METADATA_BYTES,
   parseEbaFileMetadata,
 } from "./formats/eba-file-metadata.js";
-import { type DocumentFetcher, fetchDocument, type Validators } from "./http-fetch.js";
+import { type DocumentFetcher, fetchDocument, type Validators, withoutCredentials } from "./http-fetch.js";
 import { type LoadRegisterOptions, loadRegister, type RegisterFormat } from "./register-loading.js";
 import type { TrustSource } from "./source.js";
 import type { TrustSourceStatus } from "./source-status.js";
@@ -447,18 +447,5 @@ export class RegisterTrustSource implements TrustSource {
 
   stop(): void {
     for (const source of this.sources) source.stop();
-  }
-}
-
-/** A URL fit for logs and stats: user and password removed. */
-function withoutCredentials(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (!parsed.username && !parsed.password) return url;
-    parsed.username = "";
-    parsed.password = "";
-    return parsed.toString();
-  } catch {
-    return url;
   }
 }

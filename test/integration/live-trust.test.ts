@@ -15,32 +15,10 @@ import { buildTrustedLists, generateTrustedListSigner } from "../../src/dev/trus
 import type { QtspServer } from "../../src/qtsp/server.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import { type CallResult, signedCall, type TestGateway } from "../helpers/gateway-fixture.js";
+import { callUntil, PAYMENT } from "../helpers/live-trust-calls.js";
 import { issuingCaCrl, type QtspPki, qtspPki, startTestQtsp } from "../helpers/test-qtsp.js";
 
 const DAY = 24 * 3600 * 1000;
-const PAYMENT = {
-  method: "POST",
-  target: "/v1/payments/sepa-credit-transfers",
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify({
-    instructedAmount: { currency: "EUR", amount: "12.50" },
-    debtorAccount: { iban: "NO9386011117947" },
-    creditorAccount: { iban: "NO9386011117947" },
-    creditorName: "Merchant AS",
-  }),
-};
-
-/** Calls until `done` holds or `ms` passes; the last answer. */
-async function until(call: () => Promise<CallResult>, done: (r: CallResult) => boolean, ms: number) {
-  const deadline = Date.now() + ms;
-  let r = await call();
-  while (!done(r) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    r = await call();
-  }
-  return r;
-}
-
 const code = (r: CallResult) => r.json.tppMessages?.[0]?.code;
 
 let q: QtspPki;
@@ -83,7 +61,7 @@ describe.each([{ order: "ocsp-crl" as const }, { order: "crl" as const }])(
 
     it("refuses a TPP under the revoked CA with CERTIFICATE_REVOKED naming the CA; a TPP under the good CA passes", async () => {
       rootCrl = await rootCrlListing([q.pki.revokedCa]);
-      const r = await until(underRevoked, (x) => x.status !== 200, 5_000);
+      const r = await callUntil(underRevoked, (x) => x.status !== 200, 5_000);
       expect(r.status).toBe(400);
       expect(code(r), r.text).toBe("CERTIFICATE_REVOKED");
       const text = r.json.tppMessages?.[0]?.text ?? "";
@@ -96,9 +74,9 @@ describe.each([{ order: "ocsp-crl" as const }, { order: "crl" as const }])(
 
     it("follows the root's CRL: the CA's TPP passes once the list no longer names it, and is refused again when it does", async () => {
       rootCrl = await rootCrlListing([]);
-      expect((await until(underRevoked, (x) => x.status === 200, 5_000)).status).toBe(200);
+      expect((await callUntil(underRevoked, (x) => x.status === 200, 5_000)).status).toBe(200);
       rootCrl = await rootCrlListing([q.pki.revokedCa]);
-      expect(code(await until(underRevoked, (x) => x.status !== 200, 5_000))).toBe("CERTIFICATE_REVOKED");
+      expect(code(await callUntil(underRevoked, (x) => x.status !== 200, 5_000))).toBe("CERTIFICATE_REVOKED");
     });
   },
 );
@@ -120,7 +98,7 @@ describe.each([
     const revokedAt = Date.now();
     revokedSerials = new Set([q.pki.tppB.qseal.certificate.serialNumber.toUpperCase()]);
     crl = await issuingCaCrl(q.pki, { revoked: [q.pki.tppB.qseal.certificate] });
-    const after = await until(call, (r) => r.status !== 200, 8_000);
+    const after = await callUntil(call, (r) => r.status !== 200, 8_000);
     expect(code(after), after.text).toBe("CERTIFICATE_REVOKED");
     // One refresh interval (1 s) plus jitter and a request's time.
     expect(Date.now() - revokedAt).toBeLessThan(4_000);
@@ -218,16 +196,16 @@ describe("a register change re-judges cached verdicts at once (the EBA register 
     expect((await pay()).status).toBe(200);
     expect((await read()).status).toBe(200);
     served([{ ...tppA(), roles: ["PSP_AI"] }]);
-    const refused = await until(pay, (r) => r.status !== 200, 5_000);
+    const refused = await callUntil(pay, (r) => r.status !== 200, 5_000);
     expect(code(refused), refused.text).toBe("ROLE_INVALID");
     expect((await read()).status).toBe(200);
   });
 
   it("a TPP removed from the register: its next request after the poll is refused", async () => {
     served([{ ...tppA(), roles: ["PSP_AI"] }]);
-    expect((await until(read, (r) => r.status === 200, 5_000)).status).toBe(200);
+    expect((await callUntil(read, (r) => r.status === 200, 5_000)).status).toBe(200);
     served([{ organizationId: q.pki.tppB.organizationId, name: q.pki.tppB.name, roles: ["PSP_AI"] }]);
-    const refused = await until(read, (r) => r.status !== 200, 5_000);
+    const refused = await callUntil(read, (r) => r.status !== 200, 5_000);
     expect(refused.status).toBe(400);
     expect(code(refused), refused.text).toMatch(/^CERTIFICATE_(BLOCKED|INVALID)$/);
     expect(refused.json.tppMessages?.[0]?.text).toContain(q.pki.tppA.organizationId);
@@ -340,7 +318,7 @@ describe("the EU trusted lists as trust anchors", () => {
     },
   ])("$name", async (row) => {
     await republish(row.service);
-    const r = await until(
+    const r = await callUntil(
       seal,
       (x) => {
         try {
@@ -357,7 +335,7 @@ describe("the EU trusted lists as trust anchors", () => {
 
   it("a national list whose signature is broken is refused; the last good copy stays in use and /trust says why", async () => {
     await republish({ qwac: true, qseal: true });
-    expect((await until(seal, (r) => r.status === 200, 5_000)).status).toBe(200);
+    expect((await callUntil(seal, (r) => r.status === 200, 5_000)).status).toBe(200);
     await republish({ qwac: true, qseal: false }, "national");
     const failing = async () =>
       (await trustSources(env.gw)).find((s) => s.kind === "trusted-list" && s.source.includes("tl-xx.xml"));

@@ -16,7 +16,8 @@ import { QTSP_PATHS } from "../../src/dev/pki.js";
 import type { QtspServer } from "../../src/qtsp/server.js";
 import { parseEbaFileMetadata } from "../../src/trust/formats/eba-file-metadata.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
-import { type CallResult, signedCall } from "../helpers/gateway-fixture.js";
+import { signedCall } from "../helpers/gateway-fixture.js";
+import { callUntil, PAYMENT } from "../helpers/live-trust-calls.js";
 import { type QtspPki, qtspPki } from "../helpers/test-qtsp.js";
 
 let q: QtspPki;
@@ -27,28 +28,6 @@ beforeAll(async () => {
   qtsp = await startDemoQtsp({ pkiDir: q.pki.dir, host: "127.0.0.1", port: q.port });
 }, 60_000);
 afterAll(() => qtsp?.close());
-
-const PAYMENT = {
-  method: "POST",
-  target: "/v1/payments/sepa-credit-transfers",
-  headers: { "content-type": "application/json" },
-  body: JSON.stringify({
-    instructedAmount: { currency: "EUR", amount: "12.50" },
-    debtorAccount: { iban: "NO9386011117947" },
-    creditorAccount: { iban: "NO9386011117947" },
-    creditorName: "Merchant AS",
-  }),
-};
-
-async function until(call: () => Promise<CallResult>, done: (r: CallResult) => boolean, ms: number) {
-  const deadline = Date.now() + ms;
-  let r = await call();
-  while (!done(r) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    r = await call();
-  }
-  return r;
-}
 
 const metadataUrl = () => `${qtsp.url}${QTSP_PATHS.ebaMetadata}`;
 
@@ -98,7 +77,7 @@ describe("a gateway whose register is the EBA metadata URL", () => {
       join(q.pki.dir, "qtsp", "eba-register.zip"),
       ebaRegisterZip(ebaRegisterDocument([{ ...tppA(), roles: ["PSP_AI"] }])),
     );
-    const refused = await until(pay, (r) => r.status !== 200, 10_000);
+    const refused = await callUntil(pay, (r) => r.status !== 200, 10_000);
     expect(refused.json.tppMessages?.[0]?.code, refused.text).toBe("ROLE_INVALID");
     expect((await read()).status).toBe(200);
   });
@@ -115,7 +94,7 @@ describe("a gateway whose register is the EBA metadata URL", () => {
         ebaFileMetadata(zip, { context: `${qtsp.url}/`, relativePath: file, madeAt: new Date() }),
       ),
     });
-    const refused = await until(read, (r) => r.status !== 200, 10_000);
+    const refused = await callUntil(read, (r) => r.status !== 200, 10_000);
     expect(refused.status).toBe(400);
     expect(refused.json.tppMessages?.[0]?.code, refused.text).toBe("CERTIFICATE_BLOCKED");
     expect(refused.json.tppMessages?.[0]?.text).toContain("2026-11-26");
