@@ -4,7 +4,12 @@
  * anchor (trusted-list service and qualification, or the bank's trust folder) and the register entry.
  */
 
-import type { PathElement, RevocationEvidence, ValidationReport } from "../eidas/index.js";
+import {
+  type PathElement,
+  type RevocationEvidence,
+  shortStatus,
+  type ValidationReport,
+} from "../eidas/index.js";
 import { statusFor } from "../errors.js";
 
 const INDENT = "                ";
@@ -63,9 +68,4 @@ function evidenceText(e: RevocationEvidence): string {
     e.revokedAt ? `revoked ${e.revokedAt}${e.revocationReason ? ` (${e.revocationReason})` : ""}` : undefined,
   ].filter((x) => x !== undefined);
   return `${e.status} by ${e.source} ${e.location}; ${when.join(", ")}`;
-}
-
-/** `…/Svcstatus/granted` → `granted`. */
-function shortStatus(uri: string): string {
-  return uri.slice(uri.lastIndexOf("/") + 1);
 }

@@ -59,6 +59,7 @@ export {
   type ChainResult,
   certificatesFromFile,
   type QualifiedAnchor,
+  shortStatus,
   TrustStore,
 } from "./trust-store.js";
 export type {

@@ -16,7 +16,7 @@ import { type ErrorCode, isRejection, Rejection } from "../errors.js";
 import { type ParsedCertificate, parseCertificate } from "./certificate.js";
 import { unknownCriticalExtension } from "./extensions.js";
 import { isSupportedSignatureAlgorithm, verifyTbs } from "./signature-algorithms.js";
-import type { SubIndication } from "./validation-report.js";
+import { clipped, type SubIndication } from "./validation-report.js";
 
 export interface TrustAnchorSet {
   readonly certificates: readonly ParsedCertificate[];
@@ -144,13 +144,11 @@ function bySubject(parsed: ParsedCertificate): string {
 }
 
 function describe(c: ParsedCertificate): string {
-  return `SN=${clip(c.serialHex, 80)} (${clip(c.subjectRfc2253, 160)})`;
+  return `SN=${clipped(c.serialHex, 80)} (${clipped(c.subjectRfc2253, 160)})`;
 }
 
 /** Names and serials come from the sender: refusal texts (cached, logged) carry a bounded part. */
-function clip(text: string, max = 200): string {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
-}
+const NAME_IN_TEXT = 200;
 
 function canSignCertificates(c: ParsedCertificate): string | undefined {
   if (!c.basicConstraints?.ca) return "it is not a CA (basicConstraints cA is not true)";
@@ -259,7 +257,7 @@ export class TrustStore {
           lastProblem ? "CERTIFICATE_CHAIN_GENERAL_FAILURE" : "NO_CERTIFICATE_CHAIN_FOUND",
           chain,
           "CERTIFICATE_INVALID",
-          `certificate ${describe(current)} ${lastProblem ?? `was issued by ${clip(current.issuerRfc2253)}, which is not in the gateway's trust store`}; use a certificate from a qualified trust service provider the bank trusts`,
+          `certificate ${describe(current)} ${lastProblem ?? `was issued by ${clipped(current.issuerRfc2253, NAME_IN_TEXT)}, which is not in the gateway's trust store`}; use a certificate from a qualified trust service provider the bank trusts`,
         );
       }
       const notCa = canSignCertificates(issuer.parsed);
@@ -340,7 +338,7 @@ function anchoredChain(
       "CHAIN_CONSTRAINTS_FAILURE",
       chain,
       "CERTIFICATE_INVALID",
-      `certificate ${describe(leaf)} was issued on ${leaf.notBefore.toISOString()} by CA ${ca}, which was not granted on ${list} then: ${why} (${clip(anchor.source)}); use a certificate from a CA whose qualified status is granted`,
+      `certificate ${describe(leaf)} was issued on ${leaf.notBefore.toISOString()} by CA ${ca}, which was not granted on ${list} then: ${why} (${clipped(anchor.source, NAME_IN_TEXT)}); use a certificate from a CA whose qualified status is granted`,
       "trusted-list",
     );
   }
@@ -354,7 +352,7 @@ function anchoredChain(
       "CHAIN_CONSTRAINTS_FAILURE",
       chain,
       "CERTIFICATE_INVALID",
-      `certificate ${describe(leaf)} chains to CA ${ca}, which is on ${list} ${what}, not for ${PURPOSE_NAMES[purpose]} (${clip(anchor.source)}); use a ${purpose === "qseal" ? "QSealC" : "QWAC"} from a CA granted for it`,
+      `certificate ${describe(leaf)} chains to CA ${ca}, which is on ${list} ${what}, not for ${PURPOSE_NAMES[purpose]} (${clipped(anchor.source, NAME_IN_TEXT)}); use a ${purpose === "qseal" ? "QSealC" : "QWAC"} from a CA granted for it`,
       "trusted-list",
     );
   }
@@ -370,8 +368,8 @@ function anchoredChain(
 }
 
 /** `…/Svcstatus/withdrawn` → `withdrawn`. */
-function shortStatus(uri: string): string {
-  return clip(uri.slice(uri.lastIndexOf("/") + 1), 60);
+export function shortStatus(uri: string): string {
+  return clipped(uri.slice(uri.lastIndexOf("/") + 1), 60);
 }
 
 function criticalProblem(

@@ -163,8 +163,9 @@ export interface ValidationReport {
 /** Longest text from a certificate kept in a report: reports are logged and kept. */
 const MAX_NAME = 300;
 
+/** `text` cut to `max` characters and marked `…` when longer (refusal texts and reports alike). */
 export function clipped(text: string, max = MAX_NAME): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+  return text.length > max ? `${text.slice(0, max)}…` : text;
 }
 
 export function summaryOf(certificate: ParsedCertificate): CertificateSummary {
