@@ -89,7 +89,7 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
       requireSameOrganization: config.listen.requireSameOrganization,
     },
     replay: parts.store,
-    replayWindowMs: (config.replay.windowSeconds ?? 2 * verification.dateToleranceSeconds) * 1000,
+    replayWindowMs: (config.replay.windowSeconds ?? 0) * 1000,
     storeFailOpen: config.store.failOpen,
     ...(onStoreError ? { onStoreError } : {}),
     ...(parts.onReplayRefused ? { onReplayRefused: parts.onReplayRefused } : {}),

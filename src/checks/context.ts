@@ -72,6 +72,11 @@ export class CheckContext implements StepTrace {
   signedWith = "";
   /** The exact bytes the signature covers (keyed on for replay protection). */
   signingString: Buffer | undefined = undefined;
+  /**
+   * The last moment (epoch ms) at which this request's times (Date, created, expires, sigT, iat)
+   * would still pass: its replay record must outlive it. Each dialect's time step narrows it.
+   */
+  acceptedUntil = Number.POSITIVE_INFINITY;
   /** A reserved unattended-access slot: release it when the backend does not answer 2xx. */
   slot: HeldSlot | undefined = undefined;
   /** When an unattended transaction's details are judged by the bank's answer: the time it was asked. */
@@ -103,6 +108,11 @@ export class CheckContext implements StepTrace {
   /** The TPP's organizationIdentifier once its certificate is trusted (logs of later refusals name it). */
   get organizationId(): string | undefined {
     return this.certificate?.identity.organizationId;
+  }
+
+  /** A time check passed: the request could be accepted again until `ms` at the latest. */
+  acceptUntil(ms: number): void {
+    if (ms < this.acceptedUntil) this.acceptedUntil = ms;
   }
 
   get psuPresent(): boolean {

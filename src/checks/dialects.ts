@@ -17,6 +17,34 @@ import { underPrefix } from "./routes.js";
 export const DIALECTS = ["cavage", "rfc9421", "jades", "uk-ob"] as const;
 export type Dialect = (typeof DIALECTS)[number];
 
+/**
+ * What a dialect's signature authenticates, which decides when the request's bytes may leave for
+ * the backend (nothing unauthenticated reaches the bank):
+ * - `head`: the method, the target and the headers the signature covers, and the body through a
+ *   covered digest (Digest, Content-Digest). The head is verified before anything is sent; the body
+ *   streams, its last chunk held back until the digest matches, so the backend never has a whole
+ *   body that was not signed.
+ * - `body`: the body alone. Nothing is sent until the whole body (within maxBodyBytes) is read and
+ *   its signature verified; the head the backend acts on (method, path, PSU-ID, X-Request-ID) is
+ *   bound to the signer by the mutual-TLS QWAC of the same organisation, which such a request must
+ *   come over.
+ */
+export type Authenticates = "head" | "body";
+
+export const AUTHENTICATES: Readonly<Record<Dialect, Authenticates>> = {
+  cavage: "head",
+  rfc9421: "head",
+  jades: "head",
+  "uk-ob": "body",
+};
+
+/** Whether a request of `dialect` is read whole and verified before anything is forwarded. */
+export const verifiedBeforeSending = (dialect: Dialect): boolean => AUTHENTICATES[dialect] === "body";
+
+/** The dialects among `accepted` whose head is bound by mutual TLS rather than by their signature. */
+export const headBoundByTls = (accepted: Iterable<Dialect>): Dialect[] =>
+  [...accepted].filter((d) => AUTHENTICATES[d] === "body");
+
 /** What a TPP should send for each dialect, for refusals that say what would be accepted. */
 const HOW_TO_SIGN: Readonly<Record<Dialect, string>> = {
   cavage: "a Signature header (draft-cavage, SPEC 5.2) with TPP-Signature-Certificate",

@@ -6,6 +6,8 @@
 export { type CharacterPolicy, checkHeaderCharacters, PERMISSIVE_POLICY, Utf8Scanner } from "./characters.js";
 export { CheckContext, type Route, type TppIdentity, type TrustedCertificate } from "./context.js";
 export {
+  AUTHENTICATES,
+  type Authenticates,
   CAVAGE_ONLY,
   DIALECTS,
   type Dialect,
@@ -13,6 +15,8 @@ export {
   type DialectRoute,
   dialectChooser,
   dialectsPresent,
+  headBoundByTls,
+  verifiedBeforeSending,
 } from "./dialects.js";
 export { checkRequiredHeaders, hasBody } from "./required-headers.js";
 export { requestMessage } from "./rfc9421-steps.js";

@@ -76,7 +76,9 @@ export function jadesSteps(options: JadesOptions): {
       run: (c) => {
         const { header } = jadesOf(c);
         const fresh = checkTime(`sigT '${header.sigT}'`, header.signedAt, options.now(), options.toleranceMs);
-        return fresh === true ? undefined : fresh;
+        if (fresh !== true) return fresh;
+        c.acceptUntil(header.signedAt + options.toleranceMs);
+        return undefined;
       },
     },
   ];

@@ -21,6 +21,7 @@ import {
   type RequestMessage,
   type Rfc9421Algorithm,
   selectSignature,
+  signatureAcceptedUntil,
   signatureBase,
   verify,
 } from "../signature/rfc9421/index.js";
@@ -121,8 +122,11 @@ export function rfc9421Steps(options: Rfc9421Options): {
       name: "rfc9421-created",
       dialects: RFC9421,
       run: (c) => {
-        const fresh = checkSignatureTime(signatureOf(c), { now: options.now(), ...window });
-        return fresh === true ? undefined : fresh;
+        const signature = signatureOf(c);
+        const fresh = checkSignatureTime(signature, { now: options.now(), ...window });
+        if (fresh !== true) return fresh;
+        c.acceptUntil(signatureAcceptedUntil(signature, window));
+        return undefined;
       },
     },
   ];

@@ -5,6 +5,7 @@
  * step reads the context and either goes on or returns a Rejection.
  */
 
+import { decodeCertificateHeader } from "../eidas/index.js";
 import { isRejection, Rejection, reject } from "../errors.js";
 import {
   checkReplay,
@@ -29,7 +30,14 @@ import {
 } from "../signature/index.js";
 import { type CharacterPolicy, checkHeaderCharacters, Utf8Scanner } from "./characters.js";
 import type { CheckContext, TrustedCertificate } from "./context.js";
-import { CAVAGE_ONLY, type Dialect, type DialectPolicy, dialectChooser } from "./dialects.js";
+import {
+  CAVAGE_ONLY,
+  type Dialect,
+  type DialectPolicy,
+  dialectChooser,
+  headBoundByTls,
+  verifiedBeforeSending,
+} from "./dialects.js";
 import { type JadesOptions, jadesSteps } from "./jades-steps.js";
 import { overrideChecker } from "./overrides.js";
 import { checkRequiredHeaders, hasBody } from "./required-headers.js";
@@ -51,7 +59,12 @@ export interface CertificateVerifier {
 }
 
 export interface ClientCertificatePolicy {
-  readonly mode: "none" | "request" | "require";
+  /**
+   * `none`: no client certificate is asked for; `request`/`require`: the TLS peer's (or a trusted
+   * proxy's) QWAC, judged when present / required; `not-checked`: the connection is not known
+   * (`verify` without a config explains a request, not a connection).
+   */
+  readonly mode: "none" | "request" | "require" | "not-checked";
   /** The QWAC's organizationIdentifier must equal the QSealC's. */
   readonly requireSameOrganization: boolean;
 }
@@ -88,6 +101,10 @@ export interface CheckOptions {
   readonly clientCertificate: ClientCertificatePolicy;
   /** Replay protection; none in explain mode without a store. */
   readonly replay?: ReplayStore;
+  /**
+   * The least time a replay record is kept; each is kept at least until its request could no
+   * longer pass its time checks (Date, created, expires, sigT, iat) whatever this says.
+   */
   readonly replayWindowMs: number;
   /** Fail open instead of 503 when the shared store cannot be reached (replay and limits). */
   readonly storeFailOpen: boolean;
@@ -227,9 +244,9 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     now: options.now,
     toleranceMs: options.dateToleranceMs,
   });
+  const rfc9421Options = { ...RFC9421_DEFAULTS, ...options.rfc9421 };
   const rfc9421 = rfc9421Steps({
-    ...RFC9421_DEFAULTS,
-    ...options.rfc9421,
+    ...rfc9421Options,
     now: options.now,
     toleranceSeconds: options.dateToleranceMs / 1000,
     keyIdPolicy: options.keyIdPolicy,
@@ -353,7 +370,9 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
         // draft-cavage-12: a signed (created) may stand for Date, where configured (judged by signature-times).
         if (c.headers.date === undefined && createdForDate && signsCreated(c)) return undefined;
         const date = checkDate(c.headers.date, options.now(), dateOptions);
-        return isRejection(date) ? date : undefined;
+        if (isRejection(date)) return date;
+        c.acceptUntil(date + options.dateToleranceMs);
+        return undefined;
       },
     },
     {
@@ -414,7 +433,12 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
             "Date header is missing; send the current time as an RFC 7231 IMF-fixdate, or sign (created) with a created parameter",
           );
         }
-        return checkSignatureTimes(signature, options.now(), options.dateToleranceMs);
+        const times = checkSignatureTimes(signature, options.now(), options.dateToleranceMs);
+        if (times) return times;
+        const { created, expires } = signature;
+        if (created !== undefined) c.acceptUntil(created * 1000 + options.dateToleranceMs);
+        if (expires !== undefined) c.acceptUntil(expires * 1000 + options.dateToleranceMs);
+        return undefined;
       },
     },
     ...(accepted.has("rfc9421") ? rfc9421.parse : []),
@@ -444,16 +468,27 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       // Cached per certificate: parse, PSD2 QCStatement, chain, revocation, register, roles.
       name: "certificate",
       run: (c) => {
-        const verdict = options.certificates.verify(
-          c.signingCertificate ?? headerValue(c.headers, "tpp-signature-certificate")!,
-        );
+        const sent = headerValue(c.headers, "tpp-signature-certificate");
+        if (c.signingCertificate !== undefined && sent !== undefined) {
+          // The backend gets the request's headers: a certificate header there must be the one verified.
+          const other = notTheSigningCertificate(sent, c.signingCertificate);
+          if (other) return other;
+        }
+        const verdict = options.certificates.verify(c.signingCertificate ?? sent!);
         return verdict instanceof Promise
           ? verdict.then((v) => acceptCertificate(c, v))
           : acceptCertificate(c, verdict);
       },
     },
   ];
-  if (options.clientCertificate.mode !== "none") {
+  const { mode } = options.clientCertificate;
+  const boundByTls = headBoundByTls(accepted);
+  if (mode === "none" && boundByTls.length > 0) {
+    throw new Error(
+      `the signing dialect '${boundByTls[0]}' signs the body only, so its requests must come over mutual TLS; set listen.clientCertificate to request or require`,
+    );
+  }
+  if (mode === "request" || mode === "require") {
     steps.push({
       // The QWAC of an mTLS connection: trusted, and the same organisation as the QSealC.
       name: "client-certificate",
@@ -518,10 +553,15 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   const replay = options.replay;
   if (replay) {
     const replayOptions = {
-      windowMs: options.replayWindowMs,
       failOpen: options.storeFailOpen,
       onStoreError: options.onStoreError,
     };
+    // A dialect whose time step set no bound would be a bug: its record then lives as long as any
+    // accepted request could (Date or created up to the tolerance ahead, plus its own window).
+    const longest = Math.max(
+      2 * options.dateToleranceMs,
+      accepted.has("rfc9421") ? rfc9421Options.maxAgeSeconds * 1000 + 2 * options.dateToleranceMs + 1000 : 0,
+    );
     const counted = (fresh: true | Rejection): StepResult => {
       if (fresh === true) return undefined;
       if (fresh.code === "SIGNATURE_INVALID") options.onReplayRefused?.();
@@ -533,7 +573,11 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       run: (c) => {
         // The key's identity, not the spelling sent: keyId is not signed.
         const key = replayKeyFor(expectedKeyId(certificateOf(c).keyIdTarget), c.signedWith, c.signingString!);
-        const fresh = checkReplay(replay, key, replayOptions);
+        const now = options.now();
+        const until = Number.isFinite(c.acceptedUntil) ? c.acceptedUntil : now + longest;
+        // Kept until the request could no longer pass its time checks, on any gateway sharing the store.
+        const windowMs = Math.max(until - now + 1 + REPLAY_CLOCK_MARGIN_MS, options.replayWindowMs);
+        const fresh = checkReplay(replay, key, { ...replayOptions, windowMs });
         return fresh instanceof Promise ? fresh.then(counted) : counted(fresh);
       },
     });
@@ -583,6 +627,8 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
 }
 
 const UNATTENDED_PERIOD = "unattended-period";
+/** How far apart the clocks of gateways sharing one replay store may be (NTP keeps them far closer). */
+export const REPLAY_CLOCK_MARGIN_MS = 1000;
 /** The step name the gateway's refusals of a response it cannot sign carry. */
 export const RESPONSE_SIGNING = "response-signing";
 
@@ -663,8 +709,30 @@ function acceptCertificate(c: CheckContext, verdict: TrustedCertificate | Reject
   return undefined;
 }
 
+/**
+ * A JWS dialect carries its certificate in `x5c`; a TPP-Signature-Certificate beside it is refused
+ * unless it is that same certificate (whatever its encoding), since the backend would read it as
+ * the one the gateway verified.
+ */
+function notTheSigningCertificate(sent: string, x5c: string): Rejection | undefined {
+  if (sent === x5c) return undefined;
+  const der = decodeCertificateHeader(sent);
+  if (!isRejection(der) && Buffer.from(der).equals(Buffer.from(x5c, "base64"))) return undefined;
+  return reject(
+    "CERTIFICATE_INVALID",
+    "TPP-Signature-Certificate is not the certificate the JWS names first in x5c; send the same QSealC in both, or leave TPP-Signature-Certificate out",
+  );
+}
+
 function checkClientCertificate(c: CheckContext, options: CheckOptions): MaybePromise<StepResult> {
   if (c.clientCertificate === undefined) {
+    if (verifiedBeforeSending(c.dialect)) {
+      // Its signature covers the body only: the QWAC is what binds method, path and PSU-ID to the TPP.
+      return reject(
+        "CERTIFICATE_MISSING",
+        `no TLS client certificate was presented; a ${c.dialect} signature covers the body only, so the request's method, path and headers are bound to your organisation by mutual TLS: connect with your eIDAS QWAC`,
+      );
+    }
     if (options.clientCertificate.mode === "require") {
       return reject(
         "CERTIFICATE_MISSING",
@@ -694,7 +762,8 @@ function sameOrganization(
     );
   }
   const seal = certificateOf(c).identity.organizationId;
-  if (options.clientCertificate.requireSameOrganization && qwac.identity.organizationId !== seal) {
+  const mustMatch = options.clientCertificate.requireSameOrganization || verifiedBeforeSending(c.dialect);
+  if (mustMatch && qwac.identity.organizationId !== seal) {
     return reject(
       "CERTIFICATE_INVALID",
       `the TLS client certificate belongs to ${qwac.identity.organizationId} but the signing certificate to ${seal}; both must name the same TPP`,

@@ -1,10 +1,11 @@
 /**
  * The steps of a request signed per UK Open Banking: a detached JWS over the body (RFC 7515
  * appendix F) in `x-jws-signature`, with the critical claims `iat`, `iss` and `tan` under
- * http://openbanking.org.uk/, the QSealC in `x5c`. The body is the payload: like Digest for the
- * other dialects, it is verified as it streams to the backend, its last chunk held back until the
- * signature holds (a body-less request is verified in the head). The certificate, role, replay and
- * limits are the chain's shared steps.
+ * http://openbanking.org.uk/, the QSealC in `x5c`. The body is the payload, and the only thing the
+ * signature authenticates (dialects.ts AUTHENTICATES): the exchange reads the body whole and runs
+ * these body phases before a byte is sent, and the head is bound to the TPP by the client-certificate
+ * step (the same organisation's QWAC, required for this dialect). A body-less request is verified in
+ * the head. The certificate, role, replay and limits are the chain's shared steps.
  */
 
 import { createHash, createVerify, type Verify } from "node:crypto";
@@ -134,7 +135,9 @@ export function ukObSteps(options: UkObOptions): {
           options.now(),
           options.toleranceMs,
         );
-        return fresh === true ? undefined : fresh;
+        if (fresh !== true) return fresh;
+        c.acceptUntil(iat * 1000 + options.toleranceMs);
+        return undefined;
       },
     },
   ];

@@ -71,7 +71,7 @@ export async function explain(request: DumpedRequest, options: ExplainOptions): 
     redirectUriOptionalPrefixes: DEFAULT_REDIRECT_URI_OPTIONAL_PREFIXES,
     characterPolicy: PERMISSIVE_POLICY,
     certificates,
-    clientCertificate: { mode: "none", requireSameOrganization: true },
+    clientCertificate: { mode: "not-checked", requireSameOrganization: true },
     replayWindowMs: 0,
     storeFailOpen: false,
     // Whatever dialect the request is signed in: explained by its own steps.

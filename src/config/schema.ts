@@ -5,7 +5,7 @@
 
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
-import { DIALECTS, IMPLEMENTED_DIALECTS } from "../checks/index.js";
+import { DIALECTS, type Dialect, headBoundByTls, IMPLEMENTED_DIALECTS } from "../checks/index.js";
 import { PSD2_ROLES, type Psd2Role } from "../eidas/index.js";
 import { DEFAULT_UNATTENDED_ROUTES } from "../limits/index.js";
 import { ELIGIBLE_HEADERS } from "../signature/index.js";
@@ -453,7 +453,11 @@ const identityHeaders = z
 
 const replay = z
   .object({
-    /** A signature seen again within this window is refused; defaults to twice the Date tolerance. */
+    /**
+     * The least time a replay record is kept. Each signed request's record is kept until the request
+     * could no longer pass its time checks (Date/sigT/iat ± tolerance, RFC 9421 created + max age
+     * + tolerance, expires) whatever this says; set it only to keep records longer.
+     */
     windowSeconds: z.number().positive().optional(),
     /** Replay keys the memory store keeps. */
     maxEntries: z.number().int().positive().default(1_000_000),
@@ -715,7 +719,22 @@ export const configSchema = z
     message:
       "workers > 1 needs store.type: redis; with the memory store every process would count limits on its own",
     path: ["workers"],
+  })
+  .refine((c) => c.listen.clientCertificate !== "none" || headBoundByTls(acceptedDialects(c)).length === 0, {
+    message:
+      "uk-ob is accepted, and its signature covers the body only: its requests are bound to the TPP by the mutual-TLS QWAC, so set listen.clientCertificate to request or require (or stop accepting uk-ob)",
+    path: ["listen", "clientCertificate"],
   });
+
+/** Every dialect the config accepts, anywhere. */
+function acceptedDialects(c: {
+  verification: {
+    dialects: { accept: readonly Dialect[]; routes: readonly { accept: readonly Dialect[] }[] };
+  };
+}): Dialect[] {
+  const { accept, routes } = c.verification.dialects;
+  return [...accept, ...routes.flatMap((r) => r.accept)];
+}
 
 export type GatewayConfig = z.output<typeof configSchema>;
 export type GatewayConfigInput = z.input<typeof configSchema>;

@@ -17,6 +17,7 @@ import {
   routeClass,
   routingPath,
   type TppIdentity,
+  verifiedBeforeSending,
 } from "../checks/index.js";
 import { type Rejection, reject, type StatusProfile, statusFor } from "../errors.js";
 import { type RequestEvent, type RequestObserver, unparsedRequestEvent } from "../events.js";
@@ -156,7 +157,8 @@ class IngressExchange
   private readonly started = performance.now();
   readonly requestId: string | undefined;
   upstream: UpstreamRequest = NOT_SENT;
-  readonly readWhole = false;
+  /** True once a body-authenticated request's body was read whole (nothing unread is left). */
+  readWhole = false;
   /** The trace it belongs to (W3C traceparent), passed on to the backend and in the access line. */
   private readonly trace: TraceContext;
   private reported = false;
@@ -306,16 +308,60 @@ class IngressExchange
     if (extra) for (const name in extra) headers[name] = extra[name]!;
     this.ingress.forwarded.write(headers, this.headers, this.req.socket);
     writeTraceContext(headers, this.trace);
-    // When forwarding stops early (a refusal mid-body, the backend gone), the request must not be
-    // destroyed with it: that would destroy the socket and its RST would drop the answers before
-    // this one. Node reads and drops the rest of the body, then closes lingering.
-    const body = hasBody(this.headers)
-      ? options.chain.inspectsBody
-        ? inspectedBody(this.req.iterator({ destroyOnReturn: false }), [this])
-        : this.req.iterator({ destroyOnReturn: false })
-      : null;
+    if (!hasBody(this.headers)) {
+      this.forwardWith(headers, null);
+    } else if (verifiedBeforeSending(this.dialect)) {
+      // Its signature covers the body only: not a byte leaves before the whole body is verified.
+      void this.sendVerifiedBody(headers);
+    } else {
+      // When forwarding stops early (a refusal mid-body, the backend gone), the request must not be
+      // destroyed with it: that would destroy the socket and its RST would drop the answers before
+      // this one. Node reads and drops the rest of the body, then closes lingering.
+      const body = this.req.iterator({ destroyOnReturn: false });
+      this.forwardWith(headers, options.chain.inspectsBody ? inspectedBody(body, [this]) : body);
+    }
+  }
+
+  private forwardWith(headers: Headers, body: UpstreamRequest["body"]): void {
     this.upstream = { method: this.method, target: this.target, headers, body };
-    forward(options.backend, this);
+    forward(this.ingress.options.backend, this);
+  }
+
+  /**
+   * Reads the whole body (the body-size step bounds it) past the chain's body phases, and forwards
+   * it only once every step passed at its end. A refusal is answered with nothing sent; a body that
+   * stopped arriving was answered by refuseIncomplete; a client gone is reported as such.
+   */
+  private async sendVerifiedBody(headers: Headers): Promise<void> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let refusal: Rejection | undefined;
+    try {
+      for await (const chunk of this.req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+        if (this.stalled) return;
+        refusal = this.update(chunk);
+        if (refusal) break;
+        chunks.push(chunk);
+        size += chunk.length;
+      }
+    } catch {
+      if (!this.stalled) this.done(499, 0);
+      return;
+    }
+    if (this.stalled) return;
+    refusal ??= this.finish();
+    if (refusal) {
+      // The rest of a body refused mid-way is not waited for.
+      this.res.shouldKeepAlive = false;
+      this.refuse(refusal);
+      return;
+    }
+    this.readWhole = true;
+    try {
+      this.forwardWith(headers, Buffer.concat(chunks, size));
+    } catch (error) {
+      this.failed(error);
+    }
   }
 
   /** ForwardCall: the answer is out (or the exchange ended without one). */

@@ -11,6 +11,7 @@ import type { LimitStore, MaybePromise } from "./store.js";
 export type ReplayStore = Pick<LimitStore, "checkAndRecord">;
 
 export interface ReplayOptions {
+  /** How long the record is kept: until the request could no longer pass its time checks. */
   readonly windowMs: number;
   /** When the store cannot be reached: refuse (false, the default) or let the request through. */
   readonly failOpen: boolean;
@@ -70,11 +71,11 @@ function prefixOf(keyId: string, algorithm: string): Buffer {
 const prefixes = new Kept<string, Kept<string, Buffer>>(256);
 const MAX_KEPT_KEY_ID = 1024;
 
-function verdict(seen: boolean, windowMs: number): true | Rejection {
+function verdict(seen: boolean): true | Rejection {
   if (!seen) return true;
   return reject(
     "SIGNATURE_INVALID",
-    `this signed request (the same keyId, algorithm and signed headers) was already used within the last ${Math.round(windowMs / 1000)} s; sign every request anew with a fresh X-Request-ID and Date`,
+    "this signed request (the same keyId, algorithm and signed content) was already used, and its signature is still within its time window; sign every request anew with a fresh X-Request-ID and time",
   );
 }
 
@@ -101,9 +102,9 @@ export function checkReplay(
   }
   if (seen instanceof Promise) {
     return seen.then(
-      (s) => verdict(s, options.windowMs),
+      (s) => verdict(s),
       (e: unknown) => unreachable(e, options),
     );
   }
-  return verdict(seen, options.windowMs);
+  return verdict(seen);
 }

@@ -24,6 +24,11 @@ export interface RecordingBackend {
   readonly requests: RecordedRequest[];
   /** Replaces how the backend answers (default: 200 with a small JSON body, after the body ends). */
   behave(behaviour: BackendBehaviour): void;
+  /**
+   * Answers every request as soon as its head arrives, before its body, as a legacy core's GET or
+   * DELETE handler acts (`{"acted":true}`, 200); the body is still recorded. Undone by reset().
+   */
+  actOnHead(): void;
   reset(): void;
   /** Waits until at least `count` requests have arrived (throws after `timeoutMs`). */
   waitForRequests(count: number, timeoutMs?: number): Promise<RecordedRequest[]>;
@@ -39,7 +44,12 @@ export const answerOk: BackendBehaviour = (_req, res, recorded) => {
 export async function startRecordingBackend(): Promise<RecordingBackend> {
   const requests: RecordedRequest[] = [];
   let behaviour: BackendBehaviour = answerOk;
+  let eager = false;
   const server: Server = createServer((req, res) => {
+    if (eager) {
+      res.writeHead(200, { "content-type": "application/json", "x-backend": "acted-on-head" });
+      res.end(JSON.stringify({ acted: true }));
+    }
     let settle = () => {};
     const recorded: RecordedRequest = {
       method: req.method ?? "",
@@ -59,7 +69,7 @@ export async function startRecordingBackend(): Promise<RecordingBackend> {
       recorded.body = Buffer.concat(chunks);
       recorded.complete = true;
       settle();
-      behaviour(req, res, recorded);
+      if (!eager) behaviour(req, res, recorded);
     });
     req.on("close", () => {
       if (!recorded.complete) recorded.body = Buffer.concat(chunks);
@@ -74,9 +84,13 @@ export async function startRecordingBackend(): Promise<RecordingBackend> {
     behave(b) {
       behaviour = b;
     },
+    actOnHead() {
+      eager = true;
+    },
     reset() {
       requests.length = 0;
       behaviour = answerOk;
+      eager = false;
     },
     async waitForRequests(count, timeoutMs = 5000) {
       const deadline = Date.now() + timeoutMs;

@@ -14,6 +14,8 @@ import { tppFiles } from "../helpers/egress-profiles.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 
 const RFC9421_INGRESS = {
+  // UK OB signs the body only: its requests come over mutual TLS with the TPP's QWAC.
+  listen: { clientCertificate: "request" as const },
   verification: { dialects: { accept: ["rfc9421" as const, "jades" as const, "uk-ob" as const] } },
 };
 const signing = useGatewayAndBackend((pki) => ({
@@ -28,7 +30,7 @@ let egress: EgressGateway;
 
 beforeAll(async () => {
   const pki = signing.gw.pki;
-  const { qseal, ca } = tppFiles(pki);
+  const { qseal, qwac, ca } = tppFiles(pki);
   const profile = (name: string, url: string, mode: "enforce" | "advisory") => ({
     name,
     prefix: `/${name}`,
@@ -50,6 +52,7 @@ beforeAll(async () => {
         { ...profile("jades", signing.gw.url, "enforce"), signing: { dialect: "jades" } },
         {
           ...profile("uk-ob", signing.gw.url, "enforce"),
+          qwac,
           signing: { dialect: "uk-ob", ukOb: { iss: "PSDNO-FSA-DEMO0001/software-1" } },
         },
         profile("unsigned-enforce", unsigned.gw.url, "enforce"),

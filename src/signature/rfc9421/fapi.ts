@@ -90,6 +90,20 @@ export function checkSignatureTime(signature: ParsedSignature, window: TimeWindo
   return true;
 }
 
+/**
+ * The last moment (epoch ms) at which checkSignatureTime still accepts `signature`: it judges whole
+ * seconds, so up to the end of the last second in which `created` is within max age and tolerance
+ * and `expires` within tolerance.
+ */
+export function signatureAcceptedUntil(signature: ParsedSignature, window: Omit<TimeWindow, "now">): number {
+  const tolerance = window.toleranceSeconds ?? 30;
+  const maxAge = window.maxAgeSeconds ?? 300;
+  const { created, expires } = signature.params;
+  let lastSecond = (created ?? Number.NEGATIVE_INFINITY) + maxAge + tolerance;
+  if (expires !== undefined) lastSecond = Math.min(lastSecond, expires + tolerance);
+  return (lastSecond + 1) * 1000 - 1;
+}
+
 function covers(signature: ParsedSignature, name: string, req: boolean): boolean {
   return signature.components.some(
     (c) => c.name === name && c.params.has("req") === req && !c.params.has("key") && !c.params.has("name"),

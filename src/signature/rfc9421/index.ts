@@ -45,6 +45,7 @@ export {
   hasBody,
   type SelectOptions,
   selectSignature,
+  signatureAcceptedUntil,
   signFapiRequest,
   signFapiResponse,
   type TimeWindow,

@@ -7,6 +7,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { describe, expect, it } from "vitest";
 import {
+  AUTHENTICATES,
   type Dialect,
   type DialectPolicy,
   dialectChooser,
@@ -99,9 +100,44 @@ describe("a chain accepts only dialects it can verify", () => {
         dialects: { accept: ["cavage"], routes: [{ prefix: "/x", accept: [unknown] }] },
       }),
     ).toThrow(/'cavage-13' is accepted but the chain cannot verify it/);
+    const tls = { mode: "request", requireSameOrganization: false } as const;
     for (const dialect of ["cavage", "rfc9421", "jades", "uk-ob"] as const) {
-      expect(() => requestChecks({ ...BASE_CHECK_OPTIONS, dialects: { accept: [dialect] } })).not.toThrow();
+      expect(() =>
+        requestChecks({ ...BASE_CHECK_OPTIONS, clientCertificate: tls, dialects: { accept: [dialect] } }),
+      ).not.toThrow();
     }
+  });
+
+  it("states per dialect what its signature authenticates: only UK OB signs the body alone", () => {
+    expect(AUTHENTICATES).toEqual({ cavage: "head", rfc9421: "head", jades: "head", "uk-ob": "body" });
+  });
+
+  it("refuses to build a chain accepting a body-only dialect without mutual TLS, on any path", () => {
+    for (const dialects of [
+      { accept: ["uk-ob"] },
+      { accept: ["cavage"], routes: [{ prefix: "/ob", accept: ["uk-ob"] }] },
+    ] as const) {
+      expect(() => requestChecks({ ...BASE_CHECK_OPTIONS, dialects })).toThrow(
+        /'uk-ob' signs the body only, so its requests must come over mutual TLS/,
+      );
+    }
+    // verify without a config explains a request, not a connection: it builds one all the same.
+    const explain = { mode: "not-checked", requireSameOrganization: true } as const;
+    expect(() =>
+      requestChecks({ ...BASE_CHECK_OPTIONS, clientCertificate: explain, dialects: { accept: ["uk-ob"] } }),
+    ).not.toThrow();
+  });
+
+  it("the configuration refuses uk-ob without a client certificate, naming the key to set", () => {
+    const config = (clientCertificate: string) =>
+      validateConfig({
+        trust: { caDir: "/trust" },
+        register: { file: "/register.json" },
+        listen: { clientCertificate },
+        verification: { dialects: { accept: ["cavage"], routes: [{ prefix: "/ob", accept: ["uk-ob"] }] } },
+      });
+    expect(() => config("none")).toThrow(/set listen.clientCertificate to request or require/);
+    expect(config("request").listen.clientCertificate).toBe("request");
   });
 
   it("the configuration names only dialects the chain verifies", () => {
