@@ -50,6 +50,8 @@ export interface ChainParts {
   readonly onStoreError?: (error: unknown) => void;
   readonly onReplayRefused?: () => void;
   readonly onUnattendedExceeded?: (limitClass: string) => void;
+  /** `verify --config` explains a request without its connection: mutual TLS is not checked. */
+  readonly withoutConnection?: boolean;
 }
 
 /** The chain the config asks for, every step in its order. */
@@ -85,7 +87,7 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
     characterPolicy: verification.characterPolicy,
     certificates: parts.certificates,
     clientCertificate: {
-      mode: config.listen.clientCertificate,
+      mode: parts.withoutConnection ? "not-checked" : config.listen.clientCertificate,
       requireSameOrganization: config.listen.requireSameOrganization,
     },
     replay: parts.store,
@@ -325,7 +327,7 @@ export async function startChainOfConfig(
   const store = new MemoryLimitStore({ now, maxWindows: 1024, maxReplayKeys: 1024, purgeIntervalMs: 0 });
   try {
     return {
-      chain: chainOf(config, { now, certificates: verifier, store }),
+      chain: chainOf(config, { now, certificates: verifier, store, withoutConnection: true }),
       roles: rolesOf(config),
       async close() {
         trust.stop();

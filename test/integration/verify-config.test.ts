@@ -20,6 +20,7 @@ import type { GatewayConfig } from "../../src/config/schema.js";
 import type { DevPki } from "../../src/dev/pki.js";
 import type { RequestEvent } from "../../src/events.js";
 import { createLogger } from "../../src/observability/logger.js";
+import { UkObRequestSigner } from "../../src/signature/jws/ukob-request-signer.js";
 import { type PreparedCall, send, type TestGateway, testPki } from "../helpers/gateway-fixture.js";
 import { REPO_ROOT } from "../helpers/gateway-process.js";
 import { ACCOUNTS, PAYMENT, REFUSALS, type Refusal, refusalRequest } from "../helpers/ingress-refusals.js";
@@ -121,6 +122,41 @@ describe("verify --config judges as the gateway started with the same file", () 
     const refusable = new Set(steps.map((s) => s.labels.step));
     expect(refusable.size).toBeGreaterThan(15);
     expect(printable).toEqual(refusable);
+  });
+
+  it("explains a UK OB request from a config that requires mutual TLS, the QWAC named as not checked", async () => {
+    const ukOb = { ...config, listen: { ...config.listen, clientCertificate: "require" as const } };
+    const { target, body } = PAYMENT;
+    const signer = new UkObRequestSigner({
+      privateKey: pki.tppA.qseal.privateKey,
+      certificate: pki.tppA.qseal.der,
+      kid: "key-1",
+      iss: "PSDNO-FSA-DEMO0001",
+      tan: "openbanking.org.uk",
+    });
+    const signed = await signer.sign({ method: "POST", target, body });
+    const headers = {
+      ...signed,
+      "TPP-Redirect-URI": "https://tpp.example/cb",
+      "Content-Type": "application/json",
+    };
+    const dumped = parseRequestDump(rawOf({ method: "POST", target, headers, body } as PreparedCall));
+    if (typeof dumped === "string") throw new Error(dumped);
+    const explained = await explainWithConfig(
+      withFraming(dumped),
+      {
+        ...ukOb,
+        verification: {
+          ...ukOb.verification,
+          dialects: { ...ukOb.verification.dialects, accept: ["uk-ob"] },
+        },
+      },
+      Date.now(),
+    );
+    expect(explained.steps.filter((s) => s.outcome === "failed")).toEqual([]);
+    expect(explained.passed).toBe(true);
+    expect(explained.steps.map((s) => s.step)).not.toContain("client-certificate");
+    expect(explained.notChecked.join(" ")).toContain("mutual TLS");
   });
 
   it("runs as the command: exit 1 and the gateway's step and code in --json", async () => {
