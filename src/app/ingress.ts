@@ -15,7 +15,7 @@ import type { AnyGatewayConfig, GatewayConfig } from "../config/schema.js";
 import { DEFECT_CHANNEL, type DefectEvent, type TppRegister, type TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
-import type { LimitStore } from "../limits/index.js";
+import type { LimitStore, StoreReadiness } from "../limits/index.js";
 import { type Listener, startListener } from "../listener/listener.js";
 import {
   type AdminServer,
@@ -136,20 +136,29 @@ export async function startIngressGateway(
   started.add(() => drain(listener.server, 0));
 
   const readiness = async (): Promise<ReadinessCheck> => {
-    if (!components) return { ready: false, checks: { gateway: { ok: false, detail: "starting" } } };
+    if (!components)
+      return { ready: false, checks: { gateway: { ok: false, detail: "starting", reason: "starting" } } };
     const { store, register } = components;
-    const storeReady = await Promise.resolve(store.ready()).catch(() => false);
+    const storeReadiness = await storeReadinessOf(store);
     const stats = register.stats;
     const checks = {
-      listener: { ok: listener.server.listening && !draining, ...(draining ? { detail: "draining" } : {}) },
+      listener: {
+        ok: listener.server.listening && !draining,
+        ...(draining ? { detail: "draining", reason: "draining" } : {}),
+      },
       register: {
         ok: register.isFresh(),
+        ...(register.isFresh() ? {} : { reason: "stale" }),
         detail:
           stats.lastSuccess === undefined
             ? "not loaded"
             : `${Math.round((now() - stats.lastSuccess) / 1000)} s old, ${stats.entries} TPPs`,
       },
-      store: { ok: storeReady, detail: config.store.type },
+      store: {
+        ok: storeReadiness.ok,
+        detail: `${config.store.type}${storeReadiness.detail ? `: ${storeReadiness.detail}` : ""}`,
+        ...(storeReadiness.reason ? { reason: storeReadiness.reason } : {}),
+      },
       trust: trustReadiness(components.trust.statuses(), now()),
     };
     return { ready: Object.values(checks).every((c) => c.ok), checks };
@@ -179,6 +188,7 @@ export async function startIngressGateway(
     // 2. Everything else.
     components = await startComponents(config, deps, started, () => draining);
     metrics = components.metrics;
+    metrics.watchReadiness(readiness);
     metrics.connections.countOpen(listener.guard.open);
     listener.guard.observe(metrics.connections.observer(logger, now));
     listener.serve(components.path.factory);
@@ -565,6 +575,16 @@ function gatewayOf(
   };
 }
 
+/** The store's readiness with its reason (a store that says only yes or no: its word). */
+async function storeReadinessOf(store: LimitStore): Promise<StoreReadiness> {
+  try {
+    if (store.readiness) return await store.readiness();
+    return (await store.ready()) ? { ok: true } : { ok: false, reason: "disconnected", detail: "not ready" };
+  } catch (error) {
+    return { ok: false, reason: "write-failed", detail: (error as Error).message };
+  }
+}
+
 /**
  * Stale sources named: a stale register or trusted list fails every request, so it fails
  * readiness; a stale CRL or a failing responder refuses only its QTSP's certificates, so it is
@@ -573,7 +593,7 @@ function gatewayOf(
 export function trustReadiness(
   sources: readonly TrustSourceStatus[],
   now: number,
-): { ok: boolean; detail?: string } {
+): { ok: boolean; detail?: string; reason?: string } {
   const stale = sources.filter((s) => s.stale);
   if (stale.length === 0) return { ok: true, detail: `${sources.length} sources fresh` };
   const describe = (s: TrustSourceStatus) =>
@@ -582,8 +602,10 @@ export function trustReadiness(
         ? ", never loaded"
         : `, ${Math.round((now - s.lastSuccess) / 1000)} s since last success`
     }`;
+  const ok = !stale.some((s) => s.failsReadiness);
   return {
-    ok: !stale.some((s) => s.failsReadiness),
+    ok,
+    ...(ok ? {} : { reason: "stale" }),
     detail: `stale: ${stale.slice(0, 10).map(describe).join("; ")}${stale.length > 10 ? ` and ${stale.length - 10} more` : ""}`,
   };
 }

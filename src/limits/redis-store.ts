@@ -20,7 +20,10 @@
 import { createHash, randomUUID } from "node:crypto";
 import { Cluster, Redis, type RedisOptions } from "ioredis";
 import { defineLimitScripts, type ReserveReply } from "./redis-scripts.js";
-import type { LimitStore, Reservation, StoreStats } from "./store.js";
+import type { LimitStore, Reservation, StoreReadiness, StoreStats } from "./store.js";
+
+/** The write probe behind readiness runs at most this often; a failed call re-judges it at once. */
+const PROBE_INTERVAL_MS = 1000;
 
 interface CommonOptions {
   /** Namespace before every key, so gateways can share a Redis with other applications. */
@@ -121,6 +124,11 @@ export class RedisLimitStore implements LimitStore {
   private readonly pendingReleases = new Map<string, string>();
   private failures = 0;
   private readonly onReady = () => void this.retryReleases();
+  /** The last readiness judged (a write probe, or a call that failed), and the probe under way. */
+  private judged: { readonly at: number; readonly readiness: StoreReadiness } | undefined;
+  private probing: Promise<StoreReadiness> | undefined;
+  /** This process's own probe key (in one Cluster slot through its hash tag), expiring by itself. */
+  private readonly probeKey: string;
 
   constructor(options: RedisLimitStoreOptions) {
     this.keyPrefix = validKeyPrefix(options.keyPrefix ?? REDIS_STORE_DEFAULTS.keyPrefix);
@@ -138,6 +146,7 @@ export class RedisLimitStore implements LimitStore {
       this.client = createFailFastClient(options);
       this.ownsClient = true;
     }
+    this.probeKey = `${this.keyPrefix}{probe}:${randomUUID()}`;
     defineLimitScripts(this.client);
     // A new primary (failover) or a reconnect: give back what could not be given back before.
     this.client.on("ready", this.onReady);
@@ -222,11 +231,51 @@ export class RedisLimitStore implements LimitStore {
   }
 
   async ready(): Promise<boolean> {
-    if (this.client.status !== "ready") return false;
+    return (await this.readiness()).ok;
+  }
+
+  /**
+   * Whether a call would be served now: a write with the calls' own acknowledgements (SET, then
+   * WAIT for `replicaAcks`), not merely a primary that answers PING. After a failover the new
+   * primary answers at once, but with one replica and `replicaAcks: 1` it cannot grant anything
+   * until a replica has synced to it. Probed at most once a second; a call that failed counts as
+   * a failed probe until the next one.
+   */
+  async readiness(): Promise<StoreReadiness> {
+    if (this.client.status !== "ready") {
+      return { ok: false, reason: "disconnected", detail: `not connected to Redis (${this.client.status})` };
+    }
+    const judged = this.judged;
+    if (judged && Date.now() - judged.at < PROBE_INTERVAL_MS) return judged.readiness;
+    this.probing ??= this.probe().then((readiness) => {
+      this.judged = { at: Date.now(), readiness };
+      this.probing = undefined;
+      return readiness;
+    });
+    return this.probing;
+  }
+
+  private async probe(): Promise<StoreReadiness> {
     try {
-      return (await withTimeout(this.client.ping(), this.readyTimeoutMs)) === "PONG";
-    } catch {
-      return false;
+      const set = this.client.pipeline().set(this.probeKey, "1", "PX", 60_000);
+      const replies = await withTimeout(
+        pipelineReplies(this.replicaAcks === 0 ? set : set.wait(this.replicaAcks, this.waitMs)),
+        this.readyTimeoutMs,
+      );
+      const waited = this.replicaAcks === 0 ? 0 : (replies[1] as number);
+      if (waited < this.replicaAcks) {
+        return {
+          ok: false,
+          reason: "replicas-behind",
+          detail: `a write reached ${waited} of the ${this.replicaAcks} replicas replicaAcks asks for within ${this.waitMs} ms, so no call can be granted`,
+        };
+      }
+      return {
+        ok: true,
+        detail: this.replicaAcks === 0 ? "writes" : `writes reach ${this.replicaAcks} replicas`,
+      };
+    } catch (error) {
+      return { ok: false, reason: "write-failed", detail: `a write failed: ${(error as Error).message}` };
     }
   }
 
@@ -300,7 +349,13 @@ export class RedisLimitStore implements LimitStore {
 
   private failed(operation: string, error: unknown): RedisStoreError {
     this.failures++;
-    return new RedisStoreError(operation, error);
+    const failure = new RedisStoreError(operation, error);
+    // Not ready until a probe says otherwise: a balancer stops sending calls that would fail.
+    this.judged = {
+      at: Date.now(),
+      readiness: { ok: false, reason: "write-failed", detail: failure.message },
+    };
+    return failure;
   }
 }
 

@@ -6,7 +6,7 @@
 import { hash } from "node:crypto";
 import { type Rejection, reject } from "../errors.js";
 import { Kept } from "../kept.js";
-import type { LimitStore, MaybePromise } from "./store.js";
+import { type LimitStore, type MaybePromise, STORE_RETRY_AFTER_SECONDS } from "./store.js";
 
 export type ReplayStore = Pick<LimitStore, "checkAndRecord">;
 
@@ -84,7 +84,8 @@ function unreachable(error: unknown, options: ReplayOptions): true | Rejection {
   if (options.failOpen) return true;
   return reject(
     "SERVICE_UNAVAILABLE",
-    "the replay store cannot be reached, so the gateway cannot tell a replayed request from a new one; try again shortly",
+    `the replay store is unavailable, so the gateway cannot tell a replayed request from a new one and no signed request is let through; try again in ${STORE_RETRY_AFTER_SECONDS} s, signed anew`,
+    STORE_RETRY_AFTER_SECONDS,
   );
 }
 

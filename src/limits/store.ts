@@ -21,6 +21,19 @@ export interface StoreStats {
   readonly errors: number;
 }
 
+/** Why a store can or cannot serve now: `reason` a bounded code (a metric label), `detail` the words. */
+export interface StoreReadiness {
+  readonly ok: boolean;
+  readonly reason?: "disconnected" | "replicas-behind" | "write-failed";
+  readonly detail?: string;
+}
+
+/**
+ * What a client refused because the store is unavailable is told to wait (Retry-After): about as
+ * long as a Redis Sentinel failover takes to promote a replica and the gateway to see it.
+ */
+export const STORE_RETRY_AFTER_SECONDS = 5;
+
 export interface LimitStore {
   /**
    * Rolling window: when fewer than `limit` slots of `key` lie in (now − windowMs, now], takes one
@@ -32,8 +45,10 @@ export interface LimitStore {
   release(key: string, slotId: string): MaybePromise<void>;
   /** Replay protection: records `key` for `ttlMs`; true when it was already recorded. */
   checkAndRecord(key: string, ttlMs: number): MaybePromise<boolean>;
-  /** True when the store can be used now (for /readyz). */
+  /** True when the store can be used now: a write as the calls make it would succeed. */
   ready(): MaybePromise<boolean>;
+  /** ready() with its reason, where the store can say more than yes or no (/readyz, the metric). */
+  readiness?(): Promise<StoreReadiness>;
   readonly stats: StoreStats;
   /** Flushes what must survive (the memory store's snapshot) and releases connections. */
   close(): Promise<void>;

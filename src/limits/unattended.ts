@@ -12,7 +12,7 @@
 
 import { createHash } from "node:crypto";
 import { type Rejection, reject } from "../errors.js";
-import type { LimitStore, MaybePromise, Reservation } from "./store.js";
+import { type LimitStore, type MaybePromise, type Reservation, STORE_RETRY_AFTER_SECONDS } from "./store.js";
 
 export type LimitClass = "balances" | "transactions";
 
@@ -226,7 +226,8 @@ export class UnattendedAccessPolicy {
     if (this.options.failOpen) return undefined;
     return reject(
       "SERVICE_UNAVAILABLE",
-      "the limit store cannot be reached, so calls without the PSU present cannot be counted and are refused; try again shortly",
+      `the limit store is unavailable, so calls without the PSU present cannot be counted and are refused; try again in ${STORE_RETRY_AFTER_SECONDS} s`,
+      STORE_RETRY_AFTER_SECONDS,
     );
   }
 }

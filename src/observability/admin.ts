@@ -30,7 +30,8 @@ export interface MetricsSource {
 
 export interface ReadinessCheck {
   readonly ready: boolean;
-  readonly checks: Record<string, { ok: boolean; detail?: string }>;
+  /** Each check: ok, in words, and (when not ok) a bounded reason code, the metric's label. */
+  readonly checks: Record<string, { ok: boolean; detail?: string; reason?: string }>;
 }
 
 export interface AdminServer {

@@ -59,6 +59,27 @@ export function certificateExpiryGauge(
 export class GatewayMetrics {
   readonly registry = new Registry();
 
+  /**
+   * `psd2_gateway_ready{check,reason}`: 1 for each readiness check that passes, 0 with its reason
+   * code for one that does not, judged at scrape time as /readyz judges (the store's write probe
+   * runs at most once a second), so an alert sees what a balancer sees.
+   */
+  watchReadiness(read: () => Promise<{ checks: Record<string, { ok: boolean; reason?: string }> }>): void {
+    new Gauge({
+      name: "psd2_gateway_ready",
+      help: "Whether each readiness check passes (1) or not (0, with its reason), as /readyz judges",
+      labelNames: ["check", "reason"] as const,
+      registers: [this.registry],
+      async collect() {
+        const { checks } = await read();
+        this.reset();
+        for (const [check, c] of Object.entries(checks)) {
+          this.set({ check, reason: c.ok ? "" : (c.reason ?? "not-ready") }, c.ok ? 1 : 0);
+        }
+      },
+    });
+  }
+
   readonly requests = new Counter({
     name: "psd2_gateway_requests_total",
     help: "Requests handled, by mode, route class, outcome (forwarded, rejected, upstream_error) and HTTP status",

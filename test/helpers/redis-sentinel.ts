@@ -1,6 +1,6 @@
 /**
  * A real Redis Sentinel set on free loopback ports, owned by one test file: one primary, one
- * replica, three Sentinels (`redis-server --sentinel`, the same Debian binary) with quorum 2 and a
+ * replica (or more), three Sentinels (`redis-server --sentinel`, the same Debian binary) with quorum 2 and a
  * short down-after-milliseconds, so a killed primary is replaced within a few seconds.
  */
 
@@ -10,7 +10,7 @@ import { type RedisServer, startRedisServer, waitFor } from "./redis-server.js";
 export interface RedisSentinelSet {
   /** The name the Sentinels monitor (`store.name`). */
   readonly name: string;
-  /** The servers as started: [0] the first primary, [1] its replica. */
+  /** The servers as started: [0] the first primary, then its replicas. */
   readonly servers: readonly RedisServer[];
   readonly sentinels: readonly RedisServer[];
   readonly sentinelNodes: readonly { host: string; port: number }[];
@@ -24,23 +24,29 @@ export interface RedisSentinelSet {
 /** down-after-milliseconds: how long the primary must be silent before the Sentinels act. */
 export const SENTINEL_DOWN_AFTER_MS = 500;
 
-export async function startRedisSentinelSet(name = "gw"): Promise<RedisSentinelSet> {
+export async function startRedisSentinelSet(name = "gw", replicaCount = 1): Promise<RedisSentinelSet> {
   const started: RedisServer[] = [];
   try {
     const primary = await startRedisServer();
     started.push(primary);
-    const replica = await startRedisServer({
-      args: () => ["--replicaof", "127.0.0.1", String(primary.port)],
-    });
-    started.push(replica);
-    await waitFor(async () => {
-      const client = new Redis(replica.port, "127.0.0.1");
-      try {
-        return String(await client.info("replication")).includes("master_link_status:up");
-      } finally {
-        client.disconnect();
-      }
-    }, "the replica to sync with the primary");
+    const replicas: RedisServer[] = [];
+    for (let i = 0; i < replicaCount; i++) {
+      const replica = await startRedisServer({
+        args: () => ["--replicaof", "127.0.0.1", String(primary.port)],
+      });
+      replicas.push(replica);
+      started.push(replica);
+    }
+    for (const replica of replicas) {
+      await waitFor(async () => {
+        const client = new Redis(replica.port, "127.0.0.1");
+        try {
+          return String(await client.info("replication")).includes("master_link_status:up");
+        } finally {
+          client.disconnect();
+        }
+      }, "the replica to sync with the primary");
+    }
     const sentinels: RedisServer[] = [];
     for (let i = 0; i < 3; i++) {
       const sentinel = await startRedisServer({
@@ -74,12 +80,12 @@ export async function startRedisSentinelSet(name = "gw"): Promise<RedisSentinelS
     // Every Sentinel must know the others and the replica before a failover can be elected.
     await waitFor(async () => {
       const views = await Promise.all(sentinels.map((s) => ask(s.port)));
-      return views.every((v) => v.sentinels === 2 && v.replicas === 1);
+      return views.every((v) => v.sentinels === 2 && v.replicas === replicaCount);
     }, "the Sentinels to discover each other and the replica");
     const primaryPort = async () => (await ask(sentinels[0]!.port)).port;
     return {
       name,
-      servers: [primary, replica],
+      servers: [primary, ...replicas],
       sentinels,
       sentinelNodes: sentinels.map((s) => ({ host: "127.0.0.1", port: s.port })),
       primaryPort,

@@ -194,10 +194,16 @@ describeWithRedis("the Redis store waiting for a replica (replicaAcks)", () => {
       await expect(store.checkAndRecord("replay-nowait", 60_000)).rejects.toThrow(
         /reached 0 of 1 replicas within 250 ms/,
       );
-      // A refusal needs no replica: nothing was granted.
+      // Connected, but not ready: its write probe waits for the replica as the calls do.
       const full = new RedisLimitStore({ url: primary.url, replicaAcks: 1 });
       try {
-        await waitFor(() => Promise.resolve(full.ready()), "the store to connect");
+        await waitFor(
+          async () => (await full.readiness()).reason === "replicas-behind",
+          "the store to connect",
+        );
+        expect(await full.ready()).toBe(false);
+        expect((await full.readiness()).detail).toMatch(/reached 0 of the 1 replicas replicaAcks asks for/);
+        // A refusal needs no replica: nothing was granted.
         expect((await full.reserve("acc-zero", 0, DAY, T0)).allowed).toBe(false);
       } finally {
         await full.close();
