@@ -89,7 +89,7 @@ export async function fetchDocument(url: string, options: FetchOptions): Promise
       }
       const coding = contentCoding(response.headers["content-encoding"]);
       if (coding !== undefined) {
-        response.body.destroy();
+        discard(response.body);
         throw new DocumentRefused(
           "content-encoding",
           `answered in Content-Encoding ${coding}, not asked for`,
@@ -97,7 +97,7 @@ export async function fetchDocument(url: string, options: FetchOptions): Promise
       }
       const declared = Number(response.headers["content-length"]);
       if (declared > options.maxBytes) {
-        response.body.destroy();
+        discard(response.body);
         throw new DocumentRefused("size", `${declared} bytes, more than the ${options.maxBytes} allowed`);
       }
       const chunks: Buffer[] = [];
@@ -143,6 +143,12 @@ export function withoutCredentials(url: string): string {
   } catch {
     return url;
   }
+}
+
+/** A body not read: its connection closed (undici reports that as an error no one needs to hear). */
+function discard(body: { on(event: "error", listener: () => void): unknown; destroy(): unknown }): void {
+  body.on("error", () => {});
+  body.destroy();
 }
 
 /** The content coding of an answer, short enough for a message; undefined for none or `identity`. */
