@@ -252,7 +252,7 @@ function registerSourcesOf(
 ): RegisterSource[] {
   const r = config.register;
   // Every layer shares the register's bounds: the bytes read, and a ZIP's (register-zip.ts).
-  const fetcher = {
+  const shared = {
     ...(fetch ? { fetch } : {}),
     ...optional("onRefused", onRefused),
     maxBytes: r.maxBytes,
@@ -274,14 +274,14 @@ function registerSourcesOf(
             : s.metadata
               ? { metadata: s.metadata, pollMs }
               : { url: s.url!, pollMs }),
-          ...fetcher,
+          ...shared,
         },
         register,
         log,
       );
     });
   const pollMs = r.pollSeconds * 1000;
-  const options = { format: r.format, name: "register", ...fetcher };
+  const options = { format: r.format, name: "register", ...shared };
   return [
     ...(r.file
       ? [new FileRegisterSource(r.file, register, Math.min(pollMs, FILE_POLL_MS), log, options)]

@@ -49,8 +49,6 @@ export interface DecodeOptions {
   readonly sha256?: string;
 }
 
-export const DEFAULT_MAX_UNCOMPRESSED_BYTES = DEFAULT_ZIP_BOUNDS.maxUncompressedBytes;
-
 export function isZip(bytes: Uint8Array): boolean {
   return (
     bytes.length >= 4 && bytes[0] === 0x50 && bytes[1] === 0x4b && bytes[2] === 0x03 && bytes[3] === 0x04
