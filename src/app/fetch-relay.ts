@@ -7,6 +7,7 @@
  */
 
 import { createHash } from "node:crypto";
+import { DocumentRefused, isRefusalReason, refusalOf } from "../trust/bounds.js";
 import {
   type DocumentFetcher,
   type FetchOptions,
@@ -101,7 +102,7 @@ export class FetchRelay {
     }
     this.options.onOutcome?.(outcome);
     if (copy.body.length > options.maxBytes)
-      throw new Error(`more than the ${options.maxBytes} bytes allowed`);
+      throw new DocumentRefused("size", `more than the ${options.maxBytes} bytes allowed`);
     if (sameCopy(options.validators, copy)) return { status: "not-modified" };
     return {
       status: "fresh",
@@ -211,7 +212,13 @@ export class FetchRelay {
       const result = await this.ask(ask.url, ask.options);
       return { type: FETCH_MESSAGE, id: ask.id, result };
     } catch (error) {
-      return { type: FETCH_MESSAGE, id: ask.id, error: (error as Error).message };
+      const refused = refusalOf(error);
+      return {
+        type: FETCH_MESSAGE,
+        id: ask.id,
+        error: (error as Error).message,
+        ...(refused ? { refused } : {}),
+      };
     }
   }
 }
@@ -221,6 +228,8 @@ export interface FetchAnswer {
   readonly id: number;
   readonly result?: FetchResult;
   readonly error?: string;
+  /** The bound that refused the document (bounds.ts), so the worker's source counts it as such. */
+  readonly refused?: string;
 }
 
 /** URL, method, POST body, accept: two asks with the same key get the same answer upstream. */
@@ -325,7 +334,8 @@ function onAnswer(message: unknown): void {
   pending.delete(m.id);
   clearTimeout(waiting.timer);
   const result = m.result;
-  if (typeof m.error === "string") waiting.reject(new Error(m.error));
+  if (typeof m.error === "string")
+    waiting.reject(isRefusalReason(m.refused) ? new DocumentRefused(m.refused, m.error) : new Error(m.error));
   else if (result?.status === "not-modified") waiting.resolve(result);
   else if (result?.status !== "fresh" || !(result.body instanceof Uint8Array))
     waiting.reject(new Error("the cluster's primary answered an ask with no body"));

@@ -272,6 +272,8 @@ async function startComponents(
 
   // The verifier and metrics come after the trust sources, which report to both: reached through these.
   let metricsLater: GatewayMetrics | undefined;
+  /** Documents refused while the sources first loaded, counted once the metrics exist. */
+  const refusedBeforeMetrics: { source_kind: string; reason: string }[] = [];
   let verifierLater: TppVerifier | undefined;
 
   const trust = await startTrust(config, {
@@ -283,6 +285,10 @@ async function startComponents(
     events: {
       ocspAnswered: (outcome, seconds) => metricsLater?.ocspRequests.observe({ outcome }, seconds),
       unknownStatus: (action) => metricsLater?.revocationUnknown.inc({ action }),
+      documentRefused: (kind, reason) => {
+        if (metricsLater) metricsLater.trustDocumentsRefused.inc({ source_kind: kind, reason });
+        else refusedBeforeMetrics.push({ source_kind: kind, reason });
+      },
     },
   });
   started.add(() => trust.stop());
@@ -342,6 +348,7 @@ async function startComponents(
     now,
   });
   metricsLater = metrics;
+  for (const labels of refusedBeforeMetrics.splice(0)) metrics.trustDocumentsRefused.inc(labels);
 
   // A defect is a bug in our own code that an input reached: logged and counted, never silent.
   const onDefect = (message: unknown) => {

@@ -9,6 +9,7 @@
 import type { GatewayConfig, RevocationConfig } from "../config/schema.js";
 import { type ParsedCertificate, type RevocationList, TppRegister } from "../eidas/index.js";
 import type { Logger } from "../observability/logger.js";
+import type { RefusalReason } from "../trust/bounds.js";
 import { CrlCache } from "../trust/crl-cache.js";
 import type { DocumentFetcher } from "../trust/http-fetch.js";
 import { LiveRevocation, type RevocationEvents } from "../trust/live-revocation.js";
@@ -22,7 +23,7 @@ import {
   RegisterTrustSource,
 } from "../trust/register-sources.js";
 import type { TrustSource } from "../trust/source.js";
-import type { TrustReport, TrustSourceStatus } from "../trust/source-status.js";
+import type { TrustReport, TrustSourceKind, TrustSourceStatus } from "../trust/source-status.js";
 import { TrustFolderSource } from "../trust/trust-material.js";
 import { TrustedListSource } from "../trust/trusted-lists.js";
 
@@ -47,12 +48,18 @@ export interface Trust {
   stop(): void;
 }
 
+/** What the metrics count of trust: live revocation's answers, and documents refused by their bounds. */
+export interface TrustEvents extends RevocationEvents {
+  /** A CRL, OCSP answer, register copy or trusted list refused by a bound (the copy held is kept). */
+  documentRefused?(kind: TrustSourceKind, reason: RefusalReason): void;
+}
+
 export interface TrustDependencies {
   readonly logger: Logger;
   readonly now: () => number;
   /** Cached verdicts may rest on what changed (a CA, an anchor, a CRL). */
   readonly onChange: () => void;
-  readonly events?: RevocationEvents;
+  readonly events?: TrustEvents;
   /** What every source fetches with: fetchDocument by default, the primary's relay in a cluster worker. */
   readonly fetch?: DocumentFetcher;
 }
@@ -87,7 +94,10 @@ export async function startTrust(
       }),
     );
     await add(
-      new RegisterTrustSource(register, registerSourcesOf(config, register, logLine(logger), deps.fetch)),
+      new RegisterTrustSource(
+        register,
+        registerSourcesOf(config, register, logLine(logger), deps.fetch, refusedAs(deps.events, "register")),
+      ),
     );
     if (lists)
       await add(
@@ -97,6 +107,7 @@ export async function startTrust(
           ...(lists.territories ? { territories: lists.territories } : {}),
           timeoutMs: lists.timeoutSeconds * 1000,
           pollMs: lists.pollSeconds * 1000,
+          ...optional("onRefused", refusedAs(deps.events, "trusted-list")),
           pool,
           log: logger,
           now,
@@ -137,7 +148,7 @@ export interface LiveRevocationDependencies {
   /** A fetched CRL changed: the verdicts resting on the old one must go. */
   readonly onChange?: (url: string) => void;
   readonly log?: (message: string, error?: boolean) => void;
-  readonly events?: RevocationEvents;
+  readonly events?: TrustEvents;
   /** What CRLs and OCSP are fetched with (default fetchDocument). */
   readonly fetch?: DocumentFetcher;
 }
@@ -165,6 +176,7 @@ export function liveRevocationOf(
     ...(deps.onChange ? { onChange: deps.onChange } : {}),
     ...(deps.log ? { log: deps.log } : {}),
     ...(deps.fetch ? { fetch: deps.fetch } : {}),
+    ...optional("onRefused", refusedAs(deps.events, "crl")),
   });
   const revocation = new LiveRevocation({
     order: r.order,
@@ -181,6 +193,8 @@ export function liveRevocationOf(
     now: deps.now,
     ...(deps.events ? { events: deps.events } : {}),
     ...(deps.fetch ? { fetch: deps.fetch } : {}),
+    ...(deps.log ? { log: deps.log } : {}),
+    ...optional("onRefused", refusedAs(deps.events, "ocsp")),
   });
   return { crls, revocation };
 }
@@ -234,9 +248,20 @@ function registerSourcesOf(
   register: TppRegister,
   log: (message: string, error?: boolean) => void,
   fetch: DocumentFetcher | undefined,
+  onRefused: ((reason: RefusalReason) => void) | undefined,
 ): RegisterSource[] {
   const r = config.register;
-  const fetcher = fetch ? { fetch } : {};
+  // Every layer shares the register's bounds: the bytes read, and a ZIP's (register-zip.ts).
+  const shared = {
+    ...(fetch ? { fetch } : {}),
+    ...optional("onRefused", onRefused),
+    maxBytes: r.maxBytes,
+    load: {
+      maxUncompressedBytes: r.zip.maxUncompressedBytes,
+      maxZipEntries: r.zip.maxEntries,
+      maxCompressionRatio: r.zip.maxRatio,
+    },
+  };
   if (r.sources)
     return r.sources.map((s) => {
       const pollMs = s.pollSeconds * 1000;
@@ -249,14 +274,14 @@ function registerSourcesOf(
             : s.metadata
               ? { metadata: s.metadata, pollMs }
               : { url: s.url!, pollMs }),
-          ...fetcher,
+          ...shared,
         },
         register,
         log,
       );
     });
   const pollMs = r.pollSeconds * 1000;
-  const options = { format: r.format, name: "register", ...fetcher };
+  const options = { format: r.format, name: "register", ...shared };
   return [
     ...(r.file
       ? [new FileRegisterSource(r.file, register, Math.min(pollMs, FILE_POLL_MS), log, options)]
@@ -264,6 +289,20 @@ function registerSourcesOf(
     ...(r.url ? [new HttpRegisterSource(r.url, register, pollMs, log, options)] : []),
     ...(r.metadata ? [new MetadataRegisterSource(r.metadata, register, pollMs, log, options)] : []),
   ];
+}
+
+/** The refusal callback of one kind of source, when anything counts refusals. */
+function refusedAs(
+  events: TrustEvents | undefined,
+  kind: TrustSourceKind,
+): ((reason: RefusalReason) => void) | undefined {
+  const count = events?.documentRefused;
+  return count ? (reason) => count(kind, reason) : undefined;
+}
+
+/** `{ [key]: value }` when value is defined, `{}` otherwise (exactOptionalPropertyTypes). */
+function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
 function logLine(logger: Logger): (message: string, error?: boolean) => void {

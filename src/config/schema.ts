@@ -416,6 +416,31 @@ const register = z
       .string()
       .regex(/^[A-Z]{2}$/, "an ISO 3166 alpha-2 country code such as NO")
       .optional(),
+    /** A register file or download larger than this is refused while it is read (every source). */
+    maxBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(200 * 1024 * 1024),
+    /**
+     * A register ZIP's bounds (every source), checked from its central directory before anything is
+     * inflated and while inflating: zip bombs are refused and the copy held is kept.
+     */
+    zip: z
+      .object({
+        /** Uncompressed bytes its entries may declare together (a larger JSON could not be decoded anyway). */
+        maxUncompressedBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(512 * 1024 * 1024),
+        /** Entries it may list (the EBA's holds the JSON and perhaps a SHA-256 sidecar). */
+        maxEntries: z.number().int().positive().default(16),
+        /** Uncompressed : compressed, per entry and for the file; entries under 1 MiB are exempt. */
+        maxRatio: z.number().positive().default(200),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict()
   .refine(

@@ -166,6 +166,13 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  readonly trustDocumentsRefused = new Counter({
+    name: "psd2_gateway_trust_documents_refused_total",
+    help: "Trust documents refused by a bound (the copy held is kept), by source kind (crl, ocsp, register, trusted-list) and reason (size, uncompressed-size, entries, ratio, content-encoding)",
+    labelNames: ["source_kind", "reason"] as const,
+    registers: [this.registry],
+  });
+
   readonly certificateValidations = new Counter({
     name: "psd2_gateway_certificate_validations_total",
     help: "Certificates judged (verdict-cache misses), by the validation report's indication, sub-indication and the check that decided",

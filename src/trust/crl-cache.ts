@@ -8,10 +8,11 @@
  */
 
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ParsedCertificate, type RevocationList, verifiedCrl } from "../eidas/index.js";
 import { formatRfc2253, readNameFromDer } from "../x500/name.js";
+import { type OnRefused, readFileBoundedSync, refusalOf } from "./bounds.js";
 import { type DocumentFetcher, fetchDocument, type Validators } from "./http-fetch.js";
 import type { TrustSource } from "./source.js";
 import type { CrlDetails, TrustSourceStatus } from "./source-status.js";
@@ -26,7 +27,10 @@ export interface CrlCacheOptions {
   /** Past nextUpdate by more than this, a list proves nothing. */
   readonly graceMs: number;
   readonly timeoutMs: number;
+  /** A larger list is refused as it arrives (and a larger file in the disk cache is not read). */
   readonly maxBytes: number;
+  /** A list refused by its bound (maxBytes, a content coding): counted by app/. */
+  readonly onRefused?: OnRefused;
   /** Distribution points tracked at most (configured URLs are never dropped). */
   readonly maxLists: number;
   readonly cacheDir?: string;
@@ -64,6 +68,9 @@ interface CacheMeta {
   readonly lastModified?: string;
   readonly fetchedAt: number;
 }
+
+/** A metadata file of the disk cache: a URL (≤ 2,048 chars), two validators (≤ 512 each) and a time. */
+const MAX_META_BYTES = 16 * 1024;
 
 /** A copy fetched for another worker within this fraction of the refresh interval stands in for a fetch. */
 const SHARE_FRACTION = 0.9;
@@ -107,7 +114,8 @@ export class CrlCache implements TrustSource {
       [];
     for (const name of names.filter((n) => n.endsWith(".json"))) {
       try {
-        metas.push({ name, ...(JSON.parse(readFileSync(join(dir, name), "utf8")) as CacheMeta) });
+        const text = readFileBoundedSync(join(dir, name), MAX_META_BYTES).toString("utf8");
+        metas.push({ name, ...(JSON.parse(text) as CacheMeta) });
       } catch (error) {
         this.options.log?.(`CRL cache: cannot read ${name}: ${(error as Error).message}`, true);
       }
@@ -121,7 +129,10 @@ export class CrlCache implements TrustSource {
     const kept = new Set<string>();
     for (const meta of [...pinned, ...others.slice(0, this.options.maxLists)]) {
       try {
-        const der = readFileSync(join(dir, meta.name.replace(/\.json$/, ".crl")));
+        const der = readFileBoundedSync(
+          join(dir, meta.name.replace(/\.json$/, ".crl")),
+          this.options.maxBytes,
+        );
         const list = verifiedCrl(der, meta.url, this.options.cas());
         if (typeof list === "string") {
           this.options.log?.(`CRL cache: ${list}; fetching it again`, true);
@@ -277,6 +288,8 @@ export class CrlCache implements TrustSource {
       entry.failures++;
       entry.lastError = (error as Error).message;
       entry.failingSince ??= this.now();
+      const refused = refusalOf(error);
+      if (refused) this.options.onRefused?.(refused);
       this.options.log?.(`CRL ${entry.url}: ${entry.lastError}; keeping the last good copy`, true);
       const backoff = Math.min(
         FIRST_BACKOFF_MS * 2 ** Math.min(entry.failures - 1, 16),

@@ -2,10 +2,14 @@
  * The network edge of the trust sources (CRLs, OCSP, register sources, trusted lists): one bounded
  * HTTP exchange, with conditional requests (ETag / Last-Modified) so an unchanged copy costs a 304.
  * Every failure is an Error whose message says what went wrong in a few words (it ends up in
- * refusal texts, logs and /readyz).
+ * refusal texts, logs and /readyz); a body past `maxBytes` is a DocumentRefused (bounds.ts), refused
+ * as it arrives (by its Content-Length before any of it). No content coding is asked for or
+ * decoded: an answer in one (gzip, deflate, br…) is refused, so what is counted against `maxBytes`
+ * is all the bytes there are.
  */
 
 import { request } from "undici";
+import { DocumentRefused } from "./bounds.js";
 
 export interface Validators {
   readonly etag?: string;
@@ -83,10 +87,18 @@ export async function fetchDocument(url: string, options: FetchOptions): Promise
         await response.body.dump().catch(() => {});
         throw new Error(`HTTP ${response.statusCode}`);
       }
+      const coding = contentCoding(response.headers["content-encoding"]);
+      if (coding !== undefined) {
+        discard(response.body);
+        throw new DocumentRefused(
+          "content-encoding",
+          `answered in Content-Encoding ${coding}, not asked for`,
+        );
+      }
       const declared = Number(response.headers["content-length"]);
       if (declared > options.maxBytes) {
-        response.body.destroy();
-        throw new Error(`${declared} bytes, more than the ${options.maxBytes} allowed`);
+        discard(response.body);
+        throw new DocumentRefused("size", `${declared} bytes, more than the ${options.maxBytes} allowed`);
       }
       const chunks: Buffer[] = [];
       let size = 0;
@@ -94,7 +106,7 @@ export async function fetchDocument(url: string, options: FetchOptions): Promise
         size += (chunk as Buffer).length;
         if (size > options.maxBytes) {
           response.body.destroy();
-          throw new Error(`more than the ${options.maxBytes} bytes allowed`);
+          throw new DocumentRefused("size", `more than the ${options.maxBytes} bytes allowed`);
         }
         chunks.push(chunk as Buffer);
       }
@@ -112,6 +124,7 @@ export async function fetchDocument(url: string, options: FetchOptions): Promise
       };
     }
   } catch (error) {
+    if (error instanceof DocumentRefused) throw error;
     if (controller.signal.aborted) throw new Error(`no answer within ${total / 1000} s`);
     throw new Error(describeNetworkError(error));
   } finally {
@@ -130,6 +143,19 @@ export function withoutCredentials(url: string): string {
   } catch {
     return url;
   }
+}
+
+/** A body not read: its connection closed (undici reports that as an error no one needs to hear). */
+function discard(body: { on(event: "error", listener: () => void): unknown; destroy(): unknown }): void {
+  body.on("error", () => {});
+  body.destroy();
+}
+
+/** The content coding of an answer, short enough for a message; undefined for none or `identity`. */
+function contentCoding(value: string | string[] | undefined): string | undefined {
+  const text = (Array.isArray(value) ? value.join(", ") : (value ?? "")).trim();
+  if (text === "" || text.toLowerCase() === "identity") return undefined;
+  return JSON.stringify(text.slice(0, 40));
 }
 
 function header(value: string | string[] | undefined): string | undefined {

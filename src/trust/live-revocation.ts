@@ -19,6 +19,7 @@ import {
   statusFromCrl,
 } from "../eidas/index.js";
 import { reject } from "../errors.js";
+import { type OnRefused, refusalOf } from "./bounds.js";
 import type { CrlCache } from "./crl-cache.js";
 import { buildOcspRequest, type OcspAnswer, OcspError, readOcspResponse } from "./formats/ocsp.js";
 import { type DocumentFetcher, fetchDocument } from "./http-fetch.js";
@@ -47,6 +48,10 @@ export interface LiveRevocationOptions {
   readonly events?: RevocationEvents;
   /** Where OCSP is asked (default fetchDocument; a cluster worker asks the primary). */
   readonly fetch?: DocumentFetcher;
+  /** An OCSP answer refused by its bound (MAX_OCSP_ANSWER_BYTES, a content coding): counted by app/. */
+  readonly onRefused?: OnRefused;
+  /** Where such a refusal is logged (other OCSP failures show in status() and refusal texts only). */
+  readonly log?: (message: string, error?: boolean) => void;
 }
 
 /** What the metrics count; the composition root wires these to prom-client. */
@@ -74,6 +79,9 @@ interface ResponderState {
   lastError?: string;
   failingSince?: number;
 }
+
+/** An OCSP answer larger than this is refused as it arrives (a real one is a few KiB). */
+export const MAX_OCSP_ANSWER_BYTES = 64 * 1024;
 
 /** Longest an OCSP answer fetched for one worker is handed to another instead of asking again. */
 const OCSP_SHARE_MAX_MS = 60_000;
@@ -313,7 +321,7 @@ export class LiveRevocation implements RevocationChecker, TrustSource {
       try {
         const result = await (this.options.fetch ?? fetchDocument)(url, {
           timeoutMs: this.options.ocsp.timeoutMs,
-          maxBytes: 64 * 1024,
+          maxBytes: MAX_OCSP_ANSWER_BYTES,
           accept: "application/ocsp-response",
           // The request carries no nonce: the same question has the same answer, which another
           // worker may reuse briefly (its own cache then keeps it at most maxAge, as if fetched now).
@@ -334,6 +342,11 @@ export class LiveRevocation implements RevocationChecker, TrustSource {
         state.failures++;
         state.lastError = message;
         state.failingSince ??= started;
+        const refused = refusalOf(error);
+        if (refused) {
+          this.options.onRefused?.(refused);
+          this.options.log?.(`OCSP ${url}: ${message}; answer refused`, true);
+        }
         reasons.push(`OCSP ${url}: ${message} (failing since ${new Date(state.failingSince).toISOString()})`);
       }
     }

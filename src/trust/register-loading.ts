@@ -15,6 +15,7 @@ import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { RegisterEntry } from "../eidas/index.js";
+import { DocumentRefused } from "./bounds.js";
 import {
   type DecodeOptions,
   decodeRegister,
@@ -64,6 +65,10 @@ export async function loadRegister(
     ...(options.source !== undefined ? { source: options.source } : {}),
     ...(options.maxUncompressedBytes !== undefined
       ? { maxUncompressedBytes: options.maxUncompressedBytes }
+      : {}),
+    ...(options.maxZipEntries !== undefined ? { maxZipEntries: options.maxZipEntries } : {}),
+    ...(options.maxCompressionRatio !== undefined
+      ? { maxCompressionRatio: options.maxCompressionRatio }
       : {}),
     ...(options.sha256 !== undefined ? { sha256: options.sha256 } : {}),
   };
@@ -141,7 +146,9 @@ function inWorker(request: WorkerRequest, timeoutMs: number): Promise<Success> {
     );
     timer.unref();
     worker.once("message", (reply: WorkerReply) =>
-      reply.ok ? finish(undefined, reply) : finish(new Error(reply.error)),
+      reply.ok
+        ? finish(undefined, reply)
+        : finish(reply.refused ? new DocumentRefused(reply.refused, reply.error) : new Error(reply.error)),
     );
     worker.once("error", (error: Error) => finish(new Error(`register worker failed: ${error.message}`)));
     worker.once("exit", (code) =>

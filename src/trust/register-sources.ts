@@ -11,8 +11,9 @@
  * together are one trust source (RegisterTrustSource): loaded at once, reported layer by layer.
  */
 
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import type { RegisterSink, TppRegister } from "../eidas/index.js";
+import { DocumentRefused, type OnRefused, prefixed, readFileBounded, refusalOf } from "./bounds.js";
 import {
   type EbaFileMetadata,
   MAX_METADATA_BYTES,
@@ -42,7 +43,7 @@ export interface RegisterSourceOptions {
   readonly format?: RegisterFormat;
   /** Stamped on entries as `source` and used in logs; a layer's name by default. */
   readonly name?: string;
-  /** Larger files or bodies are refused (default 200 MB). */
+  /** Larger files or bodies are refused, while they are read (default 200 MB). */
   readonly maxBytes?: number;
   /** Fraction of the poll interval the delay varies by, either way (default 0.1). */
   readonly jitter?: number;
@@ -50,11 +51,18 @@ export interface RegisterSourceOptions {
   readonly retryBaseMs?: number;
   /** Uniform in [0, 1); for tests. */
   readonly random?: () => number;
-  /** Slice size, inline threshold and worker timeout of the loader. */
+  /** Slice size, inline threshold and worker timeout of the loader; a ZIP's bounds. */
   readonly load?: Pick<
     LoadRegisterOptions,
-    "sliceSize" | "inlineBelowBytes" | "timeoutMs" | "maxUncompressedBytes"
+    | "sliceSize"
+    | "inlineBelowBytes"
+    | "timeoutMs"
+    | "maxUncompressedBytes"
+    | "maxZipEntries"
+    | "maxCompressionRatio"
   >;
+  /** A copy refused by one of its bounds (bytes, a ZIP's): counted by app/ (the log line is the source's). */
+  readonly onRefused?: OnRefused;
 }
 
 export interface HttpRegisterSourceOptions extends RegisterSourceOptions {
@@ -147,6 +155,8 @@ abstract class PollingSource implements RegisterSource {
     } catch (error) {
       this.consecutiveFailures++;
       const message = (error as Error).message;
+      const refused = refusalOf(error);
+      if (refused) this.options.onRefused?.(refused);
       this.sink.recordFailure(message);
       this.log(
         `register refresh from ${this.description} failed: ${message}; keeping the last good copy`,
@@ -197,9 +207,7 @@ export class FileRegisterSource extends PollingSource {
     const info = await stat(this.file);
     const signature = `${info.mtimeMs}:${info.size}`;
     if (signature === this.signature) return { unchanged: true };
-    const max = this.options.maxBytes ?? DEFAULT_MAX_REGISTER_BYTES;
-    if (info.size > max) throw new Error(`${info.size} bytes, more than the ${max} allowed`);
-    const bytes = await readFile(this.file);
+    const bytes = await readFileBounded(this.file, this.options.maxBytes ?? DEFAULT_MAX_REGISTER_BYTES);
     return { unchanged: false, bytes, commit: () => (this.signature = signature) };
   }
 }
@@ -306,7 +314,10 @@ export class MetadataRegisterSource extends PollingSource {
       return { unchanged: true };
     const max = options.maxBytes ?? DEFAULT_MAX_REGISTER_BYTES;
     if (metadata.size > max)
-      throw new Error(`the metadata declares a file of ${metadata.size} bytes, more than the ${max} allowed`);
+      throw new DocumentRefused(
+        "size",
+        `the metadata declares a file of ${metadata.size} bytes, more than the ${max} allowed`,
+      );
     const fileUrl = new URL(metadata.fileUrl);
     if (new URL(this.url).protocol === "https:" && fileUrl.protocol !== "https:")
       throw new Error(`the metadata (read over https) names a file over ${fileUrl.protocol}; refused`);
@@ -322,7 +333,7 @@ export class MetadataRegisterSource extends PollingSource {
         shareForMs: 0.9 * this.pollMs,
       });
     } catch (error) {
-      throw new Error(`file ${file}: ${(error as Error).message}`);
+      throw prefixed(`file ${file}: `, error);
     }
     if (result.status === "not-modified") throw new Error(`file ${file}: HTTP 304 to a plain GET`);
     if (result.body.byteLength !== metadata.size)
@@ -355,7 +366,7 @@ export class MetadataRegisterSource extends PollingSource {
         validators: this.metadataValidators,
       });
     } catch (error) {
-      throw new Error(`metadata ${this.description}: ${(error as Error).message}`);
+      throw prefixed(`metadata ${this.description}: `, error);
     }
     if (result.status === "not-modified") {
       if (!this.metadata) throw new Error(`metadata ${this.description}: HTTP 304 with none read yet`);

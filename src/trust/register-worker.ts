@@ -10,10 +10,11 @@
 
 import { createHash } from "node:crypto";
 import { parentPort, workerData } from "node:worker_threads";
-import { unzipSync } from "fflate";
 import type { RegisterEntry } from "../eidas/index.js";
+import { DocumentRefused, type RefusalReason, refusalOf } from "./bounds.js";
 import { mapEbaRegister } from "./formats/eba-register.js";
 import { parseRegisterDocument } from "./formats/register-document.js";
+import { DEFAULT_ZIP_BOUNDS, entryBytes, type ZipBounds, type ZipEntry, zipEntries } from "./register-zip.js";
 
 /**
  * What the bytes hold. `eba-zip` and `eba-json` are the EBA's register, `json` our own format;
@@ -35,13 +36,18 @@ export interface DecodeOptions {
   readonly format?: RegisterFormat;
   /** Stamped on each entry as `source`. */
   readonly source?: string;
-  /** A ZIP entry announcing more than this is refused before it is inflated (zip bombs). */
+  /**
+   * A ZIP whose entries declare more than this together is refused before anything is inflated,
+   * and an entry that inflates past its declared size is refused while inflating (zip bombs).
+   */
   readonly maxUncompressedBytes?: number;
+  /** A ZIP listing more entries is refused. */
+  readonly maxZipEntries?: number;
+  /** A ZIP entry (or the whole file) declaring a higher uncompressed : compressed ratio is refused. */
+  readonly maxCompressionRatio?: number;
   /** The SHA-256 (hex) the publisher declared for the bytes: checked before anything is decoded. */
   readonly sha256?: string;
 }
-
-export const DEFAULT_MAX_UNCOMPRESSED_BYTES = 1024 * 1024 * 1024;
 
 export function isZip(bytes: Uint8Array): boolean {
   return (
@@ -62,7 +68,11 @@ export function decodeRegister(bytes: Uint8Array, options: DecodeOptions = {}): 
   const zipped = isZip(bytes);
   if (format === "eba-zip" && !zipped) throw new Error("register is not a ZIP file (format eba-zip)");
   const json = zipped
-    ? jsonFromZip(bytes, options.maxUncompressedBytes ?? DEFAULT_MAX_UNCOMPRESSED_BYTES)
+    ? jsonFromZip(bytes, {
+        maxUncompressedBytes: options.maxUncompressedBytes ?? DEFAULT_ZIP_BOUNDS.maxUncompressedBytes,
+        maxEntries: options.maxZipEntries ?? DEFAULT_ZIP_BOUNDS.maxEntries,
+        maxRatio: options.maxCompressionRatio ?? DEFAULT_ZIP_BOUNDS.maxRatio,
+      })
     : bytes;
   const text = new TextDecoder("utf-8", { fatal: false }).decode(json);
   let kind: "json" | "eba";
@@ -92,39 +102,28 @@ export function decodeRegister(bytes: Uint8Array, options: DecodeOptions = {}): 
 }
 
 /**
- * The EBA ZIP holds one JSON file; if there are several, the largest is the register. The EBA has
- * been seen to put a SHA-256 sidecar of the JSON beside it; its name is not documented, so a
- * `.sha256` entry is taken as the JSON's when it is named after it (`x.json.sha256`, `x.sha256`)
- * or when it is the only sidecar beside the only JSON. Such a sidecar must start with the JSON's
- * SHA-256 in hex (as `sha256sum` writes it): anything else refuses the file.
+ * The EBA ZIP holds one JSON file; if there are several, the largest (by its declared size) is the
+ * register, and only it is inflated. The EBA has been seen to put a SHA-256 sidecar of the JSON
+ * beside it; its name is not documented, so a `.sha256` entry is taken as the JSON's when it is
+ * named after it (`x.json.sha256`, `x.sha256`) or when it is the only sidecar beside the only JSON.
+ * Such a sidecar must start with the JSON's SHA-256 in hex (as `sha256sum` writes it) and be at
+ * most 4 KiB: anything else refuses the file. The ZIP's bounds (register-zip.ts) are checked from
+ * its central directory before anything is inflated, and while inflating.
  */
-function jsonFromZip(bytes: Uint8Array, maxUncompressedBytes: number): Uint8Array {
-  let tooLarge: string | undefined;
-  let files: Record<string, Uint8Array>;
-  try {
-    files = unzipSync(bytes, {
-      filter: (file) => {
-        const name = file.name.toLowerCase();
-        if (name.endsWith(SIDECAR)) return file.originalSize <= MAX_SIDECAR_BYTES;
-        if (!name.endsWith(".json")) return false;
-        if (file.originalSize > maxUncompressedBytes) {
-          tooLarge = `${file.name} inflates to ${file.originalSize} bytes, more than the ${maxUncompressedBytes} allowed`;
-          return false;
-        }
-        return true;
-      },
-    });
-  } catch (error) {
-    throw new Error(`register ZIP is unreadable: ${(error as Error).message}`);
-  }
-  const entries = Object.entries(files);
-  const jsons = entries.filter(([name]) => name.toLowerCase().endsWith(".json"));
-  const sidecars = entries.filter(([name]) => name.toLowerCase().endsWith(SIDECAR));
-  const largest = jsons.sort((a, b) => b[1].length - a[1].length)[0];
-  if (!largest) throw new Error(tooLarge ?? "register ZIP holds no .json file");
-  const [jsonName, json] = largest;
-  const sidecar = sidecarOf(jsonName, sidecars, jsons.length);
-  if (sidecar) checkSidecar(jsonName, json, sidecar[0], sidecar[1]);
+function jsonFromZip(bytes: Uint8Array, bounds: ZipBounds): Uint8Array {
+  const entries = zipEntries(bytes, bounds);
+  const jsons = entries.filter((e) => e.name.toLowerCase().endsWith(".json"));
+  const sidecars = entries.filter((e) => e.name.toLowerCase().endsWith(SIDECAR));
+  const largest = jsons.sort((a, b) => b.uncompressedSize - a.uncompressedSize)[0];
+  if (!largest) throw new Error("register ZIP holds no .json file");
+  const sidecar = sidecarOf(largest.name, sidecars, jsons.length);
+  if (sidecar && sidecar.uncompressedSize > MAX_SIDECAR_BYTES)
+    throw new DocumentRefused(
+      "uncompressed-size",
+      `register ZIP refused: its sidecar ${sidecar.name} declares ${sidecar.uncompressedSize} bytes, more than the ${MAX_SIDECAR_BYTES} allowed`,
+    );
+  const json = entryBytes(bytes, largest);
+  if (sidecar) checkSidecar(largest.name, json, sidecar.name, entryBytes(bytes, sidecar));
   return json;
 }
 
@@ -132,13 +131,9 @@ const SIDECAR = ".sha256";
 /** A hash, a file name and a newline: a few hundred bytes at most. */
 const MAX_SIDECAR_BYTES = 4096;
 
-function sidecarOf(
-  jsonName: string,
-  sidecars: readonly [string, Uint8Array][],
-  jsonCount: number,
-): [string, Uint8Array] | undefined {
+function sidecarOf(jsonName: string, sidecars: readonly ZipEntry[], jsonCount: number): ZipEntry | undefined {
   const lower = jsonName.toLowerCase();
-  const named = sidecars.find(([name]) => {
+  const named = sidecars.find(({ name }) => {
     const n = name.toLowerCase();
     return n === `${lower}${SIDECAR}` || n === `${lower.slice(0, -".json".length)}${SIDECAR}`;
   });
@@ -171,7 +166,12 @@ export type WorkerReply =
       readonly skipped: number;
       readonly skippedByReason: Readonly<Record<string, number>>;
     }
-  | { readonly ok: false; readonly error: string };
+  | {
+      readonly ok: false;
+      readonly error: string;
+      /** The bound that refused the file, when one did. */
+      readonly refused?: RefusalReason;
+    };
 
 export interface WorkerRequest {
   readonly bytes: Uint8Array;
@@ -203,7 +203,11 @@ function serve(request: WorkerRequest): { reply: WorkerReply; transfer: ArrayBuf
     };
   } catch (error) {
     return {
-      reply: { ok: false, error: error instanceof Error ? error.message : String(error) },
+      reply: {
+        ok: false,
+        error: error instanceof Error ? error.message : String(error),
+        ...(refusalOf(error) ? { refused: refusalOf(error)! } : {}),
+      },
       transfer: [],
     };
   }

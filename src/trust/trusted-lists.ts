@@ -8,10 +8,10 @@
  */
 
 import { readFileSync } from "node:fs";
-import { readFile, stat } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { certificatesFromFile, parseCertificate, type QualifiedAnchor } from "../eidas/index.js";
 import { isRejection } from "../errors.js";
+import { type OnRefused, readFileBounded, refusalOf } from "./bounds.js";
 import {
   type CaService,
   grantedAt,
@@ -59,6 +59,8 @@ export interface TrustedListsOptions {
   readonly httpFetch?: DocumentFetcher;
   /** The default fetch's FetchOptions.shareForMs. */
   readonly shareForMs?: number;
+  /** A list (the LOTL or a national one) refused by its bound (maxBytes, a content coding): counted by app/. */
+  readonly onRefused?: OnRefused;
 }
 
 export interface TrustedListStatus {
@@ -229,6 +231,8 @@ export class TrustedListSet {
     } catch (error) {
       state.failures += 1;
       state.lastError = `${state.location}: ${error instanceof Error ? error.message : String(error)}`;
+      const refused = refusalOf(error);
+      if (refused) this.options.onRefused?.(refused);
       this.recheckGood(state, signers, now);
       return false;
     }
@@ -265,6 +269,9 @@ export interface TrustedListSourceOptions {
   readonly now: () => number;
   /** Where lists are fetched over http(s) (default fetchDocument; a cluster worker asks the primary). */
   readonly fetch?: DocumentFetcher;
+  /** Per-document size bound (default TRUSTED_LIST_LIMITS.maxBytes, 20 MB), enforced while reading. */
+  readonly maxBytes?: number;
+  readonly onRefused?: OnRefused;
 }
 
 /** First retry after a failed refresh; doubles up to the poll interval. */
@@ -288,12 +295,14 @@ export class TrustedListSource implements TrustSource {
   }
 
   async start(): Promise<void> {
-    const { lotl, territories, timeoutMs, fetch } = this.options;
+    const { lotl, territories, timeoutMs, fetch, maxBytes, onRefused } = this.options;
     this.set = new TrustedListSet({
       lotl,
       lotlSigners: this.options.lotlSignerFiles.flatMap(certificatesIn),
       ...(territories ? { territories } : {}),
       timeoutMs,
+      ...(maxBytes !== undefined ? { maxBytes } : {}),
+      ...(onRefused ? { onRefused } : {}),
       ...(fetch ? { httpFetch: fetch } : {}),
       // Another worker's copy fetched within most of a poll interval is this poll's copy too.
       shareForMs: 0.9 * this.options.pollMs,
@@ -474,10 +483,7 @@ export async function fetchDocument(
 ): Promise<FetchedDocument> {
   if (/^https?:\/\//i.test(location)) return fetchHttp(location, conditional, limits);
   const path = /^file:/i.test(location) ? fileURLToPath(location) : location;
-  const info = await stat(path);
-  if (info.size > limits.maxBytes)
-    throw new Error(`is ${info.size} bytes, more than the ${limits.maxBytes} allowed`);
-  return { status: "ok", body: decode(await readFile(path)) };
+  return { status: "ok", body: decode(await readFileBounded(path, limits.maxBytes)) };
 }
 
 async function fetchHttp(

@@ -3,7 +3,9 @@
  * a dev PKI whose certificates name it) serves /register/api/filemetadata describing the EBA-format
  * ZIP it serves, computed from the file's bytes; a gateway whose register is that metadata URL
  * accepts a registered TPP, follows a rewritten file (same name, new SHA-256) and a metadata that
- * names a new file where the TPP is withdrawn, after the poll, and /trust names the file held.
+ * names a new file where the TPP is withdrawn, after the poll, and /trust names the file held. A
+ * ZIP bomb named by the metadata is refused by the register's bounds: the copy held stays in force,
+ * /trust names the bound and psd2_gateway_trust_documents_refused_total counts it.
  */
 
 import { createHash } from "node:crypto";
@@ -19,6 +21,7 @@ import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import { signedCall } from "../helpers/gateway-fixture.js";
 import { callUntil, PAYMENT } from "../helpers/live-trust-calls.js";
 import { type QtspPki, qtspPki } from "../helpers/test-qtsp.js";
+import { handZip, zerosDeflated } from "../helpers/zip-bomb.js";
 
 let q: QtspPki;
 let qtsp: QtspServer;
@@ -103,5 +106,71 @@ describe("a gateway whose register is the EBA metadata URL", () => {
     expect((await read()).status).toBe(400);
     expect(env.backend.requests).toHaveLength(forwarded);
     expect((await registerStatus()).held).toContain(`${qtsp.url}/${file} of `);
+  });
+});
+
+describe("a gateway whose register's metadata names a ZIP bomb", () => {
+  // Paths of its own on the shared QTSP: the describe above rewrites the default ones.
+  const metadataPath = "/bounds/filemetadata";
+  const publish = (file: string, zip: Uint8Array) => {
+    qtsp.setDocument(`/${file}`, { body: zip, contentType: "application/zip" });
+    qtsp.setDocument(metadataPath, {
+      contentType: "application/json",
+      body: Buffer.from(
+        ebaFileMetadata(zip, { context: `${qtsp.url}/`, relativePath: file, madeAt: new Date() }),
+      ),
+    });
+  };
+  const env = useGatewayAndBackend(() => {
+    publish(
+      "bounds/register.zip",
+      ebaRegisterZip(
+        ebaRegisterDocument([
+          { organizationId: q.pki.tppA.organizationId, name: q.pki.tppA.name, roles: q.pki.tppA.roles },
+        ]),
+      ),
+    );
+    return {
+      pki: q.pki,
+      config: { register: { file: undefined, metadata: `${qtsp.url}${metadataPath}`, pollSeconds: 1 } },
+    };
+  });
+  const pay = () => signedCall(env.gw, { signer: q.pki.tppA.qseal, ...PAYMENT });
+  const registerError = async () => {
+    const report = (await (await fetch(`${env.gw.gateway.adminUrl}/trust`)).json()) as {
+      sources: { kind: string; lastError?: string; held?: string }[];
+    };
+    return report.sources.find((s) => s.kind === "register")!;
+  };
+  const refusedCount = async () => {
+    const text = await (await fetch(`${env.gw.gateway.adminUrl}/metrics`)).text();
+    const line = text
+      .split("\n")
+      .find((l) =>
+        l.startsWith(
+          'psd2_gateway_trust_documents_refused_total{source_kind="register",reason="uncompressed-size"}',
+        ),
+      );
+    return line === undefined ? 0 : Number(line.split(" ").at(-1));
+  };
+
+  it("refuses the bomb (4 GiB declared, 4 MiB served), keeps the register held and counts the refusal", async () => {
+    expect((await pay()).status).toBe(200);
+    expect(await refusedCount()).toBe(0);
+    publish(
+      "bounds/bomb.zip",
+      handZip([{ name: "register.json", data: zerosDeflated(4096), declaredSize: 4 * 1024 * 1024 * 1024 }]),
+    );
+    const deadline = Date.now() + 15_000;
+    while ((await refusedCount()) === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    expect(await refusedCount()).toBeGreaterThanOrEqual(1);
+    const status = await registerError();
+    expect(status.lastError).toContain(
+      "register ZIP refused: register.json declares 4294967296 bytes uncompressed",
+    );
+    expect(status.held).toContain(`${qtsp.url}/bounds/register.zip of `);
+    // The register held is still the one in force: the TPP's payment goes through.
+    expect((await pay()).status).toBe(200);
   });
 });

@@ -192,6 +192,23 @@ describe("FetchRelay.answer: a worker's ask over IPC", () => {
     expect(failed).toEqual({ type: FETCH_MESSAGE, id: 8, error: "HTTP 404" });
   });
 
+  it("tells a refusal by a bound from other failures: the worker's source counts it as such", async () => {
+    documents.set("/big.crl", { body: "x".repeat(2_000) });
+    const { relay } = relayAt();
+    const answer = await relay.answer({
+      type: FETCH_MESSAGE,
+      id: 10,
+      url: `${base}/big.crl`,
+      options: { ...GET, maxBytes: 1_000 },
+    });
+    expect(answer).toEqual({
+      type: FETCH_MESSAGE,
+      id: 10,
+      error: "more than the 1000 bytes allowed",
+      refused: "size",
+    });
+  });
+
   it("reads an OCSP ask: a POST body of bytes, as structured clone delivers it", async () => {
     documents.set("/ocsp", { body: "answer" });
     const { relay } = relayAt();

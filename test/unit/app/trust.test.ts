@@ -2,10 +2,11 @@
  * The trust sources as the gateway starts them from a config (startTrust): in order, reported
  * together, reloaded all or nothing, and a start that fails closes what had started. Real files
  * from the dev PKI; nothing is fetched (no CRL URLs configured, no certificate checked) but the
- * register by the EBA's metadata URL, from a server on loopback.
+ * register by the EBA's metadata URL, from a server on loopback, and, for the bounds, documents
+ * handed to a fetcher that refuses each one as a bound would.
  */
 
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -15,7 +16,10 @@ import { startTrust, type Trust } from "../../../src/app/trust.js";
 import { validateConfig } from "../../../src/config/load.js";
 import { ebaFileMetadata, ebaRegisterDocument, ebaRegisterZip } from "../../../src/dev/eba-register.js";
 import { type DevPki, generateDevPki } from "../../../src/dev/pki.js";
+import { parseCertificate } from "../../../src/eidas/index.js";
+import { isRejection } from "../../../src/errors.js";
 import { createLogger } from "../../../src/observability/logger.js";
+import { DocumentRefused, type RefusalReason } from "../../../src/trust/bounds.js";
 
 let pki: DevPki;
 let trust: Trust | undefined;
@@ -94,6 +98,70 @@ describe("startTrust", () => {
         { logger, now: Date.now, onChange: () => {} },
       ),
     ).rejects.toThrow(`trust.trustedLists.lotlSigners: no certificate in ${noCertificate}`);
+  });
+});
+
+describe("documents refused by their bounds", () => {
+  it("reach events.documentRefused with their source's kind, the register's bounds taken from the config", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "psd2-app-trust-bounds-"));
+    const zip = join(dir, "register.zip");
+    // The dev register's ZIP holds the JSON and its sidecar: two entries, one more than configured.
+    writeFileSync(
+      zip,
+      ebaRegisterZip(
+        ebaRegisterDocument([{ organizationId: pki.tppA.organizationId, name: "A", roles: ["PSP_AI"] }]),
+      ),
+    );
+    const signer = readdirSync(pki.paths.trustDir).find((f) => f.endsWith(".pem") && !f.includes(".crl"))!;
+    const refused: [string, RefusalReason][] = [];
+    // Every fetch refused as a bound would refuse it: an oversize CRL or OCSP answer, a gzip list.
+    const fetch = async (url: string) => {
+      throw new DocumentRefused(url.endsWith(".xml") ? "content-encoding" : "size", `refused ${url}`);
+    };
+    trust = await startTrust(
+      validateConfig({
+        listen: { host: "127.0.0.1", port: 0 },
+        backend: { url: "http://127.0.0.1:9" },
+        trust: {
+          caDir: pki.paths.trustDir,
+          trustedLists: {
+            lotl: "http://127.0.0.1:9/lotl.xml",
+            lotlSigners: [join(pki.paths.trustDir, signer)],
+          },
+        },
+        revocation: { crl: { urls: ["http://127.0.0.1:9/ca.crl"] } },
+        register: { file: zip, format: "eba-zip", zip: { maxEntries: 1 } },
+        log: { level: "silent" },
+        admin: { enabled: false },
+      }),
+      {
+        logger,
+        now: Date.now,
+        onChange: () => {},
+        fetch,
+        events: { documentRefused: (kind, reason) => refused.push([kind, reason]) },
+      },
+    );
+    expect(refused).toEqual([
+      ["register", "entries"],
+      ["trusted-list", "content-encoding"],
+      ["crl", "size"],
+    ]);
+    expect(trust.statuses().find((s) => s.kind === "register")?.lastError).toBe(
+      "register ZIP refused: it lists 2 entries, more than the 1 allowed",
+    );
+    const parsed = (der: Uint8Array) => {
+      const c = parseCertificate(der);
+      if (isRejection(c)) throw new Error(c.text);
+      return c;
+    };
+    refused.length = 0;
+    // Certificates that name a responder (the shared PKI's name none): OCSP is asked first.
+    const named = await generateDevPki(mkdtempSync(join(tmpdir(), "psd2-app-trust-aia-")), Date.now(), {
+      qtspUrl: "http://127.0.0.1:9",
+    });
+    await trust.revocation.check(parsed(named.tppA.qseal.der), parsed(named.issuingCa.der), new Date());
+    expect(refused[0]).toEqual(["ocsp", "size"]);
   });
 });
 
