@@ -6,7 +6,8 @@
  */
 
 import { createPrivateKey, createPublicKey, type KeyObject, X509Certificate } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Agent, type Dispatcher, request } from "undici";
 import { profileSigner, responseVerifierForProfile } from "../app/bank-profile.js";
 import { type Credentials, loadCredentials } from "../app/credentials.js";
@@ -16,6 +17,7 @@ import type { RequestSigning } from "../egress/handler.js";
 import { RequestSigner } from "../signature/index.js";
 import { bankProfileOption } from "./bank-option.js";
 import { defineCommand, readOption, UsageError } from "./command.js";
+import { DEV_CERTS_DIR } from "./paths.js";
 
 export const signCommand = defineCommand({
   name: "sign",
@@ -53,14 +55,16 @@ The request:
 What it prints:
   (default)              the headers to send
   --curl <base url>      a curl command line instead (scheme, host and port of <base url>, then
-                         the target as signed)
+                         the target as signed), with --cacert (--ca, the profile's, or the dev CA
+                         for a gateway on this machine) and --cert/--key (--qwac, the profile's)
   --send                 send it and print the bank's answer (status, headers, body); exit 0 on a
                          2xx whose signature, when checked, holds, 1 otherwise
   --url <base url>       where --send goes: its scheme, host and port (default: the profile's url)
-  --ca <pem>             the CA of the bank's TLS certificate (default: the profile's ca, else
-                         the system's)
+  --ca <pem>             the CA of the bank's TLS certificate, for --send or --curl (default: the
+                         profile's ca, else the system's)
   --qwac <pem> --qwac-key <pem>
-                         the client certificate for mutual TLS (default: the profile's qwac)
+                         the client certificate for mutual TLS, for --send or --curl (default: the
+                         profile's qwac); a UK OB request must come with one
   --json                 print JSON: the headers, the curl line or the answer`,
   options: {
     profile: { type: "string", path: "file" },
@@ -109,6 +113,13 @@ interface SignValues {
   qwac?: string | undefined;
   "qwac-key"?: string | undefined;
   json?: boolean | undefined;
+}
+
+/** The dev CA (npm start's), for an https origin on this machine, when `npm run certs` wrote it. */
+function devCaFor(origin: string | undefined): string | undefined {
+  if (origin === undefined || !/^https:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/i.test(origin)) return undefined;
+  const ca = join(DEV_CERTS_DIR, "trust", "demo-root-ca.pem");
+  return existsSync(ca) ? ca : undefined;
 }
 
 /** What a signing run needs, from whichever key option was given. */
@@ -164,6 +175,13 @@ async function sign(values: SignValues): Promise<number> {
       ...Object.entries(all).flatMap(([n, v]) => ["-H", quote(`${n}: ${v}`)]),
     ];
     if (values.body) parts.push("--data-binary", quote(`@${values.body}`));
+    // The TLS the line needs to work as printed: the bank's CA (the dev CA for a gateway on this
+    // machine) and, for mutual TLS, the QWAC (a UK OB request must come with it).
+    const ca = values.ca ?? profile?.ca ?? devCaFor(origin);
+    if (ca !== undefined) parts.push("--cacert", quote(ca));
+    if (values.qwac !== undefined) parts.push("--cert", quote(values.qwac), "--key", quote(values["qwac-key"]!));
+    else if (profile?.qwac?.cert !== undefined && profile.qwac.key !== undefined)
+      parts.push("--cert", quote(profile.qwac.cert), "--key", quote(profile.qwac.key));
     parts.push(quote(origin + target));
     const line = parts.join(" ");
     printBytes(values.json ? JSON.stringify({ headers: all, curl: line }, null, 2) : line);
@@ -199,8 +217,9 @@ function checkOptions(values: SignValues): void {
   if (values.profile !== undefined && values["no-request-target"])
     throw usage("--no-request-target does not go with --profile: its signing.headers decide");
   if (values.send && values.curl !== undefined) throw usage("give --send or --curl, not both");
-  if (!values.send && (values.url ?? values.ca ?? values.qwac ?? values["qwac-key"]) !== undefined)
-    throw usage("--url, --ca, --qwac and --qwac-key go with --send");
+  if (!values.send && values.url !== undefined) throw usage("--url goes with --send (--curl takes its own)");
+  if (!values.send && values.curl === undefined && (values.ca ?? values.qwac ?? values["qwac-key"]) !== undefined)
+    throw usage("--ca, --qwac and --qwac-key go with --send or --curl");
   if ((values.qwac === undefined) !== (values["qwac-key"] === undefined))
     throw usage("--qwac and --qwac-key go together");
   if (values.send && values.url === undefined && values.profile === undefined)

@@ -6,12 +6,13 @@
  * bank that alters its body after signing.
  */
 
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify as toYaml } from "yaml";
 import { explain, parseRequestDump, withFraming } from "../../src/cli/verify.js";
@@ -353,6 +354,34 @@ describe("psd2-gateway sign --dialect: PEM keys in each of the four dialects", (
     },
   );
 
+  it("--curl prints a line that works as printed: the CA and, for UK OB's mutual TLS, the QWAC in it", async () => {
+    const { qseal, qwac, ca } = tppFiles(pki);
+    const printed = await cli([
+      ...["--key", qseal.key, "--cert", qseal.cert, "--dialect", "uk-ob"],
+      ...[
+        "--target",
+        "/v1/payments/sepa-credit-transfers",
+        "--method",
+        "POST",
+        "--body",
+        writeBody(),
+        ...PSU,
+      ],
+      ...["--curl", ingress.url, "--ca", ca, "--qwac", qwac.cert, "--qwac-key", qwac.key],
+    ]);
+    expect(printed.status, printed.stderr).toBe(0);
+    expect(printed.stdout).toContain(`--cacert '${ca}'`);
+    expect(printed.stdout).toContain(`--cert '${qwac.cert}' --key '${qwac.key}'`);
+    const before = backend.requests.length;
+    // Not spawnSync: the backend answering it runs in this process.
+    const run = await promisify(execFile)("sh", [
+      "-c",
+      `${printed.stdout.trim()} -o /dev/null -w '%{http_code}'`,
+    ]);
+    expect(run.stdout, run.stderr).toBe("200");
+    expect(backend.requests.slice(before).map((r) => r.body.toString())).toEqual([PAYMENT]);
+  });
+
   it("RFC 9421 without a Host to sign: one line saying how to give it, exit 2", async () => {
     const { qseal } = tppFiles(pki);
     const out = await cli([
@@ -421,7 +450,12 @@ describe("psd2-gateway sign: a wrong command line is one line and exit 2", () =>
     [
       "--url without --send",
       ["--key", "k", "--cert", "c", "--target", "/", "--url", "https://b"],
-      /go with --send/,
+      /--url goes with --send/,
+    ],
+    [
+      "--ca without --send or --curl",
+      ["--key", "k", "--cert", "c", "--target", "/", "--ca", "ca.pem"],
+      /go with --send or --curl/,
     ],
     ["--send without a URL", ["--key", "k", "--cert", "c", "--target", "/", "--send"], /--send needs --url/],
     [
