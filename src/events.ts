@@ -12,11 +12,15 @@ export interface RequestEvent {
   readonly method: string;
   /** A bounded label: the route class (ingress) or the bank profile (egress). */
   readonly routeClass: string;
+  /** The configured route (its path prefix) that claimed the request, when one did (ingress). */
+  readonly route?: string | undefined;
   readonly status: number;
   /** The Berlin Group code when the gateway answered itself. */
   readonly code?: string;
   /** The check that refused the request (`date`, `signature`, …), when one did. */
   readonly step?: string;
+  /** The refusal's text, as the client got it (the access line carries it, the PSU-ID hashed). */
+  readonly text?: string | undefined;
   readonly organizationId?: string;
   /** The id of the certificate validation report the request was judged by (ingress). */
   readonly trustReport?: string;
@@ -42,6 +46,7 @@ export function unparsedRequestEvent(
   status: number,
   step: string,
   bytesOut: number,
+  text?: string,
 ): RequestEvent {
   return {
     mode,
@@ -49,9 +54,11 @@ export function unparsedRequestEvent(
     traceId: undefined,
     method: "-",
     routeClass: UNPARSED_ROUTE_CLASS,
+    route: undefined,
     status,
     code: "FORMAT_ERROR",
     step,
+    text,
     organizationId: undefined,
     trustReport: undefined,
     totalMs: 0,

@@ -39,6 +39,8 @@ export interface TrustedCertificate {
 export interface Route {
   readonly path: string;
   readonly role: Psd2Role | undefined;
+  /** The configured route prefix that claims the path (a bounded label for the access line). */
+  readonly pattern?: string;
 }
 
 export class CheckContext implements StepTrace {

@@ -27,7 +27,12 @@ export class RoleTable {
 
   /** The role a routingPath() needs, or `undefined` when no route claims it. */
   roleFor(path: string): Psd2Role | undefined {
-    for (const route of this.routes) if (underPrefix(path, route.prefix)) return route.role;
+    return this.routeFor(path)?.role;
+  }
+
+  /** The configured route (prefix and role) that claims a routingPath(), if any. */
+  routeFor(path: string): RoleRoute | undefined {
+    for (const route of this.routes) if (underPrefix(path, route.prefix)) return route;
     return undefined;
   }
 }

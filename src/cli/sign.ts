@@ -117,7 +117,8 @@ interface SignValues {
 
 /** The dev CA (npm start's), for an https origin on this machine, when `npm run certs` wrote it. */
 function devCaFor(origin: string | undefined): string | undefined {
-  if (origin === undefined || !/^https:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/i.test(origin)) return undefined;
+  if (origin === undefined || !/^https:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/i.test(origin))
+    return undefined;
   const ca = join(DEV_CERTS_DIR, "trust", "demo-root-ca.pem");
   return existsSync(ca) ? ca : undefined;
 }
@@ -179,7 +180,8 @@ async function sign(values: SignValues): Promise<number> {
     // machine) and, for mutual TLS, the QWAC (a UK OB request must come with it).
     const ca = values.ca ?? profile?.ca ?? devCaFor(origin);
     if (ca !== undefined) parts.push("--cacert", quote(ca));
-    if (values.qwac !== undefined) parts.push("--cert", quote(values.qwac), "--key", quote(values["qwac-key"]!));
+    if (values.qwac !== undefined)
+      parts.push("--cert", quote(values.qwac), "--key", quote(values["qwac-key"]!));
     else if (profile?.qwac?.cert !== undefined && profile.qwac.key !== undefined)
       parts.push("--cert", quote(profile.qwac.cert), "--key", quote(profile.qwac.key));
     parts.push(quote(origin + target));
@@ -218,7 +220,11 @@ function checkOptions(values: SignValues): void {
     throw usage("--no-request-target does not go with --profile: its signing.headers decide");
   if (values.send && values.curl !== undefined) throw usage("give --send or --curl, not both");
   if (!values.send && values.url !== undefined) throw usage("--url goes with --send (--curl takes its own)");
-  if (!values.send && values.curl === undefined && (values.ca ?? values.qwac ?? values["qwac-key"]) !== undefined)
+  if (
+    !values.send &&
+    values.curl === undefined &&
+    (values.ca ?? values.qwac ?? values["qwac-key"]) !== undefined
+  )
     throw usage("--ca, --qwac and --qwac-key go with --send or --curl");
   if ((values.qwac === undefined) !== (values["qwac-key"] === undefined))
     throw usage("--qwac and --qwac-key go together");

@@ -97,6 +97,7 @@ export function createEgressHandler(options: EgressHandlerOptions): ExchangeFact
           statusFor("FORMAT_ERROR"),
           step ?? MALFORMED_REQUEST,
           Buffer.byteLength(answer),
+          message,
         ),
       );
       return answer;

@@ -173,7 +173,10 @@ class IngressExchange
     const target = req.url ?? "/";
     // The route is worked out once: the checks use it, refusals and metrics are labelled with it.
     const path = routingPath(target);
-    const route: Route = { path, role: ingress.options.roles.roleFor(path) };
+    const claimed = ingress.options.roles.routeFor(path);
+    const route: Route = claimed
+      ? { path, role: claimed.role, pattern: claimed.prefix }
+      : { path, role: undefined };
     super(req.method ?? "GET", target, req.headers, route, ingress.clientCertificateOf(req));
     this.httpVersion = req.httpVersion;
     this.requestId = headerValue(req.headers, "x-request-id");
@@ -247,7 +250,7 @@ class IngressExchange
     if (this.closeConnection) this.res.shouldKeepAlive = false;
     this.beforeHead();
     const bytesOut = this.answer(rejection);
-    this.done(this.res.statusCode, bytesOut, rejection.code);
+    this.done(this.res.statusCode, bytesOut, rejection);
   }
 
   // BodyInspector: the chain's body phases, as the body streams to the backend.
@@ -386,14 +389,15 @@ class IngressExchange
 
   private forwarded(outcome: ForwardOutcome): void {
     if (outcome.step) this.failedStep = outcome.step;
-    this.done(outcome.status, outcome.bytesOut, outcome.rejection?.code, outcome.upstreamMs);
+    this.done(outcome.status, outcome.bytesOut, outcome.rejection, outcome.upstreamMs);
   }
 
-  private done(status: number, bytesOut: number, code?: string, upstreamMs?: number): void {
+  private done(status: number, bytesOut: number, rejection?: Rejection, upstreamMs?: number): void {
     const observer = this.ingress.options.onRequest;
     // One access line per request, even if a failure after forwarding began also ends it.
     if (!observer || this.reported) return;
     this.reported = true;
+    const code = rejection?.code;
     // One object of one shape per request (optional fields undefined rather than spread in).
     const event: RequestEvent = {
       mode: "ingress",
@@ -401,11 +405,13 @@ class IngressExchange
       traceId: this.trace.traceId,
       method: this.method,
       routeClass: routeClass(this.route.role),
+      route: this.route.pattern,
       status,
       totalMs: performance.now() - this.started,
       bytesOut,
       code,
       step: code !== undefined ? this.failedStep : undefined,
+      text: rejection?.text,
       organizationId: this.organizationId,
       trustReport: this.trustReport,
       upstreamMs,
@@ -428,6 +434,7 @@ export function createIngressHandler(options: HandlerOptions): ExchangeFactory {
           statusFor("FORMAT_ERROR", options.statusProfile),
           step ?? MALFORMED_REQUEST,
           Buffer.byteLength(answer),
+          message,
         ),
       );
       return answer;

@@ -81,6 +81,7 @@ export function recordEgressRequest(
     origin,
     code: event.code,
     step: event.step,
+    text: event.text,
     responseSignature: event.responseSignature,
     responseProblem: event.responseProblem,
     totalMs: Math.round(event.totalMs * 100) / 100,

@@ -65,6 +65,14 @@ function childrenFor(
   );
 }
 
+/** Long enough for every refusal the gateway writes; a PSU-ID a text quotes is hashed as the psu field is. */
+const MAX_LOGGED_TEXT = 1000;
+
+function refusalText(text: string, psuId: string | undefined): string {
+  const clipped = text.length > MAX_LOGGED_TEXT ? `${text.slice(0, MAX_LOGGED_TEXT)}…` : text;
+  return psuId && psuId.length > 0 ? clipped.replaceAll(psuId, `psu:${hashPsuId(psuId)}`) : clipped;
+}
+
 export function recordRequest(event: RequestEvent, logger: Logger, metrics: GatewayMetrics): void {
   const outcome = outcomeOf(event);
   const m = childrenFor(metrics, event.mode, event.routeClass, outcome, event.status);
@@ -89,10 +97,12 @@ export function recordRequest(event: RequestEvent, logger: Logger, metrics: Gate
       tpp: event.organizationId,
       trustReport: event.trustReport,
       routeClass: event.routeClass,
+      route: event.route,
       method: event.method,
       status: event.status,
       code: event.code,
       step: event.step,
+      text: event.text === undefined ? undefined : refusalText(event.text, event.psuId),
       totalMs: Math.round(event.totalMs * 100) / 100,
       upstreamMs: event.upstreamMs === undefined ? undefined : Math.round(event.upstreamMs * 100) / 100,
       bytes: event.bytesOut,

@@ -69,6 +69,23 @@ describe("W3C trace context through ingress", () => {
     await new Promise((r) => setTimeout(r, 50));
     expect(accessLine(String(r.headers["x-request-id"]))).toMatchObject({ traceId: TRACE, step: "role" });
   });
+
+  it("logs the route that claimed a refused request and the refusal's text, a PSU-ID in it hashed", async () => {
+    const psuId = "PSU-SECRET-4711";
+    const r = await signedCall(env.gw, {
+      signer: env.gw.pki.tppB.qseal,
+      method: "POST",
+      target: PAYMENT,
+      body: BODY,
+      headers: { "PSU-ID": psuId },
+    });
+    expect(r.status).toBe(400);
+    const text = String(r.json.tppMessages?.[0]?.text);
+    await new Promise((r) => setTimeout(r, 50));
+    const line = accessLine(String(r.headers["x-request-id"]));
+    expect(line).toMatchObject({ route: "/v1/payments", step: "role", text });
+    expect(JSON.stringify(lines)).not.toContain(psuId);
+  });
 });
 
 describe("every refusal names its step", () => {
