@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * What `npm start`, `demo`, `egress`, `certs` and `sign` run first: builds dist/ with tsc only when
+ * What `npm start`, `demo`, `egress`, `certs`, `sign` and `npm pack` run first: builds dist/ (afresh) with tsc only when
  * what it is built from differs from what the last build here was made from, and says so on
  * stderr while it builds. tsc takes 10-20 s even with nothing to do; this check takes milliseconds.
  *
@@ -13,7 +13,7 @@
 
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 
@@ -95,6 +95,8 @@ function main(root) {
   }
   console.error(`building dist/ (${why})…`);
   const started = Date.now();
+  // Afresh: tsc leaves the output of a deleted source behind, and npm pack would ship it.
+  rmSync(join(root, "dist"), { recursive: true, force: true });
   const tsc = spawnSync(process.execPath, [typescript.tsc, "-p", "tsconfig.build.json"], {
     cwd: root,
     stdio: "inherit",

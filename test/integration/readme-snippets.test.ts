@@ -211,7 +211,8 @@ describe("README code run against the packed package", () => {
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), "psd2-readme-"));
     project = join(work, "project");
-    // prepack builds dist/ afresh, so the tarball holds what the sources say today.
+    // prepack builds dist/ (afresh) when the sources changed since the last build, so the tarball
+    // holds what the sources say today and an up-to-date dist/ is left as it is for npm start.
     await run("npm", ["pack", "--pack-destination", work], { cwd: REPO_ROOT, env });
     const tarball = readdirSync(work).find((f) => f.endsWith(".tgz"));
     if (!tarball) throw new Error(`npm pack wrote no tarball into ${work}`);

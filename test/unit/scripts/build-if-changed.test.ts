@@ -91,6 +91,22 @@ describe("build-if-changed", () => {
     expectNothing(run());
   });
 
+  it("builds afresh: the output of a deleted source does not stay in dist/ (npm pack would ship it)", () => {
+    expectBuild(run(), "no dist/ yet");
+    write("dist/cli/gone.js", "// from a source deleted since\n");
+    write("src/cli/sign.ts", "export const a = 2;\n");
+    expectBuild(run(), "src/cli/sign.ts changed");
+    expect(() => readFileSync(join(root, "dist/cli/gone.js"))).toThrow(/ENOENT/);
+  });
+
+  it("is npm pack's prepack: packing an up-to-date checkout leaves dist/ as npm start finds it", () => {
+    const scripts = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")).scripts as Record<
+      string,
+      string
+    >;
+    expect(scripts.prepack).toBe("node scripts/build-if-changed.mjs");
+  });
+
   it("a touched file whose content is the same: no build", () => {
     run();
     const later = new Date(Date.now() + 60_000);
@@ -153,7 +169,8 @@ describe("build-if-changed", () => {
     expect(failed.stderr).toBe(
       "building dist/ (src/cli/sign.ts changed)…\nbuilding dist/ failed (tsc exit 2): see tsc's errors above\n",
     );
-    expectBuild(run(), "src/cli/sign.ts changed");
+    // Built afresh, so a failed build leaves no dist/ behind that could pass for the sources.
+    expectBuild(run(), "no dist/ yet");
   });
 
   it("no TypeScript installed (npm ci --omit=dev): an up-to-date dist/ starts; a change is exit 1 saying how to get it", () => {
