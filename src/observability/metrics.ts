@@ -59,25 +59,11 @@ export function certificateExpiryGauge(
 export class GatewayMetrics {
   readonly registry = new Registry();
 
-  /**
-   * `psd2_gateway_ready{check,reason}`: 1 for each readiness check that passes, 0 with its reason
-   * code for one that does not, judged at scrape time as /readyz judges (the store's write probe
-   * runs at most once a second), so an alert sees what a balancer sees.
-   */
+  private readinessOf: (() => Promise<{ checks: Record<string, { ok: boolean; reason?: string }> }>) | undefined;
+
+  /** What /readyz judges, for `psd2_gateway_ready` (set once the mode knows its checks). */
   watchReadiness(read: () => Promise<{ checks: Record<string, { ok: boolean; reason?: string }> }>): void {
-    new Gauge({
-      name: "psd2_gateway_ready",
-      help: "Whether each readiness check passes (1) or not (0, with its reason), as /readyz judges",
-      labelNames: ["check", "reason"] as const,
-      registers: [this.registry],
-      async collect() {
-        const { checks } = await read();
-        this.reset();
-        for (const [check, c] of Object.entries(checks)) {
-          this.set({ check, reason: c.ok ? "" : (c.reason ?? "not-ready") }, c.ok ? 1 : 0);
-        }
-      },
-    });
+    this.readinessOf = read;
   }
 
   readonly requests = new Counter({
@@ -184,6 +170,25 @@ export class GatewayMetrics {
     const now = sources.now ?? Date.now;
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     const registers = [this.registry];
+    // 1 for each readiness check that passes, 0 with its reason code for one that does not, judged
+    // at scrape time as /readyz judges (the store's write probe runs at most once a second), so an
+    // alert sees what a balancer sees.
+    const readiness = () => this.readinessOf;
+    new Gauge({
+      name: "psd2_gateway_ready",
+      help: "Whether each readiness check passes (1) or not (0, with its reason), as /readyz judges",
+      labelNames: ["check", "reason"] as const,
+      registers,
+      async collect() {
+        const read = readiness();
+        if (!read) return;
+        const { checks } = await read();
+        this.reset();
+        for (const [check, c] of Object.entries(checks)) {
+          this.set({ check, reason: c.ok ? "" : (c.reason ?? "not-ready") }, c.ok ? 1 : 0);
+        }
+      },
+    });
 
     /** A counter kept elsewhere (cache, register, store), read when Prometheus scrapes. */
     const scrapedCounter = (name: string, help: string, read: (() => number) | undefined) =>
