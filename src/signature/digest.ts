@@ -73,12 +73,18 @@ export function parseDigestHeader(raw: string | undefined): DigestValue[] | Reje
   return values;
 }
 
-/** Hashes a body chunk by chunk and checks it against every parsed value at the end. */
-export class DigestVerifier {
+/**
+ * Hashes a body chunk by chunk and checks it against every expected value at the end: the one
+ * verifier behind Digest (RFC 3230) and Content-Digest (RFC 9530), which differ only in how they
+ * name a mismatch.
+ */
+export abstract class BodyDigestVerifier<
+  V extends { readonly algorithm: DigestAlgorithm; readonly bytes: Uint8Array },
+> {
   private readonly hashes: Hash[];
   private received = 0;
 
-  constructor(private readonly expected: readonly DigestValue[]) {
+  constructor(private readonly expected: readonly V[]) {
     this.hashes = expected.map((v) => createHash(NODE_HASH[v.algorithm]));
   }
 
@@ -97,14 +103,23 @@ export class DigestVerifier {
       const want = this.expected[i]!;
       const got = this.hashes[i]!.digest();
       if (got.length !== want.bytes.length || !timingSafeEqual(got, want.bytes)) {
-        const label = LABEL[want.algorithm];
-        return reject(
-          "SIGNATURE_INVALID",
-          `Digest header is ${label}=${want.base64}, but the ${this.received}-byte body hashes to ${label}=${got.toString("base64")}; compute the digest over the exact bytes sent`,
-        );
+        return this.mismatch(want, got, this.received);
       }
     }
     return true;
+  }
+
+  protected abstract mismatch(want: V, got: Buffer, received: number): Rejection;
+}
+
+/** Hashes a body chunk by chunk and checks it against every value of its Digest header at the end. */
+export class DigestVerifier extends BodyDigestVerifier<DigestValue> {
+  protected mismatch(want: DigestValue, got: Buffer, received: number): Rejection {
+    const label = LABEL[want.algorithm];
+    return reject(
+      "SIGNATURE_INVALID",
+      `Digest header is ${label}=${want.base64}, but the ${received}-byte body hashes to ${label}=${got.toString("base64")}; compute the digest over the exact bytes sent`,
+    );
   }
 }
 

@@ -4,8 +4,9 @@
  * over the raw body bytes as they stream in, like digest.ts's Digest header.
  */
 
-import { createHash, type Hash, hash, timingSafeEqual } from "node:crypto";
+import { hash } from "node:crypto";
 import { type Rejection, reject } from "../../errors.js";
+import { BodyDigestVerifier } from "../digest.js";
 import { isInnerList, parseDictionary } from "./structured-fields.js";
 
 export type ContentDigestAlgorithm = "sha-256" | "sha-512";
@@ -63,37 +64,13 @@ export function parseContentDigest(
   return values;
 }
 
-/** Hashes a body chunk by chunk and checks it against every parsed value at the end. */
-export class ContentDigestVerifier {
-  private readonly hashes: Hash[];
-  private received = 0;
-
-  constructor(private readonly expected: readonly ContentDigestValue[]) {
-    this.hashes = expected.map((v) => createHash(NODE_HASH[v.algorithm]));
-  }
-
-  update(chunk: Uint8Array): void {
-    this.received += chunk.length;
-    for (const h of this.hashes) h.update(chunk);
-  }
-
-  get bytesReceived(): number {
-    return this.received;
-  }
-
-  /** True when every value matches; otherwise a rejection naming the sent and the computed value. */
-  finish(): true | Rejection {
-    for (let i = 0; i < this.expected.length; i++) {
-      const want = this.expected[i]!;
-      const got = this.hashes[i]!.digest();
-      if (got.length !== want.bytes.length || !timingSafeEqual(got, want.bytes)) {
-        return reject(
-          "SIGNATURE_INVALID",
-          `Content-Digest header is ${want.algorithm}=:${want.bytes.toString("base64")}:, but the ${this.received}-byte body hashes to ${want.algorithm}=:${got.toString("base64")}:; compute the digest over the exact content bytes sent (after any Content-Encoding)`,
-        );
-      }
-    }
-    return true;
+/** Hashes a body chunk by chunk and checks it against every value of its Content-Digest at the end. */
+export class ContentDigestVerifier extends BodyDigestVerifier<ContentDigestValue> {
+  protected mismatch(want: ContentDigestValue, got: Buffer, received: number): Rejection {
+    return reject(
+      "SIGNATURE_INVALID",
+      `Content-Digest header is ${want.algorithm}=:${want.bytes.toString("base64")}:, but the ${received}-byte body hashes to ${want.algorithm}=:${got.toString("base64")}:; compute the digest over the exact content bytes sent (after any Content-Encoding)`,
+    );
   }
 }
 
