@@ -59,7 +59,9 @@ export function certificateExpiryGauge(
 export class GatewayMetrics {
   readonly registry = new Registry();
 
-  private readinessOf: (() => Promise<{ checks: Record<string, { ok: boolean; reason?: string }> }>) | undefined;
+  private readinessOf:
+    | (() => Promise<{ checks: Record<string, { ok: boolean; reason?: string }> }>)
+    | undefined;
 
   /** What /readyz judges, for `psd2_gateway_ready` (set once the mode knows its checks). */
   watchReadiness(read: () => Promise<{ checks: Record<string, { ok: boolean; reason?: string }> }>): void {

@@ -10,7 +10,6 @@ import "reflect-metadata";
 import { type ChildProcess, spawn } from "node:child_process";
 import { webcrypto, X509Certificate } from "node:crypto";
 import { renameSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import { fileURLToPath } from "node:url";
@@ -25,18 +24,9 @@ x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
-/** A port the kernel just handed out and released (probe with listen(0)), for a config file. */
-export function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => resolvePort(port));
-    });
-  });
-}
+import { freeLoopbackPort } from "./free-port.js";
+
+export { freeLoopbackPort };
 
 /** One line the process wrote: the text as written and, when it is JSON, the parsed object. */
 export interface LogLine {

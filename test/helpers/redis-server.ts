@@ -7,7 +7,7 @@
 
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe } from "vitest";
@@ -176,18 +176,9 @@ function terminate(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   });
 }
 
-/** A port the kernel just handed out and released; redis-server binds it right after. */
-export function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+import { freeLoopbackPort } from "./free-port.js";
+
+export { freeLoopbackPort };
 
 /** Polls `check` every 100 ms until it answers true; errors count as not yet. */
 export async function waitFor(

@@ -7,24 +7,15 @@
 import "reflect-metadata";
 import { webcrypto } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
 import { type DevPki, generateDevPki, QTSP_PATHS } from "../../src/dev/pki.js";
 import type { CertificateStatus } from "../../src/qtsp/ocsp-responder.js";
 import { type QtspServer, type QtspServerOptions, startQtspServer } from "../../src/qtsp/server.js";
+import { freeLoopbackPort } from "./free-port.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
-
-/** A port nothing listens on right now (the OS's next free one). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 export interface QtspPki {
   readonly pki: DevPki;
@@ -33,7 +24,7 @@ export interface QtspPki {
 }
 
 export async function qtspPki(): Promise<QtspPki> {
-  const port = await freePort();
+  const port = await freeLoopbackPort();
   const url = `http://127.0.0.1:${port}`;
   const pki = await generateDevPki(mkdtempSync(join(tmpdir(), "psd2-qtsp-pki-")), Date.now(), {
     qtspUrl: url,

@@ -1,24 +1,15 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer, type Server } from "node:http";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClusterTrustReport } from "../../src/trust/source-status.js";
 import { runCli } from "../helpers/cli.js";
 import { tppFiles } from "../helpers/egress-profiles.js";
+import { freeLoopbackPort } from "../helpers/free-port.js";
 import { prepareSignedCall, send, type TestGateway, testPki } from "../helpers/gateway-fixture.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 import { describeWithRedis, type RedisServer, startRedisServer } from "../helpers/redis-server.js";
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const probe = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 /** `psd2-gateway start` on `config` (YAML lines), its log lines collected, until `workers` say `listening`. */
 async function startCluster(
@@ -64,8 +55,8 @@ describeWithRedis("workers: 2 with the redis store (a real process)", () => {
     redis = await startRedisServer();
     backend = await startRecordingBackend();
     const pki = await testPki();
-    port = await freePort();
-    adminPort = await freePort();
+    port = await freeLoopbackPort();
+    adminPort = await freeLoopbackPort();
     ({ child, lines } = await startCluster(
       join(pki.dir, "workers.yaml"),
       [
@@ -170,8 +161,8 @@ describe("egress with workers: 2 (a real process)", () => {
     backend = await startRecordingBackend();
     const pki = await testPki();
     const { qseal } = tppFiles(pki);
-    port = await freePort();
-    adminPort = await freePort();
+    port = await freeLoopbackPort();
+    adminPort = await freeLoopbackPort();
     ({ child, lines } = await startCluster(
       join(pki.dir, "egress-workers.yaml"),
       [
@@ -287,8 +278,8 @@ describeWithRedis("workers: 2 fetch every trust document once, through the prima
         "base64",
       ),
     });
-    const port = await freePort();
-    adminPort = await freePort();
+    const port = await freeLoopbackPort();
+    adminPort = await freeLoopbackPort();
     configFile = join(pki.dir, "workers-trust.yaml");
     ({ child, lines } = await startCluster(
       configFile,
