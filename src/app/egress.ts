@@ -202,6 +202,8 @@ export async function startEgressGateway(
         swapProfiles(next.banks);
         const needsRestart = egressKeysNeedingRestart(running, next);
         running = next;
+        // The log level and the shutdown grace apply at once (close() reads the running config).
+        logger.level = next.log.level;
         guard.apply(connectionLimitsOf(next.listen, deps.clusterWorker ? next.workers : 1));
         listener!.serve(factoryOf(next));
         reloads.applied(why, needsRestart);
@@ -227,7 +229,7 @@ export async function startEgressGateway(
         // A new configuration brings its profiles' keys read anew; otherwise the running ones are.
         if (!reloadConfiguration("SIGHUP")) swapProfiles(running.banks);
       },
-      async close(graceMs = config.shutdown.graceSeconds * 1000) {
+      async close(graceMs = running.shutdown.graceSeconds * 1000) {
         draining = true;
         await drain(server, graceMs);
         await started.closeAll();

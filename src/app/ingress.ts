@@ -251,6 +251,8 @@ interface Components {
    * what puts it in place, with the keys that need a restart to take effect.
    */
   prepareReconfigure(next: GatewayConfig): { commit: () => void; needsRestart: string[] };
+  /** The configuration in force (the last one a reload committed). */
+  readonly running: GatewayConfig;
 }
 
 /** What the admin listener (or, in a worker, the primary's) asks of certificate validation. */
@@ -431,6 +433,9 @@ async function startComponents(
     resetSandbox: demoBank?.resetAll,
     trust,
     tlsCertificate: () => tlsCertificate,
+    get running() {
+      return running;
+    },
     prepareReload() {
       // Everything is read first; only when all of it loads does any of it replace the old state.
       const commitTrust = trust.prepareReload();
@@ -466,6 +471,8 @@ async function startComponents(
         commit: () => {
           const old = backend;
           running = next;
+          // The log level and the shutdown grace apply at once (close() reads the running config).
+          logger.level = next.log.level;
           backend = nextBackend;
           components.path = path;
           // Requests in flight finish on the old pool; it closes once they have.
@@ -570,7 +577,7 @@ function gatewayOf(
       }
     },
     reconfigure,
-    async close(graceMs = config.shutdown.graceSeconds * 1000) {
+    async close(graceMs = components.running.shutdown.graceSeconds * 1000) {
       startDraining();
       watch.stop();
       configWatch?.stop();

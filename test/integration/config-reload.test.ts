@@ -10,7 +10,7 @@ import { connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Agent, request } from "undici";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parse, stringify } from "yaml";
 import { type EgressGateway, type IngressGateway, startGateway } from "../../src/app.js";
 import { loadConfigFile } from "../../src/config/load.js";
@@ -127,6 +127,33 @@ describe("an ingress gateway process, on SIGHUP", () => {
     const line = await gateway.waitForLog("configuration reloaded", 10_000, mark);
     expect(line.json?.needsRestart).toEqual(["listen.port"]);
     expect((await accountsAsTppB(gateway.url)).status).toBe(400);
+  });
+
+  it("applies a new log level at once: at warn, a served request writes no access line", async () => {
+    const before = gateway.lines.length;
+    await accountsAsTppB(gateway.url);
+    await gateway.waitForLog((l) => l.msg === "request", 10_000, before);
+    rewrite(gateway.configFile, (c) => {
+      c.log = { level: "warn" };
+    });
+    gateway.signal("SIGHUP");
+    // The reload's own line is info: its counter says it was applied.
+    await vi.waitFor(async () => {
+      const metrics = await scrape(gateway.adminUrl);
+      expect(metrics.only("psd2_gateway_config_reloads_total", { outcome: "applied" })).toBe(3);
+    });
+    const mark = gateway.lines.length;
+    expect((await accountsAsTppB(gateway.url)).status).toBe(400);
+    // A refusal at warn: still no info access line; then back to info, and the line is there.
+    rewrite(gateway.configFile, (c) => {
+      c.log = { level: "info" };
+    });
+    gateway.signal("SIGHUP");
+    await gateway.waitForLog("configuration reloaded", 10_000, mark);
+    expect(gateway.lines.slice(mark).filter((l) => l.msg === "request")).toEqual([]);
+    const back = gateway.lines.length;
+    await accountsAsTppB(gateway.url);
+    await gateway.waitForLog((l) => l.msg === "request", 10_000, back);
   });
 });
 
