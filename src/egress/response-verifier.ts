@@ -9,8 +9,9 @@
 
 import {
   type CertificateVerifier,
-  runSteps,
+  Chain,
   type Step,
+  type StepCounts,
   type StepObserver,
   type StepTrace,
   type TrustedCertificate,
@@ -182,15 +183,27 @@ export function responseChecks(options: ResponseVerifierOptions): Step<ResponseC
 /** What checks a bank's response signature, in the profile's dialect. */
 export interface ResponseVerifying {
   verify(response: ResponseToVerify, observer?: StepObserver): Promise<true | Rejection>;
+  /** Each check's passes and refusals over every answer judged so far. */
+  counts(): StepCounts;
 }
 
 /** A dialect's response checks run in order by the checks' runner. */
 export class StepsResponseVerifier implements ResponseVerifying {
-  constructor(readonly steps: readonly Step<ResponseCheck>[]) {}
+  /** Built once: its per-step counts then cover every response the profile checked. */
+  private readonly chain: Chain<ResponseCheck>;
+
+  constructor(readonly steps: readonly Step<ResponseCheck>[]) {
+    this.chain = new Chain(steps);
+  }
 
   /** `true`, or a Rejection whose text says what failed. Never throws. */
   async verify(response: ResponseToVerify, observer?: StepObserver): Promise<true | Rejection> {
-    return (await runSteps(this.steps, new ResponseCheck(response), observer)) ?? true;
+    return (await this.chain.runHead(new ResponseCheck(response), observer)) ?? true;
+  }
+
+  /** Each step's passes and refusals since the profile was loaded. */
+  counts(): StepCounts {
+    return this.chain.counts();
   }
 }
 

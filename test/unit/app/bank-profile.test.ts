@@ -132,4 +132,37 @@ describe("a bank profile's dialect options", () => {
         expect(verdict).toMatchObject({ code: "SIGNATURE_INVALID", text: expect.stringContaining("'b64'") });
     }
   });
+
+  it("a profile's response checks count every answer they judged (one chain, built once)", async () => {
+    const body = Buffer.from('{"ok":true}');
+    const answer = signUkOb({
+      key: pki.bankQseal.privateKey,
+      kid: "bank-key",
+      iss: "PSDNO-FSA-DEMOBANK",
+      tan: "openbanking.org.uk",
+      iat: Math.floor(Date.now() / 1000),
+      body,
+      certificateChain: [pki.bankQseal.der],
+    });
+    const request = { method: "GET", target: "/", requestId: "r" };
+    const verifier = responseVerifierForProfile(
+      profile({ dialect: "uk-ob" }, { mode: "enforce", caDir: pki.paths.trustDir }),
+      Date.now,
+    )!;
+    expect(
+      await verifier.verify({ headers: { "x-jws-signature": answer }, body, status: 200, request }),
+    ).toBe(true);
+    const altered = Buffer.from('{"ok":false}');
+    const refused = await verifier.verify({
+      headers: { "x-jws-signature": answer },
+      body: altered,
+      status: 200,
+      request,
+    });
+    expect(refused).toMatchObject({ code: "SIGNATURE_INVALID" });
+    const { names, passed, refused: refusals } = verifier.counts();
+    expect(Math.max(...passed)).toBe(2);
+    expect(refusals.reduce((a, b) => a + b, 0)).toBe(1);
+    expect(names.length).toBe(passed.length);
+  });
 });
