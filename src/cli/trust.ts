@@ -70,6 +70,10 @@ answer, or the gateway does not answer.`,
       const report = await ask<ValidationReport>(`${admin}/trust/certificate?purpose=${purpose}`, {
         method: "POST",
         body: readFileSync(values.certificate),
+        // POST needs the bearer token where admin.tokenFile is set (observability/admin-guard.ts).
+        ...(config.admin.tokenFile !== undefined
+          ? { authorization: `Bearer ${readFileSync(config.admin.tokenFile, "utf8").trim()}` }
+          : {}),
         // A cold certificate waits on OCSP or a CRL as a first request would.
         timeoutMs: 30_000,
       });
@@ -92,12 +96,13 @@ answer, or the gateway does not answer.`,
 /** The admin listener's JSON answer, or undefined once it has said why there is none. */
 async function ask<T>(
   url: string,
-  options: { method?: "POST"; body?: Buffer; timeoutMs: number },
+  options: { method?: "POST"; body?: Buffer; authorization?: string; timeoutMs: number },
 ): Promise<T | undefined> {
   try {
     const response = await request(url, {
       method: options.method ?? "GET",
       ...(options.body ? { body: options.body } : {}),
+      ...(options.authorization ? { headers: { authorization: options.authorization } } : {}),
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
     });
