@@ -59,6 +59,13 @@ answer, or the gateway does not answer.`,
       console.error("psd2-gateway trust: admin.enabled is false in this configuration; nothing to ask");
       return 1;
     }
+    if (config.admin.tls) {
+      // Mutual TLS: this command holds no client certificate from admin.tls.clientCa.
+      console.error(
+        "psd2-gateway trust: the admin listener requires a client certificate (admin.tls); ask it with curl --cert <yours> --key <yours> --cacert <its CA>",
+      );
+      return 1;
+    }
     const host = ["0.0.0.0", "::"].includes(config.admin.host) ? "127.0.0.1" : config.admin.host;
     const admin = `http://${host.includes(":") ? `[${host}]` : host}:${config.admin.port}`;
     if (values.certificate !== undefined) {

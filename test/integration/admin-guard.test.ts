@@ -12,9 +12,12 @@ import { request as httpsRequest } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type EgressGateway, startGateway } from "../../src/app.js";
 import { startDemoBank } from "../../src/cli/start.js";
-import { validateConfig } from "../../src/config/load.js";
+import { validateConfig, validateEgressConfig } from "../../src/config/load.js";
 import type { DevPki } from "../../src/dev/pki.js";
+import { createLogger } from "../../src/observability/logger.js";
+import { tppFiles } from "../helpers/egress-profiles.js";
 import {
   type GatewayOptions,
   startTestGateway,
@@ -179,5 +182,38 @@ describe("the admin listener of a running gateway", () => {
     expect(
       scrape.value("psd2_gateway_admin_refusals_total", { reason: "tls-handshake" }),
     ).toBeGreaterThanOrEqual(1);
+  });
+
+  it("egress's admin listener: the same Host check, and beyond loopback a token for what is not GET", async () => {
+    expect(() =>
+      validateEgressConfig({
+        mode: "egress",
+        admin: { host: "0.0.0.0" },
+        banks: [{ name: "bank", prefix: "/bank", url: "https://127.0.0.1:1", qseal: tppFiles(pki).qseal }],
+      }),
+    ).toThrow(/admin\.tokenFile/);
+    let egress: EgressGateway | undefined;
+    try {
+      egress = await startGateway(
+        validateEgressConfig({
+          mode: "egress",
+          listen: { port: 0 },
+          admin: { host: "0.0.0.0", port: 0, tokenFile },
+          log: { level: "silent" },
+          banks: [{ name: "bank", prefix: "/bank", url: "https://127.0.0.1:1", qseal: tppFiles(pki).qseal }],
+        }),
+        { logger: createLogger("silent") },
+      );
+      const port = Number(new URL(egress.adminUrl!).port);
+      expect((await send(port, "GET", "/healthz", { Host: `evil.example:${port}` })).status).toBe(403);
+      expect((await send(port, "POST", "/healthz")).status).toBe(401);
+      // With the token the request reaches the listener, which serves GET only there.
+      expect((await send(port, "POST", "/healthz", { Authorization: `Bearer ${TOKEN}` })).status).toBe(405);
+      const scrape = new Scrape((await send(port, "GET", "/metrics")).text);
+      expect(scrape.value("psd2_gateway_egress_admin_refusals_total", { reason: "host" })).toBe(1);
+      expect(scrape.value("psd2_gateway_egress_admin_refusals_total", { reason: "token-missing" })).toBe(1);
+    } finally {
+      await egress?.close(0);
+    }
   });
 });
