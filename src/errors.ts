@@ -20,6 +20,8 @@ export const ERROR_CODES = [
   "ACCESS_EXCEEDED",
   "PAYLOAD_TOO_LARGE",
   "RESOURCE_UNKNOWN",
+  "SERVICE_BLOCKED",
+  "TOKEN_INVALID",
   "SERVICE_UNAVAILABLE",
   "BAD_GATEWAY",
   "GATEWAY_TIMEOUT",
@@ -51,6 +53,10 @@ const SPEC_STATUS: Record<ErrorCode, number> = {
   ACCESS_EXCEEDED: 429,
   PAYLOAD_TOO_LARGE: 413,
   RESOURCE_UNKNOWN: 404,
+  /** The admin listener: a request from a browser page or a Host it does not answer (observability/admin-guard.ts). */
+  SERVICE_BLOCKED: 403,
+  /** The admin listener: a state-changing request without the bearer token of admin.tokenFile. */
+  TOKEN_INVALID: 401,
   SERVICE_UNAVAILABLE: 503,
   BAD_GATEWAY: 502,
   GATEWAY_TIMEOUT: 504,

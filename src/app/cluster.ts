@@ -14,6 +14,7 @@ import { type ReadinessCheck, startAdminServer, type ValidationReports } from ".
 import type { Logger } from "../observability/logger.js";
 import { PrimaryMetrics } from "../observability/metrics.js";
 import type { ClusterTrustReport, TrustReport, WorkerTrustReport } from "../trust/source-status.js";
+import { adminAccessOf } from "./admin-access.js";
 import { FETCH_MESSAGE, FetchRelay } from "./fetch-relay.js";
 
 const READYZ_REQUEST = "psd2-gateway:readyz";
@@ -211,6 +212,7 @@ export async function runPrimary(
         ...(config.mode === "ingress"
           ? { trust: () => clusterTrust(relay), reports: () => clusterReports }
           : {}),
+        access: adminAccessOf(config.admin, config.mode, logger),
       })
     : undefined;
 

@@ -21,6 +21,7 @@ import { type AdminServer, type ReadinessCheck, startAdminServer } from "../obse
 import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
 import type { Logger } from "../observability/logger.js";
 import type { DocumentFetcher } from "../trust/http-fetch.js";
+import { adminAccessOf } from "./admin-access.js";
 import { type ProfileResponseVerifier, profileSigner, responseVerifierForProfile } from "./bank-profile.js";
 import { type CertificateSummary, summaryOf } from "./certificate-summary.js";
 import { connectionLimitsOf } from "./connection-limits.js";
@@ -119,6 +120,7 @@ export async function startEgressGateway(
             port: config.admin.port,
             metrics: { metrics: () => metrics.registry.metrics(), contentType: metrics.registry.contentType },
             readiness,
+            access: adminAccessOf(config.admin, "egress", logger),
           })
         : undefined;
     if (admin) started.add(() => admin.close());

@@ -27,6 +27,7 @@ import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
 import { recordRequest } from "../observability/request-log.js";
 import type { TrustSourceStatus } from "../trust/source-status.js";
+import { adminAccessOf } from "./admin-access.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
 import { answerTrustReports, answerValidationReports } from "./cluster.js";
 import { connectionLimitsOf } from "./connection-limits.js";
@@ -181,6 +182,7 @@ export async function startIngressGateway(
             trust: () => components?.trust.report() ?? { sources: [] },
             reports: () => components && validationReportsOf(components),
             sandboxReset: () => components?.resetSandbox,
+            access: adminAccessOf(config.admin, "ingress", logger),
           })
         : undefined;
     if (admin) started.add(() => admin.close());

@@ -27,6 +27,13 @@ Exits 0 when the answer is 200, 1 otherwise.`,
       console.error("psd2-gateway health: admin.enabled is false in this configuration; nothing to ask");
       return 1;
     }
+    if (config.admin.tls) {
+      // Mutual TLS: this command holds no client certificate from admin.tls.clientCa.
+      console.error(
+        "psd2-gateway health: the admin listener requires a client certificate (admin.tls); ask it with curl --cert <yours> --key <yours> --cacert <its CA>",
+      );
+      return 1;
+    }
     // A listener on every interface is reached on loopback from inside the container.
     const host = ["0.0.0.0", "::"].includes(config.admin.host) ? "127.0.0.1" : config.admin.host;
     const url = `http://${host.includes(":") ? `[${host}]` : host}:${config.admin.port}/${values.ready ? "readyz" : "healthz"}`;

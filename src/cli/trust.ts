@@ -59,6 +59,13 @@ answer, or the gateway does not answer.`,
       console.error("psd2-gateway trust: admin.enabled is false in this configuration; nothing to ask");
       return 1;
     }
+    if (config.admin.tls) {
+      // Mutual TLS: this command holds no client certificate from admin.tls.clientCa.
+      console.error(
+        "psd2-gateway trust: the admin listener requires a client certificate (admin.tls); ask it with curl --cert <yours> --key <yours> --cacert <its CA>",
+      );
+      return 1;
+    }
     const host = ["0.0.0.0", "::"].includes(config.admin.host) ? "127.0.0.1" : config.admin.host;
     const admin = `http://${host.includes(":") ? `[${host}]` : host}:${config.admin.port}`;
     if (values.certificate !== undefined) {
@@ -70,6 +77,10 @@ answer, or the gateway does not answer.`,
       const report = await ask<ValidationReport>(`${admin}/trust/certificate?purpose=${purpose}`, {
         method: "POST",
         body: readFileSync(values.certificate),
+        // POST needs the bearer token where admin.tokenFile is set (observability/admin-guard.ts).
+        ...(config.admin.tokenFile !== undefined
+          ? { authorization: `Bearer ${readFileSync(config.admin.tokenFile, "utf8").trim()}` }
+          : {}),
         // A cold certificate waits on OCSP or a CRL as a first request would.
         timeoutMs: 30_000,
       });
@@ -92,12 +103,13 @@ answer, or the gateway does not answer.`,
 /** The admin listener's JSON answer, or undefined once it has said why there is none. */
 async function ask<T>(
   url: string,
-  options: { method?: "POST"; body?: Buffer; timeoutMs: number },
+  options: { method?: "POST"; body?: Buffer; authorization?: string; timeoutMs: number },
 ): Promise<T | undefined> {
   try {
     const response = await request(url, {
       method: options.method ?? "GET",
       ...(options.body ? { body: options.body } : {}),
+      ...(options.authorization ? { headers: { authorization: options.authorization } } : {}),
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
     });

@@ -8,6 +8,7 @@ import { z } from "zod";
 import { DIALECTS, type Dialect, headBoundByTls, IMPLEMENTED_DIALECTS } from "../checks/index.js";
 import { PSD2_ROLES, type Psd2Role } from "../eidas/index.js";
 import { DEFAULT_UNATTENDED_ROUTES } from "../limits/index.js";
+import { isLoopbackHost } from "../loopback.js";
 import { ELIGIBLE_HEADERS } from "../signature/index.js";
 import { JWS_ALGORITHMS } from "../signature/jws/index.js";
 import { RFC9421_ALGORITHMS } from "../signature/rfc9421/index.js";
@@ -35,6 +36,48 @@ const tlsServer = z
     minVersion: z.enum(["TLSv1.2", "TLSv1.3"]).default("TLSv1.2"),
   })
   .strict();
+
+/**
+ * The operations listener of either mode (observability/admin.ts, admin-guard.ts): it answers
+ * GET/HEAD to a Host that is an IP literal, a loopback name, its own host or one of `hostNames`,
+ * never a browser page of another origin; beyond loopback its POST endpoints need the bearer token
+ * of `tokenFile`; with `tls` it speaks HTTPS to clients holding a certificate from `clientCa` only.
+ */
+const adminSchema = (defaultPort: number) =>
+  z
+    .object({
+      enabled: z.boolean().default(true),
+      host: z.string().default("127.0.0.1"),
+      port: z.number().int().min(0).max(65535).default(defaultPort),
+      /** DNS names the admin listener is reached by besides localhost and `host` (e.g. a Prometheus target). */
+      hostNames: z
+        .array(
+          z
+            .string()
+            .regex(/^[A-Za-z0-9.-]+$/, "a DNS name without port (IP addresses are always accepted)")
+            .transform((s) => s.toLowerCase()),
+        )
+        .default([]),
+      /** A file holding the bearer token its POST endpoints need; required beyond loopback. */
+      tokenFile: path.optional(),
+      /** HTTPS with mutual TLS: only clients with a certificate issued by `clientCa` get an answer. */
+      tls: z
+        .object({
+          cert: path.describe("PEM file with the admin listener's TLS certificate (and chain)"),
+          key: path.describe("PEM file with its private key"),
+          clientCa: path.describe("PEM file with the CA certificates a client's certificate must chain to"),
+          minVersion: z.enum(["TLSv1.2", "TLSv1.3"]).default("TLSv1.2"),
+        })
+        .strict()
+        .optional(),
+    })
+    .strict()
+    .refine((a) => !a.enabled || a.tokenFile !== undefined || isLoopbackHost(a.host), {
+      message:
+        "admin.host beyond loopback needs admin.tokenFile: a file with a bearer token (at least 16 characters) its POST endpoints require; or bind admin.host to 127.0.0.1",
+      path: ["tokenFile"],
+    })
+    .prefault({});
 
 /**
  * A listener's caps and timeouts (src/listener/guard.ts), as nginx and Envoy have them: every one
@@ -720,14 +763,7 @@ export const configSchema = z
     workers: z.number().int().min(1).max(64).default(1),
     log: logSchema,
     /** The operations listener: /metrics, /healthz, /readyz. Keep it off the TPP-facing network. */
-    admin: z
-      .object({
-        enabled: z.boolean().default(true),
-        host: z.string().default("127.0.0.1"),
-        port: z.number().int().min(0).max(65535).default(9090),
-      })
-      .strict()
-      .prefault({}),
+    admin: adminSchema(9090),
     /** Trust store, CRLs and TLS certificates are reloaded when their files change (and on SIGHUP). */
     reload: z
       .object({ pollSeconds: z.number().positive().default(10) })
@@ -939,14 +975,7 @@ const bankProfile = z
 
 const sharedOperations = {
   log: logSchema,
-  admin: z
-    .object({
-      enabled: z.boolean().default(true),
-      host: z.string().default("127.0.0.1"),
-      port: z.number().int().min(0).max(65535).default(9091),
-    })
-    .strict()
-    .prefault({}),
+  admin: adminSchema(9091),
   shutdown: configSchema.shape.shutdown,
 };
 

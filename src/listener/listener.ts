@@ -51,7 +51,8 @@ export interface Listener {
   reloadTls(): void;
 }
 
-function tlsMaterial(tls: NonNullable<ListenerOptions["tls"]>) {
+/** The PEM files of a TLS listener, read (the admin listener's too: app/admin-access.ts). */
+export function tlsMaterial(tls: NonNullable<ListenerOptions["tls"]>) {
   return { cert: readFileSync(tls.cert), key: readFileSync(tls.key), minVersion: tls.minVersion };
 }
 

@@ -6,10 +6,40 @@
  * POST /trust/certificate (a fresh one: `psd2-gateway trust status --certificate`).
  */
 
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type IncomingMessage, type RequestListener, type Server } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import { Counter, Registry } from "prom-client";
 import type { ValidationReport } from "../eidas/index.js";
+import { reject } from "../errors.js";
+import { writeRejection } from "../listener/respond.js";
+import { isLoopbackHost } from "../loopback.js";
 import type { ClusterTrustReport, TrustReport } from "../trust/source-status.js";
+import { ADMIN_REFUSAL_REASONS, type AdminRefusalReason, adminGuard } from "./admin-guard.js";
+import type { Logger } from "./logger.js";
+
+/** admin.tls read from its files: HTTPS, and only clients with a certificate from `ca`. */
+export interface AdminTlsMaterial {
+  readonly cert: Buffer;
+  readonly key: Buffer;
+  readonly ca: Buffer;
+  readonly minVersion: "TLSv1.2" | "TLSv1.3";
+}
+
+/** Who may call: the Host names, the bearer token, mutual TLS (observability/admin-guard.ts). */
+export interface AdminAccess {
+  /** admin.hostNames: names besides the loopback ones and a non-wildcard listen host. */
+  readonly hostNames?: readonly string[];
+  /** admin.tokenFile: required (at start) when the host is beyond loopback. */
+  readonly tokenFile?: string;
+  readonly tls?: AdminTlsMaterial;
+  /** Refusals are logged here (at most one line per reason every 10 s, the next says how many were not). */
+  readonly logger?: Logger;
+  /** `psd2_gateway_` (ingress, default) or `psd2_gateway_egress_`: `<prefix>admin_refusals_total{reason}`. */
+  readonly metricPrefix?: string;
+}
+
+const REFUSAL_LOG_INTERVAL_MS = 10_000;
 
 /** What the admin listener asks of certificate validation: a report made lately, or a fresh one. */
 export interface ValidationReports {
@@ -78,13 +108,86 @@ export async function startAdminServer(options: {
   sandboxReset?: () => (() => void) | undefined;
   /** Validation reports: /trust/reports/<id> and POST /trust/certificate; absent where no verifier runs. */
   reports?: () => ValidationReports | undefined;
+  /** Who may call; without it, the loopback names only and no token (refused beyond loopback). */
+  access?: AdminAccess;
 }): Promise<AdminServer> {
-  const server = createServer((req, res) => {
+  const access = options.access ?? {};
+  if (!isLoopbackHost(options.host) && access.tokenFile === undefined)
+    throw new Error(
+      `the admin listener on ${options.host} is reachable beyond loopback: set admin.tokenFile (a file holding a bearer token for its POST endpoints), or bind admin.host to 127.0.0.1`,
+    );
+  const guard = adminGuard({
+    listenHost: options.host,
+    scheme: access.tls ? "https" : "http",
+    ...(access.hostNames ? { hostNames: access.hostNames } : {}),
+    ...(access.tokenFile !== undefined ? { tokenFile: access.tokenFile } : {}),
+  });
+  const own = new Registry();
+  const refusals = new Counter({
+    name: `${access.metricPrefix ?? "psd2_gateway_"}admin_refusals_total`,
+    help: "Requests (and TLS handshakes) the admin listener refused: a Host not allowed, another origin, a browser's cross-site request, a missing or wrong bearer token, no client certificate",
+    labelNames: ["reason"] as const,
+    registers: [own],
+  });
+  for (const reason of ADMIN_REFUSAL_REASONS) refusals.inc({ reason }, 0);
+  const lastLogged = new Map<AdminRefusalReason, { at: number; unlogged: number }>();
+  const refused = (reason: AdminRefusalReason, fields: Record<string, unknown>, text: string) => {
+    refusals.inc({ reason });
+    const last = lastLogged.get(reason);
+    const now = Date.now();
+    if (last && now - last.at < REFUSAL_LOG_INTERVAL_MS) {
+      last.unlogged++;
+      return;
+    }
+    lastLogged.set(reason, { at: now, unlogged: 0 });
+    access.logger?.warn(
+      { reason, ...fields, ...(last ? { unloggedSinceLastLine: last.unlogged } : {}) },
+      `admin request refused: ${text}`,
+    );
+  };
+
+  const handler: RequestListener = (req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const json = (status: number, body: unknown) => {
       res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store" });
       res.end(JSON.stringify(body));
     };
+    let refusal: ReturnType<typeof guard>;
+    try {
+      refusal = guard(req);
+    } catch (error) {
+      access.logger?.error({ error: (error as Error).message }, "admin.tokenFile cannot be read");
+      writeRejection(
+        res,
+        reject("INTERNAL_SERVER_ERROR", "admin.tokenFile cannot be read; the operator's log says why"),
+        "spec",
+      );
+      return;
+    }
+    if (refusal) {
+      refused(
+        refusal.reason,
+        {
+          method: req.method,
+          path: path.slice(0, 128),
+          address: req.socket.remoteAddress,
+          ...(refusal.detail ? { detail: refusal.detail } : {}),
+        },
+        refusal.rejection.text,
+      );
+      // The rest of a body is not read: the connection closes after the answer.
+      res.shouldKeepAlive = false;
+      writeRejection(
+        res,
+        refusal.rejection,
+        "spec",
+        undefined,
+        refusal.rejection.code === "TOKEN_INVALID"
+          ? { "www-authenticate": 'Bearer realm="psd2-gateway admin"' }
+          : undefined,
+      );
+      return;
+    }
     if (path === "/sandbox/reset" && req.method === "POST") {
       const reset = options.sandboxReset?.();
       if (!reset) return json(404, { error: "no demo bank runs here (backend.url is not sandbox)" });
@@ -150,10 +253,10 @@ export async function startAdminServer(options: {
       return;
     }
     if (path === "/metrics") {
-      options.metrics.metrics().then(
-        (text) => {
+      Promise.all([options.metrics.metrics(), own.metrics()]).then(
+        ([text, refusalsText]) => {
           res.writeHead(200, { "content-type": options.metrics.contentType });
-          res.end(text);
+          res.end(text === "" || text.endsWith("\n") ? `${text}${refusalsText}` : `${text}\n${refusalsText}`);
         },
         (error: unknown) => json(500, { error: (error as Error).message }),
       );
@@ -162,14 +265,36 @@ export async function startAdminServer(options: {
     json(404, {
       error: "not found: /metrics, /healthz, /readyz, /trust, /trust/reports/<id>, POST /trust/certificate",
     });
-  });
+  };
+  const server: Server = access.tls
+    ? createHttpsServer(
+        {
+          cert: access.tls.cert,
+          key: access.tls.key,
+          ca: access.tls.ca,
+          minVersion: access.tls.minVersion,
+          // Mutual TLS: a client without a certificate from admin.tls.clientCa fails the handshake.
+          requestCert: true,
+          rejectUnauthorized: true,
+        },
+        handler,
+      )
+    : createServer(handler);
+  if (access.tls)
+    server.on("tlsClientError", (error: Error, socket) =>
+      refused(
+        "tls-handshake",
+        { address: socket.remoteAddress, error: error.message.slice(0, 200) },
+        "TLS handshake failed (admin.tls needs a client certificate issued by admin.tls.clientCa)",
+      ),
+    );
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => resolve());
   });
   const { address, port, family } = server.address() as AddressInfo;
   return {
-    url: `http://${family === "IPv6" ? `[${address}]` : address}:${port}`,
+    url: `${access.tls ? "https" : "http"}://${family === "IPv6" ? `[${address}]` : address}:${port}`,
     server,
     close: () =>
       new Promise<void>((resolve) => {

@@ -23,6 +23,7 @@ export const READ_PATH_KEYS: readonly string[] = [
   "ca",
   "caDir",
   "cert",
+  "clientCa",
   "crlDir",
   "file",
   "key",
@@ -31,6 +32,7 @@ export const READ_PATH_KEYS: readonly string[] = [
   "p12",
   "passwordFile",
   "pki",
+  "tokenFile",
 ];
 
 /** Every key schema.ts declares as a path, so that a new one has to be sorted into a list above. */

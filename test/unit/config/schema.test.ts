@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, validateConfig } from "../../../src/config/load.js";
+import { ConfigError, validateConfig, validateEgressConfig } from "../../../src/config/load.js";
 
 const BASE = { trust: { caDir: "/trust" }, register: { file: "/register.json" } };
 
@@ -17,7 +17,7 @@ describe("configuration validation", () => {
     expect(c.verification.redirectUriOptionalPrefixes).toEqual(["/v1/sandbox"]);
     expect(c.store.type).toBe("memory");
     expect(c.workers).toBe(1);
-    expect(c.admin).toEqual({ enabled: true, host: "127.0.0.1", port: 9090 });
+    expect(c.admin).toEqual({ enabled: true, host: "127.0.0.1", port: 9090, hostNames: [] });
     // An SCA page link is usable for 15 minutes (issue 30).
     expect(c.sandbox.scaLinkTtlSeconds).toBe(900);
   });
@@ -262,5 +262,48 @@ describe("the shipped configuration files", () => {
     expect(config.trust.trustedLists?.lotl).toBe("http://127.0.0.1:8099/lotl.xml");
     expect(config.revocation.crl.cacheDir).toBe(`${root}var/crl-cache`);
     expect(config.listen.tls?.cert).toBe(`${root}certs/dev/gateway.pem`);
+  });
+});
+
+describe("the admin listener's access keys", () => {
+  const EGRESS = {
+    mode: "egress",
+    banks: [
+      { name: "b", prefix: "/b", url: "https://bank.example", qseal: { cert: "/q.pem", key: "/q.key" } },
+    ],
+  };
+
+  it.each(["0.0.0.0", "::", "10.0.0.5", "gw1.internal.example"])(
+    "refuses admin.host %s (beyond loopback) without admin.tokenFile, in either mode",
+    (host) => {
+      expect(() => validateConfig({ ...BASE, admin: { host } })).toThrow(/admin\.tokenFile/);
+      expect(() => validateEgressConfig({ ...EGRESS, admin: { host } })).toThrow(/admin\.tokenFile/);
+    },
+  );
+
+  it.each(["127.0.0.1", "127.0.0.2", "::1", "localhost"])("takes admin.host %s without a token", (host) => {
+    expect(validateConfig({ ...BASE, admin: { host } }).admin.host).toBe(host);
+  });
+
+  it("takes a token file beyond loopback, an admin listener that is off, and mutual TLS paths", () => {
+    expect(
+      validateConfig({ ...BASE, admin: { host: "0.0.0.0", tokenFile: "/run/token" } }).admin.tokenFile,
+    ).toBe("/run/token");
+    expect(validateConfig({ ...BASE, admin: { host: "0.0.0.0", enabled: false } }).admin.enabled).toBe(false);
+    const tls = { cert: "/a.pem", key: "/a.key", clientCa: "/ca.pem" };
+    expect(validateEgressConfig({ ...EGRESS, admin: { tls } }).admin.tls).toEqual({
+      ...tls,
+      minVersion: "TLSv1.2",
+    });
+    expect(() => validateConfig({ ...BASE, admin: { tls: { cert: "/a.pem", key: "/a.key" } } })).toThrow(
+      /clientCa/,
+    );
+  });
+
+  it("takes DNS names in admin.hostNames, lower-cased, and refuses one with a port", () => {
+    expect(
+      validateConfig({ ...BASE, admin: { hostNames: ["GW1.Internal.example"] } }).admin.hostNames,
+    ).toEqual(["gw1.internal.example"]);
+    expect(() => validateConfig({ ...BASE, admin: { hostNames: ["gw1:9090"] } })).toThrow(/hostNames/);
   });
 });

@@ -245,6 +245,9 @@ describe.skipIf(!canRender)(
         }
         const trust = volumeOf(deployment, mountOf(container, config.trust.caDir!)?.name);
         expect(trust?.secret?.secretName).toBeTruthy();
+        // The admin listener is bound beyond loopback: its POST endpoints' bearer token, from a Secret.
+        const token = volumeOf(deployment, mountOf(container, config.admin.tokenFile!)?.name);
+        expect(token?.secret?.secretName).toBeTruthy();
       });
 
       it("asks for and caps CPU and memory", () => {
