@@ -134,7 +134,7 @@ describe("SIGTERM under load (a real gateway process)", () => {
     const ready = await request(`${gateway.adminUrl}/readyz`);
     const readyBody = JSON.parse(await ready.body.text());
     expect(ready.statusCode).toBe(503);
-    expect(readyBody.checks.listener).toEqual({ ok: false, detail: "draining" });
+    expect(readyBody.checks.listener).toEqual({ ok: false, detail: "draining", reason: "draining" });
 
     // Requests sent after SIGTERM, on fresh connections: refused at the socket level or answered, never hanging.
     const late = new Agent({ connect: { ca: pki.root.pem } });
