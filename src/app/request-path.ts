@@ -86,6 +86,7 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
     redirectUriOptionalPrefixes: verification.redirectUriOptionalPrefixes.map((p) => p.toLowerCase()),
     characterPolicy: verification.characterPolicy,
     certificates: parts.certificates,
+    hostNames: config.listen.hostNames,
     clientCertificate: {
       mode: parts.withoutConnection ? "not-checked" : config.listen.clientCertificate,
       requireSameOrganization: config.listen.requireSameOrganization,

@@ -11,6 +11,7 @@ import type { Psd2Role } from "../eidas/index.js";
 import type { HeldSlot } from "../limits/index.js";
 import type { DigestValue, DigestVerifier, KeyIdTarget, SignatureParams } from "../signature/index.js";
 import type { ContentDigestVerifier, ParsedSignature } from "../signature/rfc9421/index.js";
+import type { Authority } from "./authority.js";
 import type { Utf8Scanner } from "./characters.js";
 import type { Dialect } from "./dialects.js";
 import type { JadesSignature } from "./jades-steps.js";
@@ -90,6 +91,8 @@ export class CheckContext implements StepTrace {
   bodyCharacters: Utf8Scanner | undefined = undefined;
   /** The backend's response status, for the steps of the held response body (response signing). */
   responseStatus = 0;
+  /** The Host header parsed as an authority (the host step); undefined without a Host. */
+  authority: Authority | undefined = undefined;
   /** The HTTP version of the request line (`1.1`, `1.0`). */
   httpVersion = "1.1";
   /** The refusal must also close the connection (no Host; a body over the limit, unread). */

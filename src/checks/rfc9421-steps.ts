@@ -57,11 +57,13 @@ const signatureOf = (c: CheckContext): ParsedSignature => c.httpSignature!;
 
 /** What RFC 9421 calls the request: its method, absolute target URI and fields. */
 export function requestMessage(c: CheckContext, scheme: "https" | "http"): RequestMessage {
-  return {
-    method: c.method,
-    targetUri: `${scheme}://${c.headers.host ?? ""}${c.target}`,
-    headers: c.headers,
-  };
+  // From the parsed authority, never the raw header: a Host carrying a path could not move the
+  // path the signature covers (the host step refused it).
+  const authority = c.authority;
+  const origin = authority
+    ? `${scheme}://${authority.host}${authority.port === undefined ? "" : `:${authority.port}`}`
+    : `${scheme}://`;
+  return { method: c.method, targetUri: `${origin}${c.target}`, headers: c.headers };
 }
 
 /** `content-digest`: with a body the digest is checked as it streams (as `digest` does for Digest). */

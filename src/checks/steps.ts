@@ -28,6 +28,7 @@ import {
   parseSignatureHeader,
   verifySignatureOver,
 } from "../signature/index.js";
+import { parseAuthority, servedAuthority } from "./authority.js";
 import { type CharacterPolicy, checkHeaderCharacters, Utf8Scanner } from "./characters.js";
 import type { CheckContext, TrustedCertificate } from "./context.js";
 import {
@@ -99,6 +100,8 @@ export interface CheckOptions {
   readonly characterPolicy: CharacterPolicy;
   readonly certificates: CertificateVerifier;
   readonly clientCertificate: ClientCertificatePolicy;
+  /** The Host names (each optionally with `:port`) the gateway serves; any valid authority when empty. */
+  readonly hostNames?: readonly string[];
   /** Replay protection; none in explain mode without a store. */
   readonly replay?: ReplayStore;
   /**
@@ -230,6 +233,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   const dialects = options.dialects ?? CAVAGE_ONLY;
   const createdForDate = options.cavage?.createdForDate ?? false;
   const chooseDialect = dialectChooser(dialects);
+  const hostNames = (options.hostNames ?? []).map((name) => name.toLowerCase());
   const accepted = new Set([...dialects.accept, ...(dialects.routes ?? []).flatMap((r) => r.accept)]);
   // Only the accepted dialects' steps: the chain, its metric labels and `verify` name what can refuse.
   const jades = jadesSteps({
@@ -258,9 +262,27 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       // connection, which then closes as Node's own check would (the listener turns that off).
       name: "host",
       run: (c) => {
-        if (c.headers.host !== undefined || c.httpVersion !== "1.1") return undefined;
-        c.closeConnection = true;
-        return reject("FORMAT_ERROR", "malformed HTTP request: no Host header; HTTP/1.1 requires one");
+        const host = c.headers.host;
+        if (host === undefined) {
+          if (c.httpVersion !== "1.1") return undefined;
+          c.closeConnection = true;
+          return reject("FORMAT_ERROR", "malformed HTTP request: no Host header; HTTP/1.1 requires one");
+        }
+        // An authority and nothing more (RFC 9110 7.2), one the gateway serves when it names them.
+        const authority = parseAuthority(host);
+        if (isRejection(authority)) {
+          c.closeConnection = true;
+          return authority;
+        }
+        if (hostNames.length > 0 && !servedAuthority(authority, hostNames)) {
+          c.closeConnection = true;
+          return reject(
+            "FORMAT_ERROR",
+            `Host '${host.slice(0, 100)}' is not a name this gateway serves; send one of ${hostNames.slice(0, 5).join(", ")}`,
+          );
+        }
+        c.authority = authority;
+        return undefined;
       },
     },
     {

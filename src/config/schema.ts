@@ -122,6 +122,21 @@ const listen = z
     port: z.number().int().min(0).max(65535).default(8443),
     tls: tlsServer.optional(),
     /**
+     * The Host names TPPs reach the gateway by (`api.bank.example`, or with `:port` to pin the port):
+     * another Host is refused (400, the connection closed). Empty: any valid host[:port].
+     */
+    hostNames: z
+      .array(
+        z
+          .string()
+          .regex(
+            /^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$/,
+            "a host name, optionally with :port",
+          )
+          .transform((name) => name.toLowerCase()),
+      )
+      .default([]),
+    /**
      * The TPP's QWAC (mutual TLS): `none`, `request` (checked when given) or `require`. It comes
      * from the TLS handshake, or from `clientCertificateHeader` when a trusted proxy terminates TLS.
      */

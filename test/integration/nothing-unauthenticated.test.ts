@@ -24,7 +24,7 @@ import { JadesRequestSigner } from "../../src/signature/jws/request-signer.js";
 import { UkObRequestSigner } from "../../src/signature/jws/ukob-request-signer.js";
 import { Rfc9421RequestSigner } from "../../src/signature/rfc9421/request-signer.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
-import { expectRejected, send, type TestGateway } from "../helpers/gateway-fixture.js";
+import { expectRejected, rawExchange, rawHead, send, type TestGateway } from "../helpers/gateway-fixture.js";
 
 const ORG = "PSDNO-FSA-DEMO0001";
 const TOLERANCE_MS = 60_000;
@@ -256,6 +256,30 @@ describe("a replay is refused for as long as its request could be accepted", () 
       }
     },
   );
+});
+
+describe("Host is an authority, and RFC 9421's @target-uri is built from it", () => {
+  it("refuses Host: <host>:<port>/v1, so a signature over …/v1/v1/consents cannot verify a GET /v1/consents", async () => {
+    const authority = new URL(env.gw.url).host;
+    // Signed as the report's attacker had it: the path hidden in Host doubles in @target-uri.
+    const signer = signerOf("rfc9421", env.gw.pki.tppA.qseal, Date.now);
+    const base = {
+      host: `${authority}/v1`,
+      "tpp-redirect-uri": "https://tpp.example/cb",
+      "psu-ip-address": "192.0.2.10",
+    };
+    const added = await signer.sign({ method: "GET", target: "/v1/consents", headers: base });
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(added)) headers[name.toLowerCase()] = value;
+    headers["tpp-redirect-uri"] = base["tpp-redirect-uri"];
+    headers["psu-ip-address"] = base["psu-ip-address"];
+    const r = await rawExchange(
+      env.gw,
+      rawHead({ method: "GET", target: "/v1/consents", headers }, base.host),
+    );
+    expectRejected(r, { status: 400, code: "FORMAT_ERROR", text: ["is not a host[:port]"] });
+    expect(env.backend.requests).toHaveLength(0);
+  });
 });
 
 describe("only the certificate verified reaches the backend", () => {
