@@ -39,7 +39,7 @@ import {
   type Wording,
 } from "./exchange-check.js";
 import { type FuzzGateway, startFuzzGateway } from "./gateway.js";
-import { type ParsedResponse, RawClient } from "./raw-client.js";
+import { type ClientCertificate, type ExchangePlan, type ParsedResponse, RawClient } from "./raw-client.js";
 import type { CasePlan, ExchangeResult } from "./types.js";
 import { type Checker, describe, isTppMessages, sha256Base64, type Violation } from "./verdicts.js";
 
@@ -133,6 +133,9 @@ export async function startIngressSide(pki: DevPki, dir: string, concurrency: nu
       backendUrl: backend.url,
       concurrency,
       config: {
+        // UK OB signs the body only: its requests come over mutual TLS with the QWAC of the TPP of
+        // their x5c (the client picks it, below); the other families connect without one.
+        listen: { clientCertificate: "request" },
         verification: {
           // hs2019 for the cavage-12 family (the algorithm from the key).
           algorithms: ["rsa-sha256", "ecdsa-sha256", "hs2019"],
@@ -158,6 +161,7 @@ export async function startIngressSide(pki: DevPki, dir: string, concurrency: nu
       host: "127.0.0.1",
       port: gateway.port,
       tls: { ca: pki.root.pem, servername: "localhost" },
+      clientCertificateFor: (plan) => ukObQwacFor(pki, plan),
     });
     return {
       backend,
@@ -173,6 +177,23 @@ export async function startIngressSide(pki: DevPki, dir: string, concurrency: nu
     await backend.close();
     throw error;
   }
+}
+
+/**
+ * The QWAC a plan's connection presents: for a UK OB request, that of the TPP its x5c names (TPP B's
+ * for B's QSealC, TPP A's for every other, A's organisation or refused before the QWAC counts).
+ */
+function ukObQwacFor(pki: DevPki, plan: ExchangePlan): ClientCertificate | undefined {
+  for (const { data } of plan.writes) {
+    const text = data.toString("latin1");
+    const at = text.search(/\r\nx-jws-signature:[ \t]*/i);
+    if (at < 0) continue;
+    const value = /\r\nx-jws-signature:[ \t]*([^\r\n]*)/i.exec(text.slice(at))?.[1]?.trim();
+    if (value === undefined || !isUkObJws(value)) continue;
+    const tpp = firstX5c(value) === pki.tppB.qseal.headerValue ? pki.tppB : pki.tppA;
+    return { name: tpp === pki.tppB ? "tpp-b" : "tpp-a", cert: tpp.qwac.pem, key: tpp.qwac.keyPem };
+  }
+  return undefined;
 }
 
 /** x5c[0] of a detached JWS's protected header, when it has one. */

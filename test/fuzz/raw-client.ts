@@ -184,16 +184,40 @@ export interface RawClientOptions {
   readonly port: number;
   /** TLS with this CA and server name; plain TCP without (the egress listener). */
   readonly tls?: { readonly ca: string; readonly servername: string };
+  /**
+   * The TLS client certificate (a QWAC) a plan's connection presents, when it needs one (UK OB:
+   * its signature covers the body only, so its requests come over mutual TLS); none by default.
+   */
+  readonly clientCertificateFor?: (plan: ExchangePlan) => ClientCertificate | undefined;
+}
+
+export interface ClientCertificate {
+  /** Names the context and the sessions resumed with it (a session carries its certificate). */
+  readonly name: string;
+  readonly cert: string;
+  readonly key: string;
 }
 
 /** Opens connections to a gateway; over TLS, resuming sessions so handshakes stay cheap. */
 export class RawClient {
-  private session: Buffer | undefined = undefined;
-  /** One context for every connection: building one per connection (parsing the CA) was the costliest step. */
-  private readonly context: SecureContext | undefined;
+  /** The last session per client certificate ("" for none): one is never resumed with another's. */
+  private readonly sessions = new Map<string, Buffer>();
+  /** One context per client certificate: building one per connection (parsing the CA) was the costliest step. */
+  private readonly contexts = new Map<string, SecureContext>();
 
-  constructor(private readonly options: RawClientOptions) {
-    this.context = options.tls ? createSecureContext({ ca: options.tls.ca }) : undefined;
+  constructor(private readonly options: RawClientOptions) {}
+
+  private contextFor(certificate: ClientCertificate | undefined): SecureContext {
+    const name = certificate?.name ?? "";
+    let context = this.contexts.get(name);
+    if (!context) {
+      context = createSecureContext({
+        ca: this.options.tls!.ca,
+        ...(certificate ? { cert: certificate.cert, key: certificate.key } : {}),
+      });
+      this.contexts.set(name, context);
+    }
+    return context;
   }
 
   private connect(plan: ExchangePlan): Promise<Socket> {
@@ -209,21 +233,24 @@ export class RawClient {
       });
     }
     const tls = this.options.tls;
+    const certificate = this.options.clientCertificateFor?.(plan);
+    const name = certificate?.name ?? "";
+    const session = this.sessions.get(name);
     return new Promise((resolve, reject) => {
       const opts: ConnectionOptions = {
         host: this.options.host,
         port: this.options.port,
-        ...(this.context ? { secureContext: this.context } : {}),
+        secureContext: this.contextFor(certificate),
         servername: tls.servername,
-        ...(this.session ? { session: this.session } : {}),
+        ...(session ? { session } : {}),
         ...local,
       };
       const socket: TLSSocket = tlsConnect(opts, () => {
         socket.off("error", reject);
         resolve(socket);
       });
-      socket.on("session", (session: Buffer) => {
-        this.session = session;
+      socket.on("session", (next: Buffer) => {
+        this.sessions.set(name, next);
       });
       socket.once("error", reject);
       socket.setTimeout(15_000, () => socket.destroy(new Error("TLS connect timed out")));
