@@ -304,6 +304,10 @@ export function verifierOf(
       onReport?.(report);
     },
     register: trust.register,
+    kinds: {
+      qseal: config.verification.certificateKinds.signature,
+      qwac: config.verification.certificateKinds.clientCertificate,
+    },
     now,
     cacheTtlMs: config.cache.ttlSeconds * 1000,
     failureTtlMs: config.cache.failureTtlSeconds * 1000,

@@ -294,9 +294,22 @@ const dialects = z
   })
   .strict();
 
+const QC_TYPES = ["eseal", "web", "esign"] as const;
+
 const verification = z
   .object({
     dialects: dialects.prefault({}),
+    /**
+     * The certificate kinds (ETSI EN 319 412-5 QcType) accepted for each use: the signing
+     * certificate a QSealC, the TLS client certificate a QWAC, unless widened here.
+     */
+    certificateKinds: z
+      .object({
+        signature: z.array(z.enum(QC_TYPES)).min(1).default(["eseal"]),
+        clientCertificate: z.array(z.enum(QC_TYPES)).min(1).default(["web"]),
+      })
+      .strict()
+      .prefault({}),
     dateToleranceSeconds: seconds(60),
     algorithms: z
       .array(z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256", "hs2019"]))

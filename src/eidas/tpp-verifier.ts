@@ -16,7 +16,7 @@ import {
   requirePsd2,
 } from "./certificate.js";
 import { reportDefect } from "./defects.js";
-import type { Psd2Role } from "./qcstatements.js";
+import type { Psd2Role, QcTypeName } from "./qcstatements.js";
 import type { RegisterEntry, TppRegister } from "./register.js";
 import { checkPath, type PathRevocationStatus, type RevocationChecker } from "./revocation.js";
 import type { ChainPurpose, ChainResult, TrustStore } from "./trust-store.js";
@@ -62,6 +62,11 @@ export interface TppVerifierOptions {
   readonly maxEntries: number;
   /** Refusals kept, apart from accepted certificates so garbage cannot push those out; defaults to `maxEntries`. */
   readonly maxRefusals?: number;
+  /**
+   * The QcTypes (ETSI EN 319 412-5) a certificate must carry one of for each use: a QSealC
+   * (`eseal`) to sign, a QWAC (`web`) for TLS. Unchecked when absent (a bank's answers in egress).
+   */
+  readonly kinds?: Readonly<Record<ChainPurpose, readonly QcTypeName[]>>;
   /** Smallest RSA key accepted; ETSI TS 119 312 asks for 2048 bits at least. */
   readonly minRsaBits?: number;
   /** A certificate let through with an unknown revocation status (`revocation.softFail`). */
@@ -195,6 +200,10 @@ export class TppVerifier {
     report.certificate(certificate);
     const psd2 = requirePsd2(certificate);
     if (isRejection(psd2)) return report.refused("psd2-profile", "CHAIN_CONSTRAINTS_FAILURE", psd2);
+    const kind = this.options.kinds
+      ? wrongKind(certificate, purpose, this.options.kinds[purpose])
+      : undefined;
+    if (kind) return report.refused("certificate-kind", "CHAIN_CONSTRAINTS_FAILURE", kind);
     const minBits = this.options.minRsaBits ?? 2048;
     if (certificate.keyType === "rsa" && (certificate.keyBits ?? 0) < minBits) {
       return report.refused(
@@ -434,4 +443,32 @@ class ReportBuilder {
 function bounded(text: string): string {
   const clippedText = text.length > MAX_REFUSAL_TEXT ? `${text.slice(0, MAX_REFUSAL_TEXT - 1)}…` : text;
   return Buffer.from(clippedText, "utf16le").toString("utf16le");
+}
+
+/** What each QcType is called, and what it is for. */
+const KIND: Readonly<Record<QcTypeName, string>> = {
+  eseal: "a QSealC (QcType eseal)",
+  web: "a QWAC (QcType web)",
+  esign: "a qualified certificate for electronic signatures (QcType esign)",
+};
+
+/** A refusal naming the kind found and the kind wanted, or undefined when the certificate fits. */
+function wrongKind(
+  certificate: ParsedCertificate,
+  purpose: ChainPurpose,
+  wanted: readonly QcTypeName[],
+): Rejection | undefined {
+  const found = certificate.qcStatements?.qcType ?? [];
+  if (found.some((t) => wanted.includes(t))) return undefined;
+  const use = purpose === "qwac" ? "the TLS client certificate" : "the signing certificate";
+  const is =
+    found.length === 0 ? "carries no QcType statement" : `is ${found.map((t) => KIND[t]).join(" and ")}`;
+  const fix =
+    purpose === "qwac"
+      ? "connect with your QWAC; your QSealC signs, it does not authenticate TLS"
+      : "sign with your QSealC (and send it as the signing certificate); your QWAC is for TLS";
+  return reject(
+    "CERTIFICATE_INVALID",
+    `${use} (SN=${certificate.serialHex}) ${is}; ${wanted.map((t) => KIND[t]).join(" or ")} is wanted here: ${fix}`,
+  );
 }

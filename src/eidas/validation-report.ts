@@ -59,6 +59,8 @@ export const INDICATION_OF: Readonly<Record<SubIndication, Indication>> = {
 export type ValidationCheck =
   | "format"
   | "psd2-profile"
+  /** The certificate's kind (QcType) is not one accepted for its use (`verification.certificateKinds`). */
+  | "certificate-kind"
   | "key-size"
   | "path"
   | "trusted-list"

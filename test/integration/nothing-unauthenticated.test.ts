@@ -282,6 +282,31 @@ describe("Host is an authority, and RFC 9421's @target-uri is built from it", ()
   });
 });
 
+describe("a certificate's kind decides what it may do", () => {
+  it("refuses a request signed with a QWAC, naming the kind found and the kind wanted", async () => {
+    const call = await signed(env.gw, "cavage", TARGETS[2], Date.now(), env.gw.pki.tppA.qwac);
+    const r = await send(env.gw, call.method, call.target, call.headers, call.body);
+    expectRejected(r, {
+      status: 400,
+      code: "CERTIFICATE_INVALID",
+      text: ["is a QWAC (QcType web)", "a QSealC (QcType eseal) is wanted"],
+    });
+    expect(env.backend.requests).toHaveLength(0);
+  });
+
+  it("refuses a QSealC presented as the TLS client certificate", async () => {
+    const call = await signed(env.gw, "cavage", TARGETS[2]);
+    const asClient = env.gw.withClientCertificate(env.gw.pki.tppA.qseal);
+    const r = await send(env.gw, call.method, call.target, call.headers, call.body, asClient);
+    expectRejected(r, {
+      status: 400,
+      code: "CERTIFICATE_INVALID",
+      text: ["the TLS client certificate", "is a QSealC (QcType eseal)", "a QWAC (QcType web) is wanted"],
+    });
+    expect(env.backend.requests).toHaveLength(0);
+  });
+});
+
 describe("only the certificate verified reaches the backend", () => {
   it.each(["jades", "uk-ob"] as const)(
     "%s: a TPP-Signature-Certificate other than the x5c leaf is refused",

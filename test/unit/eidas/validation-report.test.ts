@@ -189,3 +189,38 @@ describe("a validation report per judgement (ETSI TS 119 102-2 terms)", () => {
     expect(report).toMatchObject({ policy: "QWAC", indication: "TOTAL_PASSED" });
   });
 });
+
+describe("certificate kinds (verification.certificateKinds)", () => {
+  const kinds = (signature: ("eseal" | "web" | "esign")[]) => {
+    const trust = loadTrustMaterial(pki.paths.trustDir);
+    const reports: ValidationReport[] = [];
+    const verifier = new TppVerifier({
+      trustStore: () => trust.store,
+      revocation: () => trust.revocation,
+      cacheTtlMs: 60_000,
+      failureTtlMs: 60_000,
+      maxEntries: 100,
+      kinds: { qseal: signature, qwac: ["web"] },
+      onReport: (r) => reports.push(r),
+    });
+    return { verifier, reports };
+  };
+
+  it("refuses a QWAC as the signing certificate by default, the report naming the check", async () => {
+    const { verifier, reports } = kinds(["eseal"]);
+    const verdict = await verifier.verify(pki.tppA.qwac.headerValue, "qseal");
+    expect(isRejection(verdict) && verdict.text).toContain("is a QWAC (QcType web)");
+    expect(reports.at(-1)).toMatchObject({
+      check: "certificate-kind",
+      subIndication: "CHAIN_CONSTRAINTS_FAILURE",
+    });
+    expect(isRejection(await verifier.verify(pki.tppA.qseal.headerValue, "qseal"))).toBe(false);
+  });
+
+  it("takes it once the config widens the signature's kinds; the TLS use stays a QWAC", async () => {
+    const { verifier } = kinds(["eseal", "web"]);
+    expect(isRejection(await verifier.verify(pki.tppA.qwac.headerValue, "qseal"))).toBe(false);
+    const qsealAsTls = await verifier.verify(pki.tppA.qseal.headerValue, "qwac");
+    expect(isRejection(qsealAsTls) && qsealAsTls.text).toContain("a QWAC (QcType web) is wanted");
+  });
+});
