@@ -25,6 +25,7 @@ import {
   signatureBase,
   verify,
 } from "../signature/rfc9421/index.js";
+import { parseAuthority } from "./authority.js";
 import type { CheckContext } from "./context.js";
 import { hasBody } from "./required-headers.js";
 import type { Step } from "./runner.js";
@@ -59,7 +60,9 @@ const signatureOf = (c: CheckContext): ParsedSignature => c.httpSignature!;
 export function requestMessage(c: CheckContext, scheme: "https" | "http"): RequestMessage {
   // From the parsed authority, never the raw header: a Host carrying a path could not move the
   // path the signature covers (the host step refused it).
-  const authority = c.authority;
+  // The host step parsed it; a context it never ran on (a request read by `verify --response`) parses it here.
+  const parsed = c.authority ?? (c.headers.host === undefined ? undefined : parseAuthority(c.headers.host));
+  const authority = parsed === undefined || isRejection(parsed) ? undefined : parsed;
   const origin = authority
     ? `${scheme}://${authority.host}${authority.port === undefined ? "" : `:${authority.port}`}`
     : `${scheme}://`;
