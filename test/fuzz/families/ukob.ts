@@ -219,15 +219,13 @@ function hostile(ctx: CaseContext, kind: Kind): Variant {
         () => v("empty header part", `..${s}`, REFUSE("FORMAT_ERROR")),
         () => v("empty signature part", `${h}..`, REFUSE("FORMAT_ERROR")),
         // A signature of the wrong length is judged at the body's end, like any that does not
-        // verify: a body may reach the backend, never whole (its last chunk held back).
+        // verify: UK OB signs the body only, so nothing of the request reaches the backend.
         () =>
           v(
             "signature cut short",
             `${h}..${s.slice(0, -4)}`,
             // Its last char's unused bits set refuse it in the head (not canonical base64url).
-            d.body
-              ? { expect: "no-execute", codes: ["SIGNATURE_INVALID", "FORMAT_ERROR"] }
-              : REFUSE("SIGNATURE_INVALID", "FORMAT_ERROR"),
+            REFUSE("SIGNATURE_INVALID", "FORMAT_ERROR"),
           ),
         () => {
           // Two header lines: Node joins them with ", ", which is no compact JWS.
@@ -514,7 +512,8 @@ function hostile(ctx: CaseContext, kind: Kind): Variant {
               body: chunked(body, rng.range(2, 5)),
             }
           : { ...request, body },
-        verdict: { expect: "no-execute", codes: ["SIGNATURE_INVALID"] },
+        // The body is verified whole before anything is sent: the backend never sees the head either.
+        verdict: REFUSE("SIGNATURE_INVALID"),
       };
     }
   }
