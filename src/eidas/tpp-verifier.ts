@@ -200,10 +200,6 @@ export class TppVerifier {
     report.certificate(certificate);
     const psd2 = requirePsd2(certificate);
     if (isRejection(psd2)) return report.refused("psd2-profile", "CHAIN_CONSTRAINTS_FAILURE", psd2);
-    const kind = this.options.kinds
-      ? wrongKind(certificate, purpose, this.options.kinds[purpose])
-      : undefined;
-    if (kind) return report.refused("certificate-kind", "CHAIN_CONSTRAINTS_FAILURE", kind);
     const minBits = this.options.minRsaBits ?? 2048;
     if (certificate.keyType === "rsa" && (certificate.keyBits ?? 0) < minBits) {
       return report.refused(
@@ -221,6 +217,14 @@ export class TppVerifier {
       return report.refused(chain.check, chain.subIndication, chain);
     }
     report.anchor(chain);
+    // After the path: an expired or untrusted certificate is refused for that, whatever its kind.
+    const kind = this.options.kinds
+      ? wrongKind(certificate, purpose, this.options.kinds[purpose])
+      : undefined;
+    if (kind) {
+      report.path(chain.chain, [], false);
+      return report.refused("certificate-kind", "CHAIN_CONSTRAINTS_FAILURE", kind);
+    }
     // Every certificate of the path, each against its issuer: a revoked intermediate refuses all below it.
     const status = checkPath(this.options.revocation(), chain.chain, new Date(this.now()));
     if (status instanceof Promise) return status.then((s) => this.finish(certificate, chain, s, report));

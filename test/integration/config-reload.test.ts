@@ -130,17 +130,19 @@ describe("an ingress gateway process, on SIGHUP", () => {
   });
 
   it("applies a new log level at once: at warn, a served request writes no access line", async () => {
-    const before = gateway.lines.length;
+    const start = gateway.lines.length;
     await accountsAsTppB(gateway.url);
-    await gateway.waitForLog((l) => l.msg === "request", 10_000, before);
+    await gateway.waitForLog((l) => l.msg === "request", 10_000, start);
+    const applied = async () =>
+      (await scrape(gateway.adminUrl)).only("psd2_gateway_config_reloads_total", { outcome: "applied" });
+    const before = await applied();
     rewrite(gateway.configFile, (c) => {
       c.log = { level: "warn" };
     });
     gateway.signal("SIGHUP");
-    // The reload's own line is info: its counter says it was applied.
+    // The reload's own line is info: its counter says it was applied (a file watcher may apply it too).
     await vi.waitFor(async () => {
-      const metrics = await scrape(gateway.adminUrl);
-      expect(metrics.only("psd2_gateway_config_reloads_total", { outcome: "applied" })).toBe(3);
+      expect(await applied()).toBeGreaterThan(before);
     });
     const mark = gateway.lines.length;
     expect((await accountsAsTppB(gateway.url)).status).toBe(400);
