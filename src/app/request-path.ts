@@ -267,6 +267,12 @@ export function keysNeedingRestart(running: GatewayConfig, next: GatewayConfig):
     ["revocation", running.revocation, next.revocation],
     ["register", running.register, next.register],
     ["cache", running.cache, next.cache],
+    // The verifier judges kinds as it was built (its verdicts are cached).
+    [
+      "verification.certificateKinds",
+      running.verification.certificateKinds,
+      next.verification.certificateKinds,
+    ],
     ["store", running.store, next.store],
     ["workers", running.workers, next.workers],
     ["admin", running.admin, next.admin],
