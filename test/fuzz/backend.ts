@@ -1,7 +1,8 @@
 /**
  * The fuzz run's recording backend: plain node:http on loopback. Every request it receives is
  * recorded (method, target, X-Request-ID, the fuzz tag from the query, a per-request sequence
- * number, whether the body arrived whole) and answered, once the body has ended, with a marker:
+ * number, whether the body arrived whole) and answered, once the body has ended (or, when it is
+ * eager for that request, as soon as the head arrives), with a marker:
  * header `x-backend-seq: <n>` and, when the answer has a body, `{"seq":n,"xRequestId":…,"tag":…}`
  * (padded for the large shapes). What it answered (status, body length and SHA-256, the
  * Content-Length it declared) is kept in the record: the harness matches what the client read
@@ -91,6 +92,11 @@ export interface BackendRecord {
   answered: boolean;
   /** Asked (x-fuzz-backend) to stall or cut the connection: the gateway answers 502/504 itself. */
   readonly provoked: boolean;
+  /**
+   * It acted on the head: answered as soon as the head arrived, before any body (as a legacy core's
+   * GET or DELETE handler does). Only an authenticated head may reach such a backend.
+   */
+  readonly eager: boolean;
   readonly receivedAt: number;
 }
 
@@ -116,6 +122,19 @@ export interface FuzzBackendOptions {
     applies(target: string): boolean;
     sign(body: Buffer, requestId: string): Promise<Record<string, string>>;
   };
+  /**
+   * Per mille of fuzz tags (picked by the tag's hash, so a replay's sends agree) whose requests it
+   * answers on the head instead of after the body; a request with `x-fuzz-eager: 1` always is.
+   * Default 0: every answer waits for the body.
+   */
+  readonly eagerPerMille?: number;
+}
+
+/** Whether the backend acts on this request's head (see `eagerPerMille`). */
+export function actsOnHead(tag: string | undefined, header: unknown, eagerPerMille: number): boolean {
+  if (header === "1") return true;
+  if (eagerPerMille <= 0 || tag === undefined) return false;
+  return hash32(`eager:${tag}`) % 1000 < eagerPerMille;
 }
 
 const TAG = /[?&]fz=([A-Za-z0-9._-]+)/;
@@ -258,12 +277,14 @@ export async function startFuzzBackend(options: FuzzBackendOptions): Promise<Fuz
   const server: Server = createServer({ maxHeaderSize: 65_536 }, (req, res) => {
     const target = req.url ?? "";
     const rid = req.headers["x-request-id"];
+    const tag = tagOf(target);
+    const provoked = req.headers["x-fuzz-backend"] !== undefined;
     const record: BackendRecord = {
       seq: records.length + 1,
       method: req.method ?? "",
       target,
       requestId: Array.isArray(rid) ? rid.join(",") : rid,
-      tag: tagOf(target),
+      tag,
       headers: req.headers,
       rawHeaders: req.rawHeaders,
       body: undefined,
@@ -271,7 +292,8 @@ export async function startFuzzBackend(options: FuzzBackendOptions): Promise<Fuz
       complete: false,
       answer: undefined,
       answered: false,
-      provoked: req.headers["x-fuzz-backend"] !== undefined,
+      provoked,
+      eager: !provoked && actsOnHead(tag, req.headers["x-fuzz-eager"], options.eagerPerMille ?? 0),
       receivedAt: Date.now(),
     };
     records.push(record);
@@ -283,11 +305,13 @@ export async function startFuzzBackend(options: FuzzBackendOptions): Promise<Fuz
       chunks?.push(chunk);
     });
     req.on("error", () => {});
+    const requested = String(req.headers["x-fuzz-answer"] ?? "");
+    if (record.eager) void answer(record, res, requested).catch(() => res.destroy());
     req.on("end", () => {
       record.complete = true;
       if (chunks) record.body = Buffer.concat(chunks);
+      if (record.eager) return; // answered on its head
       const behaviour = String(req.headers["x-fuzz-backend"] ?? "");
-      const requested = String(req.headers["x-fuzz-answer"] ?? "");
       if (behaviour === "drop") {
         // Executed but answered with a cut connection: the gateway must answer 502 itself.
         req.socket.destroy();

@@ -35,6 +35,11 @@ export interface FuzzOptions {
   readonly concurrency: number;
   /** Run only this case index of each family (a reproduction). */
   readonly onlyCase?: number;
+  /**
+   * Per mille of ingress requests the backend answers on the head, before the body (default 100;
+   * a family forces it with `x-fuzz-eager: 1`): the backend a legacy core's GET or DELETE handler is.
+   */
+  readonly eagerPerMille?: number;
   /** Progress lines (default: none). */
   readonly log?: (line: string) => void;
 }
@@ -111,7 +116,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       );
     let ingress: IngressSide | undefined;
     if (options.families.some((f) => f.target !== "egress")) {
-      ingress = await startIngressSide(pki, dir, options.concurrency);
+      ingress = await startIngressSide(pki, dir, options.concurrency, options.eagerPerMille ?? 100);
       stopLater(ingress);
       log(
         `ingress gateway pid ${ingress.gateway.pid} on port ${ingress.gateway.port}, backend ${ingress.backend.url}, seed ${options.seed}`,

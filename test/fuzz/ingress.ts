@@ -123,9 +123,14 @@ function bankResponseVerifiers(pki: DevPki): {
   };
 }
 
-export async function startIngressSide(pki: DevPki, dir: string, concurrency: number): Promise<IngressSide> {
+export async function startIngressSide(
+  pki: DevPki,
+  dir: string,
+  concurrency: number,
+  eagerPerMille: number,
+): Promise<IngressSide> {
   const { verifier, rfc9421Verifier, jadesVerifier, ukObVerifier } = bankResponseVerifiers(pki);
-  const backend = await startFuzzBackend({ boundBytes: RESPONSE_SIGNING_MAX_BYTES });
+  const backend = await startFuzzBackend({ boundBytes: RESPONSE_SIGNING_MAX_BYTES, eagerPerMille });
   try {
     const gateway = await startFuzzGateway({
       pki,

@@ -10,6 +10,8 @@
  *   FUZZ_CASE          run only this case index of each family (a reproduction)
  *   FUZZ_RSS_LIMIT_MB  each gateway process's VmRSS bound (default 400)
  *   FUZZ_CONCURRENCY   connections in flight (default 16)
+ *   FUZZ_EAGER         per mille of ingress requests the backend answers on the head, before the
+ *                      body, as a legacy core's GET or DELETE handler does (default 100; 1000: all)
  *   FUZZ_LOG_DIR       keep every gateway log line there, and cases.log: each case's end and duration
  *   FUZZ_LOG_LEVEL     the gateways' log level (default warn; info adds every access line)
  *
@@ -38,6 +40,7 @@ const seed = intFromEnv("FUZZ_SEED", Math.floor(Math.random() * 0x7fffffff));
 const count = intFromEnv("FUZZ_COUNT", 100_000);
 const rssLimitMb = intFromEnv("FUZZ_RSS_LIMIT_MB", 400);
 const concurrency = Math.max(1, intFromEnv("FUZZ_CONCURRENCY", 16));
+const eagerPerMille = Math.min(1000, intFromEnv("FUZZ_EAGER", 100));
 const onlyCaseText = process.env["FUZZ_CASE"];
 const names = (process.env["FUZZ_FAMILIES"] ?? "")
   .split(",")
@@ -58,6 +61,7 @@ const report = await runFuzz({
   families,
   rssLimitMb,
   concurrency,
+  eagerPerMille,
   ...(onlyCaseText !== undefined && onlyCaseText !== "" ? { onlyCase: intFromEnv("FUZZ_CASE", 0) } : {}),
   log: (line) => console.log(line),
 });

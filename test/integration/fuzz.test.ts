@@ -1,7 +1,8 @@
 /**
  * A short `npm run fuzz` inside `npm test`: every family, a fixed seed, a few thousand hostile
  * requests against the real gateway processes — ingress over TLS with response signing on, and
- * egress over plain HTTP for the `egress-*` families — with their recording backends, and not one
+ * egress over plain HTTP for the `egress-*` families — with their recording backends (ingress's
+ * answering a tenth of the requests on their head, before the body; then every one), and not one
  * invariant broken (test/fuzz/exchange-check.ts, ingress.ts, egress.ts and harness.ts list them). A failure prints the
  * report with a reproduction line per violation (FUZZ_FAMILIES=… FUZZ_SEED=… FUZZ_CASE=… npm run fuzz).
  */
@@ -33,5 +34,27 @@ describe("fuzz (short run)", () => {
     expect(Object.keys(report.rssSamplesMb).sort()).toEqual(["egress", "ingress"]);
     expect(report.failed, text).toBe(0);
     expect(report.passed).toBeGreaterThan(COUNT);
+  }, 120_000);
+
+  // Issue 37: a backend that acts on the head at once, for every request of every dialect.
+  const DIALECT_FAMILIES = ["cavage-12", "rfc9421", "jades", "uk-ob", "forged", "slow", "replay"];
+  it(`the dialect families against a backend that answers every request on its head`, async () => {
+    const families = ALL_FAMILIES.filter((f) => DIALECT_FAMILIES.includes(f.name));
+    const report = await runFuzz({
+      count: 1_500,
+      seed: SEED + 37,
+      families,
+      rssLimitMb: 400,
+      concurrency: 16,
+      eagerPerMille: 1000,
+    });
+    const text = formatReport(
+      report,
+      families.map((f) => f.name),
+    );
+    expect(families.map((f) => f.name).sort()).toEqual([...DIALECT_FAMILIES].sort());
+    for (const name of DIALECT_FAMILIES) expect(report.families[name]?.sent, name).toBeGreaterThan(0);
+    expect(report.families["forged"]?.refused, text).toBeGreaterThan(0);
+    expect(report.failed, text).toBe(0);
   }, 120_000);
 });

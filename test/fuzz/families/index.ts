@@ -12,6 +12,7 @@ import { egressHeaders } from "./egress-headers.js";
 import { egressIdle } from "./egress-idle.js";
 import { egressPaths } from "./egress-paths.js";
 import { egressPipelining } from "./egress-pipelining.js";
+import { forged } from "./forged.js";
 import { headers } from "./headers.js";
 import { idle } from "./idle.js";
 import { jades } from "./jades.js";
@@ -43,6 +44,7 @@ export const ALL_FAMILIES: readonly AnyFamily[] = [
   rfc9421,
   jades,
   ukOb,
+  forged,
   responses,
   egressControl,
   egressHeaders,
