@@ -10,13 +10,12 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Psd2Role } from "../eidas/index.js";
 import type { HeldSlot } from "../limits/index.js";
 import type { DigestValue, DigestVerifier, KeyIdTarget, SignatureParams } from "../signature/index.js";
+import type { JadesSignature, UkObSignature } from "../signature/jws/index.js";
 import type { ContentDigestVerifier, ParsedSignature } from "../signature/rfc9421/index.js";
 import type { Authority } from "./authority.js";
 import type { Utf8Scanner } from "./characters.js";
-import type { Dialect } from "./dialects.js";
-import type { JadesSignature } from "./jades-steps.js";
+import type { Dialect } from "./dialects/names.js";
 import type { StepTrace } from "./runner.js";
-import type { UkObSignature } from "./ukob-steps.js";
 
 /** Who the TPP is, once its certificate has been checked against the trust store and the register. */
 export interface TppIdentity {

@@ -12,31 +12,16 @@
 
 import type { IncomingHttpHeaders } from "node:http";
 import { type Rejection, reject } from "../errors.js";
+import { DIALECT_UNITS } from "./dialects/index.js";
+import { type Authenticates, DIALECTS, type Dialect } from "./dialects/names.js";
 import { underPrefix } from "./routes.js";
 
-export const DIALECTS = ["cavage", "rfc9421", "jades", "uk-ob"] as const;
-export type Dialect = (typeof DIALECTS)[number];
+export { type Authenticates, DIALECTS, type Dialect } from "./dialects/names.js";
 
-/**
- * What a dialect's signature authenticates, which decides when the request's bytes may leave for
- * the backend (nothing unauthenticated reaches the bank):
- * - `head`: the method, the target and the headers the signature covers, and the body through a
- *   covered digest (Digest, Content-Digest). The head is verified before anything is sent; the body
- *   streams, its last chunk held back until the digest matches, so the backend never has a whole
- *   body that was not signed.
- * - `body`: the body alone. Nothing is sent until the whole body (within maxBodyBytes) is read and
- *   its signature verified; the head the backend acts on (method, path, PSU-ID, X-Request-ID) is
- *   bound to the signer by the mutual-TLS QWAC of the same organisation, which such a request must
- *   come over.
- */
-export type Authenticates = "head" | "body";
-
-export const AUTHENTICATES: Readonly<Record<Dialect, Authenticates>> = {
-  cavage: "head",
-  rfc9421: "head",
-  jades: "head",
-  "uk-ob": "body",
-};
+/** What each dialect's signature authenticates (names.ts), as its unit states it. */
+export const AUTHENTICATES: Readonly<Record<Dialect, Authenticates>> = Object.fromEntries(
+  DIALECTS.map((d) => [d, DIALECT_UNITS[d].authenticates]),
+) as Record<Dialect, Authenticates>;
 
 /** Whether a request of `dialect` is read whole and verified before anything is forwarded. */
 export const verifiedBeforeSending = (dialect: Dialect): boolean => AUTHENTICATES[dialect] === "body";
@@ -44,14 +29,6 @@ export const verifiedBeforeSending = (dialect: Dialect): boolean => AUTHENTICATE
 /** The dialects among `accepted` whose head is bound by mutual TLS rather than by their signature. */
 export const headBoundByTls = (accepted: Iterable<Dialect>): Dialect[] =>
   [...accepted].filter((d) => AUTHENTICATES[d] === "body");
-
-/** What a TPP should send for each dialect, for refusals that say what would be accepted. */
-const HOW_TO_SIGN: Readonly<Record<Dialect, string>> = {
-  cavage: "a Signature header (draft-cavage, SPEC 5.2) with TPP-Signature-Certificate",
-  rfc9421: "Signature-Input and Signature headers (RFC 9421, FAPI 2.0) with TPP-Signature-Certificate",
-  jades: "an x-jws-signature header holding a JAdES detached JWS (Berlin Group openFinance)",
-  "uk-ob": "an x-jws-signature header holding a UK Open Banking detached JWS",
-};
 
 /** The dialects accepted under one path prefix, in order of preference. */
 export interface DialectRoute {
@@ -132,7 +109,7 @@ function missing(accepted: readonly Dialect[], headers: IncomingHttpHeaders): Re
       "Signature header is missing; every request must be signed with the eIDAS QSealC (SPEC 5.2)",
     );
   }
-  const wanted = accepted.map((d) => HOW_TO_SIGN[d]).join("; or ");
+  const wanted = accepted.map((d) => DIALECT_UNITS[d].howToSign).join("; or ");
   if (carried.length === 0) {
     return reject(
       "SIGNATURE_MISSING",

@@ -5,6 +5,7 @@
 
 export { type CharacterPolicy, checkHeaderCharacters, PERMISSIVE_POLICY, Utf8Scanner } from "./characters.js";
 export { CheckContext, type Route, type TppIdentity, type TrustedCertificate } from "./context.js";
+export { requestMessage } from "./dialects/index.js";
 export {
   AUTHENTICATES,
   type Authenticates,
@@ -19,7 +20,6 @@ export {
   verifiedBeforeSending,
 } from "./dialects.js";
 export { checkRequiredHeaders, hasBody } from "./required-headers.js";
-export { requestMessage } from "./rfc9421-steps.js";
 export { type RoleRoute, RoleTable, routeClass, routingPath, underPrefix } from "./routes.js";
 export {
   Chain,

@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { isIP } from "node:net";
 import { type Rejection, reject } from "../errors.js";
 import { Kept } from "../kept.js";
-import type { Dialect } from "./dialects.js";
+import type { Dialect } from "./dialects/names.js";
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;

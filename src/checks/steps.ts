@@ -16,36 +16,38 @@ import {
 } from "../limits/index.js";
 import {
   type AlgorithmName,
-  canonicalAlgorithm,
-  checkCoverage,
-  checkDate,
   type DigestValue,
   DigestVerifier,
   expectedKeyId,
   headerValue,
-  matchSignatureKeyId,
   parseDigestHeader,
-  parseSignatureHeader,
-  verifySignatureOver,
 } from "../signature/index.js";
 import { parseAuthority, servedAuthority } from "./authority.js";
 import { type CharacterPolicy, checkHeaderCharacters, Utf8Scanner } from "./characters.js";
 import type { CheckContext, TrustedCertificate } from "./context.js";
 import {
-  CAVAGE_ONLY,
+  type CavageOptions,
+  DIALECT_UNITS,
+  DIALECTS,
   type Dialect,
+  type DialectSteps,
+  type DialectUnit,
+  type JadesDialectOptions,
+  type Rfc9421DialectOptions,
+  type SharedDialectOptions,
+  type UkObDialectOptions,
+} from "./dialects/index.js";
+import {
+  CAVAGE_ONLY,
   type DialectPolicy,
   dialectChooser,
   headBoundByTls,
   verifiedBeforeSending,
 } from "./dialects.js";
-import { type JadesOptions, jadesSteps } from "./jades-steps.js";
 import { overrideChecker } from "./overrides.js";
 import { checkRequiredHeaders, hasBody } from "./required-headers.js";
-import { contentDigestStep, type Rfc9421Options, rfc9421Steps } from "./rfc9421-steps.js";
 import { ambiguousPath, underPrefix } from "./routes.js";
 import type { MaybePromise, Step, StepResult } from "./runner.js";
-import { type UkObOptions, ukObSteps } from "./ukob-steps.js";
 
 /** Implemented by the eIDAS layer's verdict cache: a value at once on a hit, a promise on a miss. */
 export interface CertificateVerifier {
@@ -125,51 +127,30 @@ export interface CheckOptions {
   /** The signing dialects accepted, per path prefix; draft-cavage only without it. */
   readonly dialects?: DialectPolicy;
   /** RFC 9421 (FAPI 2.0): its algorithms, how old `created` may be, the scheme of `@target-uri`. */
-  readonly rfc9421?: Pick<Rfc9421Options, "algorithms" | "maxAgeSeconds" | "scheme">;
+  readonly rfc9421?: Rfc9421DialectOptions;
   /** JAdES (openFinance 2.x): its algorithms and how the HttpHeaders payload is laid out. */
-  readonly jades?: Pick<JadesOptions, "algorithms" | "payloadStyle">;
+  readonly jades?: JadesDialectOptions;
   /** draft-cavage-12: a signed `(created)` may stand for the Date header. */
-  readonly cavage?: { readonly createdForDate: boolean };
+  readonly cavage?: CavageOptions;
   /** UK Open Banking: its algorithms, the trust anchors `tan` may name, whether `b64: false` is accepted. */
-  readonly ukOb?: Pick<UkObOptions, "algorithms" | "tan" | "allowB64False">;
+  readonly ukOb?: UkObDialectOptions;
 }
 
-/** UK Open Banking's defaults: PS256, tan openbanking.org.uk, Read/Write API 3.1.4 and later (no b64). */
-const UK_OB_DEFAULTS: NonNullable<CheckOptions["ukOb"]> = {
-  algorithms: ["PS256"],
-  tan: ["openbanking.org.uk"],
-  allowB64False: false,
-};
+/** Each dialect's own options, as CheckOptions holds them (its unit's defaults where absent). */
+function ownOptions(options: CheckOptions, dialect: Dialect): unknown {
+  const own = {
+    cavage: options.cavage,
+    rfc9421: options.rfc9421,
+    jades: options.jades,
+    "uk-ob": options.ukOb,
+  }[dialect];
+  return { ...(DIALECT_UNITS[dialect].defaults as object), ...own };
+}
 
-/** JAdES's defaults: every algorithm the openFinance guidelines name, OBP-API's payload layout. */
-const JADES_DEFAULTS: NonNullable<CheckOptions["jades"]> = {
-  algorithms: ["PS256", "RS256", "ES256"],
-  payloadStyle: "obp-api",
-};
-
-/** RFC 9421's defaults: FAPI 2.0's algorithms, `created` at most 5 minutes old, HTTPS. */
-const RFC9421_DEFAULTS: NonNullable<CheckOptions["rfc9421"]> = {
-  algorithms: ["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"],
-  maxAgeSeconds: 300,
-  scheme: "https",
-};
-
-/** The steps of draft-cavage requests only. */
-const CAVAGE = ["cavage"] as const;
-
-/**
- * Each dialect's step that verifies its signature: a chain accepts a dialect only when it has that
- * step, so a request of a dialect without steps can never pass unverified.
- */
-const SIGNATURE_STEP: Readonly<Record<Dialect, string>> = {
-  cavage: "signature",
-  rfc9421: "rfc9421-signature",
-  jades: "jades-signature",
-  "uk-ob": "uk-ob-signature",
-};
-
-/** The dialects the chain has steps for (configuration may name only these). */
-export const IMPLEMENTED_DIALECTS: readonly Dialect[] = ["cavage", "rfc9421", "jades", "uk-ob"];
+/** The dialects the chain has steps for (configuration may name only these): every unit of the table. */
+export const IMPLEMENTED_DIALECTS: readonly Dialect[] = DIALECTS.filter(
+  (d) => DIALECT_UNITS[d] !== undefined,
+);
 
 const EMPTY_SHA256 = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
 const EMPTY_SHA512 =
@@ -221,41 +202,31 @@ function isProtectedHeader(name: string): boolean {
 /** The expectation Node answers itself (its own pattern, from lib/_http_server.js). */
 const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
 
-/** The steps that need a parsed header or a trusted certificate read them through these. */
-const signatureOf = (c: CheckContext) => c.signature!;
+/** The steps that need a trusted certificate read it through this. */
 const certificateOf = (c: CheckContext) => c.certificate!;
 
 /** The ordered list of named checks, built once from the options. */
 export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
-  const dateOptions = { toleranceMs: options.dateToleranceMs };
   const refuseOverrides = overrideChecker(options.overrideHeaders);
   const maxBody = options.maxBodyBytes ?? Number.POSITIVE_INFINITY;
   const dialects = options.dialects ?? CAVAGE_ONLY;
-  const createdForDate = options.cavage?.createdForDate ?? false;
   const chooseDialect = dialectChooser(dialects);
   const hostNames = (options.hostNames ?? []).map((name) => name.toLowerCase());
   const accepted = new Set([...dialects.accept, ...(dialects.routes ?? []).flatMap((r) => r.accept)]);
-  // Only the accepted dialects' steps: the chain, its metric labels and `verify` name what can refuse.
-  const jades = jadesSteps({
-    ...JADES_DEFAULTS,
-    ...options.jades,
+  // Only the accepted dialects' steps, each built by its unit: the chain, its metric labels and
+  // `verify` name what can refuse.
+  const shared: SharedDialectOptions = {
     now: options.now,
-    toleranceMs: options.dateToleranceMs,
-  });
-  const ukOb = ukObSteps({
-    ...UK_OB_DEFAULTS,
-    ...options.ukOb,
-    now: options.now,
-    toleranceMs: options.dateToleranceMs,
-  });
-  const rfc9421Options = { ...RFC9421_DEFAULTS, ...options.rfc9421 };
-  const rfc9421 = rfc9421Steps({
-    ...rfc9421Options,
-    now: options.now,
-    toleranceSeconds: options.dateToleranceMs / 1000,
+    dateToleranceMs: options.dateToleranceMs,
+    algorithms: options.algorithms,
     keyIdPolicy: options.keyIdPolicy,
     allowDecimalSerial: options.allowDecimalSerial,
-  });
+  };
+  const built = DIALECTS.filter((d) => accepted.has(d)).map((d) =>
+    DIALECT_UNITS[d].steps(shared, ownOptions(options, d)),
+  );
+  const slot = (place: keyof Omit<DialectSteps, "longestAcceptanceMs">): Step<CheckContext>[] =>
+    built.flatMap((s) => s[place] ?? []);
   const steps: Step<CheckContext>[] = [
     {
       // RFC 9112 3.2: an HTTP/1.1 request without Host is malformed. Refused in its turn on the
@@ -385,18 +356,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       name: "header-characters",
       run: (c) => checkHeaderCharacters(c.headers, options.characterPolicy),
     },
-    {
-      name: "date",
-      dialects: CAVAGE,
-      run: (c) => {
-        // draft-cavage-12: a signed (created) may stand for Date, where configured (judged by signature-times).
-        if (c.headers.date === undefined && createdForDate && signsCreated(c)) return undefined;
-        const date = checkDate(c.headers.date, options.now(), dateOptions);
-        if (isRejection(date)) return date;
-        c.acceptUntil(date + options.dateToleranceMs);
-        return undefined;
-      },
-    },
+    ...slot("time"),
     {
       // Parsed here (cheap); the body itself is hashed as it streams to the backend.
       name: "digest",
@@ -427,45 +387,8 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       },
     },
 
-    ...(accepted.has("rfc9421") ? [contentDigestStep()] : []),
-    {
-      name: "signature-header",
-      dialects: CAVAGE,
-      run: (c) => {
-        const signature = parseSignatureHeader(headerValue(c.headers, "signature"));
-        if (isRejection(signature)) return signature;
-        c.signature = signature;
-        c.signedHeaders = signature.headers;
-        return undefined;
-      },
-    },
-    {
-      // draft-cavage-12's `created` and `expires` parameters, when sent, against the clock (as Date).
-      name: "signature-times",
-      dialects: CAVAGE,
-      run: (c) => {
-        const signature = signatureOf(c);
-        // The date step let a request without Date on only for this: a signed, present `created`.
-        if (
-          c.headers.date === undefined &&
-          !(signature.headers.includes("(created)") && signature.created !== undefined)
-        ) {
-          return reject(
-            "FORMAT_ERROR",
-            "Date header is missing; send the current time as an RFC 7231 IMF-fixdate, or sign (created) with a created parameter",
-          );
-        }
-        const times = checkSignatureTimes(signature, options.now(), options.dateToleranceMs);
-        if (times) return times;
-        const { created, expires } = signature;
-        if (created !== undefined) c.acceptUntil(created * 1000 + options.dateToleranceMs);
-        if (expires !== undefined) c.acceptUntil(expires * 1000 + options.dateToleranceMs);
-        return undefined;
-      },
-    },
-    ...(accepted.has("rfc9421") ? rfc9421.parse : []),
-    ...(accepted.has("jades") ? jades.parse : []),
-    ...(accepted.has("uk-ob") ? ukOb.parse : []),
+    ...slot("digest"),
+    ...slot("parse"),
     {
       // A header named in Connection is removed before forwarding (RFC 9110 7.6.1): naming a
       // signed or PSD2 header would make the backend act on less than was verified.
@@ -517,59 +440,19 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       run: (c) => checkClientCertificate(c, options),
     });
   }
-  if (options.keyIdPolicy === "strict") {
-    steps.push({
-      name: "key-id",
-      dialects: CAVAGE,
-      run: (c) => {
-        const keyId = matchSignatureKeyId(signatureOf(c), certificateOf(c).keyIdTarget, {
-          allowDecimalSerial: options.allowDecimalSerial,
-        });
-        return isRejection(keyId) ? keyId : undefined;
-      },
-    });
-  }
-  if (accepted.has("rfc9421")) steps.push(...rfc9421.keyId);
-  steps.push(
-    {
-      // Every eligible header present is signed (SPEC 5.5).
-      name: "coverage",
-      dialects: CAVAGE,
-      run: (c) => {
-        const coverage = checkCoverage(signatureOf(c).headers, c.headers);
-        return isRejection(coverage) ? coverage : undefined;
-      },
+  steps.push(...slot("keyId"), ...slot("verify"), {
+    name: "role",
+    run: (c) => {
+      const { role, path } = c.route;
+      const { identity } = certificateOf(c);
+      if (role === undefined || identity.roles.has(role)) return undefined;
+      const held = [...identity.roles].join(", ") || "none";
+      return reject(
+        "ROLE_INVALID",
+        `${path} needs the PSD2 role ${role}; the certificate and register grant ${identity.organizationId} only: ${held}`,
+      );
     },
-    {
-      name: "signature",
-      dialects: CAVAGE,
-      run: (c) => {
-        const signature = signatureOf(c);
-        const bytes = verifySignatureOver(c, signature, certificateOf(c).publicKey, options.algorithms);
-        if (isRejection(bytes)) return bytes;
-        c.signingString = bytes;
-        // The algorithm's identity, not the spelling sent: the name is not signed.
-        c.signedWith = canonicalAlgorithm(signature.algorithm) ?? signature.algorithm;
-        return undefined;
-      },
-    },
-    ...(accepted.has("rfc9421") ? rfc9421.verify : []),
-    ...(accepted.has("jades") ? jades.verify : []),
-    ...(accepted.has("uk-ob") ? ukOb.verify : []),
-    {
-      name: "role",
-      run: (c) => {
-        const { role, path } = c.route;
-        const { identity } = certificateOf(c);
-        if (role === undefined || identity.roles.has(role)) return undefined;
-        const held = [...identity.roles].join(", ") || "none";
-        return reject(
-          "ROLE_INVALID",
-          `${path} needs the PSD2 role ${role}; the certificate and register grant ${identity.organizationId} only: ${held}`,
-        );
-      },
-    },
-  );
+  });
   const unattended = options.unattended;
   if (unattended?.checksPeriod) steps.push(unattendedPeriodStep(unattended, options.now));
   const replay = options.replay;
@@ -580,10 +463,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     };
     // A dialect whose time step set no bound would be a bug: its record then lives as long as any
     // accepted request could (Date or created up to the tolerance ahead, plus its own window).
-    const longest = Math.max(
-      2 * options.dateToleranceMs,
-      accepted.has("rfc9421") ? rfc9421Options.maxAgeSeconds * 1000 + 2 * options.dateToleranceMs + 1000 : 0,
-    );
+    const longest = Math.max(2 * options.dateToleranceMs, ...built.map((s) => s.longestAcceptanceMs));
     const counted = (fresh: true | Rejection): StepResult => {
       if (fresh === true) return undefined;
       if (fresh.code === "SIGNATURE_INVALID") options.onReplayRefused?.();
@@ -641,7 +521,9 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   });
   if (options.responseSigner) steps.push(responseSigningStep(options.responseSigner));
   for (const dialect of accepted) {
-    if (!steps.some((s) => s.name === SIGNATURE_STEP[dialect])) {
+    // A name from outside the table (a config not checked by the schema) has no unit at all.
+    const unit: DialectUnit<unknown> | undefined = DIALECT_UNITS[dialect];
+    if (!unit || !steps.some((s) => s.name === unit.signatureStep)) {
       throw new Error(`the signing dialect '${dialect}' is accepted but the chain cannot verify it`);
     }
   }
@@ -790,44 +672,6 @@ function sameOrganization(
       "CERTIFICATE_INVALID",
       `the TLS client certificate belongs to ${qwac.identity.organizationId} but the signing certificate to ${seal}; both must name the same TPP`,
     );
-  }
-  return undefined;
-}
-
-/** Whether the Signature header lists `(created)` (read before it is parsed: only without Date). */
-function signsCreated(c: CheckContext): boolean {
-  return headerValue(c.headers, "signature")?.includes("(created)") ?? false;
-}
-
-/**
- * draft-cavage-12: `created` within the Date tolerance of the clock, `expires` not passed and not
- * before `created`. A request without Date must have signed `(created)` (the date step let it on).
- */
-function checkSignatureTimes(
-  signature: NonNullable<CheckContext["signature"]>,
-  now: number,
-  toleranceMs: number,
-): StepResult {
-  const { created, expires } = signature;
-  if (created !== undefined) {
-    const offset = created * 1000 - now;
-    if (Math.abs(offset) > toleranceMs) {
-      return reject(
-        "TIMESTAMP_INVALID",
-        `Signature 'created' ${created} is ${Math.round(Math.abs(offset) / 1000)} s ${offset < 0 ? "behind" : "ahead of"} the gateway clock (${Math.floor(now / 1000)}); at most ${Math.round(toleranceMs / 1000)} s either way is accepted`,
-      );
-    }
-  }
-  if (expires !== undefined) {
-    if (created !== undefined && expires < created) {
-      return reject("TIMESTAMP_INVALID", `Signature 'expires' ${expires} is before its 'created' ${created}`);
-    }
-    if (expires * 1000 < now - toleranceMs) {
-      return reject(
-        "TIMESTAMP_INVALID",
-        `Signature 'expires' ${expires} has passed (the gateway clock is ${Math.floor(now / 1000)}); sign the request afresh`,
-      );
-    }
   }
   return undefined;
 }

@@ -387,3 +387,9 @@ function prepareJades(input: JadesSignInput): { alg: JwsAlgorithm; protectedB64:
 function createHashBase64Url(der: Uint8Array): string {
   return createHash("sha256").update(der).digest("base64url");
 }
+
+/** The parsed JWS, its protected header read (the chain's jades steps check its time and signature apart). */
+export interface JadesSignature {
+  readonly jws: DetachedJws;
+  readonly header: JadesHeader;
+}

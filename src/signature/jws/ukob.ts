@@ -10,7 +10,7 @@
  * caller's: the header is returned parsed, and checkUkObClaims compares it with expected values.
  */
 
-import type { KeyObject } from "node:crypto";
+import { createVerify, type KeyObject, type Verify } from "node:crypto";
 import { isRejection, type Rejection, reject } from "../../errors.js";
 import {
   algorithmFitsKey,
@@ -21,6 +21,7 @@ import {
   encodeHeader,
   type JwsAlgorithm,
   keyOfCertificate,
+  keyOptions,
   readDetachedJws,
   readX5c,
   signatureMismatch,
@@ -251,4 +252,50 @@ function prepareUkOb(input: UkObSignInput): { alg: JwsAlgorithm; protectedB64: s
   }
   const protectedB64 = encodeHeader(header);
   return { alg, protectedB64, input: signingInput(protectedB64, payloadOf(input.body, !input.b64False)) };
+}
+
+/** The JWS read, and the body's signature check as it streams. */
+export class UkObSignature {
+  private verifier: Verify | undefined;
+  /** Bytes of the body not yet base64url-encoded (fewer than 3). */
+  private pending = Buffer.alloc(0);
+
+  constructor(
+    readonly jws: DetachedJws,
+    readonly header: UkObHeader,
+  ) {}
+
+  /** The signing input's start: ASCII(BASE64URL(protected)) || '.'. */
+  private started(): Verify {
+    if (!this.verifier) {
+      this.verifier = createVerify("sha256");
+      this.verifier.update(`${this.jws.protectedB64}.`, "latin1");
+    }
+    return this.verifier;
+  }
+
+  /** One chunk of the body into the signing input: raw with b64 false, base64url otherwise. */
+  update(chunk: Buffer): void {
+    const verifier = this.started();
+    if (!this.header.b64) {
+      verifier.update(chunk);
+      return;
+    }
+    const bytes = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
+    const whole = bytes.length - (bytes.length % 3);
+    if (whole > 0) verifier.update(bytes.subarray(0, whole).toString("base64url"), "latin1");
+    this.pending = Buffer.from(bytes.subarray(whole));
+  }
+
+  /** The body has ended: whether the signature holds over all of it. */
+  finish(key: KeyObject): boolean {
+    const verifier = this.started();
+    if (this.header.b64 && this.pending.length > 0)
+      verifier.update(this.pending.toString("base64url"), "latin1");
+    try {
+      return verifier.verify(keyOptions(this.header.alg, key), this.jws.signature);
+    } catch {
+      return false;
+    }
+  }
 }

@@ -6,8 +6,8 @@
  * the chain's shared steps.
  */
 
-import { isRejection, type Rejection, reject } from "../errors.js";
-import { type KeyIdTarget, matchKeyId } from "../signature/index.js";
+import { isRejection, type Rejection, reject } from "../../errors.js";
+import { type KeyIdTarget, matchKeyId } from "../../signature/index.js";
 import {
   algorithmForKey,
   ContentDigestVerifier,
@@ -24,11 +24,12 @@ import {
   signatureAcceptedUntil,
   signatureBase,
   verify,
-} from "../signature/rfc9421/index.js";
-import { parseAuthority } from "./authority.js";
-import type { CheckContext } from "./context.js";
-import { hasBody } from "./required-headers.js";
-import type { Step } from "./runner.js";
+} from "../../signature/rfc9421/index.js";
+import { parseAuthority } from "../authority.js";
+import type { CheckContext } from "../context.js";
+import { hasBody } from "../required-headers.js";
+import type { Step } from "../runner.js";
+import type { DialectUnit } from "./unit.js";
 
 export const RFC9421 = ["rfc9421"] as const;
 
@@ -207,3 +208,34 @@ function checkKeyId(
   const matched = matchKeyId(keyid, target, { allowDecimalSerial });
   return matched === true ? undefined : matched;
 }
+
+/** RFC 9421's own options (config `verification.dialects.rfc9421`). */
+export type Rfc9421DialectOptions = Pick<Rfc9421Options, "algorithms" | "maxAgeSeconds" | "scheme">;
+
+export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions> = {
+  name: "rfc9421",
+  authenticates: "head",
+  howToSign: "Signature-Input and Signature headers (RFC 9421, FAPI 2.0) with TPP-Signature-Certificate",
+  signatureStep: "rfc9421-signature",
+  // FAPI 2.0's algorithms, `created` at most 5 minutes old, HTTPS.
+  defaults: {
+    algorithms: ["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"],
+    maxAgeSeconds: 300,
+    scheme: "https",
+  },
+  steps(shared, own) {
+    const steps = rfc9421Steps({
+      ...own,
+      now: shared.now,
+      toleranceSeconds: shared.dateToleranceMs / 1000,
+      keyIdPolicy: shared.keyIdPolicy,
+      allowDecimalSerial: shared.allowDecimalSerial,
+    });
+    return {
+      digest: [contentDigestStep()],
+      ...steps,
+      // `created` up to the tolerance ahead, and its maximum age plus the tolerance behind.
+      longestAcceptanceMs: own.maxAgeSeconds * 1000 + 2 * shared.dateToleranceMs + 1000,
+    };
+  },
+};

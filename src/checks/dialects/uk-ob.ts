@@ -8,8 +8,8 @@
  * the head. The certificate, role, replay and limits are the chain's shared steps.
  */
 
-import { createHash, createVerify, type Verify } from "node:crypto";
-import { isRejection, reject } from "../errors.js";
+import { createHash } from "node:crypto";
+import { isRejection, reject } from "../../errors.js";
 import {
   algorithmFitsKey,
   checkTime,
@@ -17,14 +17,14 @@ import {
   type DetachedJws,
   JWS_SIGNATURE_HEADER,
   type JwsAlgorithm,
-  keyOptions,
   readUkObHeader,
   signatureMismatch,
-  type UkObHeader,
-} from "../signature/jws/index.js";
-import type { CheckContext } from "./context.js";
-import { hasBody } from "./required-headers.js";
-import type { Step, StepResult } from "./runner.js";
+  UkObSignature,
+} from "../../signature/jws/index.js";
+import type { CheckContext } from "../context.js";
+import { hasBody } from "../required-headers.js";
+import type { Step, StepResult } from "../runner.js";
+import type { DialectUnit } from "./unit.js";
 
 export const UK_OB = ["uk-ob"] as const;
 
@@ -37,52 +37,6 @@ export interface UkObOptions {
   readonly tan: readonly string[];
   /** Accept `b64: false` (Read/Write API 3.1.3 and earlier: the raw body signed). */
   readonly allowB64False: boolean;
-}
-
-/** The JWS read, and the body's signature check as it streams. */
-export class UkObSignature {
-  private verifier: Verify | undefined;
-  /** Bytes of the body not yet base64url-encoded (fewer than 3). */
-  private pending = Buffer.alloc(0);
-
-  constructor(
-    readonly jws: DetachedJws,
-    readonly header: UkObHeader,
-  ) {}
-
-  /** The signing input's start: ASCII(BASE64URL(protected)) || '.'. */
-  private started(): Verify {
-    if (!this.verifier) {
-      this.verifier = createVerify("sha256");
-      this.verifier.update(`${this.jws.protectedB64}.`, "latin1");
-    }
-    return this.verifier;
-  }
-
-  /** One chunk of the body into the signing input: raw with b64 false, base64url otherwise. */
-  update(chunk: Buffer): void {
-    const verifier = this.started();
-    if (!this.header.b64) {
-      verifier.update(chunk);
-      return;
-    }
-    const bytes = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;
-    const whole = bytes.length - (bytes.length % 3);
-    if (whole > 0) verifier.update(bytes.subarray(0, whole).toString("base64url"), "latin1");
-    this.pending = Buffer.from(bytes.subarray(whole));
-  }
-
-  /** The body has ended: whether the signature holds over all of it. */
-  finish(key: Parameters<typeof keyOptions>[1]): boolean {
-    const verifier = this.started();
-    if (this.header.b64 && this.pending.length > 0)
-      verifier.update(this.pending.toString("base64url"), "latin1");
-    try {
-      return verifier.verify(keyOptions(this.header.alg, key), this.jws.signature);
-    } catch {
-      return false;
-    }
-  }
 }
 
 const ukObOf = (c: CheckContext): UkObSignature => c.ukOb!;
@@ -201,3 +155,23 @@ function replayMaterial(jws: DetachedJws, alg: JwsAlgorithm): Buffer {
   }
   return createHash("sha256").update(jws.protectedB64).update(".").update(signature).digest();
 }
+
+/** UK Open Banking's own options (config `verification.dialects.ukOb`). */
+export type UkObDialectOptions = Pick<UkObOptions, "algorithms" | "tan" | "allowB64False">;
+
+export const ukObDialect: DialectUnit<UkObDialectOptions> = {
+  name: "uk-ob",
+  // Its signature covers the body only: read whole and verified before a byte is sent, its head
+  // bound by the same organisation's QWAC (the client-certificate step).
+  authenticates: "body",
+  howToSign: "an x-jws-signature header holding a UK Open Banking detached JWS",
+  signatureStep: "uk-ob-signature",
+  // PS256, tan openbanking.org.uk, Read/Write API 3.1.4 and later (no b64).
+  defaults: { algorithms: ["PS256"], tan: ["openbanking.org.uk"], allowB64False: false },
+  steps(shared, own) {
+    return {
+      ...ukObSteps({ ...own, now: shared.now, toleranceMs: shared.dateToleranceMs }),
+      longestAcceptanceMs: 2 * shared.dateToleranceMs,
+    };
+  },
+};

@@ -5,23 +5,23 @@
  * certificate, role, replay and limits are the chain's shared steps.
  */
 
-import { isRejection, reject } from "../errors.js";
+import { isRejection, reject } from "../../errors.js";
 import {
   algorithmFitsKey,
   buildHttpHeadersPayload,
   checkTime,
-  type DetachedJws,
   type HttpHeadersPayloadStyle,
-  type JadesHeader,
+  type JadesSignature,
   JWS_SIGNATURE_HEADER,
   type JwsAlgorithm,
   readJadesHeader,
   signatureMismatch,
   signingInput,
   verifyJwsSignature,
-} from "../signature/jws/index.js";
-import type { CheckContext } from "./context.js";
-import type { Step } from "./runner.js";
+} from "../../signature/jws/index.js";
+import type { CheckContext } from "../context.js";
+import type { Step } from "../runner.js";
+import type { DialectUnit } from "./unit.js";
 
 export const JADES = ["jades"] as const;
 
@@ -37,12 +37,6 @@ export interface JadesOptions {
 const COVER_WHEN_PRESENT = ["digest", "psu-id", "psu-corporate-id", "tpp-redirect-uri"];
 /** …and always: the request line and X-Request-ID. */
 const COVER_ALWAYS = ["(request-target)", "x-request-id"];
-
-/** The parsed JWS, its protected header read; the time is checked by its own step. */
-export interface JadesSignature {
-  readonly jws: DetachedJws;
-  readonly header: JadesHeader;
-}
 
 const jadesOf = (c: CheckContext): JadesSignature => c.jades!;
 
@@ -131,3 +125,21 @@ export function jadesSteps(options: JadesOptions): {
   ];
   return { parse, verify };
 }
+
+/** JAdES's own options (config `verification.dialects.jades`). */
+export type JadesDialectOptions = Pick<JadesOptions, "algorithms" | "payloadStyle">;
+
+export const jadesDialect: DialectUnit<JadesDialectOptions> = {
+  name: "jades",
+  authenticates: "head",
+  howToSign: "an x-jws-signature header holding a JAdES detached JWS (Berlin Group openFinance)",
+  signatureStep: "jades-signature",
+  // Every algorithm the openFinance guidelines name, OBP-API's payload layout.
+  defaults: { algorithms: ["PS256", "RS256", "ES256"], payloadStyle: "obp-api" },
+  steps(shared, own) {
+    return {
+      ...jadesSteps({ ...own, now: shared.now, toleranceMs: shared.dateToleranceMs }),
+      longestAcceptanceMs: 2 * shared.dateToleranceMs,
+    };
+  },
+};
