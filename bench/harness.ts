@@ -12,6 +12,7 @@ import { Worker } from "node:worker_threads";
 import autocannon from "autocannon";
 import type { PresignedRequest, PresignJob } from "./presign.js";
 import { CAN_PIN } from "./taskset.js";
+import { judgeRun, type RunFacts } from "./validity.js";
 
 export const BENCH_DIR = new URL(".", import.meta.url).pathname;
 
@@ -157,10 +158,19 @@ export interface RunResult {
   /** V8 heap bytes the measured server allocated per request (bench/servers/proxy.ts children only). */
   readonly heapBytesPerRequest?: number | undefined;
   readonly non2xx: number;
+  /** Requests that failed without an answer, timeouts included (autocannon counts both). */
   readonly errors: number;
+  /** Of `errors`, those that timed out. */
+  readonly timeouts: number;
   readonly total: number;
+  /** Requests written and requests answered in this run (autocannon's totalRequests, totalCompletedRequests). */
+  readonly sent: number;
+  readonly completed: number;
   /** Answers by status code ("200": n). */
   readonly statuses: Record<string, number>;
+  /** The pool's size, and where its cursor stood after this run: every entry taken so far, warm-up included. */
+  readonly poolSize: number;
+  readonly poolConsumed: number;
 }
 
 /** Where a pool has got to: shared by the warm-up and the run against one gateway process, so no signature is sent twice. */
@@ -206,8 +216,13 @@ export async function load(
   const result = await autocannon(options as unknown as autocannon.Options);
   const after = measured ? await usageOf(measured) : undefined;
   const total = result.requests.total;
-  const stats = (result as unknown as { statusCodeStats?: Record<string, { count: number }> })
-    .statusCodeStats;
+  // Fields autocannon 8 returns that its typings leave out.
+  const more = result as unknown as {
+    statusCodeStats?: Record<string, { count: number }>;
+    totalRequests?: number;
+    totalCompletedRequests?: number;
+  };
+  const stats = more.statusCodeStats;
   return {
     rps: amount ? total / result.duration : result.requests.average,
     p50: result.latency.p50,
@@ -218,10 +233,71 @@ export async function load(
         ? (after.heapAllocated - before.heapAllocated) / total
         : undefined,
     non2xx: result.non2xx,
-    errors: result.errors + result.timeouts,
+    errors: result.errors,
+    timeouts: result.timeouts,
     total,
+    sent: more.totalRequests ?? total,
+    completed: more.totalCompletedRequests ?? total,
     statuses: Object.fromEntries(Object.entries(stats ?? {}).map(([code, s]) => [code, s.count])),
+    poolSize: pool.length,
+    // setupRequest runs once per request written (autocannon 8), so this counts every entry sent.
+    poolConsumed: cursor.next,
   };
+}
+
+/** How a run is judged (bench/validity.ts): whether its pool is single-use, and what it asks for. */
+export interface JudgeOptions {
+  /** Its pool's entries are presigned, each sendable once (false: unsigned requests, reused on purpose). */
+  readonly singleUse?: boolean;
+  readonly non2xxAskedFor?: boolean;
+  readonly knobs?: RunFacts["knobs"];
+}
+
+/** A harness run as bench/validity.ts's facts. */
+export function factsOf(run: RunResult, options: JudgeOptions = {}): RunFacts {
+  return {
+    non2xx: run.non2xx,
+    errors: run.errors,
+    timeouts: run.timeouts,
+    sent: run.sent,
+    completed: run.completed,
+    statuses: run.statuses,
+    ...(options.singleUse !== false ? { pool: { size: run.poolSize, consumed: run.poolConsumed } } : {}),
+    ...(options.non2xxAskedFor ? { non2xxAskedFor: true } : {}),
+    ...(options.knobs ? { knobs: options.knobs } : {}),
+  };
+}
+
+/**
+ * The runs a bench judged: an invalid one's reasons go to stderr as it is judged; at the end the
+ * bench writes no section of RESULTS.md and prints no figures when any was invalid, and exits 1.
+ */
+export class Judged {
+  private readonly refused: string[] = [];
+
+  /** Judges one run; true when it is a result. `label` names it in the reasons. */
+  ok(label: string, facts: RunFacts): boolean {
+    const verdict = judgeRun(facts);
+    if (verdict.valid) return true;
+    this.refused.push(label);
+    console.error(
+      `bench: REFUSED ${label}: not a valid measurement (issue 42):\n${verdict.reasons.map((r) => `  - ${r}`).join("\n")}`,
+    );
+    return false;
+  }
+
+  get anyRefused(): boolean {
+    return this.refused.length > 0;
+  }
+
+  /** At the end: names the refused runs; the exit code the bench should end with. */
+  finish(what: string): number {
+    if (this.refused.length === 0) return 0;
+    console.error(
+      `bench: ${this.refused.length} run(s) refused (${this.refused.join("; ")}): ${what} left out; reasons above`,
+    );
+    return 1;
+  }
 }
 
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;

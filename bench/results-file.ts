@@ -12,7 +12,9 @@ export function machineLine(): string {
 
 export function replaceSection(heading: string, body: string): void {
   const header =
-    "# Benchmark results\n\nNumbers move from machine to machine and run to run: compare the ratios within one run.\n";
+    "# Benchmark results\n\nNumbers move from machine to machine and run to run: compare the ratios within one run.\n\n" +
+    "A run with a non-2xx answer it did not ask for, a failed request or a wrapped pool of presigned requests is not a " +
+    "result: the benches refuse it, say why and what to set, and write nothing (bench/validity.ts, issue 42).\n";
   const text = existsSync(RESULTS_FILE) ? readFileSync(RESULTS_FILE, "utf8") : header;
   const title = `## ${heading}`;
   const section = `${title}\n\n${body.trim()}\n`;

@@ -14,6 +14,10 @@
  * BENCH_CONFIGS=undici,gateway (and BENCH_METHODS=GET) runs only those, interleaved, and prints
  * them with their ratios: the quick loop while working on the hot path; RESULTS.md is left as it is
  * (BENCH_JSON=<file> also writes the runs there, for bench/runtimes.ts).
+ * Every measured run is judged (bench/validity.ts, issue 42): one with a non-2xx answer, a failed
+ * request or, for the gateway (whose replay store refuses a request sent twice), a wrapped pool is
+ * refused with its reasons on stderr; then no figure is printed, the section of RESULTS.md stays as
+ * it was, no BENCH_JSON is written, and the bench exits 1.
  */
 
 import "reflect-metadata";
@@ -25,6 +29,8 @@ import { join } from "node:path";
 import { generateDevPki } from "../src/dev/pki.js";
 import { freshCertificates } from "./fresh-certificates.js";
 import {
+  factsOf,
+  Judged,
   load,
   median,
   PAYMENT_BODY,
@@ -52,6 +58,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const POOL = Number(process.env.BENCH_POOL ?? 50_000);
 const NEW_CERTS = Number(process.env.BENCH_NEW_CERTS ?? 2000);
 const CONNECTIONS = 50;
+/** The limit routes warm up for a fixed second: only the run's length shortens what they take of the pool. */
+const LIMITS_KNOBS = { pool: "BENCH_POOL", shorten: ["BENCH_SECONDS"] };
 /**
  * Issue 5: the unattended-limited route (no PSU-IP-Address, one account per request so each call
  * reserves a slot) beside the unlimited route, with the memory store, with one Redis (which also
@@ -61,6 +69,7 @@ const CONNECTIONS = 50;
 async function benchLimits(
   pkiDir: string,
   base: Omit<PresignJob, "count" | "method" | "target">,
+  judged: Judged,
 ): Promise<string> {
   const { startRedisServer } = await import("../test/helpers/redis-server.js");
   const { startRedisCluster } = await import("../test/helpers/redis-cluster.js");
@@ -117,11 +126,14 @@ async function benchLimits(
         const cursor = { next: 0 };
         await load(proxy.port, pools[route], cursor, 1);
         const r = await load(proxy.port, pools[route], cursor, SECONDS, proxy);
-        console.error(
-          `${mode.padEnd(22)} ${route.padEnd(10)} ${Math.round(r.rps)} req/s cpu ${r.cpuUsPerRequest?.toFixed(0)} µs/req non2xx ${r.non2xx}`,
-        );
         const key = `${mode} ${route}`;
-        runs[key] = [...(runs[key] ?? []), r];
+        // One account per limited call: no call is refused, so no non-2xx is asked for here.
+        if (judged.ok(`limits ${key}, round ${round + 1}`, factsOf(r, { knobs: LIMITS_KNOBS }))) {
+          console.error(
+            `${mode.padEnd(22)} ${route.padEnd(10)} ${Math.round(r.rps)} req/s cpu ${r.cpuUsPerRequest?.toFixed(0)} µs/req non2xx ${r.non2xx}`,
+          );
+          runs[key] = [...(runs[key] ?? []), r];
+        }
         await stop(proxy);
         await stop(backend);
       }
@@ -170,18 +182,19 @@ async function bareVerifyMicros(privateKey: KeyObject): Promise<number> {
 async function main() {
   if (CAN_PIN) pin(process.pid, 1);
   const pkiDir = mkdtempSync(join(tmpdir(), "psd2-bench-"));
+  // Issue 42: every measured run is judged (bench/validity.ts); a refused one is no result.
+  const judged = new Judged();
   if (process.env.BENCH_LIMITS_ONLY === "1") {
     // The limit-store routes alone, printed; RESULTS.md is left as it is.
     const pki = await generateDevPki(pkiDir);
     const extraHeaders = tppRequestHeaders(randomUUID());
-    console.log(
-      await benchLimits(pkiDir, {
-        keyPem: pki.tppA.qseal.keyPem,
-        certificatePems: [pki.tppA.qseal.pem],
-        extraHeaders,
-      }),
+    const limits = await benchLimits(
+      pkiDir,
+      { keyPem: pki.tppA.qseal.keyPem, certificatePems: [pki.tppA.qseal.pem], extraHeaders },
+      judged,
     );
-    process.exit(0);
+    if (!judged.anyRefused) console.log(limits);
+    process.exit(judged.finish("the limit routes' figures"));
   }
   console.error(`bench: PKI in ${pkiDir}; ${SECONDS}s per run, ${ROUNDS} round(s), pinned: ${CAN_PIN}`);
   const pki = await generateDevPki(pkiDir);
@@ -235,11 +248,15 @@ async function main() {
         const cursor = { next: 0 };
         await load(port, pools[method], cursor, WARMUP); // warm up (JIT, pools, the gateway's verdict cache)
         const r = await load(port, pools[method], cursor, SECONDS, proxy);
-        console.error(
-          `${config.padEnd(20)} ${method.padEnd(4)} ${Math.round(r.rps)} req/s p50 ${r.p50} ms p99 ${r.p99} ms cpu ${r.cpuUsPerRequest?.toFixed(0) ?? "-"} µs/req heap ${r.heapBytesPerRequest?.toFixed(0) ?? "-"} B/req non2xx ${r.non2xx} errors ${r.errors}`,
-        );
         const key = `${config} ${method}`;
-        results[key] = [...(results[key] ?? []), r];
+        // Only the gateway keeps replay records: a pass-through may be sent a request again.
+        const singleUse = config.startsWith("gateway");
+        if (judged.ok(`${key}, round ${round + 1}`, factsOf(r, { singleUse }))) {
+          console.error(
+            `${config.padEnd(20)} ${method.padEnd(4)} ${Math.round(r.rps)} req/s p50 ${r.p50} ms p99 ${r.p99} ms cpu ${r.cpuUsPerRequest?.toFixed(0) ?? "-"} µs/req heap ${r.heapBytesPerRequest?.toFixed(0) ?? "-"} B/req non2xx ${r.non2xx} errors ${r.errors}`,
+          );
+          results[key] = [...(results[key] ?? []), r];
+        }
         await stop(proxy);
         await stop(backend);
       }
@@ -258,6 +275,7 @@ async function main() {
     const bytes = m(key, (r) => r.heapBytesPerRequest ?? Number.NaN);
     return Number.isNaN(bytes) ? "–" : bytes.toFixed(0);
   };
+  if (only && judged.anyRefused) process.exit(judged.finish("every figure (and BENCH_JSON)"));
   if (only) {
     for (const key of Object.keys(results))
       console.log(
@@ -275,7 +293,7 @@ async function main() {
     process.exit(0);
   }
 
-  const limits = await benchLimits(pkiDir, base);
+  const limits = await benchLimits(pkiDir, base, judged);
 
   console.error(`bench: issuing ${NEW_CERTS} never-seen certificates …`);
   const fresh = (await freshCertificates(pkiDir, NEW_CERTS, "5a")).map((c) => c.toString("pem"));
@@ -290,12 +308,22 @@ async function main() {
   const proxy = await startChild("servers/proxy.ts", ["gateway", `http://127.0.0.1:${backend.port}`, pkiDir]);
   await load(proxy.port, pools.GET, { next: 0 }, 1);
   const unseen = await load(proxy.port, freshPool, { next: 0 }, 0, proxy, NEW_CERTS);
-  console.error(
-    `gateway GET never-seen certificate: ${Math.round(unseen.rps)} req/s cpu ${unseen.cpuUsPerRequest?.toFixed(0)} µs/req non2xx ${unseen.non2xx}`,
-  );
+  if (
+    judged.ok(
+      "gateway GET never-seen certificate",
+      factsOf(unseen, { knobs: { pool: "BENCH_NEW_CERTS", shorten: [] } }),
+    )
+  )
+    console.error(
+      `gateway GET never-seen certificate: ${Math.round(unseen.rps)} req/s cpu ${unseen.cpuUsPerRequest?.toFixed(0)} µs/req non2xx ${unseen.non2xx}`,
+    );
   await stop(proxy);
   await stop(backend);
 
+  // A refused run leaves the whole section as it was (its tables would mix results and refusals),
+  // and no figure of this run is printed.
+  const throughputExit = judged.finish('the section "Gateway throughput (bench/run.ts)" of RESULTS.md');
+  if (throughputExit !== 0) return soakAndExit(throughputExit);
   const rows = configs.flatMap((c) =>
     (["GET", "POST"] as const).map((method) => {
       const key = `${c} ${method}`;
@@ -328,16 +356,21 @@ Never-seen certificate on every request (GET, ${NEW_CERTS} certificates each use
   replaceSection("Gateway throughput (bench/run.ts)", report + limits);
   writeFileSync(join(pkiDir, "results.json"), JSON.stringify({ results, unseen }, null, 2));
   console.log(report);
+  return soakAndExit(0);
+}
 
-  // The soak (bench/soak.ts): memory under worst-case Signature headers, its own section of
-  // RESULTS.md and its own verdict. SOAK_COUNT=0 leaves it out.
+/**
+ * The soak (bench/soak.ts): memory under worst-case Signature headers, its own section of
+ * RESULTS.md and its own verdict. SOAK_COUNT=0 leaves it out. Exits with `code` unless the soak fails.
+ */
+async function soakAndExit(code: number): Promise<never> {
   if (Number(process.env.SOAK_COUNT ?? 1) > 0) {
     const { runSoak } = await import("./soak.js");
     const soak = await runSoak();
     console.log(soak.markdown);
-    process.exit(soak.pass ? 0 : 1);
+    process.exit(soak.pass ? code : 1);
   }
-  process.exit(0);
+  process.exit(code);
 }
 
 void main();

@@ -19,6 +19,9 @@
  * BENCH_PARTS=egress (any of limit, egress, egress-workers, ingress-signing, ingress-verify, isolation; and
  * BENCH_METHODS=GET) runs only those parts and prints them: the quick loop while working on one
  * path; RESULTS.md is left as it is.
+ * Every measured load is judged (bench/validity.ts, issue 42): one with a non-2xx answer, a failed
+ * request or a wrapped presigned pool is refused with its reasons on stderr; then nothing is printed
+ * or written (RESULTS.md, BENCH_JSON) and the bench exits 1.
  */
 
 import "reflect-metadata";
@@ -34,6 +37,8 @@ import { keyIdTargetFromDer, verifyDigest, verifyRequestSignature } from "../src
 import {
   type Child,
   type Cursor,
+  factsOf,
+  Judged,
   load,
   median,
   PAYMENT_BODY,
@@ -67,6 +72,8 @@ const SERVER_CORES = `0-${CORES - 1}`;
 const CLIENT_CORE = String(CORES - 1);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const SECTION = "Signing throughput and isolation (bench/signing.ts)";
+/** What sets the pool and the run's length here (the warm-up is a fixed second). */
+const KNOBS = { pool: "BENCH_POOL", shorten: ["BENCH_SECONDS"] };
 
 // ---- the servers' side, as seen from here --------------------------------------------------------
 
@@ -478,6 +485,8 @@ async function main() {
     into[key] = [...(into[key] ?? []), value];
   };
   let wrapped = false;
+  // Issue 42: every measured load is judged (bench/validity.ts); a refused one is no result.
+  const judged = new Judged();
   const startServers = async (mode: string, env?: NodeJS.ProcessEnv): Promise<Servers> => {
     const backend = await startChild("servers/backend.ts", [], CLIENT_CORE);
     const gateway = await startChild(
@@ -515,8 +524,11 @@ async function main() {
         const servers = await startServers(egress);
         await checkEgress(servers.gateway, servers.backend, egressPools[method][0]!, pki.tppA.qseal.der);
         const t = await measure(servers, egressPools[method], { next: 0 });
-        report(`${egress} ${method}`, t);
-        push(throughput, `${egress} ${method}`, t);
+        // The egress pool is one unsigned request, sent again and again on purpose.
+        if (judged.ok(`${egress} ${method}, round ${round + 1}`, factsOf(t.run, { singleUse: false }))) {
+          report(`${egress} ${method}`, t);
+          push(throughput, `${egress} ${method}`, t);
+        }
         await stopServers(servers);
       }
     }
@@ -527,8 +539,10 @@ async function main() {
       await checkSignedResponse(servers.gateway.port, pools[method][cursor.next++]!, pki.bankQseal.der);
       const t = await measure(servers, pools[method], cursor);
       wrapped ||= cursor.next > pools[method].length;
-      report(`ingress-signing ${method}`, t);
-      push(throughput, `ingress-signing ${method}`, t);
+      if (judged.ok(`ingress-signing ${method}, round ${round + 1}`, factsOf(t.run, { knobs: KNOBS }))) {
+        report(`ingress-signing ${method}`, t);
+        push(throughput, `ingress-signing ${method}`, t);
+      }
       await stopServers(servers);
     }
 
@@ -539,8 +553,10 @@ async function main() {
       const cursor = { next: 0 };
       const t = await measure(servers, pools[method], cursor);
       wrapped ||= cursor.next > pools[method].length;
-      report(`ingress-verify ${method}`, t);
-      push(throughput, `ingress-verify ${method}`, t);
+      if (judged.ok(`ingress-verify ${method}, round ${round + 1}`, factsOf(t.run, { knobs: KNOBS }))) {
+        report(`ingress-verify ${method}`, t);
+        push(throughput, `ingress-verify ${method}`, t);
+      }
       await stopServers(servers);
     }
 
@@ -553,6 +569,12 @@ async function main() {
       await checkProbe(servers.gateway.port, probePool[--probeCheck]!);
       const i = await isolation(servers, pools.GET, cursor);
       wrapped ||= cursor.next > pools.GET.length;
+      // The probe's 400s are its own (checked in `unexpected`); the load asks for none.
+      const label = `isolation ${variant.key} load, round ${round + 1}`;
+      if (!judged.ok(label, factsOf(i.load, { knobs: KNOBS }))) {
+        await stopServers(servers);
+        continue;
+      }
       console.error(
         `isolation ${variant.key.padEnd(22)} probe p99 idle ${i.idle.p99.toFixed(2)} ms (${i.idle.count}), loaded ${i.loaded.p99.toFixed(2)} ms (${i.loaded.count}); load ${Math.round(i.load.rps)} req/s, event loop ${(100 * i.loadedInterval.eventLoopBusy).toFixed(0)} %, gateway ${i.loadedInterval.gatewayCores.toFixed(2)} cores, others ${i.loadedInterval.othersCores.toFixed(2)}; unexpected ${i.unexpected}`,
       );
@@ -563,6 +585,8 @@ async function main() {
   await stop(probe);
   const loadAfter = loadavg().map((x) => x.toFixed(2));
   if (wrapped) console.error("bench:signing: a pool wrapped round: raise BENCH_POOL (replays were refused)");
+  if (judged.anyRefused)
+    process.exit(judged.finish(`every figure, BENCH_JSON and the section "${SECTION}" of RESULTS.md`));
   if (only) {
     for (const [key, runs] of Object.entries(throughput)) {
       const perRequest = (f: (t: Throughput) => number) =>

@@ -47,6 +47,9 @@ export interface HandshakeRun {
   readonly negotiated: string;
   /** Requests sent again from the pool's start (a gateway refuses those as replays). */
   readonly wrapped: number;
+  /** The pool's size, and the entries taken from it since the server was prepared (warm-up included). */
+  readonly poolSize: number;
+  readonly poolConsumed: number;
 }
 
 const pool = JSON.parse(readFileSync(process.argv[2]!, "utf8")) as PresignedRequest[];
@@ -124,6 +127,8 @@ async function run(seconds: number): Promise<HandshakeRun> {
     clientCpuUs: cpu.user + cpu.system,
     negotiated,
     wrapped,
+    poolSize: pool.length,
+    poolConsumed: next,
   };
 }
 

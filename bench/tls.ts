@@ -20,6 +20,9 @@
  * Environment: BENCH_SECONDS (default 5), BENCH_ROUNDS (default 3), BENCH_POOL (presigned GETs,
  * default 30000), BENCH_HANDSHAKE_CONCURRENCY (requests in flight in part 2, default 16).
  * Smoke: BENCH_SECONDS=1 BENCH_ROUNDS=1 BENCH_POOL=10000. BENCH_TLS_SERVERS and BENCH_JSON: see below.
+ * Every measured run is judged (bench/validity.ts, issue 42): one with a non-2xx answer, a failed
+ * request or, for the gateway, a wrapped pool is refused with its reasons on stderr; then nothing is
+ * printed or written (RESULTS.md, BENCH_JSON) and the bench exits 1.
  */
 
 import "reflect-metadata";
@@ -35,6 +38,8 @@ import {
   type Child,
   type CpuSource,
   cpuOf,
+  factsOf,
+  Judged,
   type LoadTarget,
   load,
   median,
@@ -97,6 +102,13 @@ const ONLY = process.env.BENCH_TLS_SERVERS?.split(",");
 const chosen = (servers: readonly ServerName[]) => (ONLY ? servers.filter((s) => ONLY.includes(s)) : servers);
 
 const isTls = (s: ServerName) => s.includes("tls");
+/** Only the gateway keeps replay records: nginx and bare undici may be sent a request again. */
+const isGateway = (s: ServerName) => s.startsWith("gateway");
+/** What sets the pool and the run's length here (the warm-up is a fixed second). */
+const KNOBS = { pool: "BENCH_POOL", shorten: ["BENCH_SECONDS"] };
+/** Part 2's pool is the first min(BENCH_POOL, 20000) of part 1's: only a shorter run helps past 20000. */
+const HANDSHAKE_KNOBS =
+  HANDSHAKE_POOL < POOL ? { pool: "BENCH_POOL (at most 20000 here)", shorten: ["BENCH_SECONDS"] } : KNOBS;
 const isMtls = (s: ServerName) => s.endsWith("mtls");
 
 interface Running {
@@ -449,6 +461,8 @@ async function main() {
   const keepAlive: Record<string, KeepAliveRun[]> = {};
   const rsa: number[] = [];
   const newConnection: Record<string, NewConnectionRun[]> = {};
+  // Issue 42: every measured run is judged (bench/validity.ts); a refused one is no result.
+  const judged = new Judged();
   const cases = chosen(NEW_CONNECTION).flatMap((s) => [false, true].map((resume) => ({ s, resume })));
   const elapsed = () => `[${Math.round((Date.now() - started) / 1000)} s]`;
   const rotate = <T>(xs: readonly T[], by: number) => xs.map((_, i) => xs[(i + by) % xs.length]!);
@@ -458,6 +472,8 @@ async function main() {
     rsa.push(rsaSignUs(devPki.gatewayTls.keyPem));
     for (const s of rotate(chosen(KEEP_ALIVE), round)) {
       const r = await keepAliveRun(s, backend, pki, pool);
+      const label = `keep-alive ${s}, round ${round + 1}`;
+      if (!judged.ok(label, factsOf(r, { singleUse: isGateway(s), knobs: KNOBS }))) continue;
       console.error(
         `${elapsed()} round ${round + 1} keep-alive ${s.padEnd(16)} ${fixed(r.rps)} req/s p50 ${r.p50} ms p99 ${r.p99} ms cpu ${fixed(r.cpuUsPerRequest ?? 0)} µs/req backend ${fixed(r.backendCpuUs)} client ${percent(r.clientBusy)} non2xx ${r.non2xx} errors ${r.errors}`,
       );
@@ -465,6 +481,19 @@ async function main() {
     }
     for (const { s, resume } of rotate(cases, round)) {
       const r = await newConnectionRun(s, resume, backend, pki, client);
+      const label = `new connection ${resume ? "resumed" : "full"} ${s}, round ${round + 1}`;
+      const non2xx = Object.entries(r.statuses)
+        .filter(([code]) => !code.startsWith("2"))
+        .reduce((n, [, count]) => n + count, 0);
+      const facts = {
+        non2xx,
+        errors: r.errors,
+        completed: r.requests,
+        statuses: r.statuses,
+        ...(isGateway(s) ? { pool: { size: r.poolSize, consumed: r.poolConsumed } } : {}),
+        knobs: HANDSHAKE_KNOBS,
+      };
+      if (!judged.ok(label, facts)) continue;
       console.error(
         `${elapsed()} round ${round + 1} new-conn ${resume ? "resumed" : "full   "} ${s.padEnd(12)} ${fixed(r.requests / r.seconds)} req/s p50 ${r.p50.toFixed(1)} ms cpu ${fixed(r.cpuUsPerRequest)} µs/req backend ${fixed(r.backendCpuUs)} client ${fixed(r.clientCpuUs / r.requests)} µs/req ${percent(r.clientCpuUs / (r.seconds * 1e6))} resumed ${r.resumed}/${r.connections} statuses ${JSON.stringify(r.statuses)} errors ${r.errors}${r.wrapped ? ` wrapped ${r.wrapped}` : ""} ${r.negotiated}`,
       );
@@ -477,6 +506,11 @@ async function main() {
   const minutes = ((Date.now() - started) / 60_000).toFixed(1);
   const loadAfter = loadavg().map((n) => n.toFixed(2));
 
+  // A refused run: no figure printed, no BENCH_JSON, the section of RESULTS.md left as it was.
+  if (judged.anyRefused)
+    process.exit(
+      judged.finish('every figure, BENCH_JSON and the section "Behind TLS (bench/tls.ts)" of RESULTS.md'),
+    );
   if (process.env.BENCH_JSON)
     writeFileSync(process.env.BENCH_JSON, JSON.stringify({ keepAlive, newConnection, rsa }));
   if (ONLY) process.exit(0);

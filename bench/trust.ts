@@ -23,6 +23,9 @@
  * BENCH_SECONDS (default 10), BENCH_ROUNDS (default 5), BENCH_POOL (presigned GETs, default 50000),
  * BENCH_CHECKS (never-seen certificates per series and round, default 300).
  * Smoke: BENCH_SECONDS=2 BENCH_ROUNDS=1 BENCH_POOL=8000 BENCH_CHECKS=40.
+ * Every run of (a) is judged (bench/validity.ts, issue 42): one with a non-2xx answer, a failed
+ * request or a wrapped pool is refused with its reasons on stderr; then nothing is written and the
+ * bench exits 1.
  */
 
 import "reflect-metadata";
@@ -48,6 +51,8 @@ import { qtspPki } from "../test/helpers/test-qtsp.js";
 import { freshCertificates } from "./fresh-certificates.js";
 import {
   type Child,
+  factsOf,
+  Judged,
   load,
   median,
   pin,
@@ -193,7 +198,13 @@ interface GatewayRun {
   readonly wrapped: boolean;
 }
 
-async function cachedRequests(pkiDir: string, qtspUrl: string, qtspPort: number, work: string) {
+async function cachedRequests(
+  pkiDir: string,
+  qtspUrl: string,
+  qtspPort: number,
+  work: string,
+  judged: Judged,
+) {
   const qtsp = await startChild("servers/qtsp.ts", ["demo", pkiDir, String(qtspPort)]);
   const extraHeaders = tppRequestHeaders("3b0f7a52-6a3c-4d1e-8f55-2c1f0e9d7b61");
   const keyPem = readFileSync(join(pkiDir, "tpp", "tpp-a-qseal.key.pem"), "utf8");
@@ -236,6 +247,12 @@ async function cachedRequests(pkiDir: string, qtspUrl: string, qtspPort: number,
         ocspDuring: ocsp2 - ocsp1,
         wrapped: cursor.next > pool.length,
       };
+      // Issue 42: a run with refusals, failures or a wrapped pool is no result.
+      const facts = factsOf(run, { knobs: { pool: "BENCH_POOL", shorten: ["BENCH_SECONDS"] } });
+      if (!judged.ok(`${variant.key}, round ${round + 1}`, facts)) {
+        await stop(gateway);
+        continue;
+      }
       console.error(
         `round ${round + 1} ${variant.key.padEnd(13)} ${fixed(run.rps)} req/s p50 ${run.p50} ms p99 ${run.p99} ms cpu ${run.cpuUsPerRequest?.toFixed(0)} µs/req non2xx ${run.non2xx} errors ${run.errors}; OCSP before ${r.ocspBefore} during ${r.ocspDuring}${r.wrapped ? " (pool wrapped)" : ""}`,
       );
@@ -499,7 +516,10 @@ async function main() {
   console.error(
     `bench:trust: PKI in ${pkiDir} naming the QTSP ${q.url}; ${SECONDS}s per run, ${ROUNDS} round(s), pinned: ${CAN_PIN}; load average ${loadBefore.join(", ")}`,
   );
-  const cached = await cachedRequests(pkiDir, q.url, q.port, work);
+  const judged = new Judged();
+  const cached = await cachedRequests(pkiDir, q.url, q.port, work, judged);
+  // Part (a) refused: no figure and no section; part (b) is not run.
+  if (judged.anyRefused) process.exit(judged.finish(`the section "${SECTION}" of RESULTS.md`));
   const fresh = await neverSeen(pkiDir, q.port, work);
   const loadAfter = loadavg().map((x) => x.toFixed(2));
   const minutes = (performance.now() - started) / 60_000;
