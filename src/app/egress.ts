@@ -7,7 +7,8 @@
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { AggregatorRegistry } from "prom-client";
-import type { BankProfileConfig, EgressConfig } from "../config/schema.js";
+import { restartKeysChanged } from "../config/restart.js";
+import { type BankProfileConfig, type EgressConfig, egressConfigSchema } from "../config/schema.js";
 import {
   type BankProfile,
   BankRouter,
@@ -202,7 +203,7 @@ export async function startEgressGateway(
             `${file.path}: mode is ${next.mode}; this gateway runs egress (a restart changes it)`,
           );
         swapProfiles(next.banks);
-        const needsRestart = egressKeysNeedingRestart(running, next);
+        const needsRestart = restartKeysChanged(egressConfigSchema, running, next);
         running = next;
         // The log level and the shutdown grace apply at once (close() reads the running config).
         logger.level = next.log.level;
@@ -242,19 +243,6 @@ export async function startEgressGateway(
     await started.closeAll();
     throw error;
   }
-}
-
-/** The keys a running egress gateway takes over only at a restart: its listener, workers and admin listener. */
-function egressKeysNeedingRestart(running: EgressConfig, next: EgressConfig): string[] {
-  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-  const keys: [string, unknown, unknown][] = [
-    ["listen.host", running.listen.host, next.listen.host],
-    ["listen.port", running.listen.port, next.listen.port],
-    ["listen.socket", running.listen.socket, next.listen.socket],
-    ["workers", running.workers, next.workers],
-    ["admin", running.admin, next.admin],
-  ];
-  return keys.filter(([, a, b]) => !same(a, b)).map(([key]) => key);
 }
 
 function loadProfile(

@@ -17,7 +17,8 @@ import {
   requestChecks,
   requestMessage,
 } from "../checks/index.js";
-import type { GatewayConfig } from "../config/schema.js";
+import { restartKeysChanged } from "../config/restart.js";
+import { configSchema, type GatewayConfig } from "../config/schema.js";
 import { parseCertificate, TppVerifier, type ValidationReport } from "../eidas/index.js";
 import { isRejection } from "../errors.js";
 import type { RequestObserver } from "../events.js";
@@ -252,43 +253,19 @@ export function responseSignerFrom(
 }
 
 /**
- * The keys a running gateway cannot take over without a restart (its listener's address and TLS,
- * its trust sources, store, workers and admin listener): named when a reloaded config changes them.
+ * What a running ingress gateway cannot take over without a restart: the keys its schema marks
+ * (config/restart.ts), and the demo bank's two switches, which are conditions rather than keys.
  */
 export function keysNeedingRestart(running: GatewayConfig, next: GatewayConfig): string[] {
-  const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
-  const keys: [string, unknown, unknown][] = [
-    ["mode", running.mode, next.mode],
-    ["listen.host", running.listen.host, next.listen.host],
-    ["listen.port", running.listen.port, next.listen.port],
-    ["listen.tls", running.listen.tls, next.listen.tls],
-    ["listen.clientCertificate", running.listen.clientCertificate, next.listen.clientCertificate],
-    ["trust", running.trust, next.trust],
-    ["revocation", running.revocation, next.revocation],
-    ["register", running.register, next.register],
-    ["cache", running.cache, next.cache],
-    // The verifier judges kinds as it was built (its verdicts are cached).
-    [
-      "verification.certificateKinds",
-      running.verification.certificateKinds,
-      next.verification.certificateKinds,
-    ],
-    ["store", running.store, next.store],
-    ["workers", running.workers, next.workers],
-    ["admin", running.admin, next.admin],
-    ["reload", running.reload, next.reload],
-    ["sandbox", running.sandbox, next.sandbox],
-    ["demoQtsp", running.demoQtsp, next.demoQtsp],
-    // The demo bank is started for `sandbox` and stays: a switch to or from it needs a restart.
-    ["backend.url (sandbox)", running.backend.url === "sandbox", next.backend.url === "sandbox"],
-    // The demo bank reads the names it was started with.
-    [
-      "identityHeaders (sandbox)",
-      running.backend.url === "sandbox" && running.identityHeaders,
-      next.backend.url === "sandbox" && next.identityHeaders,
-    ],
-  ];
-  return keys.filter(([, a, b]) => !same(a, b)).map(([key]) => key);
+  const keys = restartKeysChanged(configSchema, running, next);
+  // The demo bank is started for `sandbox` and stays: a switch to or from it needs a restart.
+  if ((running.backend.url === "sandbox") !== (next.backend.url === "sandbox"))
+    keys.push("backend.url (sandbox)");
+  // The demo bank reads the names it was started with.
+  const demoNames = (c: GatewayConfig) =>
+    c.backend.url === "sandbox" ? JSON.stringify(c.identityHeaders) : "";
+  if (demoNames(running) !== demoNames(next)) keys.push("identityHeaders (sandbox)");
+  return keys;
 }
 
 /** The certificate verdicts over the trust sources, cached as the config says. */

@@ -12,8 +12,13 @@ import { isLoopbackHost } from "../loopback.js";
 import { ELIGIBLE_HEADERS } from "../signature/index.js";
 import { JWS_ALGORITHMS } from "../signature/jws/index.js";
 import { RFC9421_ALGORITHMS } from "../signature/rfc9421/index.js";
+import { restartOnly } from "./restart.js";
 
 const seconds = (def: number) => z.number().positive().default(def);
+/** Why a key is taken over only at a restart (config/restart.ts). */
+const LISTENER = "the listener is bound once, at start";
+const WORKERS = "the processes are forked at start";
+const ADMIN = "the admin listener is bound once, at start";
 /** The folder relative file paths are resolved against while a config is parsed (see parseConfig). */
 let baseDir: string | undefined;
 
@@ -118,9 +123,10 @@ const HEADERS_WITHIN_REQUEST = {
 
 const listen = z
   .object({
-    host: z.string().default("127.0.0.1"),
-    port: z.number().int().min(0).max(65535).default(8443),
-    tls: tlsServer.optional(),
+    host: restartOnly(z.string().default("127.0.0.1"), LISTENER),
+    port: restartOnly(z.number().int().min(0).max(65535).default(8443), LISTENER),
+    // Its files are read anew when they change; another file takes a restart.
+    tls: restartOnly(tlsServer.optional(), LISTENER),
     /**
      * The Host names TPPs reach the gateway by (`api.bank.example`, or with `:port` to pin the port):
      * another Host is refused (400, the connection closed). Empty: any valid host[:port].
@@ -140,7 +146,10 @@ const listen = z
      * The TPP's QWAC (mutual TLS): `none`, `request` (checked when given) or `require`. It comes
      * from the TLS handshake, or from `clientCertificateHeader` when a trusted proxy terminates TLS.
      */
-    clientCertificate: z.enum(["none", "request", "require"]).default("none"),
+    clientCertificate: restartOnly(
+      z.enum(["none", "request", "require"]).default("none"),
+      "whether the TLS handshake asks for a certificate is set when the listener starts",
+    ),
     /** The QWAC's organizationIdentifier must equal the QSealC's. */
     requireSameOrganization: z.boolean().default(true),
     /** Peers (exact IPs) allowed to pass the client certificate in `clientCertificateHeader`. */
@@ -303,13 +312,16 @@ const verification = z
      * The certificate kinds (ETSI EN 319 412-5 QcType) accepted for each use: the signing
      * certificate a QSealC, the TLS client certificate a QWAC, unless widened here.
      */
-    certificateKinds: z
-      .object({
-        signature: z.array(z.enum(QC_TYPES)).min(1).default(["eseal"]),
-        clientCertificate: z.array(z.enum(QC_TYPES)).min(1).default(["web"]),
-      })
-      .strict()
-      .prefault({}),
+    certificateKinds: restartOnly(
+      z
+        .object({
+          signature: z.array(z.enum(QC_TYPES)).min(1).default(["eseal"]),
+          clientCertificate: z.array(z.enum(QC_TYPES)).min(1).default(["web"]),
+        })
+        .strict()
+        .prefault({}),
+      "the certificate verifier judges kinds as it was built (its verdicts are cached)",
+    ),
     dateToleranceSeconds: seconds(60),
     algorithms: z
       .array(z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256", "hs2019"]))
@@ -725,78 +737,88 @@ export const logSchema = z
 
 export const configSchema = z
   .object({
-    mode: z
-      .literal("ingress", "mode is ingress (the bank's side) or egress (the TPP's side)")
-      .default("ingress"),
+    mode: restartOnly(
+      z.literal("ingress", "mode is ingress (the bank's side) or egress (the TPP's side)").default("ingress"),
+      "a process runs one mode",
+    ),
     listen: listen.prefault({}),
     backend: backend.prefault({}),
     verification: verification.prefault({}),
-    trust,
-    revocation: revocation.prefault({}),
-    register,
-    cache: cache.prefault({}),
+    trust: restartOnly(trust, "trust sources start with the gateway"),
+    revocation: restartOnly(revocation.prefault({}), "revocation sources start with the gateway"),
+    register: restartOnly(register, "the register source starts with the gateway"),
+    cache: restartOnly(cache.prefault({}), "the verdict cache is built at start"),
     identityHeaders: identityHeaders.prefault({}),
     replay: replay.prefault({}),
     /** Absent: responses pass unsigned. */
     responseSigning: responseSigning.optional(),
     /** The built-in demo bank, when `backend.url` is `sandbox`. */
-    sandbox: z
-      .object({
-        /** The SCA page's listener, the one PSUs' browsers reach: it serves nothing but the SCA page. */
-        host: z.string().default("127.0.0.1"),
-        /** Fixed, so that the SCA page links PSUs' browsers open stay the same across restarts. */
-        port: z.number().int().min(0).max(65535).default(8081),
-        /** Where browsers reach it, when not at http://host:port (a proxy, a container's published port). */
-        publicUrl: z.url({ protocol: /^https?$/ }).optional(),
-        /**
-         * The bank's API, which only the gateway calls (with this start's secret): loopback on any
-         * free port by default, or a Unix socket (mode 0600). Never publish it.
-         */
-        api: z
-          .object({
-            host: z.string().default("127.0.0.1"),
-            port: z.number().int().min(0).max(65535).default(0),
-            socket: path.optional(),
-          })
-          .strict()
-          .prefault({}),
-        /** Keeps every TPP's room across restarts (written, mode 0600, after each change). */
-        stateFile: path.optional(),
-        /** Same seed, same generated customers. */
-        seed: z.number().int().optional(),
-        /** How long an SCA page link stays usable after the TPP got it; then the page says it expired. */
-        scaLinkTtlSeconds: z.number().int().positive().default(900),
-      })
-      .strict()
-      .prefault({}),
+    sandbox: restartOnly(
+      z
+        .object({
+          /** The SCA page's listener, the one PSUs' browsers reach: it serves nothing but the SCA page. */
+          host: z.string().default("127.0.0.1"),
+          /** Fixed, so that the SCA page links PSUs' browsers open stay the same across restarts. */
+          port: z.number().int().min(0).max(65535).default(8081),
+          /** Where browsers reach it, when not at http://host:port (a proxy, a container's published port). */
+          publicUrl: z.url({ protocol: /^https?$/ }).optional(),
+          /**
+           * The bank's API, which only the gateway calls (with this start's secret): loopback on any
+           * free port by default, or a Unix socket (mode 0600). Never publish it.
+           */
+          api: z
+            .object({
+              host: z.string().default("127.0.0.1"),
+              port: z.number().int().min(0).max(65535).default(0),
+              socket: path.optional(),
+            })
+            .strict()
+            .prefault({}),
+          /** Keeps every TPP's room across restarts (written, mode 0600, after each change). */
+          stateFile: path.optional(),
+          /** Same seed, same generated customers. */
+          seed: z.number().int().optional(),
+          /** How long an SCA page link stays usable after the TPP got it; then the page says it expired. */
+          scaLinkTtlSeconds: z.number().int().positive().default(900),
+        })
+        .strict()
+        .prefault({}),
+      "the demo bank starts with the gateway",
+    ),
     /**
      * Development only: `start` runs the dev PKI's demo QTSP here (CRL, OCSP, trusted lists, EBA
      * register on loopback), the URLs the dev certificates and the default config name.
      */
-    demoQtsp: z
-      .object({
-        host: z.string().default("127.0.0.1"),
-        port: z.number().int().min(0).max(65535).default(8099),
-        /** The dev PKI folder (certs/dev). */
-        pki: path,
-      })
-      .strict()
-      .optional(),
+    demoQtsp: restartOnly(
+      z
+        .object({
+          host: z.string().default("127.0.0.1"),
+          port: z.number().int().min(0).max(65535).default(8099),
+          /** The dev PKI folder (certs/dev). */
+          pki: path,
+        })
+        .strict()
+        .optional(),
+      "the demo QTSP starts with the gateway",
+    ),
     limits: z
       .object({ unattended: unattended.prefault({}) })
       .strict()
       .prefault({}),
-    store: store.prefault({}),
+    store: restartOnly(store.prefault({}), "the store is connected at start"),
     /** Processes to run (node:cluster); more than 1 needs the redis store, or limits would split between them. */
-    workers: z.number().int().min(1).max(64).default(1),
+    workers: restartOnly(z.number().int().min(1).max(64).default(1), WORKERS),
     log: logSchema,
     /** The operations listener: /metrics, /healthz, /readyz. Keep it off the TPP-facing network. */
-    admin: adminSchema(9090),
+    admin: restartOnly(adminSchema(9090), ADMIN),
     /** Trust store, CRLs and TLS certificates are reloaded when their files change (and on SIGHUP). */
-    reload: z
-      .object({ pollSeconds: z.number().positive().default(10) })
-      .strict()
-      .prefault({}),
+    reload: restartOnly(
+      z
+        .object({ pollSeconds: z.number().positive().default(10) })
+        .strict()
+        .prefault({}),
+      "the file watch polls at the pace it started with",
+    ),
     /** On SIGTERM/SIGINT: stop accepting, let requests in flight finish for at most this long. */
     shutdown: z
       .object({ graceSeconds: z.number().min(0).default(25) })
@@ -1003,7 +1025,7 @@ const bankProfile = z
 
 const sharedOperations = {
   log: logSchema,
-  admin: adminSchema(9091),
+  admin: restartOnly(adminSchema(9091), ADMIN),
   shutdown: configSchema.shape.shutdown,
 };
 
@@ -1012,10 +1034,10 @@ export const egressConfigSchema = z
     mode: z.literal("egress"),
     listen: z
       .object({
-        host: z.string().default("127.0.0.1"),
-        port: z.number().int().min(0).max(65535).default(8090),
+        host: restartOnly(z.string().default("127.0.0.1"), LISTENER),
+        port: restartOnly(z.number().int().min(0).max(65535).default(8090), LISTENER),
         /** A Unix socket instead of host and port. */
-        socket: path.optional(),
+        socket: restartOnly(path.optional(), LISTENER),
         // The application's own connections, from loopback or a Unix socket: one address.
         ...connectionLimits({ maxConnections: 4096, maxConnectionsPerAddress: 4096 }),
       })
@@ -1033,7 +1055,7 @@ export const egressConfigSchema = z
      * primary serves the admin listener for all. Egress keeps no state between requests, so any
      * number is safe.
      */
-    workers: z.number().int().min(1).max(64).default(1),
+    workers: restartOnly(z.number().int().min(1).max(64).default(1), WORKERS),
     /** How often the config file is checked for changes (it is also read again on SIGHUP). */
     reload: z
       .object({ pollSeconds: z.number().positive().default(10) })

@@ -1,0 +1,85 @@
+import { describe, expect, it } from "vitest";
+import { keysNeedingRestart } from "../../../src/app/request-path.js";
+import { validateConfig, validateEgressConfig } from "../../../src/config/load.js";
+import { restartKeysChanged, restartOnlyKeys } from "../../../src/config/restart.js";
+import { configSchema, egressConfigSchema } from "../../../src/config/schema.js";
+
+const BASE = { trust: { caDir: "/trust" }, register: { file: "/register.json" } };
+const BANK = {
+  name: "b",
+  prefix: "/b",
+  url: "https://bank.example",
+  qseal: { cert: "/c.pem", key: "/k.pem" },
+};
+
+describe("keys a reload cannot take over, read from the schema", () => {
+  it("are the keys each mode's schema marks, and only those", () => {
+    expect(restartOnlyKeys(configSchema)).toEqual([
+      "mode",
+      "listen.host",
+      "listen.port",
+      "listen.tls",
+      "listen.clientCertificate",
+      "verification.certificateKinds",
+      "trust",
+      "revocation",
+      "register",
+      "cache",
+      "sandbox",
+      "demoQtsp",
+      "store",
+      "workers",
+      "admin",
+      "reload",
+    ]);
+    expect(restartOnlyKeys(egressConfigSchema)).toEqual([
+      "listen.host",
+      "listen.port",
+      "listen.socket",
+      "workers",
+      "admin",
+    ]);
+  });
+
+  const ingress = validateConfig(BASE);
+  it.each([
+    ["nothing changed", {}, []],
+    ["the log level (applied at once)", { log: { level: "debug" } }, []],
+    ["the date tolerance (a new chain)", { verification: { dateToleranceSeconds: 30 } }, []],
+    ["the port", { listen: { port: 9443 } }, ["listen.port"]],
+    [
+      "the port and the workers",
+      { listen: { port: 9443 }, workers: 2, store: { type: "redis", url: "redis://127.0.0.1:6379" } },
+      ["listen.port", "store", "workers"],
+    ],
+    [
+      "a certificate kind",
+      { verification: { certificateKinds: { signature: ["eseal", "esign"] } } },
+      ["verification.certificateKinds"],
+    ],
+    [
+      "a switch away from the demo bank (which read the identity header names)",
+      { backend: { url: "http://127.0.0.1:1" } },
+      ["backend.url (sandbox)", "identityHeaders (sandbox)"],
+    ],
+    [
+      "the demo bank's identity header names",
+      { identityHeaders: { organizationId: "x-org" } },
+      ["identityHeaders (sandbox)"],
+    ],
+  ])("ingress: %s", (_what, change, keys) => {
+    const next = validateConfig({ ...BASE, ...change });
+    expect(keysNeedingRestart(ingress, next)).toEqual(keys);
+  });
+
+  const egress = validateEgressConfig({ mode: "egress", banks: [BANK] });
+  it.each([
+    ["a bank's URL (profiles are swapped)", { banks: [{ ...BANK, url: "https://other.example" }] }, []],
+    ["the shutdown grace", { shutdown: { graceSeconds: 3 } }, []],
+    ["the socket", { listen: { socket: "/tmp/egress.sock" } }, ["listen.socket"]],
+    ["the admin port", { admin: { port: 9191 } }, ["admin"]],
+  ])("egress: %s", (_what, change, keys) => {
+    const next = validateEgressConfig({ mode: "egress", banks: [BANK], ...change });
+    expect(restartKeysChanged(egressConfigSchema, egress, next)).toEqual(keys);
+  });
+});
