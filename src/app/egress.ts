@@ -100,6 +100,9 @@ export async function startEgressGateway(
       );
     const metrics = new EgressMetrics(certificates, now);
     metrics.backendPools.watch(() => profiles.map((p) => [p.name, p.backend] as const));
+    metrics.watchResponseSteps(() =>
+      profiles.flatMap((p) => (p.responseVerifier ? [[p.name, p.responseVerifier.counts()] as const] : [])),
+    );
     let modes = new Map(profiles.map((p) => [p.name, p.responseMode]));
     let running = config;
 

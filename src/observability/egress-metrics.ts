@@ -5,12 +5,13 @@
  */
 
 import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import type { StepCounts } from "../checks/index.js";
 import type { EgressEvent } from "../events.js";
 import { BackendPoolMetrics } from "./backend-pools.js";
 import { ConfigReloadMetrics } from "./config-reload.js";
 import { ConnectionLimitMetrics } from "./connection-limits.js";
 import { hashPsuId, type Logger } from "./logger.js";
-import { certificateExpiryGauge, type MetricSources } from "./metrics.js";
+import { certificateExpiryGauge, type MetricSources, stepCounter } from "./metrics.js";
 
 const SIGNING_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -56,6 +57,20 @@ export class EgressMetrics {
   ) {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     certificateExpiryGauge(this.registry, certificates, now);
+    stepCounter(
+      this.registry,
+      "psd2_gateway_egress_response_steps_total",
+      "Verdicts of each named check of a bank's response signature, per bank profile, by outcome (since the profile was loaded)",
+      ["bank"],
+      () => this.responseSteps().map(([bank, counts]) => [{ bank }, counts] as const),
+    );
+  }
+
+  private responseSteps: () => readonly (readonly [string, StepCounts])[] = () => [];
+
+  /** The bank profiles' response checks (their long-lived chains), read at scrape time. */
+  watchResponseSteps(read: () => readonly (readonly [string, StepCounts])[]): void {
+    this.responseSteps = read;
   }
 }
 

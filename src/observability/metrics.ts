@@ -378,19 +378,42 @@ function trustSourceMetrics(
 
 /** Per step of the chain, its passes and refusals since start (a step's phases each decide once). */
 function stepMetrics(registry: Registry, read: MetricSources["steps"]): void {
+  stepCounter(
+    registry,
+    "psd2_gateway_steps_total",
+    "Verdicts of each named step of the chain (its head, body end and response phases), by outcome",
+    [],
+    () => {
+      const counts = read?.();
+      return counts ? [[{}, counts]] : [];
+    },
+  );
+}
+
+/**
+ * A counter of each step's passes and refusals, read at scrape time from long-lived chains (both
+ * modes): one set of counts per value of `labelNames` (egress: per bank profile).
+ */
+export function stepCounter<L extends string>(
+  registry: Registry,
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  read: () => Iterable<readonly [Readonly<Record<L, string>>, StepCounts]>,
+): void {
   new Counter({
-    name: "psd2_gateway_steps_total",
-    help: "Verdicts of each named step of the chain (its head, body end and response phases), by outcome",
-    labelNames: ["step", "outcome"] as const,
+    name,
+    help,
+    labelNames: [...labelNames, "step", "outcome"],
     registers: [registry],
     collect() {
-      const counts = read?.();
-      if (!counts) return;
       this.reset();
-      counts.names.forEach((step: string, i: number) => {
-        this.inc({ step, outcome: "passed" }, counts.passed[i]!);
-        this.inc({ step, outcome: "refused" }, counts.refused[i]!);
-      });
+      for (const [labels, counts] of read()) {
+        counts.names.forEach((step: string, i: number) => {
+          this.inc({ ...labels, step, outcome: "passed" }, counts.passed[i]!);
+          this.inc({ ...labels, step, outcome: "refused" }, counts.refused[i]!);
+        });
+      }
     },
   });
 }
