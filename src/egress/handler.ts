@@ -16,7 +16,6 @@ import {
   forward,
   type Headers,
   isUpstreamTimeout,
-  type ResponsePhase,
   type UpstreamRequest,
 } from "../forward/forwarder.js";
 import { joinedHeaders, upstreamRequestHeaders } from "../forward/headers.js";
@@ -113,9 +112,7 @@ const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
  * One application request: read, signed, then handed to the forwarder (the same undici dispatch
  * relay as ingress), which streams the bank's answer back or holds it for the response check.
  */
-class EgressExchange
-  implements ForwardCall<ResponseSignatureCheck>, ResponsePhase<ResponseSignatureCheck>, Exchange
-{
+class EgressExchange implements ForwardCall<ResponseSignatureCheck>, Exchange {
   private readonly started = performance.now();
   private profile: BankProfile | undefined;
   private requestId: string | undefined;
@@ -138,10 +135,6 @@ class EgressExchange
   ) {
     this.method = req.method ?? "GET";
     this.trace = traceContextOf(req.headers);
-  }
-
-  get response(): this {
-    return this;
   }
 
   run(): void {

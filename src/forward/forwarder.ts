@@ -62,12 +62,11 @@ export interface ResponsePhase<H extends BodyHold = BodyHold> {
   unreachable(error: Error, backend: Backend): Rejection;
 }
 
-/** What the forwarder needs from the mode that calls it: transport only. */
-export interface ForwardCall<H extends BodyHold = BodyHold> {
+/** What the forwarder needs from the mode that calls it: transport, and its response phase. */
+export interface ForwardCall<H extends BodyHold = BodyHold> extends ResponsePhase<H> {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly upstream: UpstreamRequest;
-  readonly response: ResponsePhase<H>;
   /** Told once what happened, when the answer is out or the exchange ended without one. */
   finished(outcome: ForwardOutcome): void;
 }
@@ -158,12 +157,13 @@ class Forwarding<H extends BodyHold> implements Dispatcher.DispatchHandler {
   }
 
   private fail(rejection: Rejection, step?: string): void {
-    const { res, response } = this.call;
+    const { call } = this;
+    const { res } = call;
     // The client may still be sending a body nobody reads: answer, then close the connection.
-    if (!response.readWhole) res.shouldKeepAlive = false;
-    response.beforeHead();
+    if (!call.readWhole) res.shouldKeepAlive = false;
+    call.beforeHead();
     if (!res.headersSent) {
-      response.answer(rejection);
+      call.answer(rejection);
     } else {
       // The backend already answered in part: the only honest thing left is to cut the response,
       // by closing the connection (lingering, so answers before it on the connection survive).
@@ -175,7 +175,7 @@ class Forwarding<H extends BodyHold> implements Dispatcher.DispatchHandler {
 
   /** Writes the response head; false (and the exchange aborted) when Node refuses the backend's headers. */
   private writeHead(controller: Dispatcher.DispatchController, status: number, headers: Headers): boolean {
-    this.call.response.beforeHead();
+    this.call.beforeHead();
     try {
       this.call.res.writeHead(status, headers);
       return true;
@@ -197,7 +197,7 @@ class Forwarding<H extends BodyHold> implements Dispatcher.DispatchHandler {
     if (statusCode < 200) return; // 1xx informational: wait for the final response
     this.upstreamMs = performance.now() - this.started;
     const headers = downstreamResponseHeaders(received);
-    const holds = this.call.response.head(statusCode, received, headers);
+    const holds = this.call.head(statusCode, received, headers);
     if (holds && holds.length > 0) {
       this.held = { status: statusCode, received, headers, chunks: [], size: 0, holds: [...holds] };
       return;
@@ -221,7 +221,7 @@ class Forwarding<H extends BodyHold> implements Dispatcher.DispatchHandler {
   private holdOrRelease(controller: Dispatcher.DispatchController, held: HeldResponse<H>): void {
     for (const hold of held.holds) {
       if (held.size <= hold.maxBodyBytes) continue;
-      const refusal = this.call.response.tooLarge(hold, held.headers);
+      const refusal = this.call.tooLarge(hold, held.headers);
       if (refusal) {
         if (!controller.aborted) controller.abort(new ResponseTooLarge(refusal));
         return;
@@ -259,7 +259,7 @@ class Forwarding<H extends BodyHold> implements Dispatcher.DispatchHandler {
     const headers = held.headers;
     let refusal: Rejection | undefined;
     try {
-      refusal = await this.call.response.body(held.holds, body, held.received, headers);
+      refusal = await this.call.body(held.holds, body, held.received, headers);
     } catch (error) {
       refusal = reject(
         "INTERNAL_SERVER_ERROR",
@@ -273,7 +273,7 @@ class Forwarding<H extends BodyHold> implements Dispatcher.DispatchHandler {
     // Content-Length (the length a GET would get), a 204 or 304 gets none (RFC 9110 8.6).
     if (this.call.upstream.method !== "HEAD" && held.status !== 204 && held.status !== 304)
       headers["content-length"] = String(body.length);
-    this.call.response.beforeHead();
+    this.call.beforeHead();
     try {
       res.writeHead(held.status, headers);
     } catch {
@@ -295,7 +295,7 @@ class Forwarding<H extends BodyHold> implements Dispatcher.DispatchHandler {
       this.call.res.destroy();
       this.finish(499);
     } else {
-      this.fail(this.call.response.unreachable(error, this.backend), UPSTREAM_STEP);
+      this.fail(this.call.unreachable(error, this.backend), UPSTREAM_STEP);
     }
   }
 }

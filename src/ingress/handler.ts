@@ -28,7 +28,6 @@ import {
   type ForwardOutcome,
   forward,
   type Headers,
-  type ResponsePhase,
   type UpstreamRequest,
   upstreamFailure,
 } from "../forward/forwarder.js";
@@ -150,10 +149,7 @@ const PEER_CERTIFICATE = Symbol("psd2-gateway peer certificate");
 type IngressHold = Holder<CheckContext>;
 
 /** One request on its way through the chain to the backend; also the steps' context. */
-class IngressExchange
-  extends CheckContext
-  implements ForwardCall<IngressHold>, ResponsePhase<IngressHold>, Exchange, BodyInspector
-{
+class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, Exchange, BodyInspector {
   private readonly started = performance.now();
   readonly requestId: string | undefined;
   upstream: UpstreamRequest = NOT_SENT;
@@ -181,10 +177,6 @@ class IngressExchange
     this.httpVersion = req.httpVersion;
     this.requestId = headerValue(req.headers, "x-request-id");
     this.trace = traceContextOf(req.headers);
-  }
-
-  get response(): this {
-    return this;
   }
 
   run(): void {

@@ -219,7 +219,8 @@ describe("a response whose body was changed after signing", () => {
     const metrics = await egress.metrics.registry.metrics();
     expect(metrics).toMatch(
       /psd2_gateway_egress_response_verification_failures_total\{bank="tampered-advisory",mode="advisory"\} 1/,
-    );    // The profile's long-lived chain counts its checks: the body's Digest refused it, its head passed.
+    );
+    // The profile's long-lived chain counts its checks: the body's Digest refused it, its head passed.
     expect(metrics).toMatch(
       /psd2_gateway_egress_response_steps_total\{bank="tampered-advisory",step="digest",outcome="refused"\} 1\n/,
     );
