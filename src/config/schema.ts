@@ -1031,7 +1031,7 @@ const sharedOperations = {
 
 export const egressConfigSchema = z
   .object({
-    mode: z.literal("egress"),
+    mode: restartOnly(z.literal("egress"), "a process runs one mode"),
     listen: z
       .object({
         host: restartOnly(z.string().default("127.0.0.1"), LISTENER),
@@ -1057,10 +1057,13 @@ export const egressConfigSchema = z
      */
     workers: restartOnly(z.number().int().min(1).max(64).default(1), WORKERS),
     /** How often the config file is checked for changes (it is also read again on SIGHUP). */
-    reload: z
-      .object({ pollSeconds: z.number().positive().default(10) })
-      .strict()
-      .prefault({}),
+    reload: restartOnly(
+      z
+        .object({ pollSeconds: z.number().positive().default(10) })
+        .strict()
+        .prefault({}),
+      "the file watch polls at the pace it started with",
+    ),
     banks: z
       .array(bankProfile)
       .min(1)

@@ -33,10 +33,12 @@ describe("keys a reload cannot take over, read from the schema", () => {
       "reload",
     ]);
     expect(restartOnlyKeys(egressConfigSchema)).toEqual([
+      "mode",
       "listen.host",
       "listen.port",
       "listen.socket",
       "workers",
+      "reload",
       "admin",
     ]);
   });
