@@ -13,6 +13,7 @@ import {
   type BankProfile,
   BankRouter,
   createEgressHandler,
+  egressRequestChain,
   GATEWAY_WRITTEN_HEADERS,
 } from "../egress/index.js";
 import type { EgressEvent } from "../events.js";
@@ -140,8 +141,12 @@ export async function startEgressGateway(
     started.add(() => drain(server, 0));
     metrics.connections.countOpen(guard.open);
     guard.observe(metrics.connections.observer(logger, now));
+    // One chain of request steps for the gateway's life: its counters survive reloads.
+    const requestChain = egressRequestChain();
+    metrics.watchRequestSteps(() => requestChain.counts());
     const factoryOf = (c: EgressConfig) =>
       createEgressHandler({
+        chain: requestChain,
         router: {
           route: (host, url) => router.route(host, url),
           describe: () => router.describe(),

@@ -6,7 +6,7 @@
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { hasBody } from "../checks/index.js";
+import { Chain, hasBody, type Step, type StepResult, type StepTrace } from "../checks/index.js";
 import { type Rejection, reject, statusFor } from "../errors.js";
 import { type EgressEvent, unparsedRequestEvent } from "../events.js";
 import type { Backend } from "../forward/backend.js";
@@ -61,6 +61,8 @@ export interface EgressHandlerOptions {
   readonly router: Pick<BankRouter<BankProfile>, "route" | "describe">;
   readonly maxBodyBytes: number;
   readonly onRequest?: (event: EgressEvent) => void;
+  /** The request steps' chain, kept across reloads so that its counters cover the whole run. */
+  readonly chain?: EgressRequestChain;
 }
 
 const GATEWAY_ORIGIN = { [ORIGIN_HEADER]: "gateway" } as const;
@@ -86,8 +88,9 @@ export const GATEWAY_WRITTEN_HEADERS = [
 
 /** The egress mode's exchanges for the listener; its own answers are marked `psd2-gateway-origin: gateway`. */
 export function createEgressHandler(options: EgressHandlerOptions): ExchangeFactory {
+  const chain = options.chain ?? egressRequestChain();
   return {
-    create: (req, res) => new EgressExchange(options, req, res),
+    create: (req, res) => new EgressExchange(options, chain, req, res),
     rawRefusal: (message, step) => {
       const answer = rawRejection(reject("FORMAT_ERROR", message), "spec", GATEWAY_ORIGIN);
       options.onRequest?.(
@@ -112,24 +115,32 @@ const CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
  * One application request: read, signed, then handed to the forwarder (the same undici dispatch
  * relay as ingress), which streams the bank's answer back or holds it for the response check.
  */
-class EgressExchange implements ForwardCall<ResponseSignatureCheck>, Exchange {
+class EgressExchange implements ForwardCall<ResponseSignatureCheck>, Exchange, StepTrace {
   private readonly started = performance.now();
-  private profile: BankProfile | undefined;
-  private requestId: string | undefined;
-  private signingMs: number | undefined;
+  /** The bank profile the request goes to (the bank-profile step), and the target below its base. */
+  profile: BankProfile | undefined;
+  routeTarget = "/";
+  /** The request body as read whole (the body step); empty without one. */
+  requestBody: Buffer = NO_BODY;
+  sendsBody = false;
+  requestId: string | undefined;
+  signingMs: number | undefined;
   /** What becomes of the bank's response signature: judged, marked and reported in one place. */
-  private signatureCheck: ResponseSignatureCheck | undefined;
+  signatureCheck: ResponseSignatureCheck | undefined;
   /** Why the gateway answered itself, when a named step decided it (access line, metrics). */
-  private step: string | undefined;
+  failedStep: string | undefined;
+  /** The refusal must also close the connection (a body not read, an Expect not met). */
+  closeConnection = false;
   readonly method: string;
   upstream: UpstreamRequest = NOT_SENT;
   readonly readWhole = true;
 
   /** The application's trace (W3C traceparent) or a new one: passed on to the bank, in the access line. */
-  private readonly trace: TraceContext;
+  readonly trace: TraceContext;
 
   constructor(
-    private readonly options: EgressHandlerOptions,
+    readonly options: EgressHandlerOptions,
+    private readonly chain: EgressRequestChain,
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
   ) {
@@ -138,97 +149,41 @@ class EgressExchange implements ForwardCall<ResponseSignatureCheck>, Exchange {
   }
 
   run(): void {
-    this.prepare().catch((error: unknown) => {
-      // Our own defect: answered, never a crash; the text names no key material.
-      this.refuse(reject("INTERNAL_SERVER_ERROR", `the egress gateway failed: ${(error as Error).message}`));
-    });
+    try {
+      const result = this.chain.runHead(this);
+      if (result instanceof Promise)
+        result.then(
+          (r) => this.checked(r),
+          (e: unknown) => this.failed(e),
+        );
+      else this.checked(result);
+    } catch (error) {
+      this.failed(error);
+    }
+  }
+
+  /** Every request step passed: the signed request goes to the bank; otherwise the gateway answers. */
+  private checked(result: StepResult): void {
+    if (result === APPLICATION_GONE) {
+      this.notSent(this.profile!);
+    } else if (result) {
+      if (this.closeConnection) this.res.shouldKeepAlive = false;
+      this.refuse(result);
+    } else {
+      forward(this.profile!.backend, this);
+    }
+  }
+
+  /** Our own defect: answered, never a crash; the text names no key material. */
+  private failed(error: unknown): void {
+    this.refuse(reject("INTERNAL_SERVER_ERROR", `the egress gateway failed: ${(error as Error).message}`));
   }
 
   /** Exchange: its body stopped arriving or could not be parsed; nothing was sent to the bank. */
   refuseIncomplete(message: string, step: string | undefined): void {
-    this.step = step;
+    this.failedStep = step;
     this.res.shouldKeepAlive = false;
     if (!this.res.headersSent && !this.res.writableEnded) this.refuse(reject("FORMAT_ERROR", message));
-  }
-
-  /** Routes, reads and signs the request, then forwards it; answers itself when it cannot. */
-  private async prepare(): Promise<void> {
-    const { req } = this;
-    // Node hands an Expect it does not know over as is (instead of a bare 417): refused here.
-    const expect = req.headers.expect;
-    if (expect !== undefined && !CONTINUE.test(expect)) {
-      this.res.shouldKeepAlive = false;
-      return this.refuse(
-        reject(
-          "FORMAT_ERROR",
-          `Expect: ${expect.slice(0, 100)} is not supported; send 100-continue or no Expect`,
-        ),
-      );
-    }
-    const route = this.options.router.route(req.headers.host, req.url ?? "/");
-    if (!route)
-      return this.refuse(
-        reject(
-          "RESOURCE_UNKNOWN",
-          `no bank profile serves ${(req.url ?? "").slice(0, 200)}; the banks are reached as ${this.options.router.describe()}`,
-        ),
-      );
-    const profile = route.profile;
-    this.profile = profile;
-
-    // No Content-Length or Transfer-Encoding: no body on the wire, nothing to wait for.
-    const sendsBody = hasBody(req.headers);
-    const body = sendsBody ? await this.readBody(profile) : NO_BODY;
-    if (body === undefined) return;
-    if (this.applicationGone()) return this.notSent(profile);
-
-    const headers = upstreamRequestHeaders(req.headers, profile.gatewayHeaders);
-    writeTraceContext(headers, this.trace);
-    const flat = joinedHeaders(headers);
-    for (const [name, value] of Object.entries(profile.defaultHeaders)) {
-      if (flat[name] !== undefined) continue;
-      flat[name] = value;
-      headers[name] = value;
-    }
-    // Host and Content-Length are the HTTP client's to write; they are handed to the signer as they
-    // will be sent, so that a bank whose rules sign them gets them signed, never silently left out.
-    flat.host = headers.host = profile.backend.host;
-    if (sendsBody) flat["content-length"] = headers["content-length"] = String(body.length);
-    const signStart = performance.now();
-    let signed: Record<string, string>;
-    try {
-      signed = await profile.signer.sign({
-        method: this.method,
-        target: profile.backend.basePath + route.target,
-        headers: flat,
-        body,
-      });
-    } catch (error) {
-      return this.refuse(reject("FORMAT_ERROR", `the request cannot be signed: ${(error as Error).message}`));
-    }
-    this.signingMs = performance.now() - signStart;
-    // Signing waits its turn on the thread pool: the application may have gone meanwhile.
-    if (this.applicationGone()) return this.notSent(profile);
-    for (const [name, value] of Object.entries(signed)) {
-      delete headers[name.toLowerCase()];
-      headers[name] = value;
-    }
-    this.requestId = signed["X-Request-ID"];
-    this.upstream = { method: this.method, target: route.target, headers, body: sendsBody ? body : null };
-    const target = profile.backend.basePath + route.target;
-    this.signatureCheck = new ResponseSignatureCheck(profile, {
-      method: this.method,
-      target,
-      requestId: this.requestId ?? "",
-      // RFC 9421 binds the answer to the request (`;req`): what was sent, lower-cased.
-      ...(profile.dialect === "rfc9421"
-        ? {
-            targetUri: `${profile.backend.origin.slice(0, profile.backend.origin.indexOf(":"))}://${profile.backend.host}${target}`,
-            headers: lowerCasedHeaders(headers),
-          }
-        : {}),
-    });
-    forward(profile.backend, this);
   }
 
   /**
@@ -236,7 +191,7 @@ class EgressExchange implements ForwardCall<ResponseSignatureCheck>, Exchange {
    * FIN could be a half-close, but whoever sends a payment must learn what became of it: what
    * cannot surely be answered is not sent, as ingress never dispatches a request behind a FIN.
    */
-  private applicationGone(): boolean {
+  applicationGone(): boolean {
     const socket = this.req.socket;
     return socket.destroyed || socket.readableEnded || this.res.destroyed;
   }
@@ -246,7 +201,7 @@ class EgressExchange implements ForwardCall<ResponseSignatureCheck>, Exchange {
    * is gone gets nothing (499 in the access line). Either way the connection then closes.
    */
   private notSent(profile: BankProfile): void {
-    this.step = APPLICATION_GONE_STEP;
+    this.failedStep = APPLICATION_GONE_STEP;
     const { res } = this;
     if (res.destroyed || !this.req.socket.writable) {
       res.destroy();
@@ -260,36 +215,6 @@ class EgressExchange implements ForwardCall<ResponseSignatureCheck>, Exchange {
         `the application closed its side of the connection before the request went to bank '${profile.name}'; nothing was sent: keep the connection open until the answer has come`,
       ),
     );
-  }
-
-  /** The body, or undefined when it was refused (answered) or the application went away. */
-  private async readBody(profile: BankProfile): Promise<Buffer | undefined> {
-    const max = this.options.maxBodyBytes;
-    const declared = Number(this.req.headers["content-length"] ?? 0);
-    if (declared > max) return this.bodyTooLarge(profile, String(declared));
-    const chunks: Buffer[] = [];
-    let size = 0;
-    try {
-      for await (const chunk of this.req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-        size += chunk.length;
-        if (size > max) return this.bodyTooLarge(profile, `more than ${max}`);
-        chunks.push(chunk);
-      }
-    } catch {
-      return undefined; // the application went away mid-body: nothing was sent
-    }
-    return Buffer.concat(chunks, size);
-  }
-
-  private bodyTooLarge(profile: BankProfile, size: string): undefined {
-    this.res.shouldKeepAlive = false;
-    this.refuse(
-      reject(
-        "PAYLOAD_TOO_LARGE",
-        `the request body is ${size} bytes; egress mode signs at most ${this.options.maxBodyBytes} (maxBodyBytes); nothing was sent to bank '${profile.name}'`,
-      ),
-    );
-    return undefined;
   }
 
   // ResponsePhase: the bank's answer, its signature judged by the one ResponseSignatureCheck.
@@ -321,7 +246,7 @@ class EgressExchange implements ForwardCall<ResponseSignatureCheck>, Exchange {
 
   /** A refusal of the bank's answer names the step it came from. */
   private withStep(refusal: Rejection | undefined): Rejection | undefined {
-    if (refusal) this.step = RESPONSE_SIGNATURE_STEP;
+    if (refusal) this.failedStep = RESPONSE_SIGNATURE_STEP;
     return refusal;
   }
 
@@ -348,7 +273,7 @@ class EgressExchange implements ForwardCall<ResponseSignatureCheck>, Exchange {
   }
 
   finished(outcome: ForwardOutcome): void {
-    if (outcome.step) this.step = outcome.step;
+    if (outcome.step) this.failedStep = outcome.step;
     this.report(outcome.status, outcome.bytesOut, outcome.rejection?.code, outcome.upstreamMs);
   }
 
@@ -382,10 +307,145 @@ class EgressExchange implements ForwardCall<ResponseSignatureCheck>, Exchange {
       signingMs: this.signingMs,
       responseSignature: this.signatureCheck?.status,
       responseProblem: this.signatureCheck?.problem,
-      step: this.step,
+      step: this.failedStep,
     };
   }
 }
 
 /** What an exchange forwards before it is signed: nothing. */
 const NOT_SENT: UpstreamRequest = { method: "GET", target: "/", headers: {}, body: null };
+
+/**
+ * Stands for "the application went away" among a step's results: nothing was sent, and the
+ * exchange answers an application that only half-closed (or records 499 for one that is gone).
+ */
+const APPLICATION_GONE = reject("FORMAT_ERROR", "the application went away before its request was sent");
+
+/** Egress's request side: its named steps in one chain, counted per step like ingress's. */
+export type EgressRequestChain = Chain<EgressExchange>;
+
+/** The chain of egress's request steps; built once per gateway, it reads each exchange's options. */
+export function egressRequestChain(): EgressRequestChain {
+  return new Chain(EGRESS_REQUEST_STEPS);
+}
+
+const EGRESS_REQUEST_STEPS: readonly Step<EgressExchange>[] = [
+  {
+    // Node hands an Expect it does not know over as is (instead of a bare 417): refused here.
+    name: "expect",
+    run: (c) => {
+      const expect = c.req.headers.expect;
+      if (expect === undefined || CONTINUE.test(expect)) return undefined;
+      c.closeConnection = true;
+      return reject(
+        "FORMAT_ERROR",
+        `Expect: ${expect.slice(0, 100)} is not supported; send 100-continue or no Expect`,
+      );
+    },
+  },
+  {
+    // Which bank profile serves the request, by path prefix or Host.
+    name: "bank-profile",
+    run: (c) => {
+      const { router } = c.options;
+      const route = router.route(c.req.headers.host, c.req.url ?? "/");
+      if (!route)
+        return reject(
+          "RESOURCE_UNKNOWN",
+          `no bank profile serves ${(c.req.url ?? "").slice(0, 200)}; the banks are reached as ${router.describe()}`,
+        );
+      c.profile = route.profile;
+      c.routeTarget = route.target;
+      return undefined;
+    },
+  },
+  {
+    // The body is signed (its digest), so it is read whole first, within maxBodyBytes.
+    name: "body",
+    run: (c) => {
+      // No Content-Length or Transfer-Encoding: no body on the wire, nothing to wait for.
+      c.sendsBody = hasBody(c.req.headers);
+      if (!c.sendsBody) return undefined;
+      const max = c.options.maxBodyBytes;
+      const declared = Number(c.req.headers["content-length"] ?? 0);
+      if (declared > max) return bodyTooLarge(c, String(declared));
+      return readBody(c, max);
+    },
+  },
+  {
+    // The bank's signing rules over what will be sent: its default headers, Host and Content-Length.
+    name: "sign",
+    run: (c) => signRequest(c),
+  },
+];
+
+async function readBody(c: EgressExchange, max: number): Promise<StepResult> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of c.req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > max) return bodyTooLarge(c, `more than ${max}`);
+      chunks.push(chunk);
+    }
+  } catch {
+    return APPLICATION_GONE; // it went away mid-body: nothing was sent
+  }
+  c.requestBody = Buffer.concat(chunks, size);
+  return c.applicationGone() ? APPLICATION_GONE : undefined;
+}
+
+function bodyTooLarge(c: EgressExchange, size: string): StepResult {
+  c.closeConnection = true;
+  return reject(
+    "PAYLOAD_TOO_LARGE",
+    `the request body is ${size} bytes; egress mode signs at most ${c.options.maxBodyBytes} (maxBodyBytes); nothing was sent to bank '${c.profile!.name}'`,
+  );
+}
+
+async function signRequest(c: EgressExchange): Promise<StepResult> {
+  const profile = c.profile!;
+  const { requestBody: body, sendsBody } = c;
+  const headers = upstreamRequestHeaders(c.req.headers, profile.gatewayHeaders);
+  writeTraceContext(headers, c.trace);
+  const flat = joinedHeaders(headers);
+  for (const [name, value] of Object.entries(profile.defaultHeaders)) {
+    if (flat[name] !== undefined) continue;
+    flat[name] = value;
+    headers[name] = value;
+  }
+  // Host and Content-Length are the HTTP client's to write; they are handed to the signer as they
+  // will be sent, so that a bank whose rules sign them gets them signed, never silently left out.
+  flat.host = headers.host = profile.backend.host;
+  if (sendsBody) flat["content-length"] = headers["content-length"] = String(body.length);
+  const target = profile.backend.basePath + c.routeTarget;
+  const signStart = performance.now();
+  let signed: Record<string, string>;
+  try {
+    signed = await profile.signer.sign({ method: c.method, target, headers: flat, body });
+  } catch (error) {
+    return reject("FORMAT_ERROR", `the request cannot be signed: ${(error as Error).message}`);
+  }
+  c.signingMs = performance.now() - signStart;
+  // Signing waits its turn on the thread pool: the application may have gone meanwhile.
+  if (c.applicationGone()) return APPLICATION_GONE;
+  for (const [name, value] of Object.entries(signed)) {
+    delete headers[name.toLowerCase()];
+    headers[name] = value;
+  }
+  c.requestId = signed["X-Request-ID"];
+  c.upstream = { method: c.method, target: c.routeTarget, headers, body: sendsBody ? body : null };
+  c.signatureCheck = new ResponseSignatureCheck(profile, {
+    method: c.method,
+    target,
+    requestId: c.requestId ?? "",
+    // RFC 9421 binds the answer to the request (`;req`): what was sent, lower-cased.
+    ...(profile.dialect === "rfc9421"
+      ? {
+          targetUri: `${profile.backend.origin.slice(0, profile.backend.origin.indexOf(":"))}://${profile.backend.host}${target}`,
+          headers: lowerCasedHeaders(headers),
+        }
+      : {}),
+  });
+  return undefined;
+}

@@ -4,6 +4,8 @@ export {
   type BankProfile,
   createEgressHandler,
   type EgressHandlerOptions,
+  type EgressRequestChain,
+  egressRequestChain,
   GATEWAY_WRITTEN_HEADERS,
   ORIGIN_HEADER,
   type ResponseVerificationMode,

@@ -59,6 +59,16 @@ export class EgressMetrics {
     certificateExpiryGauge(this.registry, certificates, now);
     stepCounter(
       this.registry,
+      "psd2_gateway_egress_steps_total",
+      "Verdicts of each named step of an application's request (expect, bank-profile, body, sign), by outcome",
+      [],
+      () => {
+        const counts = this.requestSteps();
+        return counts ? [[{}, counts] as const] : [];
+      },
+    );
+    stepCounter(
+      this.registry,
       "psd2_gateway_egress_response_steps_total",
       "Verdicts of each named check of a bank's response signature, per bank profile, by outcome (since the profile was loaded)",
       ["bank"],
@@ -67,6 +77,12 @@ export class EgressMetrics {
   }
 
   private responseSteps: () => readonly (readonly [string, StepCounts])[] = () => [];
+  private requestSteps: () => StepCounts | undefined = () => undefined;
+
+  /** The request steps' chain (routing, body, signing), read at scrape time. */
+  watchRequestSteps(read: () => StepCounts): void {
+    this.requestSteps = read;
+  }
 
   /** The bank profiles' response checks (their long-lived chains), read at scrape time. */
   watchResponseSteps(read: () => readonly (readonly [string, StepCounts])[]): void {

@@ -301,12 +301,26 @@ describe("what egress refuses itself", () => {
     );
   });
 
-  it("a path no bank profile serves: 404 listing how the banks are reached", async () => {
+  it("a path no bank profile serves: 404 listing how the banks are reached, counted at its step", async () => {
+    const refusedBefore = await stepCount("bank-profile", "refused");
     const answer = await call("/elsewhere/v1/accounts");
     expect(answer.status).toBe(404);
     expect(JSON.parse(answer.text).tppMessages[0]).toMatchObject({ code: "RESOURCE_UNKNOWN" });
     expect(answer.text).toContain("bank (/bank/…)");
+    // The request steps are one long-lived chain, counted per step as ingress's are.
+    expect(await stepCount("bank-profile", "refused")).toBe(refusedBefore + 1);
+    expect(await stepCount("sign", "passed")).toBeGreaterThan(0);
   });
+
+  /** psd2_gateway_egress_steps_total of one step and outcome (0 before its first count). */
+  async function stepCount(step: string, outcome: string): Promise<number> {
+    const metrics = await egress.metrics.registry.metrics();
+    const line = new RegExp(
+      `^psd2_gateway_egress_steps_total\\{step="${step}",outcome="${outcome}"\\} (\\d+)$`,
+      "m",
+    );
+    return Number(line.exec(metrics)?.[1] ?? 0);
+  }
 
   it("counts requests per bank profile and who answered", async () => {
     const metrics = await egress.metrics.registry.metrics();
