@@ -309,6 +309,31 @@ describe.skipIf(!canRender)(
         }
       });
 
+      it("lets the gateway reach only DNS, its store, the bank's core and the trust sources, each on its port", () => {
+        const { config } = get(target);
+        const [policy] = objectsOf<INetworkPolicy>(get(target), "NetworkPolicy");
+        expect(policy!.spec!.policyTypes).toContain("Egress");
+        const rules = policy!.spec!.egress ?? [];
+        // A rule without ports opens every port to its peers.
+        expect(rules.length).toBeGreaterThan(0);
+        expect(rules.every((r) => (r.ports ?? []).length > 0)).toBe(true);
+        const allowed = (port: number, protocol = "TCP") =>
+          rules.some((r) => r.ports!.some((p) => p.port === port && (p.protocol ?? "TCP") === protocol));
+        const storePorts = config.store.sentinels
+          ? config.store.sentinels.map((s) => s.port)
+          : [Number(new URL(config.store.url!).port || 6379)];
+        const wanted: [string, number, string?][] = [
+          ["DNS", 53, "UDP"],
+          ["DNS over TCP", 53],
+          ...storePorts.map((port): [string, number] => ["the store", port]),
+          ["the bank's core (backend.url)", Number(new URL(config.backend.url).port || 443)],
+          ["registers, trusted lists and OCSP over HTTPS", 443],
+          ["CRLs and OCSP over HTTP", 80],
+        ];
+        for (const [what, port, protocol] of wanted)
+          expect(allowed(port, protocol), `${what}: ${port}`).toBe(true);
+      });
+
       it("publishes the TPP port and the admin port on separate Services matching the pods", () => {
         const { container, deployment } = get(target);
         const podLabels = deployment.spec!.template.metadata!.labels!;
