@@ -188,10 +188,10 @@ export async function startEgressGateway(
       router = new BankRouter<BankProfile>(fresh);
       modes = new Map(fresh.map((p) => [p.name, p.responseMode]));
       warnExpiring(fresh, logger, now);
-      // undici's close lets the requests still using the old pools finish first.
+      // Requests under way finish on the old pools; each closes once none holds it.
       for (const p of old) {
         p.responseVerifier?.stop();
-        const closing = p.backend.close().finally(() => retired.delete(closing));
+        const closing = p.backend.retire().finally(() => retired.delete(closing));
         retired.add(closing);
       }
       logger.info(

@@ -477,8 +477,8 @@ async function startComponents(
           logger.level = next.log.level;
           backend = nextBackend;
           components.path = path;
-          // Requests in flight finish on the old pool; it closes once they have.
-          if (old !== nextBackend) void old.close();
+          // Requests under way finish on the old pool; it closes once none holds it.
+          if (old !== nextBackend) void old.retire();
         },
       };
     },

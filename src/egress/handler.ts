@@ -286,7 +286,17 @@ class EgressExchange implements ForwardCall<ResponseSignatureCheck>, Exchange, S
     this.report(res.statusCode, bytesOut, rejection.code);
   }
 
+  /** The backend pool it picked, held until it is done. */
+  private held: Backend | undefined;
+
+  hold(backend: Backend): void {
+    this.held = backend;
+    backend.hold();
+  }
+
   private report(status: number, bytesOut: number, code?: string, upstreamMs?: number): void {
+    this.held?.release();
+    this.held = undefined;
     this.options.onRequest?.(this.event(status, bytesOut, code, upstreamMs));
   }
 
@@ -356,6 +366,8 @@ const EGRESS_REQUEST_STEPS: readonly Step<EgressExchange>[] = [
         );
       c.profile = route.profile;
       c.routeTarget = route.target;
+      // Held until the exchange is done: a reload retires the old profile's pool only then.
+      c.hold(route.profile.backend);
       return undefined;
     },
   },

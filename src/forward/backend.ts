@@ -61,6 +61,36 @@ export class Backend {
     });
   }
 
+  /** Exchanges that picked this pool and may still dispatch on it. */
+  private holders = 0;
+  private retired: (() => void) | undefined;
+
+  /** An exchange picked this pool: it stays open until the exchange lets go (`release`). */
+  hold(): void {
+    this.holders++;
+  }
+
+  release(): void {
+    this.holders--;
+    if (this.holders === 0) this.retired?.();
+  }
+
+  /**
+   * A reload's old pool: closed once no exchange holds it any more, so that one still reading
+   * its body or waiting for a certificate verdict when the reload came is sent on the pool it
+   * picked (a request dispatched on a closed pool fails); undici's close then lets what was
+   * dispatched finish.
+   */
+  retire(): Promise<void> {
+    if (this.holders === 0) return this.close();
+    return new Promise((resolve) => {
+      this.retired = () => {
+        this.retired = undefined;
+        resolve(this.close());
+      };
+    });
+  }
+
   close(): Promise<void> {
     return this.pool.close();
   }

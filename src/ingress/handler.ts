@@ -158,6 +158,8 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
   /** The trace it belongs to (W3C traceparent), passed on to the backend and in the access line. */
   private readonly trace: TraceContext;
   private reported = false;
+  /** The backend pool it will be sent on, held until it is done (a reload retires the old pool). */
+  private backend: Backend | undefined;
   /** Its body stopped arriving before it was forwarded: answered, never forwarded. */
   private stalled = false;
 
@@ -177,6 +179,8 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
     this.httpVersion = req.httpVersion;
     this.requestId = headerValue(req.headers, "x-request-id");
     this.trace = traceContextOf(req.headers);
+    this.backend = ingress.options.backend;
+    this.backend.hold();
   }
 
   run(): void {
@@ -319,7 +323,7 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
 
   private forwardWith(headers: Headers, body: UpstreamRequest["body"]): void {
     this.upstream = { method: this.method, target: this.target, headers, body };
-    forward(this.ingress.options.backend, this);
+    forward(this.backend ?? this.ingress.options.backend, this);
   }
 
   /**
@@ -385,6 +389,8 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
   }
 
   private done(status: number, bytesOut: number, rejection?: Rejection, upstreamMs?: number): void {
+    this.backend?.release();
+    this.backend = undefined;
     const observer = this.ingress.options.onRequest;
     // One access line per request, even if a failure after forwarding began also ends it.
     if (!observer || this.reported) return;

@@ -90,6 +90,11 @@ export interface FuzzGateway {
   readonly adminUrl: string;
   /** The last lines it printed (bounded). */
   readonly lines: string[];
+  /**
+   * Changes its config file (`change` edits the config as written) and sends SIGHUP: the running
+   * gateway reads it again (and may also see the file change on its own).
+   */
+  reconfigure(change: (config: Record<string, unknown>) => void): void;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   stop(timeoutMs?: number): Promise<void>;
 }
@@ -206,6 +211,11 @@ export async function spawnFuzzProcess(options: {
     adminUrl,
     lines,
     exited,
+    reconfigure(change) {
+      change(options.config);
+      writeFileSync(configFile, toYaml(options.config));
+      if (!done) child.kill("SIGHUP");
+    },
     async stop(timeoutMs = 10_000) {
       if (done) return;
       child.kill("SIGTERM");

@@ -40,6 +40,13 @@ export interface FuzzOptions {
    * a family forces it with `x-fuzz-eager: 1`): the backend a legacy core's GET or DELETE handler is.
    */
   readonly eagerPerMille?: number;
+  /**
+   * Configuration reloads to make during the run, spread evenly over its requests (default 0):
+   * each gateway's config file gets a change that judges nothing differently (a new chain, a new
+   * backend pool, new bank profiles) and a SIGHUP. Nothing may be lost or judged otherwise, and
+   * every reload must apply.
+   */
+  readonly reloads?: number;
   /** Progress lines (default: none). */
   readonly log?: (line: string) => void;
 }
@@ -84,19 +91,44 @@ function healthz(adminUrl: string): Promise<number> {
 
 /** The gateway's backend requests still in flight or queued (its /metrics), undefined when unreadable. */
 function backendRequestsOpen(adminUrl: string): Promise<number | undefined> {
+  return metricSum(adminUrl, /^psd2_gateway_(?:egress_)?backend_requests\{[^}]*\} (\d+)$/gm);
+}
+
+/** The sum of the values `line` matches in a gateway's /metrics; undefined when none does. */
+function metricSum(adminUrl: string, line: RegExp): Promise<number | undefined> {
   return new Promise((resolve) => {
     const req = httpGet(`${adminUrl}/metrics`, { timeout: 5_000 }, (res) => {
       let text = "";
       res.setEncoding("utf8");
       res.on("data", (chunk: string) => (text += chunk));
       res.on("end", () => {
-        const values = [...text.matchAll(/^psd2_gateway_(?:egress_)?backend_requests\{[^}]*\} (\d+)$/gm)];
+        const values = [...text.matchAll(line)];
         resolve(values.length === 0 ? undefined : values.reduce((sum, m) => sum + Number(m[1]), 0));
       });
     });
     req.on("timeout", () => req.destroy(new Error("timeout")));
     req.on("error", () => resolve(undefined));
   });
+}
+
+/**
+ * The n-th reload's change to a gateway's config: nothing any request is judged by. Ingress gets a
+ * new chain (an unused prefix where TPP-Redirect-URI is optional) and, every other time, a new
+ * backend pool (its connection count); egress rebuilds its bank profiles on every reload (new keys
+ * read, new backend pools) and gets a new shutdown grace.
+ */
+function harmlessChange(name: string, n: number): (config: Record<string, unknown>) => void {
+  return (config) => {
+    const shutdown = { graceSeconds: 25 + (n % 2) };
+    config["shutdown"] = shutdown;
+    if (name !== "ingress") return;
+    const verification = (config["verification"] ?? {}) as Record<string, unknown>;
+    verification["redirectUriOptionalPrefixes"] = ["/v1/sandbox", `/v1/fuzz-reload-${n}`];
+    config["verification"] = verification;
+    const backend = (config["backend"] ?? {}) as Record<string, unknown>;
+    backend["connections"] = 128 + (n % 2);
+    config["backend"] = backend;
+  };
 }
 
 /** Starts what the selected families need, runs them, checks, stops everything. Never throws for a violation. */
@@ -146,6 +178,8 @@ class Run implements Checker {
   private sent = 0;
   private readonly rssSamples: Record<string, { t: number; mb: number }[]> = {};
   private healthChecks = 0;
+  /** Configuration reloads sent to each gateway so far (FuzzOptions.reloads). */
+  private reloadsSent = 0;
   private stopped = false;
   private exited = false;
   /** FUZZ_LOG_DIR=<dir>: one line per case (end time, family.case, duration) in cases.log there. */
@@ -294,8 +328,18 @@ class Run implements Checker {
     } else {
       const pick = new Rng(seed ^ 0x5eed);
       const weights = families.map((f) => [f.weight, f] as const);
+      const reloads = this.options.reloads ?? 0;
+      const reloadEvery = reloads > 0 ? Math.max(1, Math.floor(this.options.count / (reloads + 1))) : 0;
       const worker = async () => {
         while (!this.stopped && this.sent < this.options.count) {
+          if (
+            reloadEvery > 0 &&
+            this.reloadsSent < reloads &&
+            this.sent >= (this.reloadsSent + 1) * reloadEvery
+          ) {
+            const n = ++this.reloadsSent;
+            for (const gateway of this.processes()) gateway.reconfigure(harmlessChange(gateway.name, n));
+          }
           const family = pick.weighted(weights);
           const index = caseIndexes.get(family.name) ?? 0;
           caseIndexes.set(family.name, index + 1);
@@ -327,6 +371,7 @@ class Run implements Checker {
     await new Promise((r) => setTimeout(r, 500));
     await stopMonitor();
     await this.checkBackendPools();
+    await this.checkReloads();
     this.stopped = true;
     this.ingress?.finalSweep();
     this.egress?.finalSweep();
@@ -368,6 +413,37 @@ class Run implements Checker {
         label: `the ${gateway.name} gateway's backend requests after the run`,
         expected: "none in flight or queued once every exchange has ended (psd2_gateway_*backend_requests)",
         got: open === undefined ? "no backend_requests metric" : `${open} still in flight or queued`,
+        bytes: "",
+      }));
+    }
+  }
+
+  /** Every reload sent was applied by each gateway, none failed (a SIGHUP may also meet a file change). */
+  private async checkReloads(): Promise<void> {
+    if (this.reloadsSent === 0) return;
+    for (const gateway of this.processes()) {
+      const metric = (outcome: string) =>
+        metricSum(
+          gateway.adminUrl,
+          new RegExp(
+            `^psd2_gateway_(?:egress_)?config_reloads_total\\{outcome="${outcome}"\\} (\\d+)$`,
+            "gm",
+          ),
+        );
+      let applied: number | undefined;
+      for (let tries = 0; tries < 30; tries++) {
+        applied = await metric("applied");
+        if ((applied ?? 0) >= this.reloadsSent) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const failed = await metric("failed");
+      this.check((applied ?? 0) >= this.reloadsSent && failed === 0, () => ({
+        kind: "reload",
+        family: "(process)",
+        caseIndex: -1,
+        label: `the ${gateway.name} gateway's configuration reloads during the run`,
+        expected: `${this.reloadsSent} applied (or more: the file watch may see a change too), none failed`,
+        got: `${applied ?? "no"} applied, ${failed ?? "no"} failed; last lines:\n${gateway.lines.slice(-5).join("\n")}`,
         bytes: "",
       }));
     }

@@ -12,6 +12,8 @@
  *   FUZZ_CONCURRENCY   connections in flight (default 16)
  *   FUZZ_EAGER         per mille of ingress requests the backend answers on the head, before the
  *                      body, as a legacy core's GET or DELETE handler does (default 100; 1000: all)
+ *   FUZZ_RELOADS       configuration reloads (a changed config file and SIGHUP) spread over the run,
+ *                      each judging nothing differently; every one must apply (default 0)
  *   FUZZ_LOG_DIR       keep every gateway log line there, and cases.log: each case's end and duration
  *   FUZZ_LOG_LEVEL     the gateways' log level (default warn; info adds every access line)
  *
@@ -41,6 +43,7 @@ const count = intFromEnv("FUZZ_COUNT", 100_000);
 const rssLimitMb = intFromEnv("FUZZ_RSS_LIMIT_MB", 400);
 const concurrency = Math.max(1, intFromEnv("FUZZ_CONCURRENCY", 16));
 const eagerPerMille = Math.min(1000, intFromEnv("FUZZ_EAGER", 100));
+const reloads = intFromEnv("FUZZ_RELOADS", 0);
 const onlyCaseText = process.env["FUZZ_CASE"];
 const names = (process.env["FUZZ_FAMILIES"] ?? "")
   .split(",")
@@ -62,6 +65,7 @@ const report = await runFuzz({
   rssLimitMb,
   concurrency,
   eagerPerMille,
+  reloads,
   ...(onlyCaseText !== undefined && onlyCaseText !== "" ? { onlyCase: intFromEnv("FUZZ_CASE", 0) } : {}),
   log: (line) => console.log(line),
 });

@@ -14,15 +14,18 @@ import { formatReport } from "../fuzz/report.js";
 
 const SEED = 20261123;
 const COUNT = 3_500;
+const RELOADS = 50;
 
 describe("fuzz (short run)", () => {
-  it(`${COUNT} hostile requests from every family, ingress and egress, break no invariant`, async () => {
+  it(`${COUNT} hostile requests from every family, ingress and egress, with ${RELOADS} configuration reloads, break no invariant`, async () => {
     const report = await runFuzz({
       count: COUNT,
       seed: SEED,
       families: ALL_FAMILIES,
       rssLimitMb: 400,
       concurrency: 16,
+      // Issue 38: a reload under load loses and mis-judges nothing, and every one applies.
+      reloads: RELOADS,
     });
     const text = formatReport(
       report,
