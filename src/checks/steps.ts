@@ -479,7 +479,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
         const until = Number.isFinite(c.acceptedUntil) ? c.acceptedUntil : now + longest;
         // Kept until the request could no longer pass its time checks, on any gateway sharing the store.
         const windowMs = Math.max(until - now + 1 + REPLAY_CLOCK_MARGIN_MS, options.replayWindowMs);
-        const fresh = checkReplay(replay, key, { ...replayOptions, windowMs });
+        const fresh = checkReplay(replay, key, windowMs, replayOptions);
         return fresh instanceof Promise ? fresh.then(counted) : counted(fresh);
       },
     });

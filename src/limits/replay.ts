@@ -11,8 +11,6 @@ import { type LimitStore, type MaybePromise, STORE_RETRY_AFTER_SECONDS } from ".
 export type ReplayStore = Pick<LimitStore, "checkAndRecord">;
 
 export interface ReplayOptions {
-  /** How long the record is kept: until the request could no longer pass its time checks. */
-  readonly windowMs: number;
   /** When the store cannot be reached: refuse (false, the default) or let the request through. */
   readonly failOpen: boolean;
   readonly onStoreError?: (error: unknown) => void;
@@ -93,11 +91,13 @@ function unreachable(error: unknown, options: ReplayOptions): true | Rejection {
 export function checkReplay(
   store: ReplayStore,
   key: string,
+  /** How long the record is kept: until the request could no longer pass its time checks. */
+  windowMs: number,
   options: ReplayOptions,
 ): MaybePromise<true | Rejection> {
   let seen: MaybePromise<boolean>;
   try {
-    seen = store.checkAndRecord(key, options.windowMs);
+    seen = store.checkAndRecord(key, windowMs);
   } catch (error) {
     return unreachable(error, options);
   }
