@@ -6,16 +6,8 @@
  */
 
 import type { z } from "zod";
-import { RESTART_ONLY } from "./restart.js";
+import { RESTART_ONLY, unwrapped, type Walkable } from "./restart.js";
 import { configSchema, egressConfigSchema } from "./schema.js";
-
-interface Def extends Record<string, unknown> {
-  readonly type: string;
-}
-interface Walkable {
-  readonly _zod: { readonly def: Def };
-  readonly description?: string;
-}
 
 export interface ReferenceRow {
   /** Dotted path; `[]` marks the items of a list. */
@@ -29,21 +21,8 @@ export interface ReferenceRow {
   readonly description: string | undefined;
 }
 
-/** The layers zod wraps a key's value in, outermost first. */
-function layersOf(schema: Walkable): Walkable[] {
-  const layers = [schema];
-  let at = schema;
-  for (;;) {
-    const def = at._zod.def;
-    const inner = (def.innerType ?? (def.type === "pipe" ? def.in : undefined)) as Walkable | undefined;
-    if (inner === undefined) return layers;
-    layers.push(inner);
-    at = inner;
-  }
-}
-
 function typeName(schema: Walkable): string {
-  const core = layersOf(schema).at(-1)!;
+  const core = unwrapped(schema).at(-1)!;
   const def = core._zod.def;
   switch (def.type) {
     case "enum":
@@ -81,17 +60,17 @@ function defaultOf(layers: readonly Walkable[]): string {
 /** Every key of `schema` (an object schema), its children after it. */
 export function referenceRows(schema: z.ZodType, prefix = "", restart = false): ReferenceRow[] {
   const rows: ReferenceRow[] = [];
-  const object = layersOf(schema as unknown as Walkable).find((l) => l._zod.def.type === "object");
+  const object = unwrapped(schema as unknown as Walkable).find((l) => l._zod.def.type === "object");
   if (!object) return rows;
   for (const [name, value] of Object.entries(object._zod.def.shape as Record<string, Walkable>)) {
     const key = prefix === "" ? name : `${prefix}.${name}`;
-    const layers = layersOf(value);
+    const layers = unwrapped(value);
     const marked = restart || layers.some((l) => RESTART_ONLY.has(l as unknown as z.ZodType));
     const optional = layers.some((l) => ["optional", "default", "prefault"].includes(l._zod.def.type));
     const core = layers.at(-1)!;
     const description = layers.map((l) => l.description).find((d) => d !== undefined);
     const element =
-      core._zod.def.type === "array" ? layersOf(core._zod.def.element as Walkable).at(-1) : undefined;
+      core._zod.def.type === "array" ? unwrapped(core._zod.def.element as Walkable).at(-1) : undefined;
     if (core._zod.def.type === "object") {
       rows.push({
         key,

@@ -15,12 +15,13 @@ export function restartOnly<T extends z.ZodType>(schema: T, why: string): T {
   return schema;
 }
 
-interface Walkable {
+export interface Walkable {
   readonly _zod: { readonly def: { readonly type: string } & Record<string, unknown> };
+  readonly description?: string;
 }
 
-/** The schema under the wrappers zod puts around a key's value (defaults, optional, transforms). */
-function unwrapped(schema: Walkable): Walkable[] {
+/** A key's value and the schemas under the wrappers zod puts around it (defaults, optional, transforms), outermost first. */
+export function unwrapped(schema: Walkable): Walkable[] {
   const layers: Walkable[] = [schema];
   let at = schema;
   for (;;) {
