@@ -1,10 +1,10 @@
 /**
- * The README's code as a user gets it: `npm pack` (which builds dist/), the tarball installed into
- * an empty project, every ```ts/```js block of README.md written there and run on this Node (26
- * strips TypeScript types itself, so a .ts snippet runs as the README says: `node file.ts`), its
- * output held against the `// prints:` lines under it, and the snippets type-checked against the
+ * The documentation's code as a user gets it: `npm pack` (which builds dist/), the tarball installed
+ * into an empty project, every ```ts/```js block of README.md and docs/*.md written there and run on
+ * this Node (26 strips TypeScript types itself, so a .ts snippet runs as the docs say: `node file.ts`),
+ * its output held against the `// prints:` lines under it, and the snippets type-checked against the
  * package's own declarations. Each block carries `<!-- snippet: name -->` (run here) or
- * `<!-- snippet-exempt: why -->` on the line before it.
+ * `<!-- snippet-exempt: why -->` on the line before it; a failure names the file and line.
  */
 
 import { type ChildProcess, execFile, spawn } from "node:child_process";
@@ -33,7 +33,9 @@ interface Snippet {
   readonly exemptBecause: string | undefined;
   readonly language: "ts" | "js";
   readonly code: string;
-  /** 1-based line of the opening fence in README.md. */
+  /** The Markdown file, relative to the repository. */
+  readonly file: string;
+  /** 1-based line of the opening fence in that file. */
   readonly line: number;
 }
 
@@ -42,7 +44,7 @@ const MARKER = /^\s*<!--\s*snippet:\s*([a-z0-9-]+)\s*-->\s*$/;
 const EXEMPT = /^\s*<!--\s*snippet-exempt:\s*(.+?)\s*-->\s*$/;
 
 /** Every TypeScript or JavaScript block of a Markdown text, with the marker on the line before it. */
-function readmeSnippets(markdown: string): Snippet[] {
+function readmeSnippets(markdown: string, file: string): Snippet[] {
   const lines = markdown.split("\n");
   const found: Snippet[] = [];
   for (let i = 0; i < lines.length; i++) {
@@ -50,7 +52,7 @@ function readmeSnippets(markdown: string): Snippet[] {
     if (!open) continue;
     const indent = open[1]!;
     const end = lines.findIndex((l, j) => j > i && l.trim() === "```");
-    if (end < 0) throw new Error(`README.md:${i + 1}: code block never closed`);
+    if (end < 0) throw new Error(`${file}:${i + 1}: code block never closed`);
     const before = lines[i - 1] ?? "";
     found.push({
       name: MARKER.exec(before)?.[1],
@@ -60,6 +62,7 @@ function readmeSnippets(markdown: string): Snippet[] {
         .slice(i + 1, end)
         .map((l) => (l.startsWith(indent) ? l.slice(indent.length) : l))
         .join("\n")}\n`,
+      file,
       line: i + 1,
     });
     i = end;
@@ -70,12 +73,12 @@ function readmeSnippets(markdown: string): Snippet[] {
 const HTTP_DATE = /\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT\b/g;
 const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g;
 
-/** What differs from run to run in the README's example output: the clock and random request ids. */
+/** What differs from run to run in the docs' example output: the clock and random request ids. */
 function normalised(line: string): string {
   return line.replace(HTTP_DATE, "<http-date>").replace(UUID, "<uuid>");
 }
 
-/** The `// prints…:` comment lines at a snippet's end, the output the README promises. */
+/** The `// prints…:` comment lines at a snippet's end, the output the docs promise. */
 function promisedOutput(code: string): string[] {
   const lines = code.trimEnd().split("\n");
   const start = lines.findIndex((l) => /^\/\/ prints\b.*:$/.test(l));
@@ -88,26 +91,38 @@ function promisedOutput(code: string): string[] {
 
 /** Each printed line matches its promised line, `…` standing for any text. */
 function expectPrinted(snippet: Snippet, stdout: string): void {
+  const where = `${snippet.name} (${snippet.file}:${snippet.line})`;
   const promised = promisedOutput(snippet.code);
-  expect(promised.length, `${snippet.name} has no '// prints:' lines`).toBeGreaterThan(0);
+  expect(promised.length, `${where} has no '// prints:' lines`).toBeGreaterThan(0);
   const printed = stdout.trimEnd().split("\n");
-  expect(printed, `${snippet.name} printed:\n${stdout}`).toHaveLength(promised.length);
+  expect(printed, `${where} printed:\n${stdout}`).toHaveLength(promised.length);
   promised.forEach((line, i) => {
     const pattern = normalised(line)
       .split("…")
       .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
       .join(".*");
-    expect(normalised(printed[i]!)).toMatch(new RegExp(`^${pattern}$`));
+    expect(normalised(printed[i]!), `${where}, line ${i + 1} of its output`).toMatch(
+      new RegExp(`^${pattern}$`),
+    );
   });
 }
 
-const README = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
-const SNIPPETS = readmeSnippets(README);
+/** The Markdown files whose blocks are read: README.md and every file of docs/. */
+const MARKDOWN_FILES = [
+  "README.md",
+  ...readdirSync(join(REPO_ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .sort()
+    .map((f) => `docs/${f}`),
+];
+const SNIPPETS = MARKDOWN_FILES.flatMap((file) =>
+  readmeSnippets(readFileSync(join(REPO_ROOT, file), "utf8"), file),
+);
 const RUNNABLE = new Map(SNIPPETS.flatMap((s) => (s.name ? [[s.name, s] as const] : [])));
 
 function snippet(name: string): Snippet {
   const found = RUNNABLE.get(name);
-  if (!found) throw new Error(`README.md has no block marked <!-- snippet: ${name} -->`);
+  if (!found) throw new Error(`no block of ${MARKDOWN_FILES.join(", ")} is marked <!-- snippet: ${name} -->`);
   return found;
 }
 
@@ -122,14 +137,15 @@ const SIGNED_REQUEST = {
 /** Marked snippets and what this test does with each; a marker without an entry here fails. */
 const EXPECTED_SNIPPETS = ["sign-request", "verify-request", "sign-rfc9421-request"];
 
-describe("README code blocks", () => {
+describe("the documentation's code blocks", () => {
   it("are each marked runnable or exempted with a reason", () => {
     expect(SNIPPETS.length).toBeGreaterThan(0);
     for (const s of SNIPPETS) {
-      expect(s.name ?? s.exemptBecause, `README.md:${s.line} has neither marker`).toBeDefined();
+      expect(s.name ?? s.exemptBecause, `${s.file}:${s.line} has neither marker`).toBeDefined();
     }
     const names = SNIPPETS.flatMap((s) => (s.name ? [s.name] : []));
-    expect(new Set(names).size, "a snippet name is used twice").toBe(names.length);
+    const places = SNIPPETS.flatMap((s) => (s.name ? [`${s.name} at ${s.file}:${s.line}`] : []));
+    expect(new Set(names).size, `a snippet name is used twice: ${places.join(", ")}`).toBe(names.length);
     expect(names.toSorted()).toEqual(EXPECTED_SNIPPETS.toSorted());
   });
 
@@ -151,12 +167,14 @@ describe("README code blocks", () => {
         "ls",
         "```",
       ].join("\n"),
+      "docs/x.md",
     );
-    expect(found.map((s) => [s.name, s.exemptBecause, s.language, s.code, s.line])).toEqual([
-      [undefined, undefined, "ts", "a()\n", 1],
-      [undefined, "a fragment", "js", "b()\n", 5],
-      ["c", undefined, "ts", "c()\n", 9],
+    expect(found.map((s) => [s.name, s.exemptBecause, s.language, s.code, `${s.file}:${s.line}`])).toEqual([
+      [undefined, undefined, "ts", "a()\n", "docs/x.md:1"],
+      [undefined, "a fragment", "js", "b()\n", "docs/x.md:5"],
+      ["c", undefined, "ts", "c()\n", "docs/x.md:9"],
     ]);
+    expect(() => readmeSnippets("```ts\na()\n", "docs/y.md")).toThrow("docs/y.md:1: code block never closed");
   });
 
   it("hold printed output to the promised lines, … for any text", () => {
@@ -165,6 +183,7 @@ describe("README code blocks", () => {
       exemptBecause: undefined,
       language: "ts",
       code: "x();\n// prints:\n// Date: Thu, 26 Nov 2026 14:59:26 GMT\n// id … end\n",
+      file: "docs/x.md",
       line: 1,
     };
     expectPrinted(s, "Date: Mon, 01 Dec 2031 00:00:00 GMT\nid anything at all end\n");
@@ -203,7 +222,7 @@ function filesBelow(dir: string): string[] {
     .map((entry) => relative(dir, join(entry.parentPath, entry.name)));
 }
 
-describe("README code run against the packed package", () => {
+describe("the documentation's code run against the packed package", () => {
   let work: string;
   let project: string;
   const env = childEnv();
@@ -390,7 +409,7 @@ describe("README code run against the packed package", () => {
         });
         return { status: response.statusCode, body: (await response.body.json()) as unknown };
       };
-      // The order the README's output lists them in.
+      // The order the snippet's output lists them in.
       expect(await send({})).toEqual({ status: 200, body: { verified: true } });
       const altered = await send({ body: SIGNED_REQUEST.body.replace("10.00", "99.00") });
       expect(altered.status).toBe(400);
@@ -403,7 +422,7 @@ describe("README code run against the packed package", () => {
       await exited;
     }
     expect(stderr).toBe("");
-    // The README shows the default port.
+    // The snippet shows the default port.
     expectPrinted(s, stdout.replace(`127.0.0.1:${port}`, "127.0.0.1:8080"));
   });
 });

@@ -353,10 +353,10 @@ describe.skipIf(!canRender)(
       });
     });
 
-    it("the README's example overlay renders with your image and your config", async () => {
-      const readme = readFileSync(join(root, "README.md"), "utf8");
-      const example = readme.match(/```yaml\n(# my-bank\/kustomization\.yaml\n[\s\S]*?)```/)?.[1];
-      expect(example, "README: a yaml block starting # my-bank/kustomization.yaml").toBeDefined();
+    it("the example overlay of docs/operations.md renders with your image and your config", async () => {
+      const operations = readFileSync(join(root, "docs", "operations.md"), "utf8");
+      const example = operations.match(/```yaml\n(# my-bank\/kustomization\.yaml\n[\s\S]*?)```/)?.[1];
+      expect(example, "docs/operations.md: a yaml block starting # my-bank/kustomization.yaml").toBeDefined();
       // Beside the repository's deploy/, as the example's ../deploy/… expects.
       const dir = mkdtempSync(join(tmpdir(), "psd2-gateway-kustomize-"));
       try {
