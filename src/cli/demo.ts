@@ -27,7 +27,7 @@ interface Case {
 
 /**
  * The demo bank's sandbox tooling: a customer's customerNumber as PSU-ID reaches its accounts
- * without a browser (a TPP's real PSU-ID comes from the SCA redirect; README "The sandbox bank").
+ * without a browser (a TPP's real PSU-ID comes from the SCA redirect; docs/sandbox.md).
  * Replaced by the first private customer's number, read from the customer list first.
  */
 const PSU = { "PSU-ID": "12866148897", "PSU-IP-Address": "192.0.2.10" };

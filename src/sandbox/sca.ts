@@ -22,7 +22,7 @@ const COOKIE = "sca_token";
 const MAX_FORM_BYTES = 16 * 1024;
 const DEFAULT_METHOD = "one-time code";
 /**
- * The test environment's one-time code: fixed and public (README, the page's help line), so that
+ * The test environment's one-time code: fixed and public (docs/sandbox.md, the page's help line), so that
  * the page can ask for one as a real bank's does without a device to send it to.
  */
 export const SANDBOX_ONE_TIME_CODE = "123456";

@@ -5,7 +5,7 @@
  * → redirect back with the SPEC 2.6 parameters → accounts and transactions; a wrong one-time code;
  * a payment → SCA page → status; a corporate PSU choosing an agreement for a consent and for a
  * payment; a cancelled SCA → the failure parameters; a finished link that says what happened; an
- * expired link. `UPDATE_SCREENSHOTS=1` writes the SCA page's screenshots the README shows.
+ * expired link. `UPDATE_SCREENSHOTS=1` writes the SCA page's screenshots docs/sandbox.md shows.
  */
 
 import { createServer, type Server } from "node:http";

@@ -1,7 +1,7 @@
 /**
- * The register document in our own format (`{"tpps": [...]}`, README "Register"): what a register
- * source reads from a file or URL, validated entry by entry into register entries. Pure: the text
- * comes in, entries or an Error naming the offending path come out. The EBA's format is
+ * The register document in our own format (`{"tpps": [...]}`, docs/operations.md, Live trust,
+ * "Register"): what a register source reads from a file or URL, validated entry by entry into
+ * register entries. Pure: the text comes in, entries or an Error naming the offending path come out. The EBA's format is
  * eba-register.ts; telling them apart and unzipping is the loader's (register-worker.ts).
  */
 

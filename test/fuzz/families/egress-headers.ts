@@ -29,7 +29,7 @@ function spelled(rng: Rng, name: string): string {
   ]);
 }
 
-/** Which profile the gateway must pick for this Host header and target (README: Host first, then the prefix). */
+/** Which profile the gateway must pick for this Host header and target (docs/egress.md: Host first, then the prefix). */
 export function routeOf(
   banks: EgressBanks,
   host: string | undefined,

@@ -3,7 +3,7 @@
  * segments, double slashes, a prefix that only starts a segment (`/bankx`), another case
  * (`/BANK`), `;params`, `?` and `#` right after the prefix, absolute-form and asterisk targets,
  * unknown prefixes, and the same under the Host-routed profile. The router works on the raw
- * target and whole segments (README, egress mode): a request it routes reaches that profile's
+ * target and whole segments (docs/egress.md): a request it routes reaches that profile's
  * base path with the rest of the target exactly as sent (and signed, `(request-target)` over what
  * the bank got); one it does not route is a 404 RESOURCE_UNKNOWN that never reaches a bank.
  */

@@ -26,8 +26,8 @@ import { chunked, randomPieces } from "./common.js";
 
 /**
  * A request whose signature holds for another body: what may reach the backend, per dialect. The
- * house's promise (README, "What each dialect's signature authenticates"), written out here rather
- * than read from src/, so that a change to a dialect's statement has to change this table too.
+ * house's promise (README.md and docs/dialects.md, "What each dialect authenticates"), written out
+ * here rather than read from src/, so that a change to a dialect's statement has to change this table too.
  */
 const BODY_SWAPPED: Readonly<Record<Dialect, Expectation>> = {
   cavage: "no-execute",
@@ -128,7 +128,7 @@ export const forged: Family = {
   async run(ctx: CaseContext) {
     const { rng, tpps } = ctx;
     const dialect = rng.pick(DIALECTS);
-    // The house's statement in src/ must match the table above (and README's).
+    // The house's statement in src/ must match the table above (and the docs').
     ctx.check(
       (AUTHENTICATES[dialect] === "body") === (BODY_SWAPPED[dialect] === "refuse"),
       "dialect-statement",
