@@ -141,7 +141,10 @@ export function checkpointStatement(
   ].join("\n");
 }
 
-type Unchained<L extends EvidenceLine> = Omit<L, "chain" | "seq" | "prev">;
+/** A line's content before the chain gives it its place (distributed over the kinds of line). */
+export type Unchained<L extends EvidenceLine = EvidenceLine> = L extends EvidenceLine
+  ? Omit<L, "chain" | "seq" | "prev">
+  : never;
 
 /**
  * One chain's state: where the next line goes and what it points at. `append` turns a line's
