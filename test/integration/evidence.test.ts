@@ -27,6 +27,7 @@ const body = JSON.stringify({
 });
 let backend: RecordingBackend;
 let gw: TestGateway;
+let metrics = "";
 
 beforeAll(async () => {
   backend = await startRecordingBackend();
@@ -53,6 +54,11 @@ beforeAll(async () => {
   });
   expect(tampered.status).toBe(400);
   expect(backend.requests).toHaveLength(2);
+  // Written within the fsync interval's second; counted in the metrics.
+  for (let i = 0; i < 50 && !metrics.includes("psd2_gateway_evidence_records_written_total 2"); i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    metrics = await (await fetch(`${gw.gateway.adminUrl}/metrics`)).text();
+  }
   // Closing writes what is queued and a last checkpoint.
   await gw.close(1_000);
 }, 60_000);
@@ -87,6 +93,14 @@ describe("the evidence folder of a running gateway", () => {
     expect(Buffer.from(paid.body, "base64").toString()).toBe(body);
     expect(read.body).toBeUndefined();
     expect(readdirSync(join(folder, "certificates"))).toEqual([`${paid.certificate}.pem`]);
+  });
+
+  it("is counted in the metrics: records written, queue depth, checkpoint age, failures", () => {
+    expect(metrics).toContain("psd2_gateway_evidence_records_written_total 2");
+    expect(metrics).toContain("psd2_gateway_evidence_queue_depth 0");
+    expect(metrics).toContain("psd2_gateway_evidence_store_failing 0");
+    expect(metrics).toMatch(/psd2_gateway_evidence_write_duration_seconds_count \d+/);
+    expect(metrics).toContain("# TYPE psd2_gateway_evidence_failures_total counter");
   });
 
   it("`evidence verify` passes, `evidence show` prints a record", async () => {
