@@ -220,7 +220,7 @@ function status(read: EvidenceFolder, configFile: string | undefined, json: bool
           : "open";
     console.log(`${state.padEnd(6)} ${r.chain}`);
     console.log(
-      `${INDENT}${r.records} records in ${r.files} files; last record ${r.lastTime ?? "none"}; last checkpoint ${
+      `${INDENT}${r.records} records in ${r.files} file${r.files === 1 ? "" : "s"}; last record ${r.lastTime ?? "none"}; last checkpoint ${
         r.lastCheckpointTime === undefined ? "none" : `${r.lastCheckpointTime} (${age(r)} s ago)`
       }`,
     );

@@ -110,7 +110,11 @@ describe("the evidence step", () => {
     const sink = new Sink(false);
     const c = context("DELETE", PAYMENTS);
     let released = 0;
-    c.slot = { release: () => void (released += 1) } as CheckContext["slot"];
+    c.slot = {
+      release: () => {
+        released += 1;
+      },
+    } as CheckContext["slot"];
     const refusal = step(sink).run!(c);
     expect(refusal).toMatchObject({ code: "SERVICE_UNAVAILABLE" });
     expect((refusal as { text: string }).text).toContain("could not keep the evidence");
