@@ -226,6 +226,10 @@ export class FileEvidenceStore implements EvidenceSink {
     return true;
   }
 
+  accepting(): boolean {
+    return !this.closed && !this.failing && this.queue.length < this.options.queueLength;
+  }
+
   hasCertificate(fingerprint: string): boolean {
     return this.certificates.has(fingerprint);
   }

@@ -31,6 +31,8 @@ export interface EvidenceSink {
    * request goes on without it, and the store counts it as dropped (a gap line).
    */
   offer(evidence: RequestEvidence, mustKeep: boolean): boolean;
+  /** Whether a record offered now would be taken (a body's request is refused before it streams otherwise). */
+  accepting(): boolean;
   /** Whether certificates/<fingerprint>.pem is written or on its way. */
   hasCertificate(fingerprint: string): boolean;
   /** Writes the certificate once (DER). */
@@ -72,16 +74,7 @@ export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
   const bodies = new WeakMap<CheckContext, BodyState>();
   const now = options.now ?? Date.now;
 
-  const keep = (c: CheckContext, body: Buffer | undefined, digest: string): Rejection | undefined => {
-    const evidence = evidenceOf(c, now(), body, digest, options);
-    const fingerprint = evidence.certificate;
-    if (!options.sink.hasCertificate(fingerprint)) {
-      const der = certificateDer(c);
-      if (der) options.sink.putCertificate(fingerprint, der);
-    }
-    const policy = isPaymentRoute(c) ? options.onFailure.payments : options.onFailure.others;
-    if (options.sink.offer(evidence, policy === "refuse")) return undefined;
-    if (policy === "continue") return undefined;
+  const refusal = (c: CheckContext): Rejection => {
     // A reserved unattended-access slot is given back: the call does not happen.
     const slot = c.slot;
     if (slot) {
@@ -95,11 +88,28 @@ export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
       "the gateway could not keep the evidence of this request (its evidence store is full or failing), so it was not forwarded; try again later",
     );
   };
+  const policyOf = (c: CheckContext) =>
+    isPaymentRoute(c) ? options.onFailure.payments : options.onFailure.others;
+
+  const keep = (c: CheckContext, body: Buffer | undefined, digest: string): Rejection | undefined => {
+    const evidence = evidenceOf(c, now(), body, digest, options);
+    const fingerprint = evidence.certificate;
+    if (!options.sink.hasCertificate(fingerprint)) {
+      const der = certificateDer(c);
+      if (der) options.sink.putCertificate(fingerprint, der);
+    }
+    const policy = policyOf(c);
+    if (options.sink.offer(evidence, policy === "refuse")) return undefined;
+    return policy === "continue" ? undefined : refusal(c);
+  };
 
   return {
     name: EVIDENCE_STEP,
     run: (c) => {
       if (!hasBody(c.headers)) return keep(c, undefined, EMPTY_DIGEST);
+      // A store already failing refuses before a byte of the request is forwarded; one that fails
+      // while the body streams refuses at its end, its last chunk withheld.
+      if (policyOf(c) === "refuse" && !options.sink.accepting()) return refusal(c);
       const kept = keepsBody(options.bodies, c) || c.dialect === "uk-ob";
       bodies.set(c, { hash: createHash("sha256"), chunks: kept ? [] : undefined });
       return undefined;

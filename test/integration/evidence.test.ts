@@ -8,7 +8,7 @@
 
 import { execFileSync } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -211,6 +211,63 @@ describe("the evidence folder of a running gateway", () => {
       expect(deleted.stdout).toContain(`seq 2 (X-Request-ID ${accounts})`);
     } finally {
       writeFileSync(path, original);
+    }
+  }, 60_000);
+});
+
+describe("when the evidence store fails", () => {
+  it("onFailure refuse: a payment is answered 503 and never forwarded; continue: an account read goes on", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "psd2-evidence-failing-"));
+    const failing = await startRecordingBackend();
+    // A file the size of one record: the store rotates after each batch.
+    const gateway = await startTestGateway({
+      backendUrl: failing.url,
+      config: { evidence: { folder: dir, rotateBytes: 1 } },
+    });
+    try {
+      // The chain's folder taken away under the running store (a volume gone): the open file still
+      // takes the next batch, the file after it cannot be made.
+      const [chain] = readdirSync(join(dir, "chains"));
+      renameSync(join(dir, "chains", chain!), join(dir, "moved"));
+      writeFileSync(join(dir, "chains", chain!), "not a folder");
+      const pay = (id: string) =>
+        signedCall(gateway, {
+          signer: gateway.pki.tppA.qseal,
+          method: "POST",
+          target: "/v1/payments/sepa-credit-transfers",
+          headers: { "X-Request-ID": id },
+          body,
+        });
+      const kept = randomUUID();
+      expect((await pay(kept)).status).toBe(200);
+      // Its batch is written, then the rotation fails: the store is failing.
+      let metricsText = "";
+      for (let i = 0; i < 50 && !metricsText.includes("psd2_gateway_evidence_store_failing 1"); i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        metricsText = await (await fetch(`${gateway.gateway.adminUrl}/metrics`)).text();
+      }
+      expect(metricsText).toContain("psd2_gateway_evidence_store_failing 1");
+
+      const refusedPayment = randomUUID();
+      const answer = await pay(refusedPayment);
+      expect(answer.status).toBe(503);
+      expect(answer.json.tppMessages?.[0]).toMatchObject({ code: "SERVICE_UNAVAILABLE" });
+      expect(answer.json.tppMessages?.[0]?.text).toContain("could not keep the evidence");
+      const read = await signedCall(gateway, {
+        signer: gateway.pki.tppA.qseal,
+        target: "/v1/accounts",
+        headers: { "X-Request-ID": randomUUID() },
+      });
+      expect(read.status).toBe(200);
+      const forwarded = failing.requests.map((r) => r.headers["x-request-id"]);
+      expect(forwarded).toContain(kept);
+      expect(forwarded).not.toContain(refusedPayment);
+      expect(failing.requests).toHaveLength(2);
+      // What was acknowledged before the failure is on disk.
+      expect(readFileSync(join(dir, "moved", "000001.jsonl"), "utf8")).toContain(kept);
+    } finally {
+      await gateway.close(1_000);
+      await failing.close();
     }
   }, 60_000);
 });

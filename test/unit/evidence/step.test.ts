@@ -21,6 +21,9 @@ class Sink implements EvidenceSink {
     this.offered.push({ evidence, mustKeep });
     return this.takes;
   }
+  accepting(): boolean {
+    return this.takes;
+  }
   hasCertificate(): boolean {
     return this.certificates.length > 0;
   }
@@ -122,6 +125,20 @@ describe("the evidence step", () => {
     await Promise.resolve();
     await Promise.resolve();
     expect(released).toBe(1);
+  });
+
+  it("refuse: a payment with a body is refused in the head phase when the store already fails", () => {
+    const sink = new Sink(false);
+    const c = context("POST", PAYMENTS, { "content-length": "2" });
+    expect(step(sink).run!(c)).toMatchObject({ code: "SERVICE_UNAVAILABLE" });
+    expect(sink.offered).toHaveLength(0);
+    // continue: it streams, and goes on without its record
+    const others = context("POST", ACCOUNTS, { "content-length": "2" });
+    const s = step(sink);
+    expect(s.run!(others)).toBeUndefined();
+    s.body!(others, Buffer.from("{}"));
+    expect(s.bodyEnd!(others)).toBeUndefined();
+    expect(sink.offered).toHaveLength(1);
   });
 
   it("continue: the request goes on without its record", () => {
