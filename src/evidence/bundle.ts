@@ -121,7 +121,7 @@ export function disputeBundle(sources: BundleSources, found: FoundRecord): Map<s
   const certificate = new X509Certificate(certificatePem);
   const keyType = certificate.publicKey.asymmetricKeyType ?? "unknown";
   if (record.signedBytes === undefined)
-    return `the record keeps only the SHA-256 of its signed bytes (${record.signedBytesSha256}): they were larger than the inline bound`;
+    return `the record keeps only the SHA-256 of its signed bytes (${record.signedBytesSha256 ?? "?"}): they were larger than the inline bound`;
 
   // The lines from the record to the first checkpoint after it.
   const segment: ParsedLine[] = [];
@@ -194,9 +194,7 @@ Everything below needs openssl only (1.1.1 or 3.x).
 
    ${check.command.join(" ")}
    # prints "Verified OK" (pkeyutl: "Signature Verified Successfully")
-${check.derFromRaw ? "   # signature.bin is the ECDSA signature re-encoded from r||s (as sent) to DER, as openssl reads it\n" : ""}   openssl dgst -sha256 signed-bytes.bin
-   # prints ${record.signedBytesSha256}
-${
+${check.derFromRaw ? "   # signature.bin is the ECDSA signature re-encoded from r||s (as sent) to DER, as openssl reads it\n" : ""}${
   record.body !== undefined
     ? `
 3. The body kept is the body received (its digest is in the record; the signed bytes cover the

@@ -18,7 +18,6 @@ import { createHash, type Hash } from "node:crypto";
 import { type CheckContext, hasBody, type Step } from "../checks/index.js";
 import { decodeCertificateHeader } from "../eidas/index.js";
 import { type Rejection, reject } from "../errors.js";
-import { traceContextOf } from "../forward/trace-context.js";
 import { headerValue } from "../signature/index.js";
 import { type BodyPolicy, type RequestEvidence, SIGNED_BYTES_INLINE } from "./record.js";
 
@@ -143,30 +142,39 @@ export function evidenceOf(
 ): RequestEvidence {
   const certificate = c.certificate!;
   const signed = signedBytesOf(c, body);
-  // A malformed traceparent starts a new trace there: only the caller's own trace id is evidence.
-  const traceparent = headerValue(c.headers, "traceparent");
-  const traceId = traceparent !== undefined ? traceContextOf(c.headers).traceId : undefined;
-  const requestId = headerValue(c.headers, "x-request-id");
+  const inline = signed.length <= SIGNED_BYTES_INLINE;
+  // One object of one shape (optional fields undefined, left out when serialised).
   return {
     time: new Date(at).toISOString(),
-    ...(requestId !== undefined ? { requestId } : {}),
-    ...(traceId !== undefined && traceparent!.includes(traceId) ? { traceId } : {}),
+    requestId: headerValue(c.headers, "x-request-id"),
+    traceId: traceIdOf(headerValue(c.headers, "traceparent")),
     method: c.method,
     target: c.target,
-    ...(c.route.role !== undefined ? { role: c.route.role } : {}),
+    role: c.route.role,
     organizationId: certificate.identity.organizationId,
     certificate: certificate.identity.fingerprint,
     dialect: c.dialect,
     signedWith: c.signedWith,
-    ...(signed.length <= SIGNED_BYTES_INLINE ? { signedBytes: signed.toString("base64") } : {}),
-    signedBytesSha256: createHash("sha256").update(signed).digest("hex"),
+    signedBytes: inline ? signed.toString("base64") : undefined,
+    signedBytesSha256: inline ? undefined : createHash("sha256").update(signed).digest("hex"),
     signature: signatureOf(c).toString("base64"),
     bodyDigest,
-    ...(body !== undefined && keepsBody(options.bodies, c) ? { body: body.toString("base64") } : {}),
-    ...(certificate.reportId !== undefined ? { validationReport: certificate.reportId } : {}),
+    body: body !== undefined && keepsBody(options.bodies, c) ? body.toString("base64") : undefined,
+    validationReport: certificate.reportId,
     indication: "TOTAL_PASSED",
     verdict: "accepted",
   };
+}
+
+/** W3C traceparent (version-traceid-parentid-flags): the caller's trace id, when it sent a valid one. */
+const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}(?:-.*)?$/;
+const ZERO_TRACE = "0".repeat(32);
+
+export function traceIdOf(traceparent: string | undefined): string | undefined {
+  if (traceparent === undefined) return undefined;
+  const match = TRACEPARENT.exec(traceparent.trim());
+  if (!match || traceparent.startsWith("ff") || match[1] === ZERO_TRACE) return undefined;
+  return match[1];
 }
 
 /**

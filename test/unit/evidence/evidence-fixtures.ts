@@ -14,7 +14,6 @@ export function request(requestId: string, extra: Partial<RequestEvidence> = {})
     dialect: "cavage",
     signedWith: "rsa-sha256",
     signedBytes: Buffer.from(`x-request-id: ${requestId}`).toString("base64"),
-    signedBytesSha256: "cd".repeat(32),
     signature: Buffer.from("signature").toString("base64"),
     bodyDigest: "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:",
     indication: "TOTAL_PASSED",

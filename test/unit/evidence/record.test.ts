@@ -41,6 +41,21 @@ describe("the chain", () => {
     expect(chain.state).toEqual({ seq: 2, prev: sha256Hex(second), count: 2 });
   });
 
+  it("writes a request line as canonicalJson would, whichever optional fields it has", () => {
+    const chain = new EvidenceChain("gw-1");
+    for (const extra of [
+      {},
+      { body: "e30=", traceId: "0af7651916cd43dd8448eb211c80319c", validationReport: "r-1" },
+      { requestId: undefined, role: undefined, signedBytes: undefined, signedBytesSha256: "ef".repeat(32) },
+    ]) {
+      const content = { type: "request" as const, ...request("r1", extra) };
+      const line = chain.append(content);
+      expect(line).toBe(canonicalJson(JSON.parse(line)));
+      // No field of the record is left out.
+      expect(JSON.parse(line)).toMatchObject(JSON.parse(JSON.stringify(content)));
+    }
+  });
+
   it("counts records only, not the file, gap and checkpoint lines", () => {
     const chain = new EvidenceChain("gw-1");
     chain.append({ type: "file", time: "t", file: 1, count: 0, retainDays: 0 });

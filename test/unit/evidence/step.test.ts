@@ -72,7 +72,6 @@ describe("the evidence step", () => {
       dialect: "cavage",
       signedWith: "rsa-sha256",
       signedBytes: c.signingString!.toString("base64"),
-      signedBytesSha256: createHash("sha256").update(c.signingString!).digest("hex"),
       signature: Buffer.from("sig").toString("base64"),
       bodyDigest: `sha-256=:${createHash("sha256").digest("base64")}:`,
       validationReport: "report-1",
