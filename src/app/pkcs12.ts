@@ -6,11 +6,13 @@
  * A PKCS#12 password takes two forms (RFC 7292 B.1, RFC 8018): the legacy MAC and PBE schemes
  * derive their keys from it as a BMPString (UTF-16BE with two zero bytes after it), PBES2 and
  * PBMAC1 from its UTF-8 bytes. Each scheme gets its own form, so a non-ASCII password opens a
- * bundle mixing the two. RC2 and RC4 are offered by node:crypto only when OpenSSL's legacy
- * provider is loaded; without it such a bundle is refused with the algorithm's name.
+ * bundle mixing the two. RC2 (what `openssl pkcs12 -export -legacy` encrypts certificates with)
+ * is offered by node:crypto only when OpenSSL's legacy provider is loaded; without it, and for
+ * RC4 always, the bundle is refused with the algorithm's name and how to re-export it.
  *
- * Every error is a `Pkcs12Error` with a short fixed text (an OID at most): never the password,
- * never key material, never an ASN.1 library's message.
+ * DER and BER (indefinite lengths, OCTET STRINGs in pieces) are read. Every error is a
+ * `Pkcs12Error` with a short fixed text (an OID at most): never the password, never key
+ * material, never an ASN.1 library's message.
  */
 
 import {
@@ -37,7 +39,18 @@ import {
 import { EncryptedPrivateKeyInfo } from "@peculiar/asn1-pkcs8";
 import { AsnConvert } from "@peculiar/asn1-schema";
 import type { AlgorithmIdentifier } from "@peculiar/asn1-x509";
-import { children, content, type DerNode, readNode, readOid, readSmallInteger, TAG } from "../asn1/der.js";
+import {
+  children,
+  content,
+  DerError,
+  type DerNode,
+  MAX_DEPTH,
+  readNode,
+  readOid,
+  readSmallInteger,
+  TAG,
+} from "../asn1/der.js";
+import { encodeTlv } from "../asn1/writer.js";
 
 /** What the bundle holds, in bag order. */
 export interface Pkcs12Contents {
@@ -151,7 +164,9 @@ export function openPkcs12(der: Uint8Array, password: string): Pkcs12Contents {
 function open(der: Uint8Array, password: string): Pkcs12Contents {
   let pfx: PFX;
   try {
-    pfx = AsnConvert.parse(der, PFX);
+    // Bytes after the PFX are left alone, as OpenSSL leaves them.
+    const bytes = definite(der);
+    pfx = parse(bytes.subarray(0, readNode(bytes).end), PFX);
   } catch {
     throw new Pkcs12Error("malformed", "not a PKCS#12 bundle (no PFX structure)");
   }
@@ -164,12 +179,12 @@ function open(der: Uint8Array, password: string): Pkcs12Contents {
   }
   const authSafe = octets(pfx.authSafe.content);
   const secret: Password = { utf8: Buffer.from(password, "utf8"), bmp: bmpForms(password) };
-  // A bundle made with -nomac has no macData; asn1-schema leaves a default one there.
-  if (pfx.macData?.mac?.digestAlgorithm?.algorithm) verifyMac(pfx, authSafe, secret);
+  // A bundle made with -nomac has no macData; asn1-schema leaves an empty one there (algorithm "").
+  const verified = Boolean(pfx.macData?.mac?.digestAlgorithm?.algorithm);
+  if (verified) verifyMac(pfx, authSafe, secret);
 
   const out: { keys: KeyObject[]; certificates: Buffer[] } = { keys: [], certificates: [] };
-  const verified = pfx.macData?.mac?.digestAlgorithm?.algorithm !== undefined;
-  for (const info of AsnConvert.parse(authSafe, AuthenticatedSafe)) {
+  for (const info of parse(authSafe, AuthenticatedSafe)) {
     walk(safeContents(info, secret, verified), secret, verified, out, 0);
   }
   return out;
@@ -274,26 +289,26 @@ export function pkcs12Kdf(
 
 /** A ContentInfo of the AuthenticatedSafe as its SafeContents. */
 function safeContents(info: ContentInfo, secret: Password, verified: boolean): SafeContents {
-  if (info.contentType === id_data) return AsnConvert.parse(octets(info.content), SafeContents);
+  if (info.contentType === id_data) return parse(octets(info.content), SafeContents);
   if (info.contentType === id_encryptedData) {
     // EncryptedData ::= SEQUENCE { version, EncryptedContentInfo, [1] unprotectedAttrs OPTIONAL }
     const eci = sequence(Buffer.from(info.content), "EncryptedData")[1];
     if (!eci) throw new Pkcs12Error("malformed", "EncryptedData has no content");
-    const encrypted = AsnConvert.parse(whole(eci), EncryptedContentInfo);
+    const encrypted = parse(whole(eci), EncryptedContentInfo);
     const { value, constructedValue } = encrypted.encryptedContent ?? {};
     const ciphertext = value
       ? Buffer.from(value.buffer)
       : Buffer.concat((constructedValue ?? []).map((piece) => Buffer.from(piece.buffer)));
     const plain = decrypt(encrypted.contentEncryptionAlgorithm, ciphertext, secret, "certificates");
     try {
-      return AsnConvert.parse(plain, SafeContents);
+      return parse(plain, SafeContents);
     } catch {
       // Without a MAC, a wrong password can decrypt to garbage that still has valid padding.
       if (verified)
         throw new Pkcs12Error("malformed", "the bundle's decrypted certificates are not SafeContents");
       throw new Pkcs12Error(
         "password",
-        "cannot decrypt the bundle's certificates: wrong password or a damaged file",
+        "the bundle's certificates decrypt to no SafeContents: wrong password or a damaged file",
       );
     }
   }
@@ -315,10 +330,10 @@ function walk(
     const value = Buffer.from(bag.bagValue);
     switch (bag.bagId) {
       case id_keyBag:
-        out.keys.push(privateKey(value, verified));
+        out.keys.push(privateKey(Buffer.from(definite(value)), verified));
         break;
       case id_pkcs8ShroudedKeyBag: {
-        const shrouded = AsnConvert.parse(value, EncryptedPrivateKeyInfo);
+        const shrouded = parse(value, EncryptedPrivateKeyInfo);
         const pkcs8 = decrypt(
           shrouded.encryptionAlgorithm,
           Buffer.from(shrouded.encryptedData.buffer),
@@ -329,12 +344,12 @@ function walk(
         break;
       }
       case id_certBag: {
-        const cert = AsnConvert.parse(value, CertBag);
+        const cert = parse(value, CertBag);
         if (cert.certId === id_x509Certificate) out.certificates.push(octets(cert.certValue));
         break;
       }
       case id_SafeContents:
-        walk(AsnConvert.parse(value, SafeContents), secret, verified, out, depth + 1);
+        walk(parse(value, SafeContents), secret, verified, out, depth + 1);
         break;
       // CRL and secret bags are not needed here.
     }
@@ -349,7 +364,7 @@ function privateKey(pkcs8: Buffer, verified: boolean): KeyObject {
     // Without a MAC, a wrong password can decrypt to garbage that still has valid padding.
     throw verified
       ? new Pkcs12Error("unsupported", "a private key in the bundle is of a kind node:crypto cannot read")
-      : new Pkcs12Error("password", "a private key in the bundle cannot be read: wrong password?");
+      : new Pkcs12Error("password", "the private key decrypts to no key: wrong password or a damaged file");
   }
 }
 
@@ -471,13 +486,25 @@ function checkedIterations(count: number): number {
   return count;
 }
 
+/**
+ * `der` read as `type`, which is a SEQUENCE. asn1-schema alone takes any element of length zero
+ * for an empty SEQUENCE OF and ignores bytes after the element, so both are checked first.
+ */
+function parse<T>(ber: Uint8Array, type: new () => T): T {
+  const der = definite(ber);
+  const node = readNode(der);
+  if (node.tag !== TAG.SEQUENCE || node.end !== der.length) throw new DerError("not one SEQUENCE");
+  return AsnConvert.parse(der, type);
+}
+
 /** An AlgorithmIdentifier's parameters, as DER. */
 function params(algorithm: AlgorithmIdentifier): Buffer {
   if (!algorithm.parameters) throw new Pkcs12Error("malformed", `${algorithm.algorithm} has no parameters`);
   return Buffer.from(algorithm.parameters);
 }
 
-function sequence(der: Buffer, what: string): DerNode[] {
+function sequence(ber: Buffer, what: string): DerNode[] {
+  const der = definite(ber);
   const node = readNode(der);
   if (node.end !== der.length) throw new Pkcs12Error("malformed", `${what} have trailing bytes`);
   return children(expectSequence(node, what));
@@ -514,7 +541,7 @@ function whole(node: DerNode): Buffer {
  * used for this.
  */
 function octets(tlv: ArrayBuffer | Uint8Array, depth = 0): Buffer {
-  const bytes = tlv instanceof Uint8Array ? tlv : new Uint8Array(tlv);
+  const bytes = definite(tlv instanceof Uint8Array ? tlv : new Uint8Array(tlv));
   const node = readNode(bytes);
   if (node.end !== bytes.length) throw new Pkcs12Error("malformed", "an OCTET STRING has trailing bytes");
   return pieces(node, depth);
@@ -526,4 +553,50 @@ function pieces(node: DerNode, depth: number): Buffer {
     return Buffer.concat(children(node).map((piece) => pieces(piece, depth + 1)));
   }
   throw new Pkcs12Error("malformed", "an OCTET STRING was expected");
+}
+
+/**
+ * `ber` with every indefinite length made definite (BER, as Windows and Java write some bundles),
+ * so that der.ts and asn1-schema read it; primitives, the MACed and certificate bytes among them,
+ * are copied untouched. A bundle without indefinite lengths comes back as it was.
+ */
+function definite(ber: Uint8Array): Uint8Array {
+  const found = { indefinite: false };
+  const { tlv, next } = reencode(ber, 0, ber.length, 0, found);
+  if (!found.indefinite) return ber;
+  return Buffer.concat([tlv, ber.subarray(next)]);
+}
+
+function reencode(
+  buf: Uint8Array,
+  pos: number,
+  limit: number,
+  depth: number,
+  found: { indefinite: boolean },
+): { tlv: Uint8Array; next: number } {
+  if (depth > MAX_DEPTH) throw new DerError("ASN.1 nested too deep");
+  const tag = buf[pos];
+  if (tag === undefined || pos + 1 >= limit) throw new DerError("ASN.1 element cut short");
+  const constructed = (tag & 0x20) !== 0;
+  const parts: Uint8Array[] = [];
+  if (buf[pos + 1] !== 0x80) {
+    const node = readNode(buf, pos, limit);
+    if (!constructed) return { tlv: buf.subarray(pos, node.end), next: node.end };
+    for (let at = node.start; at < node.end; ) {
+      const child = reencode(buf, at, node.end, depth + 1, found);
+      parts.push(child.tlv);
+      at = child.next;
+    }
+    return { tlv: encodeTlv(tag, Buffer.concat(parts)), next: node.end };
+  }
+  if (!constructed) throw new DerError("indefinite length on a primitive element");
+  found.indefinite = true;
+  let at = pos + 2;
+  while (!(buf[at] === 0 && buf[at + 1] === 0)) {
+    if (at + 1 >= limit) throw new DerError("indefinite length without its end");
+    const child = reencode(buf, at, limit, depth + 1, found);
+    parts.push(child.tlv);
+    at = child.next;
+  }
+  return { tlv: encodeTlv(tag, Buffer.concat(parts)), next: at + 2 };
 }

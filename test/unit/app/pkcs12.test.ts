@@ -278,6 +278,32 @@ describe("openPkcs12", () => {
     });
   });
 
+  describe("no MAC: a wrong password whose decryption happens to keep valid padding", () => {
+    beforeAll(() => {
+      bundle("nomac-key.p12", "ec", PASSWORD, "-certpbe", "NONE", "-nomac");
+      // openssl's -nomac leaves the certificates unencrypted: this one is a MACed bundle, its MAC cut off.
+      bundle("mac-certs.p12", "ec", PASSWORD);
+      const [version, authSafe] = children(readNode(readFileSync(at("mac-certs.p12"))));
+      writeFileSync(at("nomac-certs.p12"), encodeSequence(whole(version!), whole(authSafe!)));
+    });
+
+    // About one wrong password in 256 decrypts AES-CBC to garbage ending in valid padding.
+    it.each([
+      ["nomac-key.p12", "private key decrypts"],
+      ["nomac-certs.p12", "certificates decrypt"],
+    ])("%s: is still a wrong password when %s do not parse", (file, what) => {
+      const der = readFileSync(at(file));
+      let garbage: Pkcs12Error | undefined;
+      for (let i = 0; i < 4000 && !garbage; i++) {
+        const error = refusal(() => openPkcs12(der, `wrong-${i}`));
+        expectClean(error, "password");
+        if (!error.message.startsWith("cannot decrypt")) garbage = error;
+      }
+      expect(garbage, "no wrong password in 4000 kept valid padding").toBeDefined();
+      expect(garbage!.message).toContain(`${what} to no`);
+    });
+  });
+
   describe("PBMAC1 (RFC 9579), on a bundle built here around openssl's -nomac contents", () => {
     const PBMAC1 = "1.2.840.113549.1.5.14";
     const PBKDF2 = "1.2.840.113549.1.5.12";
@@ -331,6 +357,43 @@ describe("openPkcs12", () => {
         refusal(() => openPkcs12(pfx, PASSWORD)),
         "malformed",
       );
+    });
+  });
+
+  describe("BER, as Windows and Java write some bundles", () => {
+    /**
+     * `der` re-encoded around its primitives: every constructed element with an indefinite length,
+     * every OCTET STRING over 256 bytes as a constructed one in 256-byte pieces. The primitives'
+     * bytes, the MACed AuthenticatedSafe among them, stay as they were.
+     */
+    function toBer(der: Uint8Array): Buffer {
+      const node = readNode(der);
+      const eoc = Buffer.alloc(2);
+      if (node.tag & 0x20) {
+        const parts = children(node).map((child) => toBer(whole(child)));
+        return Buffer.concat([Buffer.from([node.tag, 0x80]), ...parts, eoc]);
+      }
+      const bytes = content(node);
+      if (node.tag !== 0x04 || bytes.length <= 256) return Buffer.from(whole(node));
+      const pieces: Uint8Array[] = [];
+      for (let at = 0; at < bytes.length; at += 256) {
+        pieces.push(encodeOctetString(bytes.subarray(at, at + 256)));
+      }
+      return Buffer.concat([Buffer.from([0x24, 0x80]), ...pieces, eoc]);
+    }
+
+    beforeAll(() => {
+      bundle("der-mac.p12", "rsa", PASSWORD);
+      bundle("der-nomac.p12", "ec", "", "-keypbe", "NONE", "-certpbe", "NONE", "-nomac");
+    });
+
+    it.each([
+      ["der-mac.p12", "rsa", PASSWORD],
+      ["der-nomac.p12", "ec", ""],
+    ])("%s with indefinite lengths and a constructed authSafe opens", (file, name, password) => {
+      const ber = toBer(readFileSync(at(file)));
+      expect(ber.subarray(0, 2).toString("hex")).toBe("3080");
+      expectSigning(openPkcs12(ber, password), name);
     });
   });
 
