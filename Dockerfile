@@ -25,6 +25,7 @@ COPY config ./config
 #   revocation.crl.cacheDir: /var/lib/psd2-gateway/crl            fetched CRLs, kept across restarts
 #   store.snapshotFile: /var/lib/psd2-gateway/limits.json        memory store's counters
 #   sandbox.stateFile: /var/lib/psd2-gateway/sandbox.json        the demo bank's data
+#   evidence.folder: /var/lib/psd2-gateway/evidence              evidence for disputes (its own volume, at scale)
 #   listen.socket: /run/psd2-gateway/egress.sock                 egress mode's Unix socket
 # Owned by node before USER node, since node cannot create them; a new volume mounted on either
 # starts with this owner.

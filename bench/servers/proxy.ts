@@ -10,11 +10,12 @@
  */
 
 import { createHash, type KeyObject, verify, X509Certificate } from "node:crypto";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import { Session } from "node:inspector";
 import type { AddressInfo, Socket } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GCProfiler, getHeapStatistics } from "node:v8";
 import httpProxy from "http-proxy";
@@ -178,16 +179,19 @@ async function main() {
                 }),
               },
             }
-          : mode === "gateway-tls" || mode === "gateway-mtls"
-            ? {
-                listen: {
-                  host: "127.0.0.1",
-                  port: 0,
-                  tls: { cert: `${pkiDir}/gateway.pem`, key: `${pkiDir}/gateway.key.pem` },
-                  clientCertificate: mode === "gateway-mtls" ? "request" : "none",
-                },
-              }
-            : {},
+          : mode === "gateway-evidence"
+            ? // Issue 40: every accepted request's evidence record, to files (fsync once a second).
+              { evidence: { folder: mkdtempSync(join(tmpdir(), "bench-evidence-")) } }
+            : mode === "gateway-tls" || mode === "gateway-mtls"
+              ? {
+                  listen: {
+                    host: "127.0.0.1",
+                    port: 0,
+                    tls: { cert: `${pkiDir}/gateway.pem`, key: `${pkiDir}/gateway.key.pem` },
+                    clientCertificate: mode === "gateway-mtls" ? "request" : "none",
+                  },
+                }
+              : {},
     );
     const gateway = await startGateway(config, { logger: createLogger("silent") });
     ready(Number(new URL(gateway.url).port));

@@ -32,6 +32,7 @@ import { type CertificateSummary, commonName, summaryOf } from "./certificate-su
 import { answerTrustReports, answerValidationReports } from "./cluster.js";
 import { connectionLimitsOf } from "./connection-limits.js";
 import { loadCredentials } from "./credentials.js";
+import { startEvidence } from "./evidence.js";
 import { fetchThroughPrimary } from "./fetch-relay.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
 import { keysNeedingRestart, type RequestPath, requestPathOf, verifierOf } from "./request-path.js";
@@ -366,6 +367,18 @@ async function startComponents(
   subscribe(DEFECT_CHANNEL, onDefect);
   started.add(() => unsubscribe(DEFECT_CHANNEL, onDefect));
 
+  const evidence = config.evidence?.enabled
+    ? await startEvidence(config.evidence, {
+        qseal,
+        metrics,
+        logger,
+        now,
+        clusterWorker: deps.clusterWorker ?? false,
+      })
+    : undefined;
+  // Closed after the listener drained: what was queued is written, with a last checkpoint.
+  if (evidence) started.add(() => evidence.close());
+
   const onStoreError = (error: unknown) =>
     logger.warn({ err: (error as Error).message }, "limit store unreachable");
 
@@ -410,6 +423,7 @@ async function startComponents(
       onStoreError,
       onReplayRefused: () => metrics.replayRefusals.inc(),
       onUnattendedExceeded: (limitClass) => metrics.unattendedRejections.inc({ class: limitClass }),
+      ...(evidence ? { evidence } : {}),
       backend: b,
       // The demo bank's proof that a call came through this gateway; a real backend gets none.
       ...(c.backend.url === "sandbox" && demoBank?.forwardHeaders

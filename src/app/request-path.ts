@@ -22,6 +22,7 @@ import { configSchema, type GatewayConfig } from "../config/schema.js";
 import { parseCertificate, TppVerifier, type ValidationReport } from "../eidas/index.js";
 import { isRejection } from "../errors.js";
 import type { RequestObserver } from "../events.js";
+import { type EvidenceSink, evidenceStep } from "../evidence/index.js";
 import type { Backend } from "../forward/backend.js";
 import { joinedHeaders } from "../forward/headers.js";
 import { createIngressHandler } from "../ingress/handler.js";
@@ -53,6 +54,8 @@ export interface ChainParts {
   readonly onUnattendedExceeded?: (limitClass: string) => void;
   /** `verify --config` explains a request without its connection: mutual TLS is not checked. */
   readonly withoutConnection?: boolean;
+  /** Where the `evidence` step (the chain's last) queues its records, when evidence is enabled. */
+  readonly evidence?: EvidenceSink;
 }
 
 /** The chain the config asks for, every step in its order. */
@@ -118,7 +121,21 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
         }
       : {}),
   };
-  return new Chain(requestChecks(options));
+  const steps = requestChecks(options);
+  const evidence = config.evidence;
+  if (parts.evidence && evidence?.enabled) {
+    // Last: it runs once every other step has passed, before the request (or its body's last
+    // chunk) is forwarded.
+    steps.push(
+      evidenceStep({
+        sink: parts.evidence,
+        bodies: evidence.bodies,
+        onFailure: evidence.onFailure,
+        now: parts.now,
+      }),
+    );
+  }
+  return new Chain(steps);
 }
 
 /** The routes' roles the config names (the role check, and metrics' route classes). */

@@ -6,6 +6,7 @@ import { ConfigError } from "../config/load.js";
 import { certsCommand } from "./certs.js";
 import { type Command, runCommand, USAGE_ERROR } from "./command.js";
 import { demoCommand } from "./demo.js";
+import { evidenceCommand } from "./evidence.js";
 import { healthCommand } from "./health.js";
 import { PACKAGE_ROOT } from "./paths.js";
 import { sandboxCommand } from "./sandbox.js";
@@ -24,6 +25,7 @@ export const COMMANDS: readonly Command<any>[] = [
   sandboxCommand,
   healthCommand,
   trustCommand,
+  evidenceCommand,
 ];
 
 function usage(): string {

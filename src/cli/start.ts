@@ -89,7 +89,7 @@ config key, unreadable certificates), with the reason on stderr.`,
   async run(values) {
     const file = values.config ?? DEFAULT_CONFIG;
     const usingDefault = values.config === undefined;
-    const bootLogger = createLogger(process.env.LOG_LEVEL ?? "info", { pretty: process.stdout.isTTY });
+    const bootLogger = createLogger(process.env.LOG_LEVEL || "info", { pretty: process.stdout.isTTY });
     if (usingDefault || resolve(file) === EGRESS_EXAMPLE_CONFIG)
       await ensureDevCertificates((m) => bootLogger.info(m));
     const config = loadConfigFile(file);

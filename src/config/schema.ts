@@ -690,6 +690,64 @@ const store = z
     }
   });
 
+const failurePolicy = z.enum(["refuse", "continue"]);
+
+/**
+ * Evidence for disputes (src/evidence/): every accepted request's signed bytes, signature and
+ * certificate, hash-chained and checkpoint-signed in append-only files. Absent: off.
+ */
+const evidence = z
+  .object({
+    /** On when the block is there; false keeps the block but writes nothing. */
+    enabled: z.boolean().default(true),
+    /** The folder (made when missing): chains/, certificates/, keys/, the checkpoint key. */
+    folder: path.optional(),
+    /** Bodies kept whole: of payment calls (POST/PUT/PATCH/DELETE on PSP_PI routes), of every call, or none. */
+    bodies: z.enum(["payments", "all", "none"]).default("payments"),
+    /** `every`: each batch written is fsynced; `interval`: once a second (a crash may lose up to a second). */
+    fsync: z.enum(["every", "interval"]).default("interval"),
+    /** A file is closed with a checkpoint and the next begun past this size … */
+    rotateBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(64 * 1024 * 1024),
+    /** … or this age. */
+    rotateSeconds: seconds(86_400),
+    /** Chain files last written longer ago are removed; 0 (default) keeps them for ever. */
+    retainDays: z.number().min(0).default(0),
+    /** Records waiting for the disk; beyond, `onFailure` decides. */
+    queueLength: z.number().int().positive().default(10_000),
+    /** A signed checkpoint this often (and at each rotation and at shutdown). */
+    checkpointSeconds: seconds(60),
+    /**
+     * A record that cannot be queued (queue full, store failing): `refuse` answers 503 and does not
+     * forward the request; `continue` forwards it and the chain gets a gap line. One value for every
+     * route, or per class: payment routes (PSP_PI) and the others.
+     */
+    onFailure: z
+      .union([
+        failurePolicy.transform((p) => ({ payments: p, others: p })),
+        z
+          .object({
+            payments: failurePolicy.default("refuse"),
+            others: failurePolicy.default("continue"),
+          })
+          .strict(),
+      ])
+      .default({ payments: "refuse", others: "continue" }),
+    /** Names this process's chain (default: host, pid and start time; a worker's own). */
+    instanceId: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,100}$/, "letters, digits, '.', '_' and '-'")
+      .optional(),
+  })
+  .strict()
+  .refine((e) => !e.enabled || e.folder !== undefined, {
+    message: "evidence.folder is needed while evidence is enabled",
+    path: ["folder"],
+  });
+
 /** A key and its certificate: PEM files, or a PKCS#12 bundle whose password is in an env variable or a file. */
 const credentials = z
   .object({
@@ -752,6 +810,8 @@ export const configSchema = z
     replay: replay.prefault({}),
     /** Absent: responses pass unsigned. */
     responseSigning: responseSigning.optional(),
+    /** Absent: no evidence is kept. */
+    evidence: restartOnly(evidence.optional(), "the evidence store is opened at start"),
     /** The built-in demo bank, when `backend.url` is `sandbox`. */
     sandbox: restartOnly(
       z

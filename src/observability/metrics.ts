@@ -10,6 +10,7 @@ import type { OcspCacheStatus, TrustSourceStatus } from "../trust/source-status.
 import { BackendPoolMetrics } from "./backend-pools.js";
 import { ConfigReloadMetrics } from "./config-reload.js";
 import { ConnectionLimitMetrics } from "./connection-limits.js";
+import { EvidenceMetrics } from "./evidence-metrics.js";
 
 /** Latency buckets in seconds: the gateway's own share is sub-millisecond, the backend's can be seconds. */
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -131,6 +132,8 @@ export class GatewayMetrics {
   /** The backend connection pools: connections open and idle, requests in flight and queued. */
   readonly backendPools = new BackendPoolMetrics(this.registry, "psd2_gateway_");
   readonly configReloads = new ConfigReloadMetrics(this.registry, "psd2_gateway_");
+  /** The evidence store: records written, queue, write latency, checkpoint age, failures. */
+  readonly evidence = new EvidenceMetrics(this.registry);
 
   readonly defects = new Counter({
     name: "psd2_gateway_defects_total",

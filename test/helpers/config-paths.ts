@@ -16,6 +16,7 @@ export const WRITTEN_PATH_KEYS: Readonly<Record<string, "file" | "folder">> = {
   snapshotFile: "file", // store.snapshotFile
   stateFile: "file", // sandbox.stateFile
   socket: "file", // egress listen.socket
+  folder: "folder", // evidence.folder
 };
 
 /** Keys the gateway only reads. */

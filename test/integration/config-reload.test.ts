@@ -77,7 +77,9 @@ describe("an ingress gateway process, on SIGHUP", () => {
       dir: mkdtempSync(join(tmpdir(), "config-reload-")),
       backendUrl: backend.url,
       // Only SIGHUP reloads here: the file is not polled within the test.
-      config: { reload: { pollSeconds: 3600 } },
+      config: { reload: { pollSeconds: 3600 }, log: { level: "info" } },
+      // The file's log.level, not LOG_LEVEL (which overrides it at every reload), decides here.
+      env: { LOG_LEVEL: "" },
     });
   }, 60_000);
 

@@ -1,7 +1,8 @@
 /**
  * loadCredentials against keys, certificates and PKCS#12 bundles the openssl binary makes at test
- * time, so the bundles are what operators get from OpenSSL 3 (AES-256-CBC/PBKDF2 by default, and
- * -legacy). openssl is required, here and in CI: without it these tests fail, they never skip.
+ * time, so the bundles are what operators get from OpenSSL 3 (AES-256-CBC/PBKDF2 by default, 3DES,
+ * and -legacy, whose RC2 is refused). openssl is required, here and in CI: without it these tests
+ * fail, they never skip. test/unit/app/pkcs12.test.ts covers the PKCS#12 reader's algorithms.
  */
 
 import { execFileSync } from "node:child_process";
@@ -19,7 +20,7 @@ const at = (name: string) => join(dir, name);
 const LABEL = "signing credentials";
 const PASSWORD = "Tr0ub4dor&3";
 const WRONG_PASSWORD = "correct horse battery staple";
-/** Non-ASCII, outside Latin-1 too: UTF-8 for PBES2 (AES), a BMPString for the MAC and 3DES/RC2. */
+/** Non-ASCII, outside Latin-1 too: UTF-8 for PBES2 (AES), a BMPString for the MAC and PKCS#12 3DES. */
 const UNICODE_PASSWORD = "Pässwörd-€-ø";
 const WRONG_UNICODE_PASSWORD = "Pässwörd-€-ö";
 const RSA = ["-newkey", "rsa:2048"];
@@ -130,10 +131,26 @@ beforeAll(() => {
     "sha256",
   );
   pkcs12("leaf-legacy-unicode.p12", "leaf", UNICODE_PASSWORD, "-legacy");
+  // -legacy's key encryption and MAC without its RC2: what node:crypto opens without the legacy provider.
+  const TRIPLE_DES = ["-keypbe", "PBE-SHA1-3DES", "-certpbe", "PBE-SHA1-3DES", "-macalg", "sha1"];
+  pkcs12("leaf-3des.p12", "leaf", PASSWORD, ...TRIPLE_DES);
+  pkcs12("leaf-3des-unicode.p12", "leaf", UNICODE_PASSWORD, ...TRIPLE_DES);
+  // The two forms of one non-ASCII password in one bundle: BMPString for the key, UTF-8 for the certificate.
+  pkcs12(
+    "leaf-mixed-unicode.p12",
+    "leaf",
+    UNICODE_PASSWORD,
+    "-keypbe",
+    "PBE-SHA1-3DES",
+    "-certpbe",
+    "AES-256-CBC",
+  );
   writeFileSync(at("unicode-password.txt"), `${UNICODE_PASSWORD}\n`);
   pkcs12("ec-leaf.p12", "ec-leaf", PASSWORD);
   pkcs12("chain.p12", "issued", PASSWORD, "-certfile", "ca.pem");
   pkcs12("ec-chain.p12", "ec-issued", PASSWORD, "-certfile", "ec-ca.pem");
+  // Key and certificates unlinked (no localKeyId), the CA's bag before the leaf's.
+  pkcs12("ca-first.p12", "issued", PASSWORD, "-nocerts", "-certfile", "ca-first.pem");
   writeFileSync(at("password.txt"), PASSWORD + "\n");
   writeFileSync(at("password-crlf.txt"), PASSWORD + "\r\n");
   writeFileSync(at("password-bare.txt"), PASSWORD);
@@ -224,8 +241,8 @@ const loads: Loads[] = [
     chain: ["CN=leaf"],
   },
   {
-    what: "a PKCS#12 made with -legacy (3DES/RC2, SHA-1 MAC)",
-    source: { p12: at("leaf-legacy.p12"), ...withPassword },
+    what: "a PKCS#12 with PKCS#12 3DES for key and certificates and a SHA-1 MAC",
+    source: { p12: at("leaf-3des.p12"), ...withPassword },
     env: passwordEnv,
     leaf: "leaf",
     chain: ["CN=leaf"],
@@ -244,8 +261,15 @@ const loads: Loads[] = [
     chain: ["CN=leaf"],
   },
   {
-    what: "a PKCS#12 made with -legacy and a non-ASCII password",
-    source: { p12: at("leaf-legacy-unicode.p12"), ...withPassword },
+    what: "a PKCS#12 with PKCS#12 3DES and a non-ASCII password",
+    source: { p12: at("leaf-3des-unicode.p12"), ...withPassword },
+    env: { P12_PASSWORD: UNICODE_PASSWORD },
+    leaf: "leaf",
+    chain: ["CN=leaf"],
+  },
+  {
+    what: "a PKCS#12 mixing 3DES (key) and AES (certificate) under a non-ASCII password",
+    source: { p12: at("leaf-mixed-unicode.p12"), ...withPassword },
     env: { P12_PASSWORD: UNICODE_PASSWORD },
     leaf: "leaf",
     chain: ["CN=leaf"],
@@ -260,6 +284,13 @@ const loads: Loads[] = [
   {
     what: "a PKCS#12 whose chain includes its CA: the leaf is picked and comes first",
     source: { p12: at("chain.p12"), ...withPassword },
+    env: passwordEnv,
+    leaf: "issued",
+    chain: ["CN=issued", "CN=Test CA"],
+  },
+  {
+    what: "a PKCS#12 listing its CA before the leaf: the leaf is found by its public key",
+    source: { p12: at("ca-first.p12"), ...withPassword },
     env: passwordEnv,
     leaf: "issued",
     chain: ["CN=issued", "CN=Test CA"],
@@ -323,6 +354,19 @@ describe("loadCredentials", () => {
       env: { P12_PASSWORD: WRONG_UNICODE_PASSWORD },
       message: () =>
         `cannot open PKCS#12 file ${at("leaf-aes-unicode.p12")}: wrong password or not a PKCS#12 bundle (PKCS#12 MAC could not be verified`,
+    },
+    {
+      what: "a PKCS#12 made with -legacy (RC2-40 certificates, which node's OpenSSL 3 leaves to its legacy provider)",
+      source: { p12: at("leaf-legacy.p12"), ...withPassword },
+      env: passwordEnv,
+      message: () =>
+        `cannot open PKCS#12 file ${at("leaf-legacy.p12")}: pbeWithSHAAnd40BitRC2-CBC encrypts the bundle's certificates, and this node's OpenSSL offers it only with its legacy provider; re-export the bundle with \`openssl pkcs12 -export\` without -legacy`,
+    },
+    {
+      what: "a PKCS#12 made with -legacy under a non-ASCII password (its MAC holds; RC2 refused)",
+      source: { p12: at("leaf-legacy-unicode.p12"), ...withPassword },
+      env: { P12_PASSWORD: UNICODE_PASSWORD },
+      message: () => `cannot open PKCS#12 file ${at("leaf-legacy-unicode.p12")}: pbeWithSHAAnd40BitRC2-CBC`,
     },
     {
       what: "no password for a bundle that has one",

@@ -39,6 +39,7 @@ const COMMANDS: readonly CommandRow[] = [
   { name: "sandbox", valueOption: "--port" },
   { name: "health", valueOption: "--config" },
   { name: "trust", valueOption: "--config" },
+  { name: "evidence", valueOption: "--request-id" },
 ];
 
 /** One usage error: exit 2, nothing on stdout, one stderr line naming the command and `fragment`. */
@@ -206,6 +207,9 @@ const PATH_OPTIONS: readonly [command: string, option: string, args: string[], p
   ["verify", "config", ["verify", FILE, "--config", NOPE], "no such file"],
   ["trust", "config", ["trust", "status", "--config", NOPE], "no such file"],
   ["trust", "certificate", ["trust", "status", "--certificate", NOPE], "no such file"],
+  ["evidence", "config", ["evidence", "verify", "--config", NOPE], "no such file"],
+  ["evidence", "folder", ["evidence", "status", "--folder", NOPE], "no such folder"],
+  ["evidence", "out", ["evidence", "bundle", "--request-id", "x", "--out", FILE], "is a file, not a folder"],
   ["certs", "out", ["certs", "--out", FILE], "is a file, not a folder"],
   ["sandbox", "state-file", ["sandbox", "--state-file", NOPE], "no such folder no-such-dir to write it in"],
   ["sandbox", "secret-file", ["sandbox", "--secret-file", NOPE], "no such folder no-such-dir to write it in"],
@@ -254,6 +258,7 @@ const NOT_PATHS = new Set([
   "verify --certificate-header",
   "verify --dialect",
   "trust --purpose",
+  "evidence --request-id",
   "demo --url",
   "sandbox --port",
   "sandbox --host",

@@ -1,0 +1,237 @@
+/**
+ * `psd2-gateway evidence`: the evidence folder read back (src/evidence/). `verify` checks every
+ * chain and checkpoint and names the first record altered, removed or reordered; `show` prints a
+ * record; `bundle` writes a dispute bundle that openssl alone can check; `status` says how fresh
+ * each chain is.
+ */
+
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { loadConfigFile } from "../config/load.js";
+import {
+  type ChainReport,
+  disputeBundle,
+  type EvidenceFolder,
+  findRecords,
+  publicKeyOf,
+  readEvidenceFolder,
+  verifyChain,
+} from "../evidence/index.js";
+import { defineCommand, USAGE_ERROR, UsageError } from "./command.js";
+import { DEFAULT_CONFIG } from "./paths.js";
+
+const SUBCOMMANDS = ["verify", "show", "bundle", "status"] as const;
+
+export const evidenceCommand = defineCommand({
+  name: "evidence",
+  summary: "check, show and bundle the evidence kept of accepted requests",
+  usage: `psd2-gateway evidence verify [<folder>] [--config <file>] [--json]
+psd2-gateway evidence show --request-id <id> [--folder <folder>] [--config <file>] [--json]
+psd2-gateway evidence bundle --request-id <id> --out <dir> [--folder <folder>] [--config <file>]
+psd2-gateway evidence status [--folder <folder>] [--config <file>] [--json]
+
+  <folder>, --folder    the evidence folder; default evidence.folder of --config
+  --config <file>       the gateway's configuration; default config/default.yaml
+  --request-id <id>     the X-Request-ID of the record
+  --out <dir>           where the dispute bundle is written (made; must not hold one already)
+  --json                print JSON
+
+verify   checks every chain: each line canonical and holding the SHA-256 of the line before it,
+         seq and files without gaps, every checkpoint's record count and signature. Names the
+         first record altered, removed or reordered in each chain; exits 1 when there is one.
+show     prints the record(s) with this X-Request-ID.
+bundle   writes the record, the TPP's certificate and public key, the signed bytes and the
+         signature, the body when kept, the chain from the record to the checkpoint covering it,
+         the checkpoint's statement, signature and public key, and a README.txt saying how to check
+         each with openssl alone.
+status   each chain's files, records, last record and last checkpoint; exits 1 when a chain has a
+         problem or the newest chain's last checkpoint is older than twice evidence.checkpointSeconds.`,
+  options: {
+    config: { type: "string", path: "file" },
+    folder: { type: "string", path: "folder" },
+    "request-id": { type: "string" },
+    out: { type: "string", path: "new-folder" },
+    json: { type: "boolean", default: false },
+  },
+  allowPositionals: true,
+  check(values, positionals) {
+    const [sub, ...rest] = positionals;
+    if (sub === undefined || !(SUBCOMMANDS as readonly string[]).includes(sub))
+      throw new UsageError(`say one of ${SUBCOMMANDS.join(", ")}; see psd2-gateway evidence --help`);
+    if (rest.length > (sub === "verify" ? 1 : 0))
+      throw new UsageError(`unexpected argument '${rest.at(-1)}'`);
+    if ((sub === "show" || sub === "bundle") && values["request-id"] === undefined)
+      throw new UsageError(`${sub} needs --request-id`);
+    if (sub === "bundle" && values.out === undefined) throw new UsageError("bundle needs --out <dir>");
+  },
+  async run(values, positionals) {
+    const [sub, given] = positionals as [(typeof SUBCOMMANDS)[number], string | undefined];
+    const folder = given ?? values.folder ?? folderOfConfig(values.config);
+    if (folder === undefined) return USAGE_ERROR;
+    let read: EvidenceFolder;
+    try {
+      read = readEvidenceFolder(folder);
+    } catch (error) {
+      console.error(`psd2-gateway evidence: ${(error as Error).message}`);
+      return 1;
+    }
+    switch (sub) {
+      case "verify":
+        return verifyFolder(read, values.json ?? false);
+      case "show":
+        return show(read, values["request-id"]!, values.json ?? false);
+      case "bundle":
+        return bundle(read, values["request-id"]!, values.out!);
+      case "status":
+        return status(read, values.config, values.json ?? false);
+    }
+  },
+});
+
+function folderOfConfig(file: string | undefined): string | undefined {
+  const config = loadConfigFile(file ?? DEFAULT_CONFIG);
+  const folder = config.mode === "ingress" ? config.evidence?.folder : undefined;
+  if (folder === undefined)
+    console.error(
+      `psd2-gateway evidence: ${file ?? DEFAULT_CONFIG} keeps no evidence (no evidence.folder); name the folder`,
+    );
+  return folder;
+}
+
+function reports(read: EvidenceFolder): ChainReport[] {
+  const key = (id: string) => {
+    const pem = read.publicKeyPem(id);
+    return pem === undefined ? undefined : publicKeyOf(pem);
+  };
+  return read.chains.map((chain) => verifyChain(chain, key));
+}
+
+function verifyFolder(read: EvidenceFolder, json: boolean): number {
+  const all = reports(read);
+  const failed = all.filter((r) => r.problem);
+  if (json) {
+    console.log(JSON.stringify({ folder: read.folder, ok: failed.length === 0, chains: all }, null, 2));
+    return failed.length === 0 ? 0 : 1;
+  }
+  if (all.length === 0) console.log(`${read.folder}: no chains yet`);
+  for (const r of all) {
+    if (r.problem) {
+      console.log(`FAILED ${r.chain}: ${r.problem.text}`);
+      continue;
+    }
+    const tail =
+      r.uncovered > 0
+        ? `; ${r.uncovered} record${r.uncovered === 1 ? "" : "s"} after the last checkpoint (not yet signed)`
+        : "";
+    const retention = r.startsAtFile > 1 ? `; files before ${r.startsAtFile} removed by retention` : "";
+    const gaps = r.dropped > 0 ? `; ${r.dropped} records not kept (gap lines)` : "";
+    console.log(
+      `ok     ${r.chain}: ${r.records} records in ${r.files} file${r.files === 1 ? "" : "s"}, ${r.checkpoints} checkpoints${tail}${retention}${gaps}`,
+    );
+  }
+  if (failed.length > 0)
+    console.log(
+      `${failed.length} of ${all.length} chains failed: the evidence was altered, removed or reordered`,
+    );
+  return failed.length === 0 ? 0 : 1;
+}
+
+function show(read: EvidenceFolder, requestId: string, json: boolean): number {
+  const found = findRecords(read.chains, requestId);
+  if (found.length === 0) {
+    console.error(`psd2-gateway evidence: no record has X-Request-ID ${requestId}`);
+    return 1;
+  }
+  for (const f of found) {
+    if (json) console.log(f.at.text);
+    else {
+      console.log(`# chains/${f.chain.id}/${f.at.file.name}:${f.at.lineNumber}`);
+      console.log(JSON.stringify(f.record, null, 2));
+    }
+  }
+  return 0;
+}
+
+function bundle(read: EvidenceFolder, requestId: string, out: string): number {
+  const found = findRecords(read.chains, requestId);
+  if (found.length === 0) {
+    console.error(`psd2-gateway evidence: no record has X-Request-ID ${requestId}`);
+    return 1;
+  }
+  if (found.length > 1)
+    console.error(
+      `psd2-gateway evidence: ${found.length} records have X-Request-ID ${requestId}; bundling the first (chains/${found[0]!.chain.id})`,
+    );
+  const files = disputeBundle(read, found[0]!);
+  if (typeof files === "string") {
+    console.error(`psd2-gateway evidence: ${files}`);
+    return 1;
+  }
+  mkdirSync(out, { recursive: true });
+  for (const [name, content] of files) {
+    const path = join(out, name);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, content, { flag: "wx" });
+  }
+  console.log(
+    `wrote ${files.size} files to ${out}; ${join(out, "README.txt")} says how to check them with openssl`,
+  );
+  return 0;
+}
+
+function status(read: EvidenceFolder, configFile: string | undefined, json: boolean): number {
+  let checkpointSeconds = 60;
+  try {
+    const config = loadConfigFile(configFile ?? DEFAULT_CONFIG);
+    if (config.mode === "ingress" && config.evidence) checkpointSeconds = config.evidence.checkpointSeconds;
+  } catch {
+    // The folder alone: the default interval.
+  }
+  const now = Date.now();
+  const all = reports(read);
+  const newest = [...all].sort((a, b) =>
+    (b.lastCheckpointTime ?? "").localeCompare(a.lastCheckpointTime ?? ""),
+  )[0];
+  const age = (r: ChainReport) =>
+    r.lastCheckpointTime === undefined
+      ? undefined
+      : Math.round((now - Date.parse(r.lastCheckpointTime)) / 1000);
+  const stale =
+    newest !== undefined && !newest.endsWithCheckpoint && (age(newest) ?? Infinity) > 2 * checkpointSeconds;
+  const ok = !stale && all.every((r) => !r.problem);
+  if (json) {
+    console.log(
+      JSON.stringify(
+        { folder: read.folder, ok, chains: all.map((r) => ({ ...r, checkpointAgeSeconds: age(r) })) },
+        null,
+        2,
+      ),
+    );
+    return ok ? 0 : 1;
+  }
+  if (all.length === 0) console.log(`${read.folder}: no chains yet`);
+  for (const r of all) {
+    const state = r.problem
+      ? "FAILED"
+      : r.endsWithCheckpoint
+        ? "closed"
+        : r === newest && stale
+          ? "STALE"
+          : "open";
+    console.log(`${state.padEnd(6)} ${r.chain}`);
+    console.log(
+      `${INDENT}${r.records} records in ${r.files} file${r.files === 1 ? "" : "s"}; last record ${r.lastTime ?? "none"}; last checkpoint ${
+        r.lastCheckpointTime === undefined ? "none" : `${r.lastCheckpointTime} (${age(r)} s ago)`
+      }`,
+    );
+    if (r.dropped > 0) console.log(`${INDENT}${r.dropped} records not kept (onFailure: continue)`);
+    if (r.problem) console.log(`${INDENT}${r.problem.text}`);
+  }
+  if (stale)
+    console.log(
+      `the newest chain's last checkpoint is older than ${2 * checkpointSeconds} s: its gateway stopped without closing it, or its store is failing`,
+    );
+  return ok ? 0 : 1;
+}
+
+const INDENT = " ".repeat(7);

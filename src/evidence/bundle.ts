@@ -1,0 +1,225 @@
+/**
+ * A dispute bundle: one record and everything needed to check it without the gateway, with
+ * `openssl` alone. Pure: it returns the files; the CLI writes them.
+ *
+ *     record.json            the record's line, exactly as in the chain
+ *     certificate.pem        the TPP's signing certificate; tpp-public.pem its public key
+ *     signed-bytes.bin       the exact bytes the TPP signed; signature.bin its signature
+ *                            (ECDSA converted from JWS / RFC 9421 r||s to DER, as openssl reads it)
+ *     body.bin               the body, when the record kept it
+ *     chain/0001.json …      the chain's lines from the record to the checkpoint covering it, each
+ *                            without its newline: each line's `prev` is the SHA-256 of the one before
+ *     checkpoint.txt         the statement the checkpoint signs; checkpoint.sig its signature;
+ *     checkpoint-public.pem  the gateway's checkpoint key (checkpoint-certificate.pem: its QSealC)
+ *     README.txt             how to check all of it
+ */
+
+import { X509Certificate } from "node:crypto";
+import { type CheckpointLine, checkpointStatement, type RecordLine } from "./record.js";
+import { type ChainFolder, chainLines, type ParsedLine } from "./verify.js";
+
+export interface BundleSources {
+  readonly chains: readonly ChainFolder[];
+  publicKeyPem(id: string): string | undefined;
+  keyCertificatePem(id: string): string | undefined;
+  certificatePem(fingerprint: string): string | undefined;
+}
+
+export interface FoundRecord {
+  readonly chain: ChainFolder;
+  readonly at: ParsedLine;
+  readonly record: RecordLine;
+}
+
+/** Every record with this X-Request-ID, in chain order. */
+export function findRecords(chains: readonly ChainFolder[], requestId: string): FoundRecord[] {
+  const found: FoundRecord[] = [];
+  for (const chain of chains)
+    for (const at of chainLines(chain))
+      if (at.line.type === "request" && at.line.requestId === requestId)
+        found.push({ chain, at, record: at.line });
+  return found;
+}
+
+/** How openssl checks a signature made with `signedWith` by a key of `keyType`. */
+export interface OpensslCheck {
+  /** The command line, from the bundle's folder. */
+  readonly command: readonly string[];
+  /** The signature is ECDSA as r||s and is written DER-encoded. */
+  readonly derFromRaw: boolean;
+}
+
+export function opensslCheck(signedWith: string, keyType: string): OpensslCheck {
+  const [dialect, alg] = signedWith.includes(":") ? signedWith.split(":", 2) : ["cavage", signedWith];
+  const name = (alg ?? "").toLowerCase();
+  if (keyType === "ed25519" || name === "ed25519" || name === "eddsa") {
+    return {
+      command: [
+        "openssl",
+        "pkeyutl",
+        "-verify",
+        "-pubin",
+        "-inkey",
+        "tpp-public.pem",
+        "-rawin",
+        "-in",
+        "signed-bytes.bin",
+        "-sigfile",
+        "signature.bin",
+      ],
+      derFromRaw: false,
+    };
+  }
+  const hash = /512/.test(name) ? "sha512" : /384/.test(name) ? "sha384" : "sha256";
+  const digest = dialect === "cavage" && name === "hs2019" ? "sha512" : hash;
+  const pss =
+    keyType === "rsa-pss" ||
+    (keyType === "rsa" && (/^ps\d/.test(name) || name.includes("pss") || name === "hs2019"));
+  return {
+    command: [
+      "openssl",
+      "dgst",
+      `-${digest}`,
+      "-verify",
+      "tpp-public.pem",
+      ...(pss ? ["-sigopt", "rsa_padding_mode:pss", "-sigopt", "rsa_pss_saltlen:auto"] : []),
+      "-signature",
+      "signature.bin",
+      "signed-bytes.bin",
+    ],
+    // Every dialect's ECDSA signature arrives as r||s (JWS, RFC 9421, and draft-cavage as the gateway verifies it).
+    derFromRaw: keyType === "ec",
+  };
+}
+
+/** An ECDSA signature r||s as DER (SEQUENCE of two INTEGERs). */
+export function rawEcdsaToDer(raw: Buffer): Buffer {
+  const half = raw.length / 2;
+  const integer = (bytes: Buffer) => {
+    let i = 0;
+    while (i < bytes.length - 1 && bytes[i] === 0) i++;
+    let v = bytes.subarray(i);
+    if (v[0]! & 0x80) v = Buffer.concat([Buffer.from([0]), v]);
+    return Buffer.concat([Buffer.from([0x02]), derLength(v.length), v]);
+  };
+  const body = Buffer.concat([integer(raw.subarray(0, half)), integer(raw.subarray(half))]);
+  return Buffer.concat([Buffer.from([0x30]), derLength(body.length), body]);
+}
+
+function derLength(n: number): Buffer {
+  if (n < 0x80) return Buffer.from([n]);
+  if (n < 0x100) return Buffer.from([0x81, n]);
+  return Buffer.from([0x82, n >> 8, n & 0xff]);
+}
+
+/** The files of the bundle, or why there can be none. */
+export function disputeBundle(sources: BundleSources, found: FoundRecord): Map<string, Buffer> | string {
+  const { record, chain, at } = found;
+  const files = new Map<string, Buffer>();
+  const certificatePem = sources.certificatePem(record.certificate);
+  if (!certificatePem) return `certificates/${record.certificate}.pem is missing from the evidence folder`;
+  const certificate = new X509Certificate(certificatePem);
+  const keyType = certificate.publicKey.asymmetricKeyType ?? "unknown";
+  if (record.signedBytes === undefined)
+    return `the record keeps only the SHA-256 of its signed bytes (${record.signedBytesSha256 ?? "?"}): they were larger than the inline bound`;
+
+  // The lines from the record to the first checkpoint after it.
+  const segment: ParsedLine[] = [];
+  let started = false;
+  let checkpoint: CheckpointLine | undefined;
+  for (const p of chainLines(chain)) {
+    if (p === at || (p.file === at.file && p.lineNumber === at.lineNumber)) started = true;
+    if (!started) continue;
+    segment.push(p);
+    if (p.line.type === "checkpoint") {
+      checkpoint = p.line;
+      break;
+    }
+  }
+  if (!checkpoint)
+    return "no checkpoint covers this record yet (one is written every evidence.checkpointSeconds and at close); try again shortly";
+  const checkpointKey = sources.publicKeyPem(checkpoint.key);
+  if (!checkpointKey) return `keys/${checkpoint.key}.pem, the checkpoint's public key, is missing`;
+
+  const check = opensslCheck(record.signedWith, keyType);
+  const signature = Buffer.from(record.signature, "base64");
+  files.set("record.json", Buffer.from(at.text));
+  files.set("certificate.pem", Buffer.from(certificatePem));
+  files.set(
+    "tpp-public.pem",
+    Buffer.from(certificate.publicKey.export({ type: "spki", format: "pem" }) as string),
+  );
+  files.set("signed-bytes.bin", Buffer.from(record.signedBytes, "base64"));
+  files.set("signature.bin", check.derFromRaw ? rawEcdsaToDer(signature) : signature);
+  if (record.body !== undefined) files.set("body.bin", Buffer.from(record.body, "base64"));
+  segment.forEach((p, i) => {
+    files.set(`chain/${String(i + 1).padStart(4, "0")}.json`, Buffer.from(p.text));
+  });
+  files.set("checkpoint.txt", Buffer.from(checkpointStatement(checkpoint)));
+  files.set("checkpoint.sig", Buffer.from(checkpoint.signature, "base64"));
+  files.set("checkpoint-public.pem", Buffer.from(checkpointKey));
+  const keyCertificate = sources.keyCertificatePem(checkpoint.key);
+  if (keyCertificate) files.set("checkpoint-certificate.pem", Buffer.from(keyCertificate));
+  files.set("README.txt", Buffer.from(readme(record, check, segment.length, checkpoint)));
+  return files;
+}
+
+function readme(record: RecordLine, check: OpensslCheck, lines: number, checkpoint: CheckpointLine): string {
+  const last = String(lines).padStart(4, "0");
+  const checkpointCommand =
+    checkpoint.alg === "ed25519"
+      ? "openssl pkeyutl -verify -pubin -inkey checkpoint-public.pem -rawin -in checkpoint.txt -sigfile checkpoint.sig"
+      : "openssl dgst -sha256 -verify checkpoint-public.pem -signature checkpoint.sig checkpoint.txt";
+  return `Evidence of one request accepted by psd2-gateway
+================================================
+
+Request: ${record.method} ${record.target}
+X-Request-ID: ${record.requestId ?? "(none)"}${record.traceId ? `\nTrace id: ${record.traceId}` : ""}
+Received: ${record.time}
+TPP: ${record.organizationId}
+Certificate SHA-256: ${record.certificate}
+Dialect: ${record.dialect}, verified as ${record.signedWith}
+Body digest: ${record.bodyDigest}
+Validation report: ${record.validationReport ?? "(none)"} (${record.indication}); verdict: ${record.verdict}
+Chain: ${record.chain}, line seq ${record.seq}; checkpoint seq ${checkpoint.seq} at ${checkpoint.time}
+
+Everything below needs openssl only (1.1.1 or 3.x).
+
+1. The certificate is the one the record names:
+
+   openssl x509 -in certificate.pem -outform DER | openssl dgst -sha256
+   # prints ${record.certificate}
+
+2. The TPP signed these bytes (signed-bytes.bin: the ${record.dialect} signing input):
+
+   ${check.command.join(" ")}
+   # prints "Verified OK" (pkeyutl: "Signature Verified Successfully")
+${check.derFromRaw ? "   # signature.bin is the ECDSA signature re-encoded from r||s (as sent) to DER, as openssl reads it\n" : ""}${
+  record.body !== undefined
+    ? `
+3. The body kept is the body received (its digest is in the record; the signed bytes cover the
+   request's Digest / Content-Digest header, or the body itself for UK Open Banking):
+
+   openssl dgst -sha256 -binary body.bin | openssl base64
+   # prints ${record.bodyDigest.slice("sha-256=:".length, -1)}
+`
+    : `
+3. The body was not kept (evidence.bodies); its SHA-256 is in the record: ${record.bodyDigest}
+`
+}
+4. The record is in the gateway's hash chain, up to a signed checkpoint. chain/0001.json is the
+   record's line (the same bytes as record.json); each file's "prev" is the SHA-256 of the file
+   before it, and chain/${last}.json is the checkpoint:
+
+   for f in chain/*.json; do openssl dgst -sha256 -r "$f"; done
+   # compare each digest with the "prev" of the next file
+
+5. The checkpoint is the gateway's: checkpoint.txt is made of chain/${last}.json's fields (chain,
+   seq, time, count, prev as "last", key), and its signature holds:
+
+   ${checkpointCommand}
+   # prints "Verified OK"
+   openssl pkey -pubin -in checkpoint-public.pem -outform DER | openssl dgst -sha256
+   # prints ${checkpoint.key} (the checkpoint's "key")
+`;
+}

@@ -1,0 +1,44 @@
+/**
+ * Evidence for disputes: a hash-chained, checkpoint-signed record of every request the gateway
+ * accepted (record.ts, checkpoint.ts), kept by the chain's last step (step.ts) in append-only files
+ * (file-store.ts, the only module here that touches the disk), checked and bundled by the CLI
+ * (verify.ts, bundle.ts).
+ */
+
+export { disputeBundle, type FoundRecord, findRecords, opensslCheck, rawEcdsaToDer } from "./bundle.js";
+export {
+  type CheckpointKey,
+  checkpointKeyOf,
+  checkpointSignatureHolds,
+  newCheckpointKey,
+  signedCheckpoint,
+} from "./checkpoint.js";
+export {
+  defaultInstanceId,
+  type EvidenceEvents,
+  type EvidenceFolder,
+  type EvidenceStoreStatus,
+  FileEvidenceStore,
+  type FileStoreOptions,
+  readEvidenceFolder,
+} from "./file-store.js";
+export {
+  type BodyPolicy,
+  canonicalJson,
+  checkpointStatement,
+  EvidenceChain,
+  type EvidenceLine,
+  GENESIS,
+  type RecordLine,
+  type RequestEvidence,
+  sha256Hex,
+} from "./record.js";
+export {
+  EVIDENCE_STEP,
+  type EvidenceSink,
+  type EvidenceStepOptions,
+  evidenceStep,
+  type FailurePolicy,
+  keepsBody,
+} from "./step.js";
+export { type ChainReport, chainLines, type Problem, publicKeyOf, verifyChain } from "./verify.js";

@@ -1,0 +1,228 @@
+/**
+ * An evidence record: what a bank needs to show, in a dispute, what a TPP signed for one request the
+ * gateway accepted. Records are lines of canonical JSON (keys sorted, no spaces, one line each), and
+ * each line of a chain carries `prev`, the SHA-256 of the line before it in the same chain: change,
+ * remove or reorder a line and the next one no longer points at it. One chain per process (an
+ * instance id names it); chains need no order between them.
+ *
+ * Pure: no I/O. The file store (file-store.ts) writes the lines; verify.ts reads them back.
+ */
+
+import { createHash } from "node:crypto";
+
+/** What `evidence.bodies` keeps: the bodies of payment calls (POST/PUT/PATCH/DELETE on PSP_PI routes), all, or none. */
+export type BodyPolicy = "payments" | "all" | "none";
+
+/** The prev of a chain's first line. */
+export const GENESIS = "0".repeat(64);
+
+/** Signed bytes up to this size are kept whole (base64); larger ones only as their SHA-256. */
+export const SIGNED_BYTES_INLINE = 64 * 1024;
+
+/** What the request path learns about one accepted request: a record before it is chained. */
+export interface RequestEvidence {
+  /** ISO 8601, milliseconds, UTC. */
+  readonly time: string;
+  readonly requestId?: string;
+  /** The W3C trace id of the request's traceparent, when it sent a valid one. */
+  readonly traceId?: string;
+  readonly method: string;
+  /** Path and query as received. */
+  readonly target: string;
+  /** The PSD2 role the route needs (PSP_PI: a payment route). */
+  readonly role?: string;
+  readonly organizationId: string;
+  /** SHA-256 of the signing certificate's DER, lower-case hex; certificates/<it>.pem holds the certificate. */
+  readonly certificate: string;
+  readonly dialect: string;
+  /** The dialect and algorithm it verified with (`rsa-sha256`, `rfc9421:rsa-pss-sha512`, `jades:PS256`, …). */
+  readonly signedWith: string;
+  /** The exact bytes the signature covers, base64, when at most SIGNED_BYTES_INLINE … */
+  readonly signedBytes?: string;
+  /** … otherwise their SHA-256, lower-case hex. */
+  readonly signedBytesSha256?: string;
+  /** The signature value as sent, decoded, then base64 (ECDSA in JWS and RFC 9421 form: r||s). */
+  readonly signature: string;
+  /** `sha-256=:<base64>:` of the body bytes as received (of nothing, without a body). */
+  readonly bodyDigest: string;
+  /** The body, base64, when `evidence.bodies` keeps it. */
+  readonly body?: string;
+  /** The certificate validation report the verdict rests on (`/trust/reports/<id>` while recent). */
+  readonly validationReport?: string;
+  /** The validation report's indication: the certificate passed, or the request would not be here. */
+  readonly indication: "TOTAL_PASSED";
+  readonly verdict: "accepted";
+}
+
+/** The lines of a chain. `seq` counts every line of the chain from 0. */
+export type EvidenceLine = RecordLine | CheckpointLine | FileLine | GapLine;
+
+interface Chained {
+  readonly chain: string;
+  readonly seq: number;
+  readonly prev: string;
+  readonly time: string;
+}
+
+export interface RecordLine extends Chained, Omit<RequestEvidence, "time"> {
+  readonly type: "request";
+}
+
+/** The first line of every file: which chain and file it is, and how many records came before. */
+export interface FileLine extends Chained {
+  readonly type: "file";
+  /** 1 for the chain's first file. */
+  readonly file: number;
+  /** Records of the chain before this file. */
+  readonly count: number;
+  /** Files older than this many days may have been removed by retention (0: kept for ever). */
+  readonly retainDays: number;
+}
+
+/** Records not kept (the queue was full or the store failed under `onFailure: continue`). */
+export interface GapLine extends Chained {
+  readonly type: "gap";
+  readonly dropped: number;
+  readonly reason: string;
+}
+
+/** A signed statement that the chain held `count` records and its last line hashed to `prev`. */
+export interface CheckpointLine extends Chained {
+  readonly type: "checkpoint";
+  /** Records of the chain up to this line. */
+  readonly count: number;
+  /** SHA-256 of the public key's SPKI DER, lower-case hex: keys/<it>.pem holds the public key. */
+  readonly key: string;
+  /** `rsa-sha256`, `ecdsa-sha256` (DER signature) or `ed25519`. */
+  readonly alg: string;
+  /** Over checkpointStatement(line), base64. */
+  readonly signature: string;
+}
+
+/**
+ * JSON with keys sorted at every level and no spaces: one spelling per value, so a record's hash is
+ * its content's. Undefined values are left out, as JSON.stringify does.
+ */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(sorted(value));
+}
+
+function sorted(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sorted);
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) {
+    const v = (value as Record<string, unknown>)[key];
+    if (v !== undefined) out[key] = sorted(v);
+  }
+  return out;
+}
+
+export function sha256Hex(data: string | Buffer): string {
+  return createHash("sha256").update(data).digest("hex");
+}
+
+/**
+ * The bytes a checkpoint's signature covers: plain text, so that `openssl dgst -verify` can check a
+ * checkpoint written out as a file (the dispute bundle's checkpoint.txt).
+ */
+export function checkpointStatement(
+  line: Pick<CheckpointLine, "chain" | "seq" | "time" | "count" | "prev" | "key">,
+): string {
+  return [
+    "psd2-gateway evidence checkpoint",
+    `chain: ${line.chain}`,
+    `seq: ${line.seq}`,
+    `time: ${line.time}`,
+    `count: ${line.count}`,
+    `last: ${line.prev}`,
+    `key: ${line.key}`,
+    "",
+  ].join("\n");
+}
+
+/** A line's content before the chain gives it its place (distributed over the kinds of line). */
+export type Unchained<L extends EvidenceLine = EvidenceLine> = L extends EvidenceLine
+  ? Omit<L, "chain" | "seq" | "prev">
+  : never;
+
+/**
+ * One chain's state: where the next line goes and what it points at. `append` turns a line's
+ * content into its canonical text and moves the chain on; nothing is written here.
+ */
+export class EvidenceChain {
+  private seqNext: number;
+  private prevHash: string;
+  private records: number;
+
+  constructor(
+    readonly id: string,
+    state: { seq: number; prev: string; count: number } = { seq: 0, prev: GENESIS, count: 0 },
+  ) {
+    this.seqNext = state.seq;
+    this.prevHash = state.prev;
+    this.records = state.count;
+  }
+
+  /** The next line's seq, the last line's hash and the records so far. */
+  get state(): { seq: number; prev: string; count: number } {
+    return { seq: this.seqNext, prev: this.prevHash, count: this.records };
+  }
+
+  /** The text of the line (no newline) and the chain moved on past it. */
+  append<L extends EvidenceLine>(content: Unchained<L>): string {
+    const line =
+      content.type === "request"
+        ? requestLine(content, this.id, this.seqNext, this.prevHash)
+        : canonicalJson({ ...content, chain: this.id, seq: this.seqNext, prev: this.prevHash });
+    this.seqNext += 1;
+    this.prevHash = sha256Hex(line);
+    if (content.type === "request") this.records += 1;
+    return line;
+  }
+
+  /** A checkpoint's fields before it is signed (its seq and prev are the chain's next). */
+  checkpointFields(time: string, key: string): Omit<CheckpointLine, "signature" | "alg"> {
+    return {
+      type: "checkpoint",
+      chain: this.id,
+      seq: this.seqNext,
+      prev: this.prevHash,
+      time,
+      count: this.records,
+      key,
+    };
+  }
+}
+
+/**
+ * A request line's canonical JSON, fast: its keys written in sorted order (undefined ones left out
+ * by JSON.stringify), so one stringify makes what canonicalJson would (a test holds them equal).
+ * A record is flat: strings and one number.
+ */
+function requestLine(e: Unchained<RecordLine>, chain: string, seq: number, prev: string): string {
+  return JSON.stringify({
+    body: e.body,
+    bodyDigest: e.bodyDigest,
+    certificate: e.certificate,
+    chain,
+    dialect: e.dialect,
+    indication: e.indication,
+    method: e.method,
+    organizationId: e.organizationId,
+    prev,
+    requestId: e.requestId,
+    role: e.role,
+    seq,
+    signature: e.signature,
+    signedBytes: e.signedBytes,
+    signedBytesSha256: e.signedBytesSha256,
+    signedWith: e.signedWith,
+    target: e.target,
+    time: e.time,
+    traceId: e.traceId,
+    type: "request",
+    validationReport: e.validationReport,
+    verdict: e.verdict,
+  });
+}

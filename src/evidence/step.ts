@@ -1,0 +1,215 @@
+/**
+ * The `evidence` step: the chain's last, so it runs only once every other step has passed. It
+ * builds the request's evidence record from the CheckContext and hands it to the store's bounded
+ * queue, before the request is forwarded:
+ *
+ * - without a body, in the head phase, before anything is sent;
+ * - with one, at the body's end, while its last chunk is still held back (a UK OB body, verified
+ *   before sending, is not sent at all until then). The body is hashed as it streams, and kept when
+ *   `evidence.bodies` says so.
+ *
+ * When the record cannot be queued (the queue is full, the store is failing), `onFailure` decides:
+ * `refuse` answers 503 SERVICE_UNAVAILABLE and the request is never forwarded whole; `continue`
+ * lets it through, and the store writes a gap line saying how many records it did not keep.
+ * Nothing here waits for the disk.
+ */
+
+import { createHash, type Hash } from "node:crypto";
+import { type CheckContext, hasBody, type Step } from "../checks/index.js";
+import { decodeCertificateHeader } from "../eidas/index.js";
+import { type Rejection, reject } from "../errors.js";
+import { headerValue } from "../signature/index.js";
+import { type BodyPolicy, type RequestEvidence, SIGNED_BYTES_INLINE } from "./record.js";
+
+export type FailurePolicy = "refuse" | "continue";
+
+/** Where records go: the store's bounded queue. */
+export interface EvidenceSink {
+  /**
+   * Queues the record; false when it cannot (queue full, store failing). `mustKeep` false: the
+   * request goes on without it, and the store counts it as dropped (a gap line).
+   */
+  offer(evidence: RequestEvidence, mustKeep: boolean): boolean;
+  /** Whether a record offered now would be taken (a body's request is refused before it streams otherwise). */
+  accepting(): boolean;
+  /** Whether certificates/<fingerprint>.pem is written or on its way. */
+  hasCertificate(fingerprint: string): boolean;
+  /** Writes the certificate once (DER). */
+  putCertificate(fingerprint: string, der: Uint8Array): void;
+}
+
+export interface EvidenceStepOptions {
+  readonly sink: EvidenceSink;
+  readonly bodies: BodyPolicy;
+  /** Payment routes (PSP_PI) and all others. */
+  readonly onFailure: { readonly payments: FailurePolicy; readonly others: FailurePolicy };
+  readonly now?: () => number;
+}
+
+export const EVIDENCE_STEP = "evidence";
+
+const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/** The body as it streams: hashed always, kept when the policy (or UK OB's signing input) needs it. */
+interface BodyState {
+  readonly hash: Hash;
+  readonly chunks: Buffer[] | undefined;
+}
+
+export function isPaymentRoute(c: CheckContext): boolean {
+  return c.route.role === "PSP_PI";
+}
+
+/** Whether `evidence.bodies` keeps this request's body. */
+export function keepsBody(policy: BodyPolicy, c: CheckContext): boolean {
+  if (policy === "all") return true;
+  if (policy === "none") return false;
+  return isPaymentRoute(c) && WRITES.has(c.method);
+}
+
+const EMPTY_DIGEST = `sha-256=:${createHash("sha256").digest("base64")}:`;
+
+export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
+  const bodies = new WeakMap<CheckContext, BodyState>();
+  const now = options.now ?? Date.now;
+
+  const refusal = (c: CheckContext): Rejection => {
+    // A reserved unattended-access slot is given back: the call does not happen.
+    const slot = c.slot;
+    if (slot) {
+      c.slot = undefined;
+      void Promise.resolve()
+        .then(() => slot.release())
+        .catch(() => undefined);
+    }
+    return reject(
+      "SERVICE_UNAVAILABLE",
+      "the gateway could not keep the evidence of this request (its evidence store is full or failing), so it was not forwarded; try again later",
+    );
+  };
+  const policyOf = (c: CheckContext) =>
+    isPaymentRoute(c) ? options.onFailure.payments : options.onFailure.others;
+
+  const keep = (c: CheckContext, body: Buffer | undefined, digest: string): Rejection | undefined => {
+    const evidence = evidenceOf(c, now(), body, digest, options);
+    const fingerprint = evidence.certificate;
+    if (!options.sink.hasCertificate(fingerprint)) {
+      const der = certificateDer(c);
+      if (der) options.sink.putCertificate(fingerprint, der);
+    }
+    const policy = policyOf(c);
+    if (options.sink.offer(evidence, policy === "refuse")) return undefined;
+    return policy === "continue" ? undefined : refusal(c);
+  };
+
+  return {
+    name: EVIDENCE_STEP,
+    run: (c) => {
+      if (!hasBody(c.headers)) return keep(c, undefined, EMPTY_DIGEST);
+      // A store already failing refuses before a byte of the request is forwarded; one that fails
+      // while the body streams refuses at its end, its last chunk withheld.
+      if (policyOf(c) === "refuse" && !options.sink.accepting()) return refusal(c);
+      const kept = keepsBody(options.bodies, c) || c.dialect === "uk-ob";
+      bodies.set(c, { hash: createHash("sha256"), chunks: kept ? [] : undefined });
+      return undefined;
+    },
+    body: (c, chunk) => {
+      const state = bodies.get(c);
+      if (state) {
+        state.hash.update(chunk);
+        state.chunks?.push(chunk);
+      }
+      return undefined;
+    },
+    bodyEnd: (c) => {
+      const state = bodies.get(c);
+      // The head phase did not reach this step (cannot happen: the chain stops at a refusal).
+      if (!state) return undefined;
+      bodies.delete(c);
+      const digest = `sha-256=:${state.hash.digest("base64")}:`;
+      return keep(c, state.chunks && Buffer.concat(state.chunks), digest);
+    },
+  };
+}
+
+/** The record's content from what the steps learnt. */
+export function evidenceOf(
+  c: CheckContext,
+  at: number,
+  body: Buffer | undefined,
+  bodyDigest: string,
+  options: Pick<EvidenceStepOptions, "bodies">,
+): RequestEvidence {
+  const certificate = c.certificate!;
+  const signed = signedBytesOf(c, body);
+  const inline = signed.length <= SIGNED_BYTES_INLINE;
+  // One object of one shape (optional fields undefined, left out when serialised).
+  return {
+    time: new Date(at).toISOString(),
+    requestId: headerValue(c.headers, "x-request-id"),
+    traceId: traceIdOf(headerValue(c.headers, "traceparent")),
+    method: c.method,
+    target: c.target,
+    role: c.route.role,
+    organizationId: certificate.identity.organizationId,
+    certificate: certificate.identity.fingerprint,
+    dialect: c.dialect,
+    signedWith: c.signedWith,
+    signedBytes: inline ? signed.toString("base64") : undefined,
+    signedBytesSha256: inline ? undefined : createHash("sha256").update(signed).digest("hex"),
+    signature: signatureOf(c).toString("base64"),
+    bodyDigest,
+    body: body !== undefined && keepsBody(options.bodies, c) ? body.toString("base64") : undefined,
+    validationReport: certificate.reportId,
+    indication: "TOTAL_PASSED",
+    verdict: "accepted",
+  };
+}
+
+/** W3C traceparent (version-traceid-parentid-flags): the caller's trace id, when it sent a valid one. */
+const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}(?:-.*)?$/;
+const ZERO_TRACE = "0".repeat(32);
+
+export function traceIdOf(traceparent: string | undefined): string | undefined {
+  if (traceparent === undefined) return undefined;
+  const match = TRACEPARENT.exec(traceparent.trim());
+  if (!match || traceparent.startsWith("ff") || match[1] === ZERO_TRACE) return undefined;
+  return match[1];
+}
+
+/**
+ * The exact bytes the signature covers. UK OB's signing input is its protected header and the body
+ * (base64url, or as is with `b64: false`), so it is made here once the body is whole.
+ */
+function signedBytesOf(c: CheckContext, body: Buffer | undefined): Buffer {
+  if (c.dialect === "uk-ob" && c.ukOb) {
+    const head = `${c.ukOb.jws.protectedB64}.`;
+    const payload = body ?? Buffer.alloc(0);
+    return c.ukOb.header.b64
+      ? Buffer.from(head + payload.toString("base64url"), "latin1")
+      : Buffer.concat([Buffer.from(head, "latin1"), payload]);
+  }
+  return c.signingString ?? Buffer.alloc(0);
+}
+
+/** The signature value each dialect's steps read. */
+function signatureOf(c: CheckContext): Buffer {
+  switch (c.dialect) {
+    case "cavage":
+      return c.signature?.signatureBytes ?? Buffer.alloc(0);
+    case "rfc9421":
+      return c.httpSignature?.signature ?? Buffer.alloc(0);
+    case "jades":
+      return c.jades?.jws.signature ?? Buffer.alloc(0);
+    case "uk-ob":
+      return c.ukOb?.jws.signature ?? Buffer.alloc(0);
+  }
+}
+
+/** The signing certificate the `certificate` step judged, as DER. */
+function certificateDer(c: CheckContext): Uint8Array | undefined {
+  const sent = c.signingCertificate ?? headerValue(c.headers, "tpp-signature-certificate");
+  if (sent === undefined) return undefined;
+  const der = decodeCertificateHeader(sent);
+  return der instanceof Uint8Array ? der : undefined;
+}
