@@ -5,7 +5,6 @@
  * fail, they never skip. test/unit/app/pkcs12.test.ts covers the PKCS#12 reader's algorithms.
  */
 
-import { execFileSync } from "node:child_process";
 import { sign, verify, X509Certificate } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,6 +12,7 @@ import { join } from "node:path";
 import { createSecureContext } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CredentialSource, loadCredentials } from "../../../src/app/credentials.js";
+import { exportPkcs12, opensslIn } from "../../helpers/openssl.js";
 
 const dir = mkdtempSync(join(tmpdir(), "psd2gw-credentials-"));
 const at = (name: string) => join(dir, name);
@@ -27,13 +27,7 @@ const RSA = ["-newkey", "rsa:2048"];
 const EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"];
 const CA = ["-addext", "basicConstraints=critical,CA:TRUE"];
 
-function openssl(...args: string[]): void {
-  try {
-    execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-  } catch (error) {
-    throw new Error(`these tests need the openssl binary on PATH; openssl ${args[0]} failed: ${error}`);
-  }
-}
+const openssl = opensslIn(dir);
 
 function selfSigned(name: string, subject: string, ...keyArgs: string[]): void {
   openssl(
@@ -83,21 +77,8 @@ function issued(name: string, ca: string): void {
   );
 }
 
-function pkcs12(file: string, name: string, password: string, ...extra: string[]): void {
-  openssl(
-    "pkcs12",
-    "-export",
-    "-inkey",
-    `${name}.key`,
-    "-in",
-    `${name}.pem`,
-    "-out",
-    file,
-    "-passout",
-    `pass:${password}`,
-    ...extra,
-  );
-}
+const pkcs12 = (file: string, name: string, password: string, ...extra: string[]) =>
+  exportPkcs12(openssl, file, name, password, ...extra);
 
 beforeAll(() => {
   selfSigned("leaf", "/CN=leaf", ...RSA);

@@ -6,7 +6,6 @@
  * here and in CI: without it these tests fail, they never skip.
  */
 
-import { execFileSync } from "node:child_process";
 import {
   createHmac,
   createPublicKey,
@@ -37,6 +36,7 @@ import {
   encodeOid,
   encodeSequence,
 } from "../../../src/asn1/writer.js";
+import { exportPkcs12, opensslIn } from "../../helpers/openssl.js";
 
 const dir = mkdtempSync(join(tmpdir(), "psd2gw-pkcs12-"));
 const at = (name: string) => join(dir, name);
@@ -45,35 +45,15 @@ const PASSWORD = "Tr0ub4dor&3";
 const UNICODE_PASSWORD = "pässwörd-ÆØÅ";
 const WRONG_PASSWORDS = [PASSWORD, UNICODE_PASSWORD, "wrong-password"];
 
-function openssl(...args: string[]): Buffer {
-  try {
-    return execFileSync("openssl", args, { cwd: dir, stdio: "pipe" });
-  } catch (error) {
-    throw new Error(`these tests need the openssl binary on PATH; openssl ${args[0]} failed: ${error}`);
-  }
-}
+const openssl = opensslIn(dir);
 
 function selfSigned(name: string, ...keyArgs: string[]): void {
   openssl("req", "-x509", ...keyArgs, "-nodes", "-keyout", `${name}.key`, "-out", `${name}.pem`);
   openssl("x509", "-in", `${name}.pem`, "-noout");
 }
 
-/** `openssl pkcs12 -export` of `name`.key and `name`.pem into `file`. */
-function bundle(file: string, name: string, password: string, ...extra: string[]): void {
-  openssl(
-    "pkcs12",
-    "-export",
-    "-inkey",
-    `${name}.key`,
-    "-in",
-    `${name}.pem`,
-    "-out",
-    file,
-    "-passout",
-    `pass:${password}`,
-    ...extra,
-  );
-}
+const bundle = (file: string, name: string, password: string, ...extra: string[]) =>
+  exportPkcs12(openssl, file, name, password, ...extra);
 
 const SUBJ = (cn: string) => ["-subj", `/CN=${cn}`, "-days", "2"];
 
