@@ -264,7 +264,7 @@ describe("the documentation's code run against the packed package", () => {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it("ships the built library, its declarations and the CLI's configs, not tests, sources or keys", () => {
+  it("ships the built library, its declarations, the CLI's configs and the docs README links, not tests, sources or keys", () => {
     const files = filesBelow(join(project, "node_modules", "psd2-gateway"));
     expect(files).toEqual(
       expect.arrayContaining([
@@ -276,8 +276,15 @@ describe("the documentation's code run against the packed package", () => {
         "config/default.yaml",
       ]),
     );
-    const unwanted = files.filter((f) =>
-      /^(src|test|bench|deploy|docs|certs\/dev)\/|\.key\.pem$|^tsconfig|^\.ci\//.test(f),
+    // README's documentation map works in an installed copy: every docs/ page it links is there.
+    const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+    const linked = [...new Set([...readme.matchAll(/\]\((docs\/[^)#\s]+\.md)/g)].map((m) => m[1]!))];
+    expect(linked.length).toBeGreaterThan(0);
+    expect(files).toEqual(expect.arrayContaining(linked));
+    const unwanted = files.filter(
+      (f) =>
+        /^(src|test|bench|deploy|certs\/dev)\/|\.key\.pem$|^tsconfig|^\.ci\//.test(f) ||
+        (f.startsWith("docs/") && !f.endsWith(".md")),
     );
     expect(unwanted).toEqual([]);
   });
