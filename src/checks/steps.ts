@@ -14,14 +14,7 @@ import {
   replayKeyFor,
   type UnattendedAccessPolicy,
 } from "../limits/index.js";
-import {
-  type AlgorithmName,
-  type DigestValue,
-  DigestVerifier,
-  expectedKeyId,
-  headerValue,
-  parseDigestHeader,
-} from "../signature/index.js";
+import { type AlgorithmName, expectedKeyId, headerValue } from "../signature/index.js";
 import { parseAuthority, servedAuthority } from "./authority.js";
 import { type CharacterPolicy, checkHeaderCharacters, Utf8Scanner } from "./characters.js";
 import type { CheckContext, TrustedCertificate } from "./context.js";
@@ -45,7 +38,7 @@ import {
   verifiedBeforeSending,
 } from "./dialects.js";
 import { overrideChecker } from "./overrides.js";
-import { checkRequiredHeaders, hasBody } from "./required-headers.js";
+import { checkRequiredHeaders } from "./required-headers.js";
 import { ambiguousPath, underPrefix } from "./routes.js";
 import type { MaybePromise, Step, StepResult } from "./runner.js";
 
@@ -152,27 +145,6 @@ export const IMPLEMENTED_DIALECTS: readonly Dialect[] = DIALECTS.filter(
   (d) => DIALECT_UNITS[d] !== undefined,
 );
 
-const EMPTY_SHA256 = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
-const EMPTY_SHA512 =
-  "z4PhNX7vuL3xVChQ1m2AB9Yg5AULVxXcg/SpIdNs6c5H0NE8XYXysP+DGNKHfuwvY7kxvUdBeoGlODJ6+SfaPg==";
-
-const EMPTY_DIGEST_HEADER = `SHA-256=${EMPTY_SHA256}`;
-
-/** A body-less request that carries a Digest must carry the digest of zero bytes. */
-function checkEmptyBodyDigest(values: readonly DigestValue[]): Rejection | undefined {
-  for (const v of values) {
-    const empty = v.algorithm === "sha-256" ? EMPTY_SHA256 : EMPTY_SHA512;
-    if (v.base64 !== empty) {
-      const label = v.algorithm.toUpperCase();
-      return reject(
-        "SIGNATURE_INVALID",
-        `Digest header is ${label}=${v.base64}, but the request has no body, whose digest is ${label}=${empty}`,
-      );
-    }
-  }
-  return undefined;
-}
-
 /** Headers a TPP sends that the checks read or the bank acts on: never spelt with '_'. */
 const TPP_HEADER_PREFIXES = ["psu-", "tpp-", "x-psu-"];
 const TPP_HEADERS = new Set(["x-request-id", "digest", "signature", "date", "consent-id"]);
@@ -225,8 +197,10 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   const built = DIALECTS.filter((d) => accepted.has(d)).map((d) =>
     DIALECT_UNITS[d].steps(shared, ownOptions(options, d)),
   );
-  const slot = (place: keyof Omit<DialectSteps, "longestAcceptanceMs">): Step<CheckContext>[] =>
-    built.flatMap((s) => s[place] ?? []);
+  // A step two units share (the Digest header's) is placed once.
+  const slot = (place: keyof Omit<DialectSteps, "longestAcceptanceMs">): Step<CheckContext>[] => [
+    ...new Set(built.flatMap((s) => s[place] ?? [])),
+  ];
   const steps: Step<CheckContext>[] = [
     {
       // RFC 9112 3.2: an HTTP/1.1 request without Host is malformed. Refused in its turn on the
@@ -357,36 +331,6 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       run: (c) => checkHeaderCharacters(c.headers, options.characterPolicy),
     },
     ...slot("time"),
-    {
-      // Parsed here (cheap); the body itself is hashed as it streams to the backend.
-      name: "digest",
-      dialects: ["cavage", "jades"],
-      run: (c) => {
-        const header = headerValue(c.headers, "digest");
-        if (header === undefined) return undefined;
-        // What nearly every body-less request sends: the digest of zero bytes, exactly so written.
-        if (header === EMPTY_DIGEST_HEADER && !hasBody(c.headers)) return undefined;
-        const parsed = parseDigestHeader(header);
-        if (isRejection(parsed)) return parsed;
-        if (!hasBody(c.headers)) return checkEmptyBodyDigest(parsed);
-        c.digest = parsed;
-        return undefined;
-      },
-      // The body is hashed as it streams; its last chunk is held back until it matches.
-      body: (c, chunk) => {
-        if (c.digest === undefined) return undefined;
-        c.digestVerifier ??= new DigestVerifier(c.digest);
-        c.digestVerifier.update(chunk);
-        return undefined;
-      },
-      bodyEnd: (c) => {
-        if (c.digest === undefined) return undefined;
-        c.digestVerifier ??= new DigestVerifier(c.digest);
-        const verdict = c.digestVerifier.finish();
-        return verdict === true ? undefined : verdict;
-      },
-    },
-
     ...slot("digest"),
     ...slot("parse"),
     {

@@ -18,6 +18,7 @@ import {
 } from "../../signature/index.js";
 import type { CheckContext } from "../context.js";
 import type { StepResult } from "../runner.js";
+import { DIGEST_STEP } from "./digest-header.js";
 import type { DialectUnit } from "./unit.js";
 
 const CAVAGE = ["cavage"] as const;
@@ -52,6 +53,8 @@ export const cavageDialect: DialectUnit<CavageOptions> = {
           },
         },
       ],
+      // The body through the Digest header, which the signature covers.
+      digest: [DIGEST_STEP],
       parse: [
         {
           name: "signature-header",

@@ -21,6 +21,7 @@ import {
 } from "../../signature/jws/index.js";
 import type { CheckContext } from "../context.js";
 import type { Step } from "../runner.js";
+import { DIGEST_STEP } from "./digest-header.js";
 import type { DialectUnit } from "./unit.js";
 
 export const JADES = ["jades"] as const;
@@ -139,6 +140,8 @@ export const jadesDialect: DialectUnit<JadesDialectOptions> = {
   steps(shared, own) {
     return {
       ...jadesSteps({ ...own, now: shared.now, toleranceMs: shared.dateToleranceMs }),
+      // openFinance keeps Digest: the body is bound through it (sigD.pars must list it).
+      digest: [DIGEST_STEP],
       longestAcceptanceMs: 2 * shared.dateToleranceMs,
     };
   },
