@@ -159,7 +159,8 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
   private readonly trace: TraceContext;
   private reported = false;
   /** The backend pool it will be sent on, held until it is done (a reload retires the old pool). */
-  private backend: Backend | undefined;
+  private readonly backend: Backend;
+  private holdsBackend = true;
   /** Its body stopped arriving before it was forwarded: answered, never forwarded. */
   private stalled = false;
 
@@ -323,7 +324,7 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
 
   private forwardWith(headers: Headers, body: UpstreamRequest["body"]): void {
     this.upstream = { method: this.method, target: this.target, headers, body };
-    forward(this.backend ?? this.ingress.options.backend, this);
+    forward(this.backend, this);
   }
 
   /**
@@ -389,8 +390,10 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
   }
 
   private done(status: number, bytesOut: number, rejection?: Rejection, upstreamMs?: number): void {
-    this.backend?.release();
-    this.backend = undefined;
+    if (this.holdsBackend) {
+      this.holdsBackend = false;
+      this.backend.release();
+    }
     const observer = this.ingress.options.onRequest;
     // One access line per request, even if a failure after forwarding began also ends it.
     if (!observer || this.reported) return;
