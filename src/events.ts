@@ -24,6 +24,9 @@ export interface RequestEvent {
   readonly organizationId?: string;
   /** The id of the certificate validation report the request was judged by (ingress). */
   readonly trustReport?: string;
+  /** An unattended call's limit (SPEC 8, or agreed) and where it came from (limits/agreements.ts). */
+  readonly unattendedLimit?: number | undefined;
+  readonly limitSource?: string | undefined;
   readonly totalMs: number;
   readonly upstreamMs?: number;
   readonly bytesOut: number;
@@ -61,6 +64,8 @@ export function unparsedRequestEvent(
     text,
     organizationId: undefined,
     trustReport: undefined,
+    unattendedLimit: undefined,
+    limitSource: undefined,
     totalMs: 0,
     upstreamMs: undefined,
     bytesOut,

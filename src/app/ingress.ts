@@ -422,7 +422,10 @@ async function startComponents(
       store,
       onStoreError,
       onReplayRefused: () => metrics.replayRefusals.inc(),
-      onUnattendedExceeded: (limitClass) => metrics.unattendedRejections.inc({ class: limitClass }),
+      onUnattendedExceeded: (limitClass, source) =>
+        metrics.unattendedRejections.inc({ class: limitClass, source }),
+      onUnattendedAdmitted: (limitClass, source) =>
+        metrics.unattendedCalls.inc({ class: limitClass, source }),
       ...(evidence ? { evidence } : {}),
       backend: b,
       // The demo bank's proof that a call came through this gateway; a real backend gets none.

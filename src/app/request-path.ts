@@ -51,7 +51,9 @@ export interface ChainParts {
   /** Hooks into logs and metrics; none in explain mode. */
   readonly onStoreError?: (error: unknown) => void;
   readonly onReplayRefused?: () => void;
-  readonly onUnattendedExceeded?: (limitClass: string) => void;
+  readonly onUnattendedExceeded?: (limitClass: string, source: string) => void;
+  /** An unattended call let through, by where its limit came from (limits/agreements.ts). */
+  readonly onUnattendedAdmitted?: (limitClass: string, source: string) => void;
   /** `verify --config` explains a request without its connection: mutual TLS is not checked. */
   readonly withoutConnection?: boolean;
   /** Where the `evidence` step (the chain's last) queues its records, when evidence is enabled. */
@@ -72,11 +74,15 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
           includeConsentId: unattendedConfig.includeConsentId,
           maxTransactionAgeDays: unattendedConfig.maxTransactionAgeDays,
           failOpen: config.store.failOpen,
+          agreements: unattendedConfig.agreements,
+          consentFrequencyHeader: unattendedConfig.consentFrequencyHeader,
+          consentFrequencyTtlMs: unattendedConfig.consentFrequencyTtlSeconds * 1000,
         },
         parts.store,
         {
           ...(onStoreError ? { onStoreError } : {}),
           ...(parts.onUnattendedExceeded ? { onExceeded: parts.onUnattendedExceeded } : {}),
+          ...(parts.onUnattendedAdmitted ? { onAdmitted: parts.onUnattendedAdmitted } : {}),
         },
       )
     : undefined;

@@ -7,8 +7,8 @@
 
 import type { KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
-import type { Psd2Role } from "../eidas/index.js";
-import type { HeldSlot } from "../limits/index.js";
+import type { Psd2Role, UnattendedLimitColumn } from "../eidas/index.js";
+import type { AgreedLimit, HeldSlot } from "../limits/index.js";
 import type { DigestValue, DigestVerifier, KeyIdTarget, SignatureParams } from "../signature/index.js";
 import type { JadesSignature, UkObSignature } from "../signature/jws/index.js";
 import type { ContentDigestVerifier, ParsedSignature } from "../signature/rfc9421/index.js";
@@ -24,6 +24,8 @@ export interface TppIdentity {
   /** The certificate's roles intersected with the register's. */
   readonly roles: ReadonlySet<Psd2Role>;
   readonly fingerprint: string;
+  /** The register's agreed unattended limit for the TPP (its entry's `unattendedLimit`). */
+  readonly agreedLimits?: UnattendedLimitColumn | undefined;
 }
 
 /** A certificate that passed every check, with what the hot path needs from it. */
@@ -79,6 +81,8 @@ export class CheckContext implements StepTrace {
    * would still pass: its replay record must outlive it. Each dialect's time step narrows it.
    */
   acceptedUntil = Number.POSITIVE_INFINITY;
+  /** The unattended limit the call was held to and where it came from (the access line's). */
+  unattendedLimit: AgreedLimit | undefined = undefined;
   /** A reserved unattended-access slot: release it when the backend does not answer 2xx. */
   slot: HeldSlot | undefined = undefined;
   /** When an unattended transaction's details are judged by the bank's answer: the time it was asked. */

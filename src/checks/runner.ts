@@ -40,8 +40,16 @@ export interface Step<C> {
   body?(context: C, chunk: Buffer): StepResult;
   /** The request body has ended: its last chunk is held back until every step passes here. */
   bodyEnd?(context: C): StepResult;
-  /** The backend's response head: a hold to see its body (`responseBody`), or undefined. */
-  response?(context: C, status: number, received: ReceivedHeaders): ResponseHold | undefined;
+  /**
+   * The backend's response head: a hold to see its body (`responseBody`), or undefined. `send` is
+   * the head about to go out, which the step may take from (a header meant for the gateway only).
+   */
+  response?(
+    context: C,
+    status: number,
+    received: ReceivedHeaders,
+    send: Record<string, string | string[]>,
+  ): ResponseHold | undefined;
   /**
    * The held response body: a refusal withholds the response (answered instead); `send` is the
    * head about to go out, which the step may add to.
@@ -171,11 +179,16 @@ export class Chain<C extends StepTrace> {
   }
 
   /** The backend's response head: the steps that hold its body, in chain order (none: it streams). */
-  holders(context: C, status: number, received: ReceivedHeaders): Holder<C>[] | undefined {
+  holders(
+    context: C,
+    status: number,
+    received: ReceivedHeaders,
+    send: Record<string, string | string[]>,
+  ): Holder<C>[] | undefined {
     let holders: Holder<C>[] | undefined;
     for (const step of this.responseSteps) {
       if (!applies(step, context)) continue;
-      const hold = step.response!(context, status, received);
+      const hold = step.response!(context, status, received, send);
       if (!hold) continue;
       holders ??= [];
       holders.push({ step, hold, maxBodyBytes: hold.maxBodyBytes });

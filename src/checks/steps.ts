@@ -8,11 +8,14 @@
 import { decodeCertificateHeader } from "../eidas/index.js";
 import { isRejection, Rejection, reject } from "../errors.js";
 import {
+  type AgreedLimit,
   checkReplay,
+  type HeldSlot,
   MAX_TRANSACTION_DETAILS_BYTES,
   type ReplayStore,
   replayKeyFor,
   type UnattendedAccessPolicy,
+  type UnattendedRequest,
 } from "../limits/index.js";
 import { type AlgorithmName, expectedKeyId, headerValue } from "../signature/index.js";
 import { parseAuthority, servedAuthority } from "./authority.js";
@@ -428,31 +431,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       },
     });
   }
-  if (unattended) {
-    const held = (
-      c: CheckContext,
-      slot: Awaited<ReturnType<UnattendedAccessPolicy["admit"]>>,
-    ): StepResult => {
-      if (isRejection(slot)) return slot;
-      c.slot = slot;
-      return undefined;
-    };
-    steps.push({
-      // Unattended balance and transaction reads: reserve one slot of the window (SPEC 8).
-      name: "unattended",
-      run: (c) => {
-        const admitted = unattended.admit({
-          method: c.method,
-          target: c.target,
-          routingPath: c.route.path,
-          headers: c.headers,
-          organizationId: certificateOf(c).identity.organizationId,
-          now: options.now(),
-        });
-        return admitted instanceof Promise ? admitted.then((s) => held(c, s)) : held(c, admitted);
-      },
-    });
-  }
+  if (unattended) steps.push(unattendedStep(unattended, options.now));
   steps.push({
     // SPEC 1.3: UTF-8 JSON, and the character policy, checked as the body streams (after every
     // step of the head, whose phase comes first).
@@ -475,6 +454,45 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
 }
 
 const UNATTENDED_PERIOD = "unattended-period";
+
+/**
+ * Unattended balance and transaction reads: one slot of the window reserved (SPEC 8), under the
+ * limit the TPP agreed where it has one (limits/agreements.ts). Its response phase takes the
+ * backend's word on a consent's frequencyPerDay out of the answer and remembers it.
+ */
+function unattendedStep(unattended: UnattendedAccessPolicy, now: () => number): Step<CheckContext> {
+  const admit = (c: CheckContext, request: UnattendedRequest, agreed: AgreedLimit | undefined) => {
+    c.unattendedLimit = agreed;
+    const admitted = unattended.admit(request, agreed);
+    return admitted instanceof Promise ? admitted.then((s) => held(c, s)) : held(c, admitted);
+  };
+  const held = (c: CheckContext, slot: HeldSlot | Rejection | undefined): StepResult => {
+    if (isRejection(slot)) return slot;
+    c.slot = slot;
+    return undefined;
+  };
+  return {
+    name: "unattended",
+    run: (c) => {
+      const identity = certificateOf(c).identity;
+      const request: UnattendedRequest = {
+        method: c.method,
+        target: c.target,
+        routingPath: c.route.path,
+        headers: c.headers,
+        organizationId: identity.organizationId,
+        registerLimits: identity.agreedLimits,
+        now: now(),
+      };
+      const agreed = unattended.agreedLimit(request);
+      return agreed instanceof Promise ? agreed.then((a) => admit(c, request, a)) : admit(c, request, agreed);
+    },
+    response: (c, status, received, send) => {
+      unattended.learnConsentFrequency(status, received, send, c.headers["consent-id"], c.organizationId);
+      return undefined;
+    },
+  };
+}
 /** How far apart the clocks of gateways sharing one replay store may be (NTP keeps them far closer). */
 export const REPLAY_CLOCK_MARGIN_MS = 1000;
 /** The step name the gateway's refusals of a response it cannot sign carry. */

@@ -590,6 +590,21 @@ const unattendedRoute = z
     path: ["period"],
   });
 
+/** Calls a window: one number for both classes, or one per class. */
+const agreedLimit = z.number().int().min(0).max(10_000);
+const limitAgreement = z
+  .object({
+    /** The TPP's organizationIdentifier (its QSealC's), e.g. PSDDE-BAFIN-123456. */
+    organizationId: z.string().min(1),
+    /** Only this consent (the Consent-ID header); every consent of the TPP when absent. */
+    consentId: z.string().min(1).optional(),
+    limit: z.union([
+      agreedLimit,
+      z.object({ balances: agreedLimit.optional(), transactions: agreedLimit.optional() }).strict(),
+    ]),
+  })
+  .strict();
+
 const unattended = z
   .object({
     enabled: z.boolean().default(true),
@@ -609,6 +624,28 @@ const unattended = z
      */
     maxTransactionAgeDays: z.number().int().min(0).default(90),
     routes: z.array(unattendedRoute).default([...DEFAULT_UNATTENDED_ROUTES]),
+    /**
+     * Limits the bank agreed with a TPP (RTS Art. 36(5)(b), EBA Q&A 2019_4631), over `limit`: per
+     * TPP, or per TPP and Consent-ID; one number, or one per class. A consent's own limit counts
+     * per consent and account.
+     */
+    agreements: z.array(limitAgreement).default([]),
+    /**
+     * The response header in which the bank's backend tells a consent's frequencyPerDay: `<n>`
+     * for the request's Consent-ID, or `<n>; consent=<id>`. Read from 2xx answers, remembered in
+     * the store (shared by every gateway on it) and removed before the TPP gets the answer. None:
+     * not read.
+     */
+    consentFrequencyHeader: z
+      .string()
+      .regex(/^[a-z0-9-]+$/, "a lower-case header name")
+      .optional(),
+    /** How long a consent's frequencyPerDay is remembered after the backend last told it. */
+    consentFrequencyTtlSeconds: z
+      .number()
+      .int()
+      .positive()
+      .default(7 * 24 * 3600),
   })
   .strict();
 

@@ -35,6 +35,7 @@ export {
   type RegisterSink,
   type RegisterStats,
   TppRegister,
+  type UnattendedLimitColumn,
 } from "./register.js";
 export {
   CA_NOT_CHECKED,

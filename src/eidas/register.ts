@@ -26,7 +26,17 @@ export interface RegisterEntry {
   readonly countries?: Partial<Record<Psd2Role, readonly string[]>>;
   /** The layer (source name) the entry came from. */
   readonly source?: string;
+  /**
+   * Unattended reads a day the bank agreed with the TPP (RTS Art. 36(5)(b)), for both classes or
+   * per class; SPEC 8's 4 when absent (limits/agreements.ts).
+   */
+  readonly unattendedLimit?: UnattendedLimitColumn;
 }
+
+/** The register's column of agreed unattended limits: one number, or one per class. */
+export type UnattendedLimitColumn =
+  | number
+  | { readonly balances?: number | undefined; readonly transactions?: number | undefined };
 
 export interface RegisterLayerOptions {
   /** Short name used in refusals, logs and stats (`overrides`, `national`, `eba`); never a URL or path. */

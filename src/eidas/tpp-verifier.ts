@@ -17,7 +17,7 @@ import {
 } from "./certificate.js";
 import { reportDefect } from "./defects.js";
 import type { Psd2Role, QcTypeName } from "./qcstatements.js";
-import type { RegisterEntry, TppRegister } from "./register.js";
+import type { RegisterEntry, TppRegister, UnattendedLimitColumn } from "./register.js";
 import { checkPath, type PathRevocationStatus, type RevocationChecker } from "./revocation.js";
 import type { ChainPurpose, ChainResult, TrustStore } from "./trust-store.js";
 import {
@@ -42,6 +42,8 @@ export interface TrustedTpp {
     readonly name: string;
     readonly roles: ReadonlySet<Psd2Role>;
     readonly fingerprint: string;
+    /** The register's agreed unattended limit for the TPP, when its entry has one. */
+    readonly agreedLimits?: UnattendedLimitColumn;
   };
   /** The validation report this verdict rests on (the access line quotes it). */
   readonly reportId: string;
@@ -281,7 +283,15 @@ export class TppVerifier {
         certificate,
         publicKey: certificate.publicKey,
         keyIdTarget: { serial: certificate.serial, issuer: certificate.issuer },
-        identity: { organizationId, name: entry.name, roles, fingerprint: certificate.sha256Fingerprint },
+        identity: {
+          organizationId,
+          name: entry.name,
+          roles,
+          fingerprint: certificate.sha256Fingerprint,
+          ...("unattendedLimit" in entry && entry.unattendedLimit !== undefined
+            ? { agreedLimits: entry.unattendedLimit }
+            : {}),
+        },
         reportId: id,
       },
       // Never past notAfter, so an expiring certificate is refused on time, nor past the

@@ -262,7 +262,7 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
   // ResponsePhase: the backend's answer past the chain's response phases.
   head(status: number, received: ReceivedHeaders, send: Headers): readonly IngressHold[] | undefined {
     if (this.requestId !== undefined) send["x-request-id"] = this.requestId;
-    return this.ingress.options.chain.holders(this, status, received);
+    return this.ingress.options.chain.holders(this, status, received, send);
   }
 
   tooLarge(holder: IngressHold, send: Headers): Rejection | undefined {
@@ -415,6 +415,8 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
       text: rejection?.text,
       organizationId: this.organizationId,
       trustReport: this.trustReport,
+      unattendedLimit: this.unattendedLimit?.limit,
+      limitSource: this.unattendedLimit?.source,
       upstreamMs,
       psuId: headerValue(this.headers, "psu-id"),
     };

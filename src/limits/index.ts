@@ -4,6 +4,13 @@
  * (`loadRedisStore`), so the memory default never loads a Redis client.
  */
 
+export {
+  type AgreedLimit,
+  type ClassLimits,
+  LIMIT_SOURCES,
+  type LimitAgreement,
+  type LimitSource,
+} from "./agreements.js";
 export { MemoryLimitStore, type MemoryStoreOptions } from "./memory-store.js";
 export type { RedisLimitStoreOptions } from "./redis-store.js";
 export { checkReplay, type ReplayOptions, type ReplayStore, replayKeyFor } from "./replay.js";
@@ -12,6 +19,7 @@ export { STORE_RETRY_AFTER_SECONDS } from "./store.js";
 export {
   checkDateFrom,
   checkTransactionDetails,
+  DEFAULT_CONSENT_FREQUENCY_TTL_MS,
   DEFAULT_UNATTENDED_ROUTES,
   defaultPeriodRule,
   earliestReadableDay,
@@ -21,6 +29,7 @@ export {
   type PeriodRule,
   UnattendedAccessPolicy,
   type UnattendedOptions,
+  type UnattendedRequest,
   type UnattendedRoute,
 } from "./unattended.js";
 

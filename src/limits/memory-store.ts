@@ -43,11 +43,15 @@ interface Snapshot {
   readonly savedAt: number;
   readonly windows: [string, [number, string][], number][];
   readonly replay: [string, number][];
+  /** Remembered limits: key, number, expiry (epoch ms). Absent in snapshots written before them. */
+  readonly limits?: [string, number, number][];
 }
 
 export class MemoryLimitStore implements LimitStore {
   private readonly windows: LRUCache<string, Slot[]>;
   private readonly replay: ReplayRecords;
+  /** Remembered limits (a consent's frequencyPerDay), bounded like the windows. */
+  private readonly limits: LRUCache<string, number>;
   private readonly now: () => number;
   private readonly purgeTimer: NodeJS.Timeout | undefined;
   private evicted = 0;
@@ -66,6 +70,12 @@ export class MemoryLimitStore implements LimitStore {
           options.onEvict?.("window", key);
         }
       },
+    });
+    this.limits = new LRUCache<string, number>({
+      max: options.maxWindows,
+      ttlAutopurge: false,
+      perf: { now: this.now },
+      ttlResolution: 0,
     });
     this.replay = new ReplayRecords(options.maxReplayKeys, (key) => {
       this.evicted++;
@@ -97,6 +107,14 @@ export class MemoryLimitStore implements LimitStore {
     if (!slots) return;
     const i = slots.findIndex((s) => s.id === slotId);
     if (i >= 0) slots.splice(i, 1);
+  }
+
+  rememberLimit(key: string, limit: number, ttlMs: number): void {
+    this.limits.set(key, limit, { ttl: ttlMs });
+  }
+
+  recallLimit(key: string): number | undefined {
+    return this.limits.get(key);
   }
 
   checkAndRecord(key: string, ttlMs: number): boolean {
@@ -146,6 +164,11 @@ export class MemoryLimitStore implements LimitStore {
           this.windows.getRemainingTTL(key),
         ]),
       replay: this.replay.live(now),
+      limits: [...this.limits.entries()].map(([key, limit]) => [
+        key,
+        limit,
+        now + this.limits.getRemainingTTL(key),
+      ]),
     };
     mkdirSync(dirname(file), { recursive: true });
     const tmp = `${file}.${process.pid}.tmp`;
@@ -171,6 +194,9 @@ export class MemoryLimitStore implements LimitStore {
     }
     for (const [key, expiresAt] of snapshot.replay) {
       if (expiresAt > now) this.replay.restore(key, expiresAt);
+    }
+    for (const [key, limit, expiresAt] of snapshot.limits ?? []) {
+      if (expiresAt > now) this.limits.set(key, limit, { ttl: expiresAt - now });
     }
   }
 }

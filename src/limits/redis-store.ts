@@ -208,6 +208,25 @@ export class RedisLimitStore implements LimitStore {
     }
   }
 
+  async rememberLimit(key: string, limit: number, ttlMs: number): Promise<void> {
+    try {
+      await this.client.set(this.limitKey(key), String(limit), "PX", Math.max(1, Math.ceil(ttlMs)));
+    } catch (error) {
+      throw this.failed("remember a limit", error);
+    }
+  }
+
+  async recallLimit(key: string): Promise<number | undefined> {
+    let value: string | null;
+    try {
+      value = await this.client.get(this.limitKey(key));
+    } catch (error) {
+      throw this.failed("recall a limit", error);
+    }
+    const limit = value === null ? Number.NaN : Number(value);
+    return Number.isSafeInteger(limit) && limit >= 0 ? limit : undefined;
+  }
+
   async checkAndRecord(key: string, ttlMs: number): Promise<boolean> {
     const ttl = Math.max(1, Math.ceil(ttlMs));
     const replayKey = this.replayKey(key);
@@ -311,6 +330,10 @@ export class RedisLimitStore implements LimitStore {
 
   replayKey(key: string): string {
     return `${this.keyPrefix}{${hashKey(key)}}:r`;
+  }
+
+  limitKey(key: string): string {
+    return `${this.keyPrefix}{${hashKey(key)}}:l`;
   }
 
   private releaseLater(windowKey: string, slotId: string): void {

@@ -43,6 +43,13 @@ export interface LimitStore {
   reserve(key: string, limit: number, windowMs: number, now: number): MaybePromise<Reservation>;
   /** Gives a reserved slot back (the backend did not answer 2xx). Unknown ids are ignored. */
   release(key: string, slotId: string): MaybePromise<void>;
+  /**
+   * Remembers a number for `key` for `ttlMs` (a consent's frequencyPerDay the bank's backend told,
+   * agreements.ts), shared by every gateway on the store.
+   */
+  rememberLimit(key: string, limit: number, ttlMs: number): MaybePromise<void>;
+  /** The number remembered for `key`, if its time is not up. */
+  recallLimit(key: string): MaybePromise<number | undefined>;
   /** Replay protection: records `key` for `ttlMs`; true when it was already recorded. */
   checkAndRecord(key: string, ttlMs: number): MaybePromise<boolean>;
   /** True when the store can be used now: a write as the calls make it would succeed. */

@@ -12,6 +12,15 @@
 
 import { createHash } from "node:crypto";
 import { type Rejection, reject } from "../errors.js";
+import {
+  type AgreedLimit,
+  type ClassLimits,
+  consentKey,
+  type LimitAgreement,
+  LimitAgreements,
+  type LimitSource,
+  readConsentFrequency,
+} from "./agreements.js";
 import { type LimitStore, type MaybePromise, type Reservation, STORE_RETRY_AFTER_SECONDS } from "./store.js";
 
 export type LimitClass = "balances" | "transactions";
@@ -53,6 +62,15 @@ export interface UnattendedOptions {
   readonly maxTransactionAgeDays: number;
   /** When the store cannot be reached: refuse (false, the default) or let the call through. */
   readonly failOpen: boolean;
+  /** Limits TPPs have agreed, per TPP or per consent (agreements.ts); `limit` for everyone else. */
+  readonly agreements?: readonly LimitAgreement[];
+  /**
+   * The response header in which the bank's backend tells a consent's frequencyPerDay (read and
+   * removed); none: no such header is read.
+   */
+  readonly consentFrequencyHeader?: string | undefined;
+  /** How long a consent's frequencyPerDay is remembered after the backend last told it. */
+  readonly consentFrequencyTtlMs?: number;
 }
 
 interface CompiledRoute {
@@ -79,6 +97,9 @@ export interface HeldSlot {
   release(): MaybePromise<void>;
 }
 
+/** Remembered a week after the backend last told it: every answer for the consent tells it again. */
+export const DEFAULT_CONSENT_FREQUENCY_TTL_MS = 7 * 24 * 3600 * 1000;
+
 export interface UnattendedRequest {
   readonly method: string;
   readonly target: string;
@@ -86,6 +107,8 @@ export interface UnattendedRequest {
   readonly routingPath: string;
   readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   readonly organizationId: string;
+  /** The register's agreed limits for the TPP (its entry's `unattendedLimit` column). */
+  readonly registerLimits?: ClassLimits | undefined;
   readonly now: number;
 }
 
@@ -103,16 +126,20 @@ function describeWindow(ms: number): string {
 
 export class UnattendedAccessPolicy {
   private readonly routes: CompiledRoute[];
+  private readonly agreements: LimitAgreements;
 
   constructor(
     private readonly options: UnattendedOptions,
     private readonly store: LimitStore,
     private readonly events: {
       readonly onStoreError?: (error: unknown) => void;
-      /** A call refused with ACCESS_EXCEEDED, for metrics. */
-      readonly onExceeded?: (limitClass: LimitClass) => void;
+      /** A call refused with ACCESS_EXCEEDED, for metrics: its class and where its limit came from. */
+      readonly onExceeded?: (limitClass: LimitClass, source: LimitSource) => void;
+      /** A call let through under its limit, for metrics. */
+      readonly onAdmitted?: (limitClass: LimitClass, source: LimitSource) => void;
     } = {},
   ) {
+    this.agreements = new LimitAgreements(options.agreements ?? [], options.limit);
     this.routes = options.routes.map((r) => {
       const segments = r.pattern.toLowerCase().split("/").filter(Boolean);
       return {
@@ -175,48 +202,121 @@ export class UnattendedAccessPolicy {
   }
 
   /**
-   * Nothing to do (`undefined`) when the PSU is present or the route is not limited; otherwise a
-   * held slot, or a rejection: ACCESS_EXCEEDED (429 with Retry-After), or SERVICE_UNAVAILABLE when
-   * the store cannot be reached and failing open is not configured. The period rules are checked
-   * before this, by their own step.
+   * Which limit an unattended call is held to, and where it came from (agreements.ts): undefined
+   * when the PSU is present or the route is not limited. A consent's own frequencyPerDay is asked
+   * of the store (a promise with Redis); a store that cannot answer leaves the TPP's limit.
    */
-  admit(request: UnattendedRequest): MaybePromise<HeldSlot | Rejection | undefined> {
+  agreedLimit(request: UnattendedRequest): MaybePromise<AgreedLimit | undefined> {
     if (request.headers["psu-ip-address"] !== undefined) return undefined;
     const call = this.classify(request.method, request.routingPath);
     if (!call) return undefined;
+    const consent = request.headers["consent-id"];
+    const consentId = typeof consent === "string" && consent !== "" ? consent : undefined;
+    const question = {
+      organizationId: request.organizationId,
+      consentId,
+      class: call.class,
+      register: request.registerLimits,
+      consent: undefined as number | undefined,
+    };
+    if (consentId === undefined || this.options.consentFrequencyHeader === undefined)
+      return this.agreements.choose(question);
+    let told: MaybePromise<number | undefined>;
+    try {
+      told = this.store.recallLimit(consentLimitKey(request.organizationId, consentId));
+    } catch (error) {
+      this.events.onStoreError?.(error);
+      return this.agreements.choose(question);
+    }
+    const choose = (n: number | undefined) => this.agreements.choose({ ...question, consent: n });
+    return told instanceof Promise
+      ? told.then(choose, (error: unknown) => {
+          this.events.onStoreError?.(error);
+          return choose(undefined);
+        })
+      : choose(told);
+  }
 
-    const key = this.keyOf(request, call);
+  /**
+   * Nothing to do (`undefined`) when the PSU is present or the route is not limited; otherwise a
+   * held slot, or a rejection: ACCESS_EXCEEDED (429 with Retry-After), or SERVICE_UNAVAILABLE when
+   * the store cannot be reached and failing open is not configured. The period rules are checked
+   * before this, by their own step. `agreed` is agreedLimit's answer for the same request.
+   */
+  admit(
+    request: UnattendedRequest,
+    agreed: AgreedLimit | undefined,
+  ): MaybePromise<HeldSlot | Rejection | undefined> {
+    if (agreed === undefined || request.headers["psu-ip-address"] !== undefined) return undefined;
+    const call = this.classify(request.method, request.routingPath);
+    if (!call) return undefined;
+
+    const key = this.keyOf(request, call, agreed.perConsent);
     let reservation: MaybePromise<Reservation>;
     try {
-      reservation = this.store.reserve(key, this.options.limit, this.options.windowMs, request.now);
+      reservation = this.store.reserve(key, agreed.limit, this.options.windowMs, request.now);
     } catch (error) {
       return this.storeFailed(error);
     }
     const decide = (r: Reservation): HeldSlot | Rejection => {
-      if (r.allowed) return { release: () => this.store.release(key, r.slotId) };
-      return this.exceeded(call, request.now, r.retryAfterMs);
+      if (r.allowed) {
+        this.events.onAdmitted?.(call.class, agreed.source);
+        return { release: () => this.store.release(key, r.slotId) };
+      }
+      return this.exceeded(call, agreed, request.now, r.retryAfterMs);
     };
     return reservation instanceof Promise
       ? reservation.then(decide, (e: unknown) => this.storeFailed(e))
       : decide(reservation);
   }
 
-  private keyOf(request: UnattendedRequest, call: LimitedCall): string {
-    const consent = this.options.includeConsentId ? request.headers["consent-id"] : undefined;
+  /**
+   * The backend's answer may tell a consent's frequencyPerDay (`consentFrequencyHeader`): taken out
+   * of `send` whatever it says, so the TPP never sees it, and remembered for the TPP's consent when
+   * the answer is 2xx. A store that cannot keep it is counted; the answer goes out regardless.
+   */
+  learnConsentFrequency(
+    status: number,
+    received: Readonly<Record<string, string | string[] | undefined>>,
+    send: Record<string, string | string[]>,
+    requestConsentId: string | string[] | undefined,
+    organizationId: string | undefined,
+  ): void {
+    const name = this.options.consentFrequencyHeader;
+    if (name === undefined || received[name] === undefined) return;
+    delete send[name];
+    if (status < 200 || status >= 300 || organizationId === undefined) return;
+    const told = readConsentFrequency(
+      received[name],
+      typeof requestConsentId === "string" ? requestConsentId : undefined,
+    );
+    if (!told) return;
+    const key = consentLimitKey(organizationId, told.consentId);
+    const ttl = this.options.consentFrequencyTtlMs ?? DEFAULT_CONSENT_FREQUENCY_TTL_MS;
+    try {
+      const kept = this.store.rememberLimit(key, told.frequencyPerDay, ttl);
+      if (kept instanceof Promise) kept.catch((error: unknown) => this.events.onStoreError?.(error));
+    } catch (error) {
+      this.events.onStoreError?.(error);
+    }
+  }
+
+  private keyOf(request: UnattendedRequest, call: LimitedCall, perConsent: boolean): string {
+    const consent = perConsent || this.options.includeConsentId ? request.headers["consent-id"] : undefined;
     const consentPart = typeof consent === "string" ? `|${consent}` : "";
     // Hashed: account ids come from the path (attacker input); a digest bounds the key's size.
     const account = createHash("sha256").update(call.account).digest("base64url").slice(0, 22);
     return `ua|${request.organizationId}|${call.class}|${account}${consentPart}`;
   }
 
-  private exceeded(call: LimitedCall, now: number, retryAfterMs: number): Rejection {
-    this.events.onExceeded?.(call.class);
+  private exceeded(call: LimitedCall, agreed: AgreedLimit, now: number, retryAfterMs: number): Rejection {
+    this.events.onExceeded?.(call.class, agreed.source);
     const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
     const next = new Date(now + retryAfterMs).toISOString();
     const what = call.class === "balances" ? "balance" : "transaction";
     return reject(
       "ACCESS_EXCEEDED",
-      `without the PSU present (no PSU-IP-Address) at most ${this.options.limit} ${what} calls per ${describeWindow(this.options.windowMs)} are allowed for this account (SPEC 8); the next one is allowed at ${next} (in ${seconds} s)`,
+      `without the PSU present (no PSU-IP-Address) at most ${agreed.limit} ${what} calls per ${describeWindow(this.options.windowMs)} are allowed for this account${agreed.perConsent ? " and consent" : ""} (${LIMIT_WORDS[agreed.source]}); the next one is allowed at ${next} (in ${seconds} s)`,
       seconds,
     );
   }
@@ -231,6 +331,19 @@ export class UnattendedAccessPolicy {
     );
   }
 }
+
+/** Where a refusal says its limit came from. */
+const LIMIT_WORDS: Readonly<Record<LimitSource, string>> = {
+  default: "SPEC 8",
+  register: "the limit the register records for this TPP",
+  config: "the limit the bank agreed with this TPP",
+  consent: "the consent's frequencyPerDay",
+  "config-consent": "the limit the bank agreed for this consent",
+};
+
+/** The store's key for a consent's frequencyPerDay as the backend told it. */
+const consentLimitKey = (organizationId: string, consentId: string) =>
+  `cf|${consentKey(organizationId, consentId)}`;
 
 /** A UTC day number (days since 1970-01-01) as YYYY-MM-DD. */
 function isoDay(day: number): string {

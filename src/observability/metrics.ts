@@ -116,8 +116,15 @@ export class GatewayMetrics {
 
   readonly unattendedRejections = new Counter({
     name: "psd2_gateway_unattended_limit_rejections_total",
-    help: "Calls without the PSU present refused by the 4-per-24-h limit (SPEC 8), by class",
-    labelNames: ["class"] as const,
+    help: "Calls without the PSU present refused by their limit (SPEC 8's 4 per 24 h, or one agreed), by class and where the limit came from",
+    labelNames: ["class", "source"] as const,
+    registers: [this.registry],
+  });
+
+  readonly unattendedCalls = new Counter({
+    name: "psd2_gateway_unattended_calls_total",
+    help: "Calls without the PSU present let through under their limit, by class and where the limit came from (default, register, config, consent, config-consent)",
+    labelNames: ["class", "source"] as const,
     registers: [this.registry],
   });
 

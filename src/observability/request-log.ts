@@ -96,6 +96,8 @@ export function recordRequest(event: RequestEvent, logger: Logger, metrics: Gate
       traceId: event.traceId,
       tpp: event.organizationId,
       trustReport: event.trustReport,
+      unattendedLimit: event.unattendedLimit,
+      limitSource: event.limitSource,
       routeClass: event.routeClass,
       route: event.route,
       method: event.method,

@@ -9,6 +9,7 @@ import { z } from "zod";
 import { PSD2_ROLES, type RegisterEntry } from "../../eidas/index.js";
 
 const isoDate = z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "expected an ISO date (YYYY-MM-DD)");
+const agreedLimit = z.number().int().min(0).max(10_000);
 const country = z.string().regex(/^[A-Z]{2}$/, "expected an ISO 3166 country code");
 
 const entrySchema = z.object({
@@ -22,6 +23,13 @@ const entrySchema = z.object({
   withdrawnOn: isoDate.optional(),
   /** Where each role may be used; without it, a role counts for every country. */
   countries: z.partialRecord(z.enum(PSD2_ROLES), z.array(country)).optional(),
+  /** Unattended reads a day the bank agreed with the TPP: one number, or per class. */
+  unattendedLimit: z
+    .union([
+      agreedLimit,
+      z.object({ balances: agreedLimit.optional(), transactions: agreedLimit.optional() }).strict(),
+    ])
+    .optional(),
 });
 
 const documentSchema = z.object({

@@ -44,7 +44,8 @@ function call(
 }
 
 async function admit(p: UnattendedAccessPolicy, ...args: Parameters<typeof call>) {
-  return await p.admit(call(...args));
+  const request = call(...args);
+  return await p.admit(request, await p.agreedLimit(request));
 }
 
 describe("unattended-access policy (SPEC 8)", () => {
@@ -139,6 +140,8 @@ describe("unattended-access policy (SPEC 8)", () => {
     const broken: LimitStore = {
       reserve: () => Promise.reject(new Error("ECONNREFUSED")),
       release: () => undefined,
+      rememberLimit: () => Promise.reject(new Error("ECONNREFUSED")),
+      recallLimit: () => Promise.reject(new Error("ECONNREFUSED")),
       checkAndRecord: () => false,
       ready: () => false,
       stats: { evictions: 0, errors: 0 },
