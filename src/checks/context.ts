@@ -96,6 +96,11 @@ export class CheckContext implements StepTrace {
   responseStatus = 0;
   /** The Host header parsed as an authority (the host step); undefined without a Host. */
   authority: Authority | undefined = undefined;
+  /**
+   * The head's name/value lines as received (Node's `rawHeaders`, no copy): what the parsed
+   * headers merge away, such as a second Host line. Undefined where no connection delivered it.
+   */
+  rawHeaders: readonly string[] | undefined = undefined;
   /** The HTTP version of the request line (`1.1`, `1.0`). */
   httpVersion = "1.1";
   /** The refusal must also close the connection (no Host; a body over the limit, unread). */

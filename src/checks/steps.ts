@@ -216,6 +216,14 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
           c.closeConnection = true;
           return reject("FORMAT_ERROR", "malformed HTTP request: no Host header; HTTP/1.1 requires one");
         }
+        // Node keeps the first of two Host lines; a proxy or backend may take the other (RFC 9112 3.2).
+        if (c.rawHeaders !== undefined && hostLines(c.rawHeaders) > 1) {
+          c.closeConnection = true;
+          return reject(
+            "FORMAT_ERROR",
+            "malformed HTTP request: more than one Host header; send exactly one (RFC 9112 3.2)",
+          );
+        }
         // An authority and nothing more (RFC 9110 7.2), one the gateway serves when it names them.
         const authority = parseAuthority(host);
         if (isRejection(authority)) {
@@ -454,6 +462,16 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
 }
 
 const UNATTENDED_PERIOD = "unattended-period";
+
+/** How many of the head's lines are Host lines (names at the even places of rawHeaders). */
+function hostLines(raw: readonly string[]): number {
+  let count = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 4 && name.toLowerCase() === "host") count++;
+  }
+  return count;
+}
 
 /**
  * Unattended balance and transaction reads: one slot of the window reserved (SPEC 8), under the

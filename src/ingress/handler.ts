@@ -178,6 +178,7 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
       : { path, role: undefined };
     super(req.method ?? "GET", target, req.headers, route, ingress.clientCertificateOf(req));
     this.httpVersion = req.httpVersion;
+    this.rawHeaders = req.rawHeaders;
     this.requestId = headerValue(req.headers, "x-request-id");
     this.trace = traceContextOf(req.headers);
     this.backend = ingress.options.backend;

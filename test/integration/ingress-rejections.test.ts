@@ -160,6 +160,21 @@ describe("malformed HTTP never crashes the gateway nor answers 500", () => {
     await stillServes();
   });
 
+  it("two Host lines → 400 FORMAT_ERROR and a closed connection before the backend sees anything (RFC 9112 3.2)", async () => {
+    const r = await rawExchange(
+      env.gw,
+      "GET /v1/accounts HTTP/1.1\r\nHost: localhost\r\nhost: evil.example\r\n\r\n",
+    );
+    expectRejected(r, {
+      status: 400,
+      code: "FORMAT_ERROR",
+      text: ["more than one Host header"],
+    });
+    expect(r.raw).toMatch(/\r\nconnection: close\r\n/i);
+    expect(env.backend.requests).toHaveLength(0);
+    await stillServes();
+  });
+
   it("a request line with a huge target → 4xx, never 500; then a normal request works", async () => {
     const r = await rawExchange(
       env.gw,

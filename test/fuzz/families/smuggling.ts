@@ -2,7 +2,8 @@
  * Request smuggling: framing the gateway and a backend could read differently. A validly signed
  * payment whose body framing is made ambiguous (Content-Length and Transfer-Encoding, two
  * Content-Lengths, odd Transfer-Encoding spellings, obs-fold, bare LF, bad chunk sizes, chunk
- * extensions), with a second request hidden where one reading sees body and another a request.
+ * extensions, a second Host line), with a second request hidden where one reading sees body and
+ * another a request.
  * The hidden request is one that must never run (unsigned, or the AIS-only TPP paying).
  */
 
@@ -30,6 +31,7 @@ export const smuggling: Family = {
       "chunk-ext",
       "cl-short",
       "te-chunked-hidden",
+      "two-host",
     ] as const);
     let data: Buffer;
     let label = variant;
@@ -166,6 +168,15 @@ export const smuggling: Family = {
         label = `chunk-ext ${JSON.stringify(ext.slice(0, 20))}` as typeof label;
         break;
       }
+      case "two-host": {
+        // RFC 9112 3.2: refused whatever the second says (Node keeps the first, another hop may not).
+        const second = rng.pick(["localhost", "evil.example", "127.0.0.1:1", ""]);
+        const host: [string, string] = [rng.pick(["Host", "host", "HOST"]), second];
+        const length: [string, string] = ["Content-Length", String(body.length)];
+        data = Buffer.concat([head(rng.chance(0.5) ? [host, length] : [length, host]), body, hidden.bytes]);
+        label = `two-host (${JSON.stringify(second)})` as typeof label;
+        break;
+      }
       case "cl-short": {
         // Content-Length short of the body: the rest is read as the next request.
         const cut = rng.range(0, body.length - 1);
@@ -185,8 +196,9 @@ export const smuggling: Family = {
         tag: outer.tag,
         requestId: outer.requestId,
         label: `smuggling ${label} around ${outer.describe}`,
-        // Framing that does not match what was signed must not execute with a wrong body.
-        expect: "any",
+        // Framing that does not match what was signed must not execute with a wrong body; two Host
+        // lines never reach the backend at all.
+        expect: variant === "two-host" ? "refuse" : "any",
         tpp: outer.tpp,
       },
       { ...hidden.expected, label: `hidden request (${hidden.expected.label}) in smuggling ${label}` },

@@ -76,6 +76,18 @@ describe("the host step", () => {
     expect(c.closeConnection).toBe(true);
   });
 
+  it("refuses two Host lines (Node keeps the first; another hop may take the second) and closes", () => {
+    const c = context("localhost:9443");
+    c.rawHeaders = ["Host", "localhost:9443", "X-Request-ID", "1", "HOST", "evil.example"];
+    expect(hostStep().run!(c)).toMatchObject({
+      code: "FORMAT_ERROR",
+      text: expect.stringContaining("more than one Host header"),
+    });
+    expect(c.closeConnection).toBe(true);
+    c.rawHeaders = ["Host", "localhost:9443", "X-Host", "evil.example"];
+    expect(hostStep().run!(c)).toBeUndefined();
+  });
+
   it("keeps the parsed authority for what is built from it", () => {
     const c = context("localhost:9443");
     expect(hostStep().run!(c)).toBeUndefined();
