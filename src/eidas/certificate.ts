@@ -295,21 +295,27 @@ function within<T>(what: string, read: () => T): T {
  * A TPP signs with a PSD2 certificate (ETSI TS 119 495): it carries the PSD2 QCStatement and an
  * organizationIdentifier. Which roles it grants is checked per request (ROLE_INVALID), not here.
  */
-export function requirePsd2(certificate: ParsedCertificate): true | Rejection {
-  const which = `certificate SN=${certificate.serialHex} (${certificate.subjectRfc2253.slice(0, 200)})`;
+export function requirePsd2(
+  certificate: ParsedCertificate,
+  /** The signing certificate (qseal, the default) or the TLS client certificate (qwac). */
+  purpose: "qseal" | "qwac" = "qseal",
+): true | Rejection {
+  const where = purpose === "qwac" ? "the TLS client certificate" : CERTIFICATE_HEADER;
+  const which = `${where} SN=${certificate.serialHex} (${certificate.subjectRfc2253.slice(0, 200)})`;
+  const use = purpose === "qwac" ? "connect with your PSD2 QWAC" : "sign with your PSD2 QSealC";
   if (!certificate.qcStatements?.psd2) {
     const has = certificate.qcStatements
       ? "has qcStatements but no PSD2QcType statement"
       : "has no qcStatements extension";
     return reject(
       "CERTIFICATE_INVALID",
-      `${CERTIFICATE_HEADER} ${which} is not a PSD2 certificate: it ${has} (ETSI TS 119 495, OID 0.4.0.19495.2); sign with your PSD2 QSealC`,
+      `${which} is not a PSD2 certificate: it ${has} (ETSI TS 119 495, OID 0.4.0.19495.2); ${use}`,
     );
   }
   if (certificate.organizationIdentifier === undefined) {
     return reject(
       "CERTIFICATE_INVALID",
-      `${CERTIFICATE_HEADER} ${which} is not a PSD2 certificate: its subject has no organizationIdentifier (2.5.4.97, e.g. PSDNO-FSA-123456)`,
+      `${which} is not a PSD2 certificate: its subject has no organizationIdentifier (2.5.4.97, e.g. PSDNO-FSA-123456); ${use}`,
     );
   }
   return true;

@@ -200,7 +200,7 @@ export class TppVerifier {
     const certificate = parseCertificate(der);
     if (isRejection(certificate)) return report.refused("format", "FORMAT_FAILURE", certificate);
     report.certificate(certificate);
-    const psd2 = requirePsd2(certificate);
+    const psd2 = requirePsd2(certificate, purpose);
     if (isRejection(psd2)) return report.refused("psd2-profile", "CHAIN_CONSTRAINTS_FAILURE", psd2);
     const minBits = this.options.minRsaBits ?? 2048;
     if (certificate.keyType === "rsa" && (certificate.keyBits ?? 0) < minBits) {

@@ -86,6 +86,12 @@ describe("TPP verifier: certificate → trusted TPP", () => {
     expect(isRejection(garbage) && garbage.code).toBe("CERTIFICATE_INVALID");
     const tls = await verdict(verifier, pki.gatewayTls.headerValue);
     expect(isRejection(tls) && tls.text).toContain("is not a PSD2 certificate");
+    expect(isRejection(tls) && tls.text).toMatch(/^TPP-Signature-Certificate .*sign with your PSD2 QSealC$/);
+    // The same certificate as a TLS client certificate: the text names the QWAC, not the header.
+    const qwac = await verifier.verify(pki.gatewayTls.headerValue, "qwac");
+    expect(isRejection(qwac) && qwac.text).toMatch(
+      /^the TLS client certificate .*connect with your PSD2 QWAC$/,
+    );
   });
 
   it("accepts the header in PEM and URL-encoded PEM form as well as base64 DER", async () => {
