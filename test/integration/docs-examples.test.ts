@@ -164,6 +164,14 @@ const SHELL_EXAMPLES: Record<string, ShellRun> = {
       "psd2-gateway-response-signature: verified",
     ],
   },
+  "trust-status-certificate": {
+    shows: [
+      "indication    INDETERMINATE / REVOKED_CA_NO_POE  (decided by: revocation)",
+      "refusal       400 CERTIFICATE_REVOKED: issuing CA SN=",
+      "indication    TOTAL_PASSED",
+      "register      PSDNO-FSA-DEMO0001: Demo Payments AS, authorised (source eba); roles PSP_AI, PSP_PI",
+    ],
+  },
   "admin-host": {
     shows: [
       '{"tppMessages":[{"category":"ERROR","code":"SERVICE_BLOCKED","text":"the admin listener does not answer',
@@ -206,7 +214,6 @@ const EXEMPT = [
   "trust-status-output",
   "trust-status-workers-output",
   "access-line",
-  "validation-report-output",
   "docker-run",
   "kubernetes-apply",
   "kubernetes-overlay",
@@ -245,7 +252,7 @@ describe("the documentation's examples", () => {
     const exempt = EXAMPLES.filter((e) => e.exemptBecause !== undefined).map((e) => e.name);
     expect(exempt.toSorted()).toEqual(EXEMPT.toSorted());
     for (const name of Object.keys(SHELL_EXAMPLES))
-      expect(example(name).language, `${name} is a shell block`).toBe("sh");
+      expect(["sh", "console"], `${name} is a shell block or transcript`).toContain(example(name).language);
     for (const name of CONFIG_EXAMPLES) expect(example(name).language, `${name} is YAML`).toBe("yaml");
   });
 
@@ -338,6 +345,16 @@ async function waitReady(url: string, what: Started, timeoutMs = 90_000): Promis
   }
 }
 
+/** A shell block's code; of a `console` transcript, its `$ ` lines, the commands typed. */
+function commandsOf(e: Example): string {
+  if (e.language !== "console") return e.code;
+  return `${e.code
+    .split("\n")
+    .filter((l) => l.startsWith("$ "))
+    .map((l) => l.slice(2))
+    .join("\n")}\n`;
+}
+
 /** What a user types, made to run here: the scripts' long-running parts started by the test, ports rewritten. */
 function runnable(code: string, ports: ReadonlyMap<number, number>): string {
   return code
@@ -422,7 +439,7 @@ describe("the documentation's shell examples, run against npm start and npm run 
     async (name) => {
       const run = SHELL_EXAMPLES[name]!;
       const e = example(name);
-      const code = [...(run.after ?? []).map((before) => example(before).code), e.code].join("\n");
+      const code = [...(run.after ?? []).map((before) => example(before).code), commandsOf(e)].join("\n");
       const { code: exit, output } = await runShell(scratch, runnable(code, ports), env);
       const where = `${name} (${e.file}:${e.line})`;
       expect(exit, `${where} exited ${exit}:\n${output}`).toBe(0);
