@@ -6,7 +6,7 @@
  * runs here; the mutated Dockerfiles at the end show that it fails on what was wrong before.
  */
 
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, posix } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -172,11 +172,12 @@ describe("Dockerfile: what the gateway writes", () => {
     });
 
     it("with the folders left to root (mkdir without chown)", () => {
-      const rootOwned = DOCKERFILE.replace(install, `RUN mkdir -p ${STATE_DIR} /run/psd2-gateway\n`);
+      const folders = `${STATE_DIR} /run/psd2-gateway /app/certs /app/var`;
+      const rootOwned = DOCKERFILE.replace(install, `RUN mkdir -p ${folders}\n`);
       expect(problemsOf(rootOwned, WRITTEN).some((p) => p.includes("needs"))).toBe(true);
       const handedOver = rootOwned.replace(
-        `RUN mkdir -p ${STATE_DIR} /run/psd2-gateway\n`,
-        `RUN mkdir -p ${STATE_DIR} /run/psd2-gateway && chown node:node ${STATE_DIR} /run/psd2-gateway\n`,
+        `RUN mkdir -p ${folders}\n`,
+        `RUN mkdir -p ${folders} && chown node:node ${folders}\n`,
       );
       expect(problemsOf(handedOver, WRITTEN)).toEqual([]);
     });
@@ -198,5 +199,116 @@ describe("Dockerfile: what the gateway writes", () => {
       const elsewhere: NamedPath = { key: "snapshotFile", path: "/data/limits.json", where: "test" };
       expect(problemsOf(DOCKERFILE, [elsewhere])).toHaveLength(1);
     });
+  });
+});
+
+/** How a FROM names the one base, the ARG a build may pin by digest. */
+const BASE = `\${NODE_IMAGE}`;
+
+/** Every instruction of every stage, continuation lines joined, with the ARGs declared before the first FROM. */
+function instructions(dockerfile: string): Instruction[] {
+  return dockerfile
+    .replace(/\\\r?\n/g, " ")
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter((line) => line !== "" && !line.startsWith("#"))
+    .map((line) => {
+      const [keyword = "", ...rest] = line.split(/\s+/);
+      return { keyword: keyword.toUpperCase(), args: rest.join(" ") };
+    });
+}
+
+/** Why the image would not run the demo by default or would take a base other than the one pinnable ARG. */
+function defaultsProblems(dockerfile: string): string[] {
+  const problems: string[] = [];
+  const all = instructions(dockerfile);
+  const firstFrom = all.findIndex((i) => i.keyword === "FROM");
+  const arg = all.slice(0, firstFrom).find((i) => i.keyword === "ARG" && i.args.startsWith("NODE_IMAGE="));
+  const engines = (
+    JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { engines: { node: string } }
+  ).engines.node;
+  const major = /^>=(\d+)$/.exec(engines)?.[1];
+  const base = arg?.args.slice("NODE_IMAGE=".length) ?? "";
+  // The tag names the Node the package needs; a digest, when given, is a whole SHA-256.
+  if (!new RegExp(`^node:${major}-bookworm-slim(@sha256:[0-9a-f]{64})?$`).test(base))
+    problems.push(
+      `ARG NODE_IMAGE before the first FROM is '${base}', not node:${major}-bookworm-slim[@sha256:…]`,
+    );
+  for (const from of all.filter((i) => i.keyword === "FROM"))
+    if (!from.args.startsWith(`${BASE} `)) problems.push(`FROM ${from.args} is not the one base, ${BASE}`);
+  const runtime = runtimeStage(dockerfile);
+  const last = (keyword: string) => runtime.filter((i) => i.keyword === keyword).at(-1)?.args;
+  if (last("ENTRYPOINT") !== '["node", "dist/main.js"]') problems.push(`ENTRYPOINT is ${last("ENTRYPOINT")}`);
+  // Without a command: `start` with no --config, which is config/default.yaml, the embedded demo.
+  if (last("CMD") !== '["start"]') problems.push(`CMD is ${last("CMD")}, not the embedded default`);
+  if (!runtime.some((i) => i.keyword === "COPY" && i.args === "config ./config"))
+    problems.push("the runtime stage does not copy config/ (config/default.yaml)");
+  if (
+    !runtime.some((i) => i.keyword === "COPY" && i.args === "deploy/docker/demo.sh ./deploy/docker/demo.sh")
+  )
+    problems.push("the runtime stage does not copy deploy/docker/demo.sh");
+  for (const volume of runtime.filter((i) => i.keyword === "VOLUME").flatMap((i) => volumesOf(i.args)))
+    if (volume === "/etc/psd2-gateway")
+      problems.push(
+        "/etc/psd2-gateway is a VOLUME: a run without a mounted config would find an empty folder there",
+      );
+  return problems;
+}
+
+describe("Dockerfile: a config by default, the demo in one docker run, one pinnable base", () => {
+  it("runs the embedded default without a command, copies the demo script, takes its base from NODE_IMAGE", () => {
+    expect(defaultsProblems(DOCKERFILE)).toEqual([]);
+  });
+
+  it("the demo script is there, executable, and starts the gateway, waits for readiness and runs the demo", () => {
+    const script = join(root, "deploy", "docker", "demo.sh");
+    expect(statSync(script).mode & 0o111).not.toBe(0);
+    const text = readFileSync(script, "utf8");
+    expect(text).toMatch(/^#!\/bin\/sh\n/);
+    expect(text).toContain("node dist/main.js start ");
+    expect(text).toContain("node dist/main.js health --ready");
+    expect(text).toContain("node dist/main.js demo");
+  });
+
+  it("docs/operations.md shows the one docker run of the demo and how to pin the base", () => {
+    const operations = readFileSync(join(root, "docs", "operations.md"), "utf8");
+    expect(operations).toContain("docker run --rm --entrypoint /app/deploy/docker/demo.sh psd2-gateway");
+    expect(operations).toContain("--build-arg NODE_IMAGE=node:26-bookworm-slim@sha256:");
+  });
+
+  it("fails on an unpinnable base, the old command, a config volume, or a bad digest", () => {
+    const cases: [string, string, string][] = [
+      [`FROM ${BASE} AS runtime`, "FROM node:26-bookworm-slim AS runtime", "not the one base"],
+      [
+        'CMD ["start"]',
+        'CMD ["start", "--config", "/etc/psd2-gateway/config.yaml"]',
+        "not the embedded default",
+      ],
+      [
+        'VOLUME ["/var/lib/psd2-gateway"]',
+        'VOLUME ["/etc/psd2-gateway", "/var/lib/psd2-gateway"]',
+        "is a VOLUME",
+      ],
+      [
+        "ARG NODE_IMAGE=node:26-bookworm-slim",
+        "ARG NODE_IMAGE=node:26-bookworm-slim@sha256:abc",
+        "ARG NODE_IMAGE",
+      ],
+      ["ARG NODE_IMAGE=node:26-bookworm-slim", "ARG NODE_IMAGE=node:20-bookworm-slim", "ARG NODE_IMAGE"],
+      ["COPY deploy/docker/demo.sh ./deploy/docker/demo.sh\n", "", "demo.sh"],
+    ];
+    for (const [from, to, problem] of cases) {
+      expect(DOCKERFILE, from).toContain(from);
+      const problems = defaultsProblems(DOCKERFILE.replace(from, to));
+      expect(
+        problems.some((p) => p.includes(problem)),
+        `${to}: ${problems.join("; ")}`,
+      ).toBe(true);
+    }
+    const pinned = DOCKERFILE.replace(
+      "ARG NODE_IMAGE=node:26-bookworm-slim",
+      `ARG NODE_IMAGE=node:26-bookworm-slim@sha256:${"0a".repeat(32)}`,
+    );
+    expect(defaultsProblems(pinned)).toEqual([]);
   });
 });

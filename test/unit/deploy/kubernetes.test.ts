@@ -24,6 +24,7 @@ import { tmpdir } from "node:os";
 import { isAbsolute, join, posix, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { IDeployment } from "kubernetes-models/apps/v1/Deployment";
+import type { IStatefulSet } from "kubernetes-models/apps/v1/StatefulSet";
 import type { IHorizontalPodAutoscaler } from "kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler";
 import type { INetworkPolicy } from "kubernetes-models/networking.k8s.io/v1/NetworkPolicy";
 import type { IPodDisruptionBudget } from "kubernetes-models/policy/v1/PodDisruptionBudget";
@@ -108,6 +109,23 @@ function objectsOf<T>(rendered: Rendered, kind: string): T[] {
   return rendered.objects.filter((o) => o["kind"] === kind) as T[];
 }
 
+/** Whether a selector's labels are all on the gateway's pods (an overlay may add other pods: Redis). */
+function selectsGateway(rendered: Rendered, selector: Record<string, string> | undefined): boolean {
+  const podLabels = rendered.deployment.spec!.template.metadata!.labels!;
+  const wanted = Object.entries(selector ?? {});
+  return wanted.length > 0 && wanted.every(([k, v]) => podLabels[k] === v);
+}
+
+/** The gateway's own objects of a kind that selects pods: its NetworkPolicy, PodDisruptionBudget, Services. */
+function gatewayObjectsOf<T>(
+  rendered: Rendered,
+  kind: string,
+  selector: (o: T) => Record<string, string> | undefined,
+): T[] {
+  return objectsOf<T>(rendered, kind).filter((o) => selectsGateway(rendered, selector(o)));
+}
+const policySelector = (p: INetworkPolicy) => p.spec!.podSelector?.matchLabels;
+
 function portNamed(container: IContainer, port: number | string | undefined): number | undefined {
   if (typeof port === "number") return port;
   return container.ports?.find((p) => p.name === port)?.containerPort;
@@ -119,8 +137,10 @@ const KUBECTL_HINT =
 const canRender = "path" in kubectl || process.env["CI"] === "true";
 const TARGETS = kustomizations();
 
-it("deploy/kubernetes has a base and the redis-sentinel overlay", () => {
-  expect(TARGETS).toEqual(expect.arrayContaining(["base", join("overlays", "redis-sentinel")]));
+const WITH_REDIS = join("overlays", "with-redis-sentinel");
+
+it("deploy/kubernetes has a base, the redis-sentinel overlay and the one that ships its Redis", () => {
+  expect(TARGETS).toEqual(expect.arrayContaining(["base", join("overlays", "redis-sentinel"), WITH_REDIS]));
 });
 
 describe.skipIf(!canRender)(
@@ -271,7 +291,11 @@ describe.skipIf(!canRender)(
         expect(deployment.spec!.replicas).toBeUndefined();
         // Several replicas with the memory store would each count their own limit.
         expect(config.store.type).toBe("redis");
-        const [pdb] = objectsOf<IPodDisruptionBudget>(get(target), "PodDisruptionBudget");
+        const [pdb] = gatewayObjectsOf<IPodDisruptionBudget>(
+          get(target),
+          "PodDisruptionBudget",
+          (p) => p.spec!.selector?.matchLabels,
+        );
         expect(pdb!.spec!.selector?.matchLabels).toEqual(deployment.spec!.selector.matchLabels);
         const allowed =
           pdb!.spec!.maxUnavailable !== undefined
@@ -283,7 +307,7 @@ describe.skipIf(!canRender)(
 
       it("lets anyone reach the TPP port and only monitoring pods the admin port", () => {
         const { container, deployment } = get(target);
-        const [policy] = objectsOf<INetworkPolicy>(get(target), "NetworkPolicy");
+        const [policy] = gatewayObjectsOf<INetworkPolicy>(get(target), "NetworkPolicy", policySelector);
         const podLabels = deployment.spec!.template.metadata!.labels!;
         const selected = policy!.spec!.podSelector?.matchLabels ?? {};
         expect(Object.keys(selected).length).toBeGreaterThan(0);
@@ -311,7 +335,7 @@ describe.skipIf(!canRender)(
 
       it("lets the gateway reach only DNS, its store, the bank's core and the trust sources, each on its port", () => {
         const { config } = get(target);
-        const [policy] = objectsOf<INetworkPolicy>(get(target), "NetworkPolicy");
+        const [policy] = gatewayObjectsOf<INetworkPolicy>(get(target), "NetworkPolicy", policySelector);
         expect(policy!.spec!.policyTypes).toContain("Egress");
         const rules = policy!.spec!.egress ?? [];
         // A rule without ports opens every port to its peers.
@@ -337,7 +361,7 @@ describe.skipIf(!canRender)(
       it("publishes the TPP port and the admin port on separate Services matching the pods", () => {
         const { container, deployment } = get(target);
         const podLabels = deployment.spec!.template.metadata!.labels!;
-        const services = objectsOf<IService>(get(target), "Service");
+        const services = gatewayObjectsOf<IService>(get(target), "Service", (s) => s.spec!.selector);
         const targets = services.map((s) => {
           expect(podLabels).toMatchObject(s.spec!.selector!);
           return s.spec!.ports!.map((p) => portNamed(container, p.targetPort));
@@ -391,6 +415,111 @@ describe.skipIf(!canRender)(
     });
   },
 );
+
+/** The with-redis-sentinel overlay's Redis: what the gateway's store.sentinels need of it. */
+function redisProblems(rendered: Rendered): string[] {
+  const problems: string[] = [];
+  const { config } = rendered;
+  const sentinels = config.store.sentinels ?? [];
+  if (sentinels.length === 0) problems.push("the gateway's store names no Sentinels");
+  const sets = objectsOf<IStatefulSet>(rendered, "StatefulSet");
+  if (sets.length !== 1) return [...problems, `${sets.length} StatefulSets, not one`];
+  const set = sets[0]!;
+  const name = set.metadata!.name!;
+  const podLabels = set.spec!.template.metadata!.labels ?? {};
+  const headless = objectsOf<IService>(rendered, "Service").find(
+    (s) => s.metadata!.name === set.spec!.serviceName,
+  );
+  if (headless?.spec?.clusterIP !== "None") problems.push(`no headless Service ${set.spec!.serviceName}`);
+  else if (!Object.entries(headless.spec.selector ?? {}).every(([k, v]) => podLabels[k] === v))
+    problems.push(`Service ${headless.metadata!.name} does not select the Redis pods`);
+  // Each Sentinel the gateway asks is one of the pods, by its stable name, on the Sentinel's port.
+  const replicas = set.spec!.replicas ?? 1;
+  const podNames = Array.from({ length: replicas }, (_, i) => `${name}-${i}.${set.spec!.serviceName}`);
+  const containers = set.spec!.template.spec!.containers;
+  const sentinelPort = containers
+    .flatMap((c) => c.ports ?? [])
+    .find((p) => p.name === "sentinel")?.containerPort;
+  for (const s of sentinels) {
+    if (!podNames.includes(s.host))
+      problems.push(`Sentinel ${s.host} is none of the pods ${podNames.join(", ")}`);
+    if (s.port !== sentinelPort) problems.push(`Sentinel port ${s.port}, the pods' is ${sentinelPort}`);
+  }
+  if (replicas < 3) problems.push(`${replicas} Redis pods: a Sentinel quorum and two replicas need three`);
+  // The master group the Sentinels monitor is the one the gateway asks for.
+  const configMaps = objectsOf<IConfigMap>(rendered, "ConfigMap");
+  const script = configMaps.map((c) => c.data?.["configure.sh"]).find((d) => d !== undefined) ?? "";
+  if (!script.includes(`group=${config.store.name}\n`) || !script.includes("sentinel monitor $group"))
+    problems.push(`configure.sh does not monitor the master group ${config.store.name}`);
+  // The gateway's NetworkPolicy lets it reach these pods, and theirs admits the gateway.
+  const policies = objectsOf<INetworkPolicy>(rendered, "NetworkPolicy");
+  const gatewayPolicy = policies.find((p) => selectsGateway(rendered, policySelector(p)));
+  const reachesRedis = (gatewayPolicy?.spec?.egress ?? []).some(
+    (r) =>
+      (r.to ?? []).some((peer) =>
+        Object.entries(peer.podSelector?.matchLabels ?? {}).every(([k, v]) => podLabels[k] === v),
+      ) && (r.ports ?? []).some((p) => p.port === sentinelPort),
+  );
+  if (!reachesRedis)
+    problems.push("the gateway's NetworkPolicy does not let it reach the Redis pods' Sentinels");
+  const redisPolicy = policies.find((p) =>
+    Object.entries(policySelector(p) ?? {}).every(([k, v]) => podLabels[k] === v),
+  );
+  const admitsGateway = (redisPolicy?.spec?.ingress ?? []).some((r) =>
+    (r.from ?? []).some((peer) => selectsGateway(rendered, peer.podSelector?.matchLabels)),
+  );
+  if (!admitsGateway) problems.push("no NetworkPolicy of the Redis pods admits the gateway");
+  const pod = set.spec!.template.spec!;
+  if (pod.securityContext?.runAsNonRoot !== true) problems.push("the Redis pods may run as root");
+  for (const c of [...containers, ...(pod.initContainers ?? [])])
+    if (
+      c.securityContext?.readOnlyRootFilesystem !== true ||
+      c.securityContext.allowPrivilegeEscalation !== false
+    )
+      problems.push(`container ${c.name}: not read-only and unprivileged`);
+  return problems;
+}
+
+describe.skipIf(!canRender)("the with-redis-sentinel overlay's Redis", () => {
+  let rendered: Rendered;
+  beforeAll(() => {
+    if ("missing" in kubectl)
+      throw new Error(`kubectl is missing and CI=true: ${kubectl.missing}; ${KUBECTL_HINT}`);
+    rendered = render(kubectl.path, WITH_REDIS);
+  });
+
+  it("runs the Sentinels the gateway asks, as pods of one StatefulSet the NetworkPolicies join", () => {
+    expect(redisProblems(rendered)).toEqual([]);
+    // The gateway's config is redis-sentinel's: this overlay only adds the Redis.
+    expect(rendered.config.store.sentinels?.length).toBeGreaterThan(0);
+  });
+
+  it("fails when the Sentinels named are not its pods, the group differs or the policies do not meet", () => {
+    const mutate = (change: (objects: Record<string, unknown>[]) => void, config = rendered.config) => {
+      const objects = structuredClone(rendered.objects);
+      change(objects);
+      const deployment = objects.find((o) => o["kind"] === "Deployment") as unknown as IDeployment;
+      return redisProblems({ ...rendered, objects, deployment, config });
+    };
+    const set = (objects: Record<string, unknown>[]) =>
+      objects.find((o) => o["kind"] === "StatefulSet") as unknown as IStatefulSet;
+    expect(mutate((o) => (set(o).spec!.replicas = 2)).join("; ")).toMatch(/none of the pods|need three/);
+    expect(mutate((o) => (set(o).metadata!.name = "redis")).join("; ")).toMatch(/none of the pods/);
+    expect(
+      mutate(() => {}, { ...rendered.config, store: { ...rendered.config.store, name: "other" } }).join("; "),
+    ).toMatch(/master group other/);
+    expect(
+      mutate((o) => {
+        const policy = o.find(
+          (x) =>
+            x["kind"] === "NetworkPolicy" &&
+            (x as { metadata: { name: string } }).metadata.name === "redis-sentinel",
+        ) as unknown as INetworkPolicy;
+        policy.spec!.ingress = [];
+      }).join("; "),
+    ).toMatch(/admits the gateway/);
+  });
+});
 
 describe("the schema check itself", () => {
   const deployment = parse(readFileSync(join(KUBERNETES, "base", "deployment.yaml"), "utf8")) as IDeployment;
