@@ -177,6 +177,13 @@ const SHELL_EXAMPLES: Record<string, ShellRun> = {
       '{"tppMessages":[{"category":"ERROR","code":"SERVICE_BLOCKED","text":"the admin listener does not answer',
     ],
   },
+  "agreed-limits": {
+    shows: [
+      "HTTP 200",
+      "HTTP 429",
+      "at most 8 balance calls per 24 h are allowed for this account (the limit the bank agreed with this TPP)",
+    ],
+  },
   "sandbox-tpp": { shows: [] },
   "sandbox-customers": {
     after: ["sandbox-tpp"],
