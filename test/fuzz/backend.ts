@@ -128,7 +128,31 @@ export interface FuzzBackendOptions {
    * Default 0: every answer waits for the body.
    */
   readonly eagerPerMille?: number;
+  /**
+   * A header meant for the gateway alone (a consent's frequencyPerDay, limits.unattended
+   * .consentFrequencyHeader) on every answer, its value picked per answer from
+   * CONSENT_FREQUENCY_VALUES: the client must never see it.
+   */
+  readonly gatewayOnlyHeader?: string;
 }
+
+/**
+ * What the backend tells of a consent's frequencyPerDay: well-formed (never below SPEC 8's 4, so a
+ * learnt limit never refuses a call a family expects through), naming a consent, and garbage.
+ */
+export const CONSENT_FREQUENCY_VALUES = [
+  "10000",
+  "5000; consent=fz-consent",
+  '4000; consent="fz-quoted"',
+  "garbage",
+  "0",
+  "-1",
+  "1e9",
+  "",
+  "99999999999",
+  "8, 9",
+  `7; consent=${"x".repeat(300)}`,
+] as const;
 
 /** Whether the backend acts on this request's head (see `eagerPerMille`). */
 export function actsOnHead(tag: string | undefined, header: unknown, eagerPerMille: number): boolean {
@@ -245,6 +269,8 @@ export async function startFuzzBackend(options: FuzzBackendOptions): Promise<Fuz
       overBound: !bodiless && body.length > bound,
     };
     const headers: Record<string, string | number> = { "x-backend-seq": String(record.seq) };
+    if (options.gatewayOnlyHeader !== undefined)
+      headers[options.gatewayOnlyHeader] = CONSENT_FREQUENCY_VALUES[seed % CONSENT_FREQUENCY_VALUES.length]!;
     if (options.signAnswers?.applies(record.target))
       Object.assign(headers, await options.signAnswers.sign(sent, record.requestId ?? ""));
     if (res.destroyed) return;

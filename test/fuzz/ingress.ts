@@ -51,6 +51,8 @@ export const MAX_BODY_BYTES = 65_536;
 export const RESPONSE_SIGNING_MAX_BYTES = 131_072;
 /** The header the ingress gateway puts the bank's QSealC in (the config default). */
 const BANK_CERTIFICATE_HEADER = "aspsp-signature-certificate";
+/** The header the fuzz backend tells the gateway a consent's frequencyPerDay in (gateway-only). */
+const CONSENT_FREQUENCY_HEADER = "x-consent-frequency-per-day";
 
 const WORDS: Wording = {
   kindPrefix: "gateway",
@@ -130,7 +132,11 @@ export async function startIngressSide(
   eagerPerMille: number,
 ): Promise<IngressSide> {
   const { verifier, rfc9421Verifier, jadesVerifier, ukObVerifier } = bankResponseVerifiers(pki);
-  const backend = await startFuzzBackend({ boundBytes: RESPONSE_SIGNING_MAX_BYTES, eagerPerMille });
+  const backend = await startFuzzBackend({
+    boundBytes: RESPONSE_SIGNING_MAX_BYTES,
+    eagerPerMille,
+    gatewayOnlyHeader: CONSENT_FREQUENCY_HEADER,
+  });
   try {
     const gateway = await startFuzzGateway({
       pki,
@@ -155,6 +161,8 @@ export async function startIngressSide(
         },
         backend: { timeoutSeconds: 3 },
         store: { type: "memory" },
+        // The backend tells consents' frequencyPerDay on every answer; the client must never see it.
+        limits: { unattended: { consentFrequencyHeader: CONSENT_FREQUENCY_HEADER } },
         // As config/default.yaml: the backend's answers signed with the bank's QSealC.
         responseSigning: {
           qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey },
@@ -278,6 +286,15 @@ export class IngressTarget extends Target {
               .byRequestId(rid)
               .find((y) => y.answer?.overBound === true && !y.answered && x.indexOf(y.tag) !== undefined)
           : undefined;
+      // What the backend meant for the gateway alone never reaches the client.
+      checker.check(r.headers[CONSENT_FREQUENCY_HEADER] === undefined, () =>
+        v(
+          "gateway-only-header",
+          labels,
+          `the backend's ${CONSENT_FREQUENCY_HEADER} is taken out of every answer`,
+          `response #${position}: ${describe(r)} carries it`,
+        ),
+      );
       // 5xx of the gateway's own.
       x.checkNo500(position, r);
       if (seqText === undefined) x.checkNo5xx(position, r, replaced !== undefined);
