@@ -149,6 +149,7 @@ function verifierOfDialect(
       certificateHeader: responses.certificateHeader,
       dateToleranceMs: responses.dateToleranceSeconds * 1000,
       algorithms: responses.rfc9421Algorithms,
+      profile: responses.rfc9421Profile,
       now,
     });
   }

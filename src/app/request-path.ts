@@ -257,18 +257,24 @@ export function responseSignerFrom(
       const requestId = flat["x-request-id"] ?? headerValue(request.headers, "x-request-id");
       if (requestId !== undefined) added["X-Request-ID"] = requestId;
       const response = { status, headers: { ...flat, ...lowerCasedHeaders(added) } };
-      const signed = await rfc9421.signAsync(
-        rfc9421.fapiResponseSigning(response, requestMessage(request, rfc9421Scheme), {
-          privateKey: qseal.privateKey,
-          keyid,
-          now: Date.now(),
-          coverAlways: [
-            certificateHeader.toLowerCase(),
-            ...(requestId === undefined ? [] : ["x-request-id"]),
-          ],
-          hasBody: body.length > 0,
-        }),
-      );
+      const full = signing.rfc9421Profile === "full";
+      const signingOptions = rfc9421.fapiResponseSigning(response, requestMessage(request, rfc9421Scheme), {
+        privateKey: qseal.privateKey,
+        keyid,
+        now: Date.now(),
+        coverAlways: [
+          certificateHeader.toLowerCase(),
+          ...(requestId === undefined ? [] : ["x-request-id"]),
+          // Always sent, so always covered: an empty body's digest too.
+          ...(full ? ["content-digest"] : []),
+        ],
+        hasBody: body.length > 0,
+        profile: signing.rfc9421Profile,
+        // The signature the rfc9421 steps verified is the one bound.
+        ...(request.httpSignature ? { requestSignatureLabel: request.httpSignature.label } : {}),
+      });
+      if (isRejection(signingOptions)) throw new Error(signingOptions.text);
+      const signed = await rfc9421.signAsync(signingOptions);
       if (isRejection(signed)) throw new Error(signed.text);
       return { ...added, "Signature-Input": signed.signatureInput, Signature: signed.signature };
     },

@@ -11,7 +11,7 @@ import { DEFAULT_UNATTENDED_ROUTES } from "../limits/index.js";
 import { isLoopbackHost } from "../loopback.js";
 import { ELIGIBLE_HEADERS } from "../signature/index.js";
 import { JWS_ALGORITHMS } from "../signature/jws/index.js";
-import { RFC9421_ALGORITHMS } from "../signature/rfc9421/index.js";
+import { FAPI_RESPONSE_PROFILES, RFC9421_ALGORITHMS } from "../signature/rfc9421/index.js";
 import { restartOnly } from "./restart.js";
 
 const seconds = (def: number) => z.number().positive().default(def);
@@ -820,6 +820,13 @@ const responseSigning = z
       .int()
       .positive()
       .default(1024 * 1024),
+    /**
+     * How the answer to an RFC 9421 request binds it: `full` (FAPI 2.0 HTTP Signatures draft -01:
+     * also the request's content-digest, signature and signature-input with `;req`) or
+     * `method-target` (`"@method";req` and `"@target-uri";req` only, as before, for TPPs whose
+     * verifier takes no `;req;key`).
+     */
+    rfc9421Profile: z.enum(FAPI_RESPONSE_PROFILES).default("full"),
   })
   .strict();
 
@@ -1064,6 +1071,13 @@ const responseVerification = z
       .array(z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256", "hs2019"]))
       .min(1)
       .default(["rsa-sha256"]),
+    /**
+     * What an RFC 9421 answer must bind of the request: `full` (FAPI 2.0 HTTP Signatures draft -01:
+     * `@method`, `@target-uri`, the request's content-digest, signature and signature-input, all
+     * `;req`) or `method-target` (`"@method";req` and `"@target-uri";req` only: a bank that signs
+     * as this gateway did before).
+     */
+    rfc9421Profile: z.enum(FAPI_RESPONSE_PROFILES).default("full"),
     /** The algorithms of a bank answering in RFC 9421 (`signing.dialect: rfc9421`). */
     rfc9421Algorithms: z
       .array(z.enum(RFC9421_ALGORITHMS))

@@ -2,7 +2,9 @@
  * A bank's response signed per RFC 9421 as FAPI 2.0 profiles it (what this gateway's ingress sends
  * for an RFC 9421 request): the signature tagged `fapi-2-response`, covering `@status`,
  * `content-digest` with a body, the bank's certificate header and X-Request-ID, and bound to the
- * request with `"@method";req` and `"@target-uri";req`; the certificate trusted as for
+ * request with `"@method";req` and `"@target-uri";req` and, in the `full` profile (FAPI 2.0 HTTP
+ * Signatures draft -01), the request's `"content-digest";req` and its signature's
+ * `"signature";req;key=…` and `"signature-input";req;key=…`; the certificate trusted as for
  * draft-cavage responses, its keyid the Berlin Group's. Named steps, as for draft-cavage, so that
  * `verify --response` prints the checks egress applies.
  */
@@ -13,6 +15,7 @@ import { matchKeyId } from "../signature/index.js";
 import {
   checkFapiResponseSignature,
   FAPI_RESPONSE_TAG,
+  type FapiResponseProfile,
   parseSignatures,
   type Rfc9421Algorithm,
   selectSignature,
@@ -28,6 +31,8 @@ export interface Rfc9421ResponseVerifierOptions {
   readonly certificateHeader: string;
   readonly dateToleranceMs: number;
   readonly algorithms: readonly Rfc9421Algorithm[];
+  /** How the answer must bind the request sent; default `full`. */
+  readonly profile?: FapiResponseProfile;
   readonly now?: () => number;
 }
 
@@ -69,6 +74,8 @@ export function rfc9421ResponseChecks(options: Rfc9421ResponseVerifierOptions): 
             {
               coverAlways,
               hasBody: response.body.length > 0,
+              profile: options.profile ?? "full",
+              ...(response.request.headers ? { requestHeaders: response.request.headers } : {}),
               now: now(),
               toleranceSeconds: options.dateToleranceMs / 1000,
             },

@@ -463,7 +463,13 @@ export class IngressTarget extends Target {
             headers: r.headers,
             body: r.body,
             status: r.status,
-            request: { ...request, targetUri: `https://localhost${record.target}` },
+            // The full profile binds the request's Content-Digest and signature (`;req`): as the
+            // backend received them, the gateway forwarding them as sent (read before any await).
+            request: {
+              ...request,
+              targetUri: `https://localhost${record.target}`,
+              ...(record.headers ? { headers: record.headers } : {}),
+            },
           })
         : jws !== undefined && isUkObJws(jws)
           ? await ukObVerifier.verify({ headers: r.headers, body: r.body, request })

@@ -257,6 +257,28 @@ describe("responses to RFC 9421 requests are signed in RFC 9421 (FAPI 2.0, bound
       );
       expect(isRejection(verified) ? verified.text : "verified").toBe("verified");
       expect(verifyContentDigest(headers["content-digest"], Buffer.from(answer.text))).toBe(true);
+      // The full profile (FAPI 2.0 HTTP Signatures draft -01): the request's digest and signature bound.
+      const label = /^([a-z0-9_.*-]+)=/.exec(String(r.headers["signature-input"]))![1]!;
+      expect(headers["signature-input"]).toContain(
+        `"@method";req "@target-uri";req ${body === undefined ? "" : '"content-digest";req '}"signature";req;key="${label}" "signature-input";req;key="${label}" "@status"`,
+      );
+      // Another signature of the same request in its place: the answer no longer verifies.
+      const other = await prepare(signing.gw, body === undefined ? {} : { body });
+      const swapped = verifyFapiResponse(
+        { status: answer.status, headers },
+        {
+          method: r.method,
+          targetUri: `https://${url.host}${r.target}`,
+          headers: { ...r.headers, signature: other.headers.signature },
+        },
+        {
+          publicKey: createPublicKey(signing.gw.pki.bankQseal.pem),
+          now: Date.now(),
+          coverAlways: ["aspsp-signature-certificate", "x-request-id"],
+        },
+      );
+      expect(other.headers.signature).not.toBe(r.headers.signature);
+      expect(isRejection(swapped) && swapped.code).toBe("SIGNATURE_INVALID");
     },
   );
 
@@ -265,6 +287,27 @@ describe("responses to RFC 9421 requests are signed in RFC 9421 (FAPI 2.0, bound
     expect(r.status, r.text).toBe(200);
     expect(r.headers["signature-input"]).toBeUndefined();
     expect(String(r.headers.signature)).toMatch(/^keyId="SN=/);
+  });
+});
+
+describe("responseSigning.rfc9421Profile: method-target signs as before", () => {
+  const signing = useGatewayAndBackend((pki) => ({
+    config: {
+      verification: { dialects: { accept: ["cavage", "rfc9421"] } },
+      responseSigning: {
+        qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey },
+        rfc9421Profile: "method-target" as const,
+      },
+    },
+  }));
+
+  it("a payment's answer binds the request through @method and @target-uri only", async () => {
+    const r = await prepare(signing.gw, { body: BODY });
+    const answer = await send(signing.gw, r.method, r.target, r.headers, r.body);
+    expect(answer.status, answer.text).toBe(200);
+    expect(answer.headers["signature-input"]).toMatch(
+      /^sig1=\("@method";req "@target-uri";req "@status" "aspsp-signature-certificate" "x-request-id" "content-digest"\);/,
+    );
   });
 });
 

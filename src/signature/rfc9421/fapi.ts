@@ -5,8 +5,12 @@
  * Request: tag="fapi-2-request", covering "@method", "@target-uri", "content-digest" when there is
  * a body, "authorization" and "dpop" when present, and whatever the caller adds (the gateway adds
  * Berlin Group headers: tpp-signature-certificate, x-request-id, psu-id, …).
- * Response: tag="fapi-2-response", covering "@status", "content-digest" when there is a body, and
- * the request through "@method";req and "@target-uri";req.
+ * Response (FAPI 2.0 HTTP Signatures draft -01, "HTTP response signing"; profile `full`):
+ * tag="fapi-2-response", covering "@status", "content-digest" when there is a body, and the request
+ * through "@method";req, "@target-uri";req, "content-digest";req when the request had one, and, when
+ * the request was signed, its "signature";req;key="<label>" and "signature-input";req;key="<label>".
+ * Profile `method-target` binds the request through "@method";req and "@target-uri";req only (what
+ * this gateway signed before; kept for the banks and verifiers that use it).
  */
 
 import type { KeyObject } from "node:crypto";
@@ -14,11 +18,24 @@ import { isRejection, type Rejection, reject } from "../../errors.js";
 import { DEFAULT_RFC9421_ALGORITHMS, type Rfc9421Algorithm } from "./algorithms.js";
 import { type MessageHeaders, type RequestMessage, type ResponseMessage, signatureBase } from "./base.js";
 import { type SignedHeaders, type SignOptions, sign } from "./sign.js";
-import { type ComponentId, component, type ParsedSignature, parseSignatures } from "./signature-input.js";
+import {
+  type ComponentId,
+  component,
+  type ParsedSignature,
+  parseSignatureInput,
+  parseSignatures,
+} from "./signature-input.js";
 import { verify } from "./verify.js";
 
 export const FAPI_REQUEST_TAG = "fapi-2-request";
 export const FAPI_RESPONSE_TAG = "fapi-2-response";
+
+/**
+ * How a response signature binds the request: `full` (FAPI 2.0 HTTP Signatures draft -01) or
+ * `method-target` ("@method";req and "@target-uri";req only).
+ */
+export const FAPI_RESPONSE_PROFILES = ["full", "method-target"] as const;
+export type FapiResponseProfile = (typeof FAPI_RESPONSE_PROFILES)[number];
 
 export interface SelectOptions {
   /** Only signatures with this tag are candidates. */
@@ -154,7 +171,10 @@ export function fapiRequestComponents(request: RequestMessage, options: FapiCove
   return needed;
 }
 
-/** The components a FAPI 2.0 response signature must cover (`;req` marks the request's). */
+/**
+ * The components every FAPI 2.0 response signature must cover (`;req` marks the request's): the
+ * `method-target` profile's; fapiResponseCoverage adds the `full` profile's binding.
+ */
 export function fapiResponseComponents(
   response: ResponseMessage,
   options: FapiCoverageOptions = {},
@@ -166,6 +186,75 @@ export function fapiResponseComponents(
   if ((options.hasBody ?? hasBody(response.headers)) && !needed.includes("content-digest"))
     needed.push("content-digest");
   return needed;
+}
+
+export interface FapiResponseOptions extends FapiCoverageOptions {
+  /** Default `full`. */
+  readonly profile?: FapiResponseProfile;
+  /**
+   * The headers of the request answered (`full`: its Content-Digest and its signature are bound with
+   * `;req`). Without them only "@method";req and "@target-uri";req can be asked for.
+   */
+  readonly requestHeaders?: MessageHeaders;
+  /** The request signature to bind; default the request's `fapi-2-request` signature, if it has one. */
+  readonly requestSignatureLabel?: string;
+}
+
+/**
+ * The label of the request's FAPI 2.0 signature (`tag="fapi-2-request"`), or undefined when the
+ * request carries no Signature-Input; a Signature-Input that does not parse is refused.
+ */
+export function requestSignatureLabel(headers: MessageHeaders): string | undefined | Rejection {
+  const input = headers["signature-input"];
+  if (input === undefined || (typeof input !== "string" && input.length === 0)) return undefined;
+  const parsed = parseSignatureInput(input);
+  if (isRejection(parsed)) return parsed;
+  return parsed.find((s) => s.params.tag === FAPI_REQUEST_TAG)?.label;
+}
+
+/**
+ * The components a FAPI 2.0 response signature must cover, as identifiers: the profile's binding to
+ * the request first, then `@status`, the caller's headers and `content-digest` with a body.
+ */
+export function fapiResponseCoverage(
+  response: ResponseMessage,
+  options: FapiResponseOptions = {},
+): ComponentId[] | Rejection {
+  const req = { req: true };
+  const needed = [component("@method", req), component("@target-uri", req)];
+  const request = options.requestHeaders;
+  if ((options.profile ?? "full") === "full" && request !== undefined) {
+    if (present(request, "content-digest")) needed.push(component("content-digest", req));
+    const label = options.requestSignatureLabel ?? requestSignatureLabel(request);
+    if (isRejection(label)) return label;
+    if (label !== undefined)
+      needed.push(
+        component("signature", { req: true, key: label }),
+        component("signature-input", { req: true, key: label }),
+      );
+  }
+  for (const name of fapiResponseComponents(response, options).slice(2)) needed.push(component(name));
+  return needed;
+}
+
+/** `have` names the same component as `want`: name, `;req` and `key` alike (`;sf` makes no difference). */
+function sameComponent(have: ComponentId, want: ComponentId): boolean {
+  if (have.name !== want.name || have.params.has("name")) return false;
+  if (have.params.has("req") !== want.params.has("req")) return false;
+  return have.params.get("key") === want.params.get("key");
+}
+
+function missingComponents(
+  signature: ParsedSignature,
+  needed: readonly ComponentId[],
+  what: string,
+): Rejection | undefined {
+  const absent = needed.filter((n) => !signature.components.some((c) => sameComponent(c, n)));
+  if (absent.length === 0) return undefined;
+  return reject(
+    "SIGNATURE_INVALID",
+    `Signature ${signature.label} does not cover ${absent.map((n) => n.serialized).join(", ")}; ${what} must`,
+  );
 }
 
 /** The request profile's checks on the chosen signature: tag, coverage, time. */
@@ -185,12 +274,26 @@ export function checkFapiRequestSignature(
 export function checkFapiResponseSignature(
   signature: ParsedSignature,
   response: ResponseMessage,
-  options: FapiCoverageOptions & TimeWindow,
+  options: FapiResponseOptions & TimeWindow,
 ): true | Rejection {
   if (signature.params.tag !== FAPI_RESPONSE_TAG)
     return reject("SIGNATURE_INVALID", `Signature ${signature.label} must carry ;tag="${FAPI_RESPONSE_TAG}"`);
-  const gap = missing(signature, fapiResponseComponents(response, options), "a FAPI 2.0 response signature");
-  if (gap) return gap;
+  const needed = fapiResponseCoverage(response, options);
+  if (isRejection(needed)) return needed;
+  const gap = missingComponents(signature, needed, "a FAPI 2.0 response signature");
+  if (gap) {
+    if ((options.profile ?? "full") !== "full") return gap;
+    const asBefore = fapiResponseCoverage(response, { ...options, profile: "method-target" });
+    if (isRejection(asBefore) || missingComponents(signature, asBefore, "") !== undefined) return gap;
+    if (signature.components.some((c) => c.params.has("req") && !/^@(method|target-uri)$/.test(c.name)))
+      return gap;
+    if (signature.components.some((c) => c.name === "signature" || c.name === "signature-input")) return gap;
+    // Bound exactly as profile method-target binds: say which setting takes such a signer.
+    return reject(
+      gap.code,
+      `${gap.text} (profile full; a signer that binds the request by "@method";req and "@target-uri";req only is profile method-target)`,
+    );
+  }
   return checkSignatureTime(signature, options);
 }
 
@@ -244,17 +347,23 @@ export function verifyFapiRequest(
   return isRejection(ok) ? ok : verified(signature);
 }
 
-/** The whole check of a FAPI 2.0 response to `request`. */
+/** How a response binds its request (FapiResponseOptions without the request, which is given apart). */
+export type FapiResponseBinding = Pick<FapiResponseOptions, "profile" | "requestSignatureLabel">;
+
+/** The whole check of a FAPI 2.0 response to `request` (default profile `full`). */
 export function verifyFapiResponse(
   response: ResponseMessage,
   request: RequestMessage,
-  options: FapiVerifyOptions,
+  options: FapiVerifyOptions & FapiResponseBinding,
 ): VerifiedSignature | Rejection {
   const all = parseSignatures(response.headers["signature-input"], response.headers.signature);
   if (isRejection(all)) return all;
   const signature = selectSignature(all, { tag: FAPI_RESPONSE_TAG, label: options.label });
   if (isRejection(signature)) return signature;
-  const profile = checkFapiResponseSignature(signature, response, options);
+  const profile = checkFapiResponseSignature(signature, response, {
+    ...options,
+    requestHeaders: request.headers,
+  });
   if (isRejection(profile)) return profile;
   const base = signatureBase(signature.components, signature.serializedParams, response, request);
   if (isRejection(base)) return base;
@@ -311,14 +420,19 @@ export function signFapiRequest(
   return sign(fapiRequestSigning(request, options));
 }
 
-/** What signing the response to `request` as FAPI 2.0 requires takes. */
+/**
+ * What signing the response to `request` as FAPI 2.0 requires takes (default profile `full`);
+ * refused when the request's Signature-Input, needed for the binding, does not parse.
+ */
 export function fapiResponseSigning(
   response: ResponseMessage,
   request: RequestMessage,
-  options: FapiSignOptions,
-): SignOptions {
+  options: FapiSignOptions & FapiResponseBinding,
+): SignOptions | Rejection {
+  const components = fapiResponseCoverage(response, { ...options, requestHeaders: request.headers });
+  if (isRejection(components)) return components;
   return {
-    components: toComponents(fapiResponseComponents(response, options)),
+    components,
     params: paramsOf(options, FAPI_RESPONSE_TAG),
     message: response,
     request,
@@ -331,7 +445,8 @@ export function fapiResponseSigning(
 export function signFapiResponse(
   response: ResponseMessage,
   request: RequestMessage,
-  options: FapiSignOptions,
+  options: FapiSignOptions & FapiResponseBinding,
 ): SignedHeaders | Rejection {
-  return sign(fapiResponseSigning(response, request, options));
+  const signing = fapiResponseSigning(response, request, options);
+  return isRejection(signing) ? signing : sign(signing);
 }

@@ -7,7 +7,7 @@
  * and hostile ones that must be refused with the code of the step that refuses them: malformed
  * Signature-Input and Signature, the parser's bounds (at them: forwarded; past them: refused),
  * labels without their pair, `created`/`expires` edges, `alg` games, unsupported component
- * parameters, uncovered components, the tag, Content-Digest games, and replays whose second send
+ * parameters (a response's `;req` binding among them), uncovered components, the tag, Content-Digest games, and replays whose second send
  * is re-encoded only where nothing is signed (label, whitespace, member order, an extra member, a
  * duplicate parameter, the headers split in two lines): refused as a replay all the same.
  *
@@ -983,6 +983,18 @@ function componentParams(ctx: CaseContext): Sent {
     ['"@method";req instead of "@method"', INVALID, replace('"@method"', '"@method";req')],
     ['"@authority";req added', INVALID, add('"@authority";req')],
     ['"@authority";req=?0 added', FORMAT, add('"@authority";req=?0')],
+    // A response's binding to its request (FAPI 2.0 full profile) has no place in a request.
+    ['"signature";req;key="sig1" added', INVALID, add('"signature";req;key="sig1"')],
+    ['"signature-input";req;key="sig1" added', INVALID, add('"signature-input";req;key="sig1"')],
+    [
+      '"content-digest";req in place of "content-digest" (or added on a GET)',
+      INVALID,
+      (d) => {
+        const at = d.components.indexOf('"content-digest"');
+        if (at >= 0) d.components[at] = '"content-digest";req';
+        else d.components.push('"content-digest";req');
+      },
+    ],
     ['"psu-ip-address";sf added (not a structured field)', INVALID, add('"psu-ip-address";sf')],
     [
       '"psu-ip-address";key="a" added (not a dictionary)',

@@ -2,15 +2,18 @@
  * Interop with an independent implementation: dhensby's http-message-signatures 1.0 (`httpbis`
  * module, its own structured-field parser from the structured-headers package). FAPI 2.0 requests
  * and responses it signs verify with ours; ours verify with it; tampered variants are refused by
- * ours with the right Berlin Group code.
+ * ours with the right Berlin Group code. Responses in FAPI 2.0 HTTP Signatures' full profile bind the
+ * request's content-digest, signature and signature-input (`;req`, `;key`): a request altered after
+ * its response was signed fails with both implementations.
  */
 
-import { generateKeyPairSync, type KeyObject } from "node:crypto";
+import { constants, sign as cryptoSign, generateKeyPairSync, type KeyObject } from "node:crypto";
 import { createSigner, createVerifier, httpbis } from "http-message-signatures";
 import { describe, expect, it } from "vitest";
 import { isRejection, type Rejection } from "../../../../src/errors.js";
 import {
   computeContentDigest,
+  type FapiResponseBinding,
   type FapiVerifyOptions,
   type RequestMessage,
   type ResponseMessage,
@@ -75,7 +78,57 @@ const REQUEST_FIELDS = [
   "x-request-id",
   "psu-id",
 ];
-const RESPONSE_FIELDS = ['"@method";req', '"@target-uri";req', "@status", "content-digest", "x-request-id"];
+/** The `method-target` profile: the request bound through its method and URI only. */
+const METHOD_TARGET_FIELDS = [
+  '"@method";req',
+  '"@target-uri";req',
+  "@status",
+  "content-digest",
+  "x-request-id",
+];
+/** The `full` profile (FAPI 2.0 HTTP Signatures draft -01): also the request's digest and signature. */
+const FULL_RESPONSE_FIELDS = [
+  '"@method";req',
+  '"@target-uri";req',
+  '"content-digest";req',
+  '"signature";req;key="sig1"',
+  '"signature-input";req;key="sig1"',
+  "@status",
+  "content-digest",
+  "x-request-id",
+];
+
+/**
+ * Their signer for an algorithm; rsa-pss-sha512 configured per RFC 9421 3.3.1 (a 64-byte salt),
+ * which their createSigner does not do (it leaves Node's largest salt).
+ */
+function theirSigner(alg: Rfc9421Algorithm) {
+  if (alg !== "rsa-pss-sha512") return createSigner(KEYS[alg].privateKey, alg, KEYID);
+  const key = KEYS[alg].privateKey;
+  return {
+    id: KEYID,
+    alg,
+    sign: async (data: Buffer) =>
+      cryptoSign("sha512", data, { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 64 }),
+  };
+}
+
+/** Ours: the request signed as egress signs it, so that a response can bind its signature. */
+function ourSignedRequest(alg: Rfc9421Algorithm): RequestMessage {
+  const r = request();
+  const signed = signFapiRequest(r, {
+    privateKey: KEYS[alg].privateKey,
+    keyid: KEYID,
+    alg,
+    now: Date.now(),
+    coverAlways: ["x-request-id"],
+  });
+  if (isRejection(signed)) throw new Error(signed.text);
+  return {
+    ...r,
+    headers: { ...r.headers, "signature-input": signed.signatureInput, signature: signed.signature },
+  };
+}
 
 /** Theirs: a message in their shape, signed with their signer. */
 async function theirSignedRequest(alg: Rfc9421Algorithm, params = ["created", "keyid", "alg", "tag"]) {
@@ -97,7 +150,10 @@ function lowerCased(headers: Record<string, string | string[]>): Record<string, 
   return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
 }
 
-function options(alg: Rfc9421Algorithm, extra: Partial<FapiVerifyOptions> = {}): FapiVerifyOptions {
+function options(
+  alg: Rfc9421Algorithm,
+  extra: Partial<FapiVerifyOptions & FapiResponseBinding> = {},
+): FapiVerifyOptions & FapiResponseBinding {
   return {
     publicKey: KEYS[alg].publicKey,
     now: Date.now(),
@@ -143,28 +199,53 @@ describe("http-message-signatures signs, ours verifies", () => {
       expect(result.keyid).toBe(KEYID);
       expect(result.label).toBe("sig1");
     });
+  }
 
-    it(`a FAPI 2.0 response bound to its request with ;req, ${alg}`, async () => {
-      const req = request();
+  for (const alg of RFC9421_ALGORITHMS) {
+    it(`a FAPI 2.0 response in the full profile (;req digest and signature), ${alg}`, async () => {
+      const req = await theirSignedRequest(alg === "rsa-pss-sha512" ? "ed25519" : alg);
       const res = response();
       const signed = await httpbis.signMessage(
         {
-          key: createSigner(KEYS[alg].privateKey, alg, KEYID),
-          fields: RESPONSE_FIELDS,
-          // Without alg only for the keys that imply one; an RSA key implies rsa-pss-sha512 here.
-          params:
-            alg === "rsa-v1_5-sha256" ? ["created", "keyid", "alg", "tag"] : ["created", "keyid", "tag"],
+          key: theirSigner(alg),
+          fields: FULL_RESPONSE_FIELDS,
+          params: ["created", "keyid", "alg", "tag"],
           paramValues: { tag: "fapi-2-response" },
           name: "sig1",
         },
-        { status: res.status, headers: res.headers as Record<string, string> },
-        { method: req.method, url: req.targetUri, headers: req.headers as Record<string, string> },
+        { status: res.status, headers: res.headers as TheirHeaders },
+        { method: req.method, url: req.targetUri, headers: req.headers as TheirHeaders },
       );
       const result = verifyFapiResponse({ ...res, headers: lowerCased(signed.headers) }, req, options(alg));
       if (isRejection(result)) throw new Error(result.text);
       expect(result.keyid).toBe(KEYID);
     });
   }
+
+  it("a response bound in the method-target profile verifies as such, and not as full", async () => {
+    const alg: Rfc9421Algorithm = "ecdsa-p256-sha256";
+    const req = await theirSignedRequest(alg);
+    const res = response();
+    const signed = await httpbis.signMessage(
+      {
+        key: theirSigner(alg),
+        fields: METHOD_TARGET_FIELDS,
+        params: ["created", "keyid", "tag"],
+        paramValues: { tag: "fapi-2-response" },
+        name: "sig1",
+      },
+      { status: res.status, headers: res.headers as TheirHeaders },
+      { method: req.method, url: req.targetUri, headers: req.headers as TheirHeaders },
+    );
+    const sent = { ...res, headers: lowerCased(signed.headers) };
+    const asBefore = verifyFapiResponse(sent, req, options(alg, { profile: "method-target" }));
+    expect(isRejection(asBefore) ? asBefore.text : "ok").toBe("ok");
+    const full = verifyFapiResponse(sent, req, options(alg));
+    expect(code(full)).toBe("SIGNATURE_INVALID");
+    expect(isRejection(full) && full.text).toBe(
+      'Signature sig1 does not cover "content-digest";req, "signature";req;key="sig1", "signature-input";req;key="sig1"; a FAPI 2.0 response signature must (profile full; a signer that binds the request by "@method";req and "@target-uri";req only is profile method-target)',
+    );
+  });
 
   it("an RSA key without alg means rsa-pss-sha512: their v1.5 request without alg is refused", async () => {
     const signed = await theirSignedRequest("rsa-v1_5-sha256", ["created", "keyid", "tag"]);
@@ -203,8 +284,8 @@ describe("ours signs, http-message-signatures verifies", () => {
       expect(isRejection(verifyFapiRequest({ ...r, headers }, options(alg)))).toBe(false);
     });
 
-    it(`a FAPI 2.0 response, ${alg}`, async () => {
-      const req = request();
+    it(`a FAPI 2.0 response in the full profile, ${alg}`, async () => {
+      const req = ourSignedRequest(alg);
       const res = response();
       const signed = signFapiResponse(res, req, {
         privateKey: KEYS[alg].privateKey,
@@ -214,7 +295,9 @@ describe("ours signs, http-message-signatures verifies", () => {
         coverAlways: ["x-request-id"],
       });
       if (isRejection(signed)) throw new Error(signed.text);
-      expect(signed.signatureInput).toContain('"@method";req "@target-uri";req "@status"');
+      expect(signed.signatureInput).toMatch(
+        /^sig1=\("@method";req "@target-uri";req "content-digest";req "signature";req;key="sig1" "signature-input";req;key="sig1" "@status" "x-request-id" "content-digest"\);created=\d+;keyid="[^"]+";alg="[^"]+";tag="fapi-2-response"$/,
+      );
       const headers = {
         ...res.headers,
         "signature-input": signed.signatureInput,
@@ -227,6 +310,57 @@ describe("ours signs, http-message-signatures verifies", () => {
           { method: req.method, url: req.targetUri, headers: req.headers as TheirHeaders },
         ),
       ).toBe(true);
+    });
+  }
+});
+
+describe("the request altered after its response was signed: the binding fails, theirs and ours", () => {
+  const alg: Rfc9421Algorithm = "ecdsa-p256-sha256";
+  type Headers = Record<string, string | readonly string[] | undefined>;
+  const other = ourSignedRequest(alg);
+  const rows: [string, (h: Headers) => Headers][] = [
+    ["its Content-Digest", (h) => ({ ...h, "content-digest": computeContentDigest("{}", "sha-256") })],
+    [
+      "its Signature (another signature of the same request)",
+      (h) => ({ ...h, signature: other.headers.signature }),
+    ],
+    [
+      "its Signature-Input (created moved)",
+      (h) => ({
+        ...h,
+        "signature-input": String(h["signature-input"]).replace(/created=(\d+)/, "created=1"),
+      }),
+    ],
+  ];
+  for (const [what, tamper] of rows) {
+    it(`${what}: SIGNATURE_INVALID`, async () => {
+      const req = ourSignedRequest(alg);
+      const res = response();
+      const signed = signFapiResponse(res, req, {
+        privateKey: KEYS[alg].privateKey,
+        keyid: KEYID,
+        alg,
+        now: Date.now(),
+        coverAlways: ["x-request-id"],
+      });
+      if (isRejection(signed)) throw new Error(signed.text);
+      const sent = {
+        ...res,
+        headers: { ...res.headers, "signature-input": signed.signatureInput, signature: signed.signature },
+      };
+      // The control: as signed, both verify.
+      expect(isRejection(verifyFapiResponse(sent, req, options(alg)))).toBe(false);
+      const theirReq = (h: Headers) => ({
+        method: req.method,
+        url: req.targetUri,
+        headers: h as TheirHeaders,
+      });
+      expect(await theirVerify(alg, sent as TheirResponse, theirReq(req.headers))).toBe(true);
+      const altered = { ...req, headers: tamper(req.headers) };
+      expect(altered.headers).not.toEqual(req.headers);
+      const result = verifyFapiResponse(sent, altered, options(alg));
+      expect(code(result), isRejection(result) ? result.text : "verified").toBe("SIGNATURE_INVALID");
+      expect(await theirVerify(alg, sent as TheirResponse, theirReq(altered.headers))).toBe(false);
     });
   }
 });

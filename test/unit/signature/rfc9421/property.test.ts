@@ -2,10 +2,12 @@
  * Properties of the RFC 9421 module: the parsers return a value or a Rejection on any input and
  * never throw; what we serialize we parse back identically; sign → verify round-trips over
  * arbitrary header values and component orders, and any change to a covered value is refused.
- * Long adversarial inputs are bounded by the size limits before the parser runs.
+ * Long adversarial inputs are bounded by the size limits before the parser runs. A response bound to
+ * its request in the FAPI 2.0 full profile (`;req`, `;req;key`) verifies in any component and
+ * parameter order, and a change to anything it binds, or a binding to the wrong member, is refused.
  */
 
-import { generateKeyPairSync } from "node:crypto";
+import { createHash, generateKeyPairSync } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { isRejection } from "../../../../src/errors.js";
@@ -18,6 +20,7 @@ import {
   signatureBase,
   verify,
   verifyFapiRequest,
+  verifyFapiResponse,
 } from "../../../../src/signature/rfc9421/index.js";
 import {
   type BareItem,
@@ -200,6 +203,168 @@ describe("sign → verify", () => {
         },
       ),
       { numRuns: 100 },
+    );
+  });
+});
+
+describe("`;req` response components (FAPI 2.0 full profile)", () => {
+  const ed = generateKeyPairSync("ed25519");
+  const NOW = 1_795_000_000_000;
+  const created = Math.floor(NOW / 1000);
+  const BODY = '{"a":1}';
+  const DIGEST = `sha-256=:${createHash("sha256").update(BODY).digest("base64")}:`;
+
+  /** A signed request with its FAPI signature under `label` and an unrelated member `other`. */
+  function signedRequest(label: string, withDigest: boolean, otherFirst: boolean): RequestMessage {
+    const headers: Record<string, string> = { host: "bank.example", "x-request-id": "r-1" };
+    if (withDigest) headers["content-digest"] = DIGEST;
+    const r = { method: "POST", targetUri: "https://bank.example/v1/payments?x=1", headers };
+    const fapi = sign({
+      components: ["@method", "@target-uri", "x-request-id"],
+      params: { created, tag: "fapi-2-request" },
+      message: r,
+      privateKey: ed.privateKey,
+      label,
+    });
+    const other = sign({
+      components: ["@method"],
+      params: { created, tag: "audit" },
+      message: r,
+      privateKey: ed.privateKey,
+      label: "other",
+    });
+    if (isRejection(fapi) || isRejection(other)) throw new Error("request not signed");
+    const [first, second] = otherFirst ? [other, fapi] : [fapi, other];
+    return {
+      ...r,
+      headers: {
+        ...headers,
+        "signature-input": `${first.signatureInput}, ${second.signatureInput}`,
+        signature: `${first.signature}, ${second.signature}`,
+      },
+    };
+  }
+
+  type Mutation =
+    | "none"
+    | "drop-bound"
+    | "key-other"
+    | "request-digest"
+    | "request-signature"
+    | "request-input"
+    | "request-method";
+
+  it("bound in any order and parameter order, the answer verifies; any change to what it binds does not", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom("sig1", "req-a", "x.9"),
+        fc.boolean(),
+        fc.boolean(),
+        fc.subarray(['"@authority";req', '"@path";req', '"x-request-id";req']),
+        fc.constantFrom<Mutation>(
+          "none",
+          "drop-bound",
+          "key-other",
+          "request-digest",
+          "request-signature",
+          "request-input",
+          "request-method",
+        ),
+        fc.nat(),
+        fc.boolean(),
+        (label, withDigest, keyFirst, extras, mutation, seed, otherFirst) => {
+          const request = signedRequest(label, withDigest, otherFirst);
+          const key = (name: string, l: string) =>
+            keyFirst ? component(name, { key: l, req: true }) : component(name, { req: true, key: l });
+          const bound = [
+            component("@method", { req: true }),
+            component("@target-uri", { req: true }),
+            ...(withDigest ? [component("content-digest", { req: true })] : []),
+            key("signature", label),
+            key("signature-input", label),
+          ];
+          const dropped = seed % bound.length;
+          const label2 = mutation === "key-other" ? "other" : label;
+          const required = bound
+            .map((c) => (c.params.has("key") ? key(c.name, label2) : c))
+            .filter((_, i) => mutation !== "drop-bound" || i !== dropped);
+          const extraIds = extras.map((e) => component(/^"([^"]+)"/.exec(e)![1]!, { req: true }));
+          const all = [...required, ...extraIds, component("@status"), component("content-digest")];
+          // A stable shuffle from the seed: any order is as good.
+          const order = all.map((c, i) => [((seed >>> (i % 24)) ^ (i * 2654435761)) >>> 0, c] as const);
+          order.sort((a, b) => a[0] - b[0]);
+          const response = {
+            status: 201,
+            headers: { "content-length": String(BODY.length), "content-digest": DIGEST },
+          };
+          const signed = sign({
+            components: order.map(([, c]) => c),
+            params: { created, tag: "fapi-2-response" },
+            message: response,
+            request,
+            privateKey: ed.privateKey,
+          });
+          if (isRejection(signed)) throw new Error(signed.text);
+          const answer = {
+            ...response,
+            headers: {
+              ...response.headers,
+              "signature-input": signed.signatureInput,
+              signature: signed.signature,
+            },
+          };
+          const h = request.headers as Record<string, string>;
+          const altered: RequestMessage =
+            mutation === "request-digest" && withDigest
+              ? { ...request, headers: { ...h, "content-digest": "sha-256=:AAAA:" } }
+              : mutation === "request-signature"
+                ? {
+                    ...request,
+                    headers: { ...h, signature: h.signature!.replace(/=:[A-Za-z0-9+/]{4}/g, "=:AAAA") },
+                  }
+                : mutation === "request-input"
+                  ? {
+                      ...request,
+                      headers: {
+                        ...h,
+                        "signature-input": h["signature-input"]!.replaceAll(
+                          `created=${created}`,
+                          `created=${created - 1}`,
+                        ),
+                      },
+                    }
+                  : mutation === "request-method"
+                    ? { ...request, method: "PUT" }
+                    : request;
+          const result = verifyFapiResponse(answer, altered, { publicKey: ed.publicKey, now: NOW });
+          const untouched = mutation === "none" || (mutation === "request-digest" && !withDigest);
+          if (untouched) expect(isRejection(result) ? result.text : "ok").toBe("ok");
+          else expect(isRejection(result) && result.code, `${mutation}`).toBe("SIGNATURE_INVALID");
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it("a request's Signature and Signature-Input of any shape: a verdict, never a throw", () => {
+    fc.assert(
+      fc.property(sfLike, sfLike, (input, signature) => {
+        const request = {
+          method: "GET",
+          targetUri: "https://bank.example/",
+          headers: { "signature-input": input, signature },
+        };
+        const response = {
+          status: 200,
+          headers: {
+            "signature-input": `sig1=("@status" "signature";req;key="sig1");created=${created};tag="fapi-2-response"`,
+            signature: "sig1=:AAAA:",
+          },
+        };
+        const result = verifyFapiResponse(response, request, { publicKey: ed.publicKey, now: NOW });
+        expect(isRejection(result)).toBe(true);
+      }),
+      RUNS,
     );
   });
 });

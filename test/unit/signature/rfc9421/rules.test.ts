@@ -15,6 +15,7 @@ import {
   component,
   computeContentDigest,
   fapiRequestComponents,
+  fapiResponseCoverage,
   type ParsedSignature,
   parseContentDigest,
   parseSignatureInput,
@@ -362,6 +363,139 @@ describe("selection, time window, FAPI coverage", () => {
     const unbound = good.replace('"@target-uri";req ', "");
     const result = checkFapiResponseSignature(parsedOne(unbound), response, { now: NOW });
     expect(isRejection(result) && result.text).toMatch(/"@target-uri";req/);
+  });
+
+  // The full profile (FAPI 2.0 HTTP Signatures draft -01) against the request it answers.
+  const answered = {
+    ...request.headers,
+    "signature-input": `other=("@method");tag="x", sig7=("@method" "@target-uri");created=${t};tag="fapi-2-request"`,
+    signature: "other=:AAAA:, sig7=:AAAA:",
+  };
+  const response = {
+    status: 201,
+    headers: { "content-length": "2", "content-digest": computeContentDigest("{}") },
+  };
+  const bound = `"@method";req "@target-uri";req "content-digest";req "signature";req;key="sig7" "signature-input";req;key="sig7"`;
+  const fullOk = `sig1=(${bound} "@status" "content-digest");created=${t};tag="fapi-2-response"`;
+  const profileRows: [string, string, Record<string, unknown>, string][] = [
+    ["everything bound", fullOk, {}, "ok"],
+    [
+      "parameters in another order (;key before ;req)",
+      fullOk.replace('"signature";req;key="sig7"', '"signature";key="sig7";req'),
+      {},
+      "ok",
+    ],
+    [
+      "the request's content-digest not bound",
+      fullOk.replace(' "content-digest";req', ""),
+      {},
+      '"content-digest";req',
+    ],
+    [
+      "the request's signature not bound",
+      fullOk.replace(' "signature";req;key="sig7"', ""),
+      {},
+      '"signature";req;key="sig7"',
+    ],
+    [
+      "the request's signature-input not bound",
+      fullOk.replace(' "signature-input";req;key="sig7"', ""),
+      {},
+      '"signature-input";req;key="sig7"',
+    ],
+    [
+      "another signature of the request bound",
+      fullOk.replaceAll("sig7", "other"),
+      {},
+      '"signature";req;key="sig7", "signature-input";req;key="sig7"',
+    ],
+    [
+      "the whole Signature header bound instead of the member",
+      fullOk.replace('"signature";req;key="sig7"', '"signature";req'),
+      {},
+      '"signature";req;key="sig7"',
+    ],
+    [
+      "the response's signature instead of the request's",
+      fullOk.replace('"signature";req;key="sig7"', '"signature";key="sig7"'),
+      {},
+      '"signature";req;key="sig7"',
+    ],
+    [
+      "a label given by the caller wins",
+      fullOk,
+      { requestSignatureLabel: "other" },
+      '"signature";req;key="other", "signature-input";req;key="other"',
+    ],
+    [
+      "an unsigned request: nothing of its signature to bind",
+      fullOk.replace(/ "signature[^"]*";req;key="sig7"/g, ""),
+      { requestHeaders: request.headers },
+      "ok",
+    ],
+    [
+      "a request without content-digest: none to bind",
+      fullOk.replace(' "content-digest";req', ""),
+      { requestHeaders: { ...answered, "content-digest": undefined } },
+      "ok",
+    ],
+    [
+      "method-target: @method and @target-uri suffice",
+      `sig1=("@method";req "@target-uri";req "@status" "content-digest");created=${t};tag="fapi-2-response"`,
+      { profile: "method-target" },
+      "ok",
+    ],
+    [
+      "full: @method and @target-uri do not",
+      `sig1=("@method";req "@target-uri";req "@status" "content-digest");created=${t};tag="fapi-2-response"`,
+      {},
+      '"content-digest";req, "signature";req;key="sig7", "signature-input";req;key="sig7"',
+    ],
+    [
+      "the request's Signature-Input does not parse",
+      fullOk,
+      { requestHeaders: { ...answered, "signature-input": "sig7=(" } },
+      "FORMAT_ERROR",
+    ],
+  ];
+  for (const [what, input, extra, expected] of profileRows) {
+    it(`FAPI response, full profile: ${what}: ${expected}`, () => {
+      const result = checkFapiResponseSignature(parsedOne(input), response, {
+        now: NOW,
+        requestHeaders: answered,
+        ...extra,
+      });
+      if (expected === "ok" || expected === "FORMAT_ERROR")
+        expect(codeOf(result), isRejection(result) ? result.text : "").toBe(expected);
+      else {
+        expect(codeOf(result)).toBe("SIGNATURE_INVALID");
+        // Only a signature bound as method-target binds is told about that profile.
+        const hint = what.startsWith("full: @method")
+          ? ' (profile full; a signer that binds the request by "@method";req and "@target-uri";req only is profile method-target)'
+          : "";
+        expect(isRejection(result) && result.text).toBe(
+          `Signature sig1 does not cover ${expected}; a FAPI 2.0 response signature must${hint}`,
+        );
+      }
+    });
+  }
+
+  it("the full profile's coverage, in signing order", () => {
+    const covered = fapiResponseCoverage(response, {
+      requestHeaders: answered,
+      coverAlways: ["x-request-id"],
+    });
+    if (isRejection(covered)) throw new Error(covered.text);
+    expect(covered.map((c) => c.serialized)).toEqual([
+      '"@method";req',
+      '"@target-uri";req',
+      '"content-digest";req',
+      '"signature";req;key="sig7"',
+      '"signature-input";req;key="sig7"',
+      '"@status"',
+      '"x-request-id"',
+      '"content-digest"',
+    ]);
   });
 });
 
