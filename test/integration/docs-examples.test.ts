@@ -152,7 +152,9 @@ const SHELL_EXAMPLES: Record<string, ShellRun> = {
   "egress-rfc9421": {
     shows: [
       "HTTP/1.1 200 OK",
-      'signature-input: sig1=("@method";req "@target-uri";req "@status"',
+      // The FAPI 2.0 response profile: bound to the request's signature, tagged fapi-2-response.
+      'signature-input: sig1=("@method";req "@target-uri";req "signature";req;key="sig1" "signature-input";req;key="sig1" "@status"',
+      'tag="fapi-2-response"',
       "psd2-gateway-response-signature: verified",
       '"bban":"97109824996","currency":"NOK","name":"Brukskonto Kari Nordmann"',
     ],
