@@ -16,6 +16,7 @@ import {
   RoleTable,
   requestChecks,
   requestMessage,
+  ukObSignatureOf,
 } from "../checks/index.js";
 import { restartKeysChanged } from "../config/restart.js";
 import { configSchema, type GatewayConfig } from "../config/schema.js";
@@ -233,7 +234,7 @@ export function responseSignerFrom(
           key: qseal.privateKey,
           kid: keyid,
           iss: organizationId,
-          tan: request.ukOb?.header.tan ?? "openbanking.org.uk",
+          tan: ukObSignatureOf(request)?.header.tan ?? "openbanking.org.uk",
           iat: Math.floor(Date.now() / 1000),
           body,
           alg: qseal.privateKey.asymmetricKeyType === "ec" ? "ES256" : "PS256",
