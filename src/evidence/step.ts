@@ -109,7 +109,8 @@ export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
       // A store already failing refuses before a byte of the request is forwarded; one that fails
       // while the body streams refuses at its end, its last chunk withheld.
       if (policyOf(c) === "refuse" && !options.sink.accepting()) return refusal(c);
-      const kept = keepsBody(options.bodies, c) || c.dialect === "uk-ob";
+      // A dialect whose signed bytes hold the body (UK OB) needs it whole for the record.
+      const kept = keepsBody(options.bodies, c) || dialectUnit(c.dialect)?.signedBytes !== undefined;
       bodies.set(c, { hash: createHash("sha256"), chunks: kept ? [] : undefined });
       return undefined;
     },
