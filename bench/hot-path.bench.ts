@@ -24,6 +24,7 @@ import { MemoryLimitStore } from "../src/limits/index.js";
 import { createLogger } from "../src/observability/logger.js";
 import { GatewayMetrics } from "../src/observability/metrics.js";
 import { recordRequest } from "../src/observability/request-log.js";
+import type { SignatureParams } from "../src/signature/index.js";
 import { RequestSigner } from "../src/signature/index.js";
 import { devVerifiers } from "./dev-verifier.js";
 import { tppRequestHeaders } from "./harness.js";
@@ -109,7 +110,7 @@ function checkOne(): CheckContext {
 
 const checked = checkOne();
 const publicKey = checked.certificate!.publicKey;
-const signatureBytes = checked.signature!.signatureBytes;
+const signatureBytes = (checked.dialectState as SignatureParams).signatureBytes;
 const signingString = checked.signingString!;
 if (!cryptoVerify("sha256", signingString, publicKey, signatureBytes)) throw new Error("setup: bare verify");
 

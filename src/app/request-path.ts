@@ -16,6 +16,8 @@ import {
   RoleTable,
   requestChecks,
   requestMessage,
+  ukObSignatureOf,
+  verifiedRequestSignature,
 } from "../checks/index.js";
 import { restartKeysChanged } from "../config/restart.js";
 import { configSchema, type GatewayConfig } from "../config/schema.js";
@@ -239,7 +241,7 @@ export function responseSignerFrom(
           key: qseal.privateKey,
           kid: keyid,
           iss: organizationId,
-          tan: request.ukOb?.header.tan ?? "openbanking.org.uk",
+          tan: ukObSignatureOf(request)?.header.tan ?? "openbanking.org.uk",
           iat: Math.floor(Date.now() / 1000),
           body,
           alg: qseal.privateKey.asymmetricKeyType === "ec" ? "ES256" : "PS256",
@@ -258,6 +260,7 @@ export function responseSignerFrom(
       if (requestId !== undefined) added["X-Request-ID"] = requestId;
       const response = { status, headers: { ...flat, ...lowerCasedHeaders(added) } };
       const full = signing.rfc9421Profile === "full";
+      const requestSignature = verifiedRequestSignature(request);
       const signingOptions = rfc9421.fapiResponseSigning(response, requestMessage(request, rfc9421Scheme), {
         privateKey: qseal.privateKey,
         keyid,
@@ -271,7 +274,7 @@ export function responseSignerFrom(
         hasBody: body.length > 0,
         profile: signing.rfc9421Profile,
         // The signature the rfc9421 steps verified is the one bound.
-        ...(request.httpSignature ? { requestSignatureLabel: request.httpSignature.label } : {}),
+        ...(requestSignature ? { requestSignatureLabel: requestSignature.label } : {}),
       });
       if (isRejection(signingOptions)) throw new Error(signingOptions.text);
       const signed = await rfc9421.signAsync(signingOptions);

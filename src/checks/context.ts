@@ -8,10 +8,9 @@
 import type { KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Psd2Role, UnattendedLimitColumn } from "../eidas/index.js";
+import type { Rejection } from "../errors.js";
 import type { AgreedLimit, HeldSlot } from "../limits/index.js";
-import type { DigestValue, DigestVerifier, KeyIdTarget, SignatureParams } from "../signature/index.js";
-import type { JadesSignature, UkObSignature } from "../signature/jws/index.js";
-import type { ContentDigestVerifier, ParsedSignature } from "../signature/rfc9421/index.js";
+import type { DigestValue, KeyIdTarget } from "../signature/index.js";
 import type { Authority } from "./authority.js";
 import type { Utf8Scanner } from "./characters.js";
 import type { Dialect } from "./dialects/names.js";
@@ -45,20 +44,24 @@ export interface Route {
   readonly pattern?: string;
 }
 
+/** A body hashed as it streams and judged against its digest header at the end. */
+export interface BodyDigest {
+  update(chunk: Uint8Array): void;
+  finish(): true | Rejection;
+}
+
 export class CheckContext implements StepTrace {
   // Filled in by the steps, in this order.
   /** The signing dialect the request is verified by (the `dialect` step chooses it). */
   dialect: Dialect = "cavage";
   /** Parsed Digest values to check the body against while it streams; undefined without a body. */
   digest: readonly DigestValue[] | undefined = undefined;
-  signature: SignatureParams | undefined = undefined;
-  /** RFC 9421: the FAPI request signature checked, and the body's Content-Digest as it streams. */
-  httpSignature: ParsedSignature | undefined = undefined;
-  contentDigest: ContentDigestVerifier | undefined = undefined;
-  /** JAdES: the detached JWS of x-jws-signature, its protected header read. */
-  jades: JadesSignature | undefined = undefined;
-  /** UK Open Banking: the detached JWS over the body, and its check as the body streams. */
-  ukOb: UkObSignature | undefined = undefined;
+  /**
+   * The request's dialect's own state (its signature header parsed, a check as the body streams):
+   * one slot whatever the dialect, written and read only by its unit's steps through the unit's
+   * accessor, as only the chosen dialect's steps run.
+   */
+  dialectState: unknown = undefined;
   /** The header names the signature covers, lower-case (whatever the dialect). */
   signedHeaders: readonly string[] = [];
   /**
@@ -90,7 +93,8 @@ export class CheckContext implements StepTrace {
   // The body phases' state, while the body streams.
   /** Bytes of the body seen so far. */
   bodyBytes = 0;
-  digestVerifier: DigestVerifier | undefined = undefined;
+  /** The body against the dialect's digest header (Digest, Content-Digest) as it streams. */
+  digestVerifier: BodyDigest | undefined = undefined;
   bodyCharacters: Utf8Scanner | undefined = undefined;
   /** The backend's response status, for the steps of the held response body (response signing). */
   responseStatus = 0;

@@ -5,12 +5,22 @@
 
 export { type CharacterPolicy, checkHeaderCharacters, PERMISSIVE_POLICY, Utf8Scanner } from "./characters.js";
 export { CheckContext, type Route, type TppIdentity, type TrustedCertificate } from "./context.js";
-export { requestMessage } from "./dialects/index.js";
+export { describeCavage, type SignedParts } from "./dialects/cavage.js";
 export {
-  AUTHENTICATES,
+  type DialectExplanation,
+  type DialectUnit,
+  dialectNames,
+  dialectUnit,
+  type RequestSigning,
+  registerDialect,
+  requestMessage,
+  type SignerInput,
+  verifiedRequestSignature,
+} from "./dialects/index.js";
+export { ukObSignatureOf } from "./dialects/uk-ob.js";
+export {
   type Authenticates,
   CAVAGE_ONLY,
-  DIALECTS,
   type Dialect,
   type DialectPolicy,
   type DialectRoute,
@@ -37,7 +47,6 @@ export {
   type CertificateVerifier,
   type CheckOptions,
   type ClientCertificatePolicy,
-  IMPLEMENTED_DIALECTS,
   RESPONSE_SIGNING,
   type ResponseSigner,
   requestChecks,

@@ -4,7 +4,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { isIP } from "node:net";
 import { type Rejection, reject } from "../errors.js";
 import { Kept } from "../kept.js";
-import type { Dialect } from "./dialects/names.js";
+import type { DialectUnit } from "./dialects/unit.js";
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
@@ -21,12 +21,12 @@ export function hasBody(headers: IncomingHttpHeaders): boolean {
 }
 
 /**
- * The headers every request carries, and those of its signing dialect (its signature header itself
- * was found by the `dialect` step).
+ * The headers every request carries, and those its signing dialect's unit requires (its signature
+ * header itself was found by the `dialect` step).
  */
 export function checkRequiredHeaders(
   headers: IncomingHttpHeaders,
-  dialect: Dialect,
+  dialect: Pick<DialectUnit, "requiredHeaders"> | undefined,
   options: RequiredHeaderOptions,
 ): Rejection | undefined {
   const requestId = single(headers["x-request-id"]);
@@ -59,25 +59,10 @@ export function checkRequiredHeaders(
       `PSU-IP-Address '${psuIp.slice(0, 64)}' is not an IP address; send the PSU's IPv4 or IPv6 address, or no PSU-IP-Address when the PSU is not present (SPEC 8)`,
     );
   }
-  if (CERTIFICATE_IN_HEADER.has(dialect) && headers["tpp-signature-certificate"] === undefined) {
-    return reject(
-      "CERTIFICATE_MISSING",
-      "TPP-Signature-Certificate header is missing; send the signing certificate as base64 DER (SPEC 5.2)",
-    );
-  }
-  if (hasBody(headers)) {
-    if (DIGEST_HEADER.has(dialect) && headers.digest === undefined) {
-      return reject(
-        "FORMAT_ERROR",
-        "Digest header is missing; a request with a body must carry SHA-256=<base64 of the body's SHA-256> (SPEC 5.9)",
-      );
-    }
-    if (dialect === "rfc9421" && headers["content-digest"] === undefined) {
-      return reject(
-        "FORMAT_ERROR",
-        "Content-Digest header is missing; a request with a body signed per RFC 9421 must carry sha-256=:<base64 of the body's SHA-256>: (RFC 9530), covered by the signature",
-      );
-    }
+  const withBody = hasBody(headers);
+  const ofDialect = dialect?.requiredHeaders?.(headers, withBody);
+  if (ofDialect) return ofDialect;
+  if (withBody) {
     const type = headers["content-type"];
     if (type === undefined || !JSON_TYPE.test(type)) {
       return reject(
@@ -89,10 +74,23 @@ export function checkRequiredHeaders(
   return undefined;
 }
 
-/** Dialects whose certificate travels in TPP-Signature-Certificate (a JWS carries it in `x5c`). */
-const CERTIFICATE_IN_HEADER: ReadonlySet<Dialect> = new Set(["cavage", "rfc9421"]);
-/** Dialects whose body is bound by the Digest header (RFC 3230); UK OB signs the body itself. */
-const DIGEST_HEADER: ReadonlySet<Dialect> = new Set(["cavage", "jades"]);
+/** SPEC 5.2: the QSealC in TPP-Signature-Certificate (draft-cavage, RFC 9421; a JWS carries it in x5c). */
+export function certificateHeaderMissing(headers: IncomingHttpHeaders): Rejection | undefined {
+  if (headers["tpp-signature-certificate"] !== undefined) return undefined;
+  return reject(
+    "CERTIFICATE_MISSING",
+    "TPP-Signature-Certificate header is missing; send the signing certificate as base64 DER (SPEC 5.2)",
+  );
+}
+
+/** SPEC 5.9: a body bound by the Digest header (RFC 3230), as draft-cavage and JAdES bind it. */
+export function digestHeaderMissing(headers: IncomingHttpHeaders): Rejection | undefined {
+  if (headers.digest !== undefined) return undefined;
+  return reject(
+    "FORMAT_ERROR",
+    "Digest header is missing; a request with a body must carry SHA-256=<base64 of the body's SHA-256> (SPEC 5.9)",
+  );
+}
 
 /**
  * URL.canParse, with the URIs that passed kept (a TPP sends one per session, on every call of it):

@@ -23,11 +23,11 @@ import { type CharacterPolicy, checkHeaderCharacters, Utf8Scanner } from "./char
 import type { CheckContext, TrustedCertificate } from "./context.js";
 import {
   type CavageOptions,
-  DIALECT_UNITS,
-  DIALECTS,
   type Dialect,
   type DialectSteps,
   type DialectUnit,
+  dialectNames,
+  dialectUnit,
   type JadesDialectOptions,
   type Rfc9421DialectOptions,
   type SharedDialectOptions,
@@ -130,23 +130,21 @@ export interface CheckOptions {
   readonly cavage?: CavageOptions;
   /** UK Open Banking: its algorithms, the trust anchors `tan` may name, whether `b64: false` is accepted. */
   readonly ukOb?: UkObDialectOptions;
+  /** A dialect registered from outside the table: its own options, by its name. */
+  readonly ownOptions?: Readonly<Record<Dialect, unknown>>;
 }
 
 /** Each dialect's own options, as CheckOptions holds them (its unit's defaults where absent). */
-function ownOptions(options: CheckOptions, dialect: Dialect): unknown {
-  const own = {
+function ownOptions(options: CheckOptions, unit: DialectUnit): unknown {
+  const builtIn: Readonly<Record<string, unknown>> = {
     cavage: options.cavage,
     rfc9421: options.rfc9421,
     jades: options.jades,
     "uk-ob": options.ukOb,
-  }[dialect];
-  return { ...(DIALECT_UNITS[dialect].defaults as object), ...own };
+  };
+  const own = builtIn[unit.name] ?? options.ownOptions?.[unit.name];
+  return { ...(unit.defaults as object), ...(own as object | undefined) };
 }
-
-/** The dialects the chain has steps for (configuration may name only these): every unit of the table. */
-export const IMPLEMENTED_DIALECTS: readonly Dialect[] = DIALECTS.filter(
-  (d) => DIALECT_UNITS[d] !== undefined,
-);
 
 /** Headers a TPP sends that the checks read or the bank acts on: never spelt with '_'. */
 const TPP_HEADER_PREFIXES = ["psu-", "tpp-", "x-psu-"];
@@ -197,9 +195,13 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     keyIdPolicy: options.keyIdPolicy,
     allowDecimalSerial: options.allowDecimalSerial,
   };
-  const built = DIALECTS.filter((d) => accepted.has(d)).map((d) =>
-    DIALECT_UNITS[d].steps(shared, ownOptions(options, d)),
-  );
+  // In the table's order, whatever the configured preference: the chain's order is fixed.
+  const built = dialectNames()
+    .filter((d) => accepted.has(d))
+    .map((d) => {
+      const unit = dialectUnit(d)!;
+      return unit.steps(shared, ownOptions(options, unit));
+    });
   // A step two units share (the Digest header's) is placed once.
   const slot = (place: keyof Omit<DialectSteps, "longestAcceptanceMs">): Step<CheckContext>[] => [
     ...new Set(built.flatMap((s) => s[place] ?? [])),
@@ -333,7 +335,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     {
       name: "required-headers",
       run: (c) =>
-        checkRequiredHeaders(c.headers, c.dialect, {
+        checkRequiredHeaders(c.headers, dialectUnit(c.dialect), {
           requireRedirectUri: !options.redirectUriOptionalPrefixes.some((p) => underPrefix(c.route.path, p)),
         }),
     },
@@ -453,7 +455,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   if (options.responseSigner) steps.push(responseSigningStep(options.responseSigner));
   for (const dialect of accepted) {
     // A name from outside the table (a config not checked by the schema) has no unit at all.
-    const unit: DialectUnit<unknown> | undefined = DIALECT_UNITS[dialect];
+    const unit: DialectUnit | undefined = dialectUnit(dialect);
     if (!unit || !steps.some((s) => s.name === unit.signatureStep)) {
       throw new Error(`the signing dialect '${dialect}' is accepted but the chain cannot verify it`);
     }

@@ -12,13 +12,13 @@ import {
   Chain,
   CheckContext,
   type CheckOptions,
+  dialectNames,
+  dialectUnit,
   hasBody,
-  IMPLEMENTED_DIALECTS,
   type MaybePromise,
   PERMISSIVE_POLICY,
   RoleTable,
   requestChecks,
-  requestMessage,
   routingPath,
   type TrustedCertificate,
 } from "../checks/index.js";
@@ -32,16 +32,13 @@ import {
 import { requirePsd2, TppRegister, TppVerifier, type ValidationReport } from "../eidas/index.js";
 import { isRejection, type Rejection } from "../errors.js";
 import { createLogger } from "../observability/logger.js";
-import { DEFAULT_DATE_TOLERANCE_MS, parseKeyId } from "../signature/index.js";
-import { buildHttpHeadersPayload } from "../signature/jws/index.js";
-import { signatureBase } from "../signature/rfc9421/index.js";
+import { DEFAULT_DATE_TOLERANCE_MS } from "../signature/index.js";
 import { crlCheckerFromFolder, trustStoreFromFolder } from "../trust/folders.js";
 import { parseRegisterDocument } from "../trust/formats/register-document.js";
 import {
-  describeCertificate,
   describeCertificateValue,
+  describeKeyId,
   describeProtectedHeader,
-  describeSignature,
   type Explanation,
   failed,
   Outcomes,
@@ -75,7 +72,7 @@ export async function explain(request: DumpedRequest, options: ExplainOptions): 
     replayWindowMs: 0,
     storeFailOpen: false,
     // Whatever dialect the request is signed in: explained by its own steps.
-    dialects: { accept: IMPLEMENTED_DIALECTS },
+    dialects: { accept: dialectNames() },
   };
   notChecked.push(
     "replay and the unattended-access limit (they depend on what the bank saw before)",
@@ -163,23 +160,7 @@ function explainWith(
       steps: list,
       notChecked,
       dialect: context.dialect,
-      ...(context.dialect === "jades" || context.dialect === "uk-ob"
-        ? {
-            certificateHeader: "x5c of x-jws-signature",
-            ...describeCertificateValue(context.signingCertificate),
-            ...describeProtectedHeader((context.jades ?? context.ukOb)?.jws.header),
-          }
-        : {
-            certificateHeader: "TPP-Signature-Certificate",
-            ...describeCertificate(request.headers, "tpp-signature-certificate"),
-          }),
-      ...(context.dialect === "rfc9421"
-        ? describeHttpSignature(context)
-        : context.dialect === "jades"
-          ? describeJades(context)
-          : context.dialect === "uk-ob"
-            ? {}
-            : describeSignature(request)),
+      ...explainDialect(context, request.body),
     };
   };
   return head instanceof Promise ? head.then(withBody) : withBody(head);
@@ -287,37 +268,18 @@ export function parseOnlyCertificates(): CertificateVerifier {
   };
 }
 
-/** An RFC 9421 signature: its keyid, covered components and signature base (rebuilt over https). */
-function describeHttpSignature(
+/** What the request's dialect's unit explains of it, shown as `verify` shows every dialect's. */
+function explainDialect(
   context: CheckContext,
-): Pick<Explanation, "keyId" | "signedHeaders" | "signingString"> {
-  const signature = context.httpSignature;
-  if (!signature) return {};
-  const keyid = signature.params.keyid;
-  const parsed = keyid === undefined ? undefined : parseKeyId(keyid);
-  const base =
-    context.signingString?.toString("latin1") ??
-    signatureBase(signature.components, signature.serializedParams, requestMessage(context, "https"));
+  body: Buffer | undefined,
+): Omit<Explanation, "passed" | "steps" | "notChecked"> {
+  const unit = dialectUnit(context.dialect);
+  if (!unit) return { certificateHeader: "TPP-Signature-Certificate" };
+  const { certificate, keyId, protectedHeader, ...rest } = unit.explain(context, body);
   return {
-    ...(keyid === undefined
-      ? {}
-      : { keyId: { sent: keyid, ...(parsed ? { serial: parsed.sn, issuer: parsed.ca } : {}) } }),
-    signedHeaders: signature.components.map((c) => c.serialized),
-    ...(typeof base === "string" ? { signingString: base } : {}),
-  };
-}
-
-/** A JAdES signature: sigD.pars and the HttpHeaders payload rebuilt from the request. */
-function describeJades(context: CheckContext): Pick<Explanation, "signedHeaders" | "signingString"> {
-  const jades = context.jades;
-  if (!jades) return {};
-  const payload = buildHttpHeadersPayload(jades.header.pars, {
-    method: context.method,
-    target: context.target,
-    headers: context.headers,
-  });
-  return {
-    signedHeaders: [...jades.header.pars],
-    ...(Buffer.isBuffer(payload) ? { signingString: payload.toString("latin1") } : {}),
+    ...rest,
+    ...describeCertificateValue(certificate),
+    ...(keyId === undefined ? {} : { keyId: describeKeyId(keyId) }),
+    ...describeProtectedHeader(protectedHeader),
   };
 }

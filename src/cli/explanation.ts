@@ -6,7 +6,7 @@
  */
 
 import type { IncomingHttpHeaders } from "node:http";
-import type { StepObserver } from "../checks/index.js";
+import { describeCavage, dialectUnit, type SignedParts, type StepObserver } from "../checks/index.js";
 import {
   decodeCertificateHeader,
   type ParsedCertificate,
@@ -14,14 +14,7 @@ import {
   type ValidationReport,
 } from "../eidas/index.js";
 import { isRejection, type Rejection, statusFor } from "../errors.js";
-import {
-  buildSigningString,
-  computeDigestHeader,
-  headerValue,
-  parseDigestHeader,
-  parseKeyId,
-  parseSignatureHeader,
-} from "../signature/index.js";
+import { headerValue, parseKeyId } from "../signature/index.js";
 import { renderValidationReport } from "./validation-report.js";
 
 export interface StepOutcome {
@@ -133,47 +126,19 @@ export function describeProtectedHeader(
   return { protectedHeader: shown };
 }
 
-/** The signed message: for a response, method and target are those of the request it answers. */
-export interface SignedParts {
-  readonly method: string;
-  readonly target: string;
-  readonly headers: IncomingHttpHeaders;
-  readonly body: Buffer | undefined;
-}
-
+/** A draft-cavage signature (a request's or a response's): the cavage unit's description, shown. */
 export function describeSignature(
   parts: SignedParts,
 ): Pick<Explanation, "keyId" | "signedHeaders" | "signingString" | "digest"> {
-  const out: {
-    keyId?: Explanation["keyId"];
-    signedHeaders?: string[];
-    signingString?: string;
-    digest?: string;
-  } = {};
-  const digestHeader = headerValue(parts.headers, "digest");
-  if (
-    digestHeader !== undefined &&
-    parts.body !== undefined &&
-    !isRejection(parseDigestHeader(digestHeader))
-  ) {
-    out.digest = `${computeDigestHeader(parts.body)} (${parts.body.length} bytes)`;
-  }
-  const signature = parseSignatureHeader(headerValue(parts.headers, "signature"));
-  if (isRejection(signature)) return out;
-  const parsed = parseKeyId(signature.keyId);
-  out.keyId = { sent: signature.keyId, ...(parsed ? { serial: parsed.sn, issuer: parsed.ca } : {}) };
-  out.signedHeaders = [...signature.headers];
-  const signingString = buildSigningString(signature.headers, parts, signature);
-  if (!isRejection(signingString)) out.signingString = readable(signingString);
-  return out;
+  const { keyId, ...rest } = describeCavage(parts);
+  return { ...rest, ...(keyId === undefined ? {} : { keyId: describeKeyId(keyId) }) };
 }
 
-const DIALECT_NAMES: Readonly<Record<string, string>> = {
-  cavage: "draft-cavage (Signature, Berlin Group NextGenPSD2 1.3)",
-  rfc9421: "RFC 9421 (Signature-Input and Signature, FAPI 2.0)",
-  jades: "JAdES (x-jws-signature, Berlin Group openFinance)",
-  "uk-ob": "UK Open Banking (x-jws-signature over the body)",
-};
+/** A keyId as sent, beside the serial and issuer it names when it parses. */
+export function describeKeyId(sent: string): NonNullable<Explanation["keyId"]> {
+  const parsed = parseKeyId(sent);
+  return { sent, ...(parsed ? { serial: parsed.sn, issuer: parsed.ca } : {}) };
+}
 
 const MARK = { passed: "✓", failed: "✗", "not run": "·" } as const;
 
@@ -183,7 +148,7 @@ export function render(e: Explanation): string {
     ? `HTTP ${e.response.status}${e.request ? `, the answer to ${e.request.method} ${e.request.target}` : ""}`
     : `${e.request?.method} ${e.request?.target}`;
   const lines: string[] = [title, ""];
-  if (e.dialect) lines.splice(1, 0, `signed in ${DIALECT_NAMES[e.dialect] ?? e.dialect}`);
+  if (e.dialect) lines.splice(1, 0, `signed in ${dialectUnit(e.dialect)?.title ?? e.dialect}`);
   const width = Math.max(...e.steps.map((s) => s.step.length));
   for (const s of e.steps) {
     const head = `${MARK[s.outcome]} ${s.step.padEnd(width)}`;
@@ -240,16 +205,4 @@ export function render(e: Explanation): string {
   if (e.digest) lines.push("", `The body hashes to ${e.digest}`);
   if (e.validationReport) lines.push("", renderValidationReport(e.validationReport));
   return lines.join("\n");
-}
-
-const UTF8 = new TextDecoder("utf-8", { fatal: true });
-
-/** The signing string's bytes shown as UTF-8 when they are UTF-8; other bytes as \xNN. */
-function readable(latin1: string): string {
-  const bytes = Buffer.from(latin1, "latin1");
-  try {
-    return UTF8.decode(bytes);
-  } catch {
-    return latin1.replace(/[\x80-\xff]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
-  }
 }

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { Agent, type Dispatcher, request } from "undici";
 import { profileSigner, responseVerifierForProfile } from "../app/bank-profile.js";
 import { type Credentials, loadCredentials } from "../app/credentials.js";
-import { DIALECTS, type Dialect } from "../checks/index.js";
+import { type Dialect, dialectNames, dialectUnit } from "../checks/index.js";
 import { type BankProfileConfig, parseSigningRules } from "../config/schema.js";
 import type { RequestSigning } from "../egress/handler.js";
 import { RequestSigner } from "../signature/index.js";
@@ -210,8 +210,8 @@ function checkOptions(values: SignValues): void {
     throw usage("--cert goes with --key <private key PEM>");
   if (values.p12 === undefined && (values["password-env"] ?? values["password-file"]) !== undefined)
     throw usage("--password-env and --password-file go with --p12");
-  if (values.dialect !== undefined && !(DIALECTS as readonly string[]).includes(values.dialect))
-    throw usage(`--dialect '${values.dialect}' is not one of ${DIALECTS.join(", ")}`);
+  if (values.dialect !== undefined && dialectUnit(values.dialect) === undefined)
+    throw usage(`--dialect '${values.dialect}' is not one of ${dialectNames().join(", ")}`);
   if (values.dialect !== undefined && values.profile !== undefined)
     throw usage("--dialect goes without --profile: its signing.dialect decides");
   if (values["no-request-target"] && (values.dialect ?? "cavage") !== "cavage")

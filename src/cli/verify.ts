@@ -7,7 +7,7 @@
  */
 
 import { readFileSync } from "node:fs";
-import { type CheckOptions, DIALECTS, type Dialect } from "../checks/index.js";
+import { type CheckOptions, type Dialect, dialectNames, dialectUnit } from "../checks/index.js";
 import { loadConfigFile } from "../config/load.js";
 import type { BankProfileConfig } from "../config/schema.js";
 import { DEFAULT_DATE_TOLERANCE_MS } from "../signature/index.js";
@@ -98,8 +98,8 @@ Exits 0 when every check passed, 1 when one failed, 2 on a bad command line.`,
     }
     if (values.register && !values.trust)
       throw new UsageError("--register needs --trust (the register is checked after the chain)");
-    if (values.dialect !== undefined && !(DIALECTS as readonly string[]).includes(values.dialect))
-      throw new UsageError(`--dialect '${values.dialect}' is not one of ${DIALECTS.join(", ")}`);
+    if (values.dialect !== undefined && dialectUnit(values.dialect) === undefined)
+      throw new UsageError(`--dialect '${values.dialect}' is not one of ${dialectNames().join(", ")}`);
     if (values.dialect !== undefined && values.profile !== undefined)
       throw new UsageError("--dialect goes without --profile (the profile's signing.dialect says it)");
     const responseOnly = (["request", "profile", "bank", "certificate-header", "dialect"] as const).filter(

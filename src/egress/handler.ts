@@ -6,7 +6,15 @@
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Chain, hasBody, type Step, type StepResult, type StepTrace } from "../checks/index.js";
+import {
+  Chain,
+  type Dialect,
+  hasBody,
+  type RequestSigning,
+  type Step,
+  type StepResult,
+  type StepTrace,
+} from "../checks/index.js";
 import { type Rejection, reject, statusFor } from "../errors.js";
 import { type EgressEvent, unparsedRequestEvent } from "../events.js";
 import type { Backend } from "../forward/backend.js";
@@ -24,7 +32,7 @@ import type { Exchange, ExchangeFactory } from "../listener/connection.js";
 import { MALFORMED_REQUEST } from "../listener/listener.js";
 import { rawRejection, writeRejection } from "../listener/respond.js";
 import type { ReceivedHeaders } from "../response-inspector.js";
-import { lowerCasedHeaders, type RequestToSign } from "../signature/index.js";
+import { lowerCasedHeaders } from "../signature/index.js";
 import { RESPONSE_SIGNATURE_STEP, ResponseSignatureCheck } from "./response-signature.js";
 import type { ResponseVerifying } from "./response-verifier.js";
 import type { BankRouter } from "./router.js";
@@ -32,11 +40,7 @@ import type { BankRouter } from "./router.js";
 export const ORIGIN_HEADER = "psd2-gateway-origin";
 
 /** A bank profile's request signer, whatever its dialect: the headers to add to a request. */
-export interface RequestSigning {
-  /** The keyId or keyid it names the QSealC by (logged at start and on reload). */
-  readonly keyId: string;
-  sign(request: RequestToSign): Promise<Record<string, string>>;
-}
+export type { RequestSigning } from "../checks/index.js";
 
 export type ResponseVerificationMode = "off" | "advisory" | "enforce";
 
@@ -47,7 +51,7 @@ export interface BankProfile {
   readonly backend: Backend;
   readonly signer: RequestSigning;
   /** The signing dialect of its requests, and of the responses it checks. */
-  readonly dialect: "cavage" | "rfc9421" | "jades" | "uk-ob";
+  readonly dialect: Dialect;
   /** Lower-case names → values added when the application's request does not carry them. */
   readonly defaultHeaders: Readonly<Record<string, string>>;
   /** Lower-case names the application may not set: the gateway writes them. */

@@ -15,7 +15,7 @@
  */
 
 import { createHash, type Hash } from "node:crypto";
-import { type CheckContext, hasBody, type Step } from "../checks/index.js";
+import { type CheckContext, dialectUnit, hasBody, type Step } from "../checks/index.js";
 import { decodeCertificateHeader } from "../eidas/index.js";
 import { type Rejection, reject } from "../errors.js";
 import { headerValue } from "../signature/index.js";
@@ -109,7 +109,8 @@ export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
       // A store already failing refuses before a byte of the request is forwarded; one that fails
       // while the body streams refuses at its end, its last chunk withheld.
       if (policyOf(c) === "refuse" && !options.sink.accepting()) return refusal(c);
-      const kept = keepsBody(options.bodies, c) || c.dialect === "uk-ob";
+      // A dialect whose signed bytes hold the body (UK OB) needs it whole for the record.
+      const kept = keepsBody(options.bodies, c) || dialectUnit(c.dialect)?.signedBytes !== undefined;
       bodies.set(c, { hash: createHash("sha256"), chunks: kept ? [] : undefined });
       return undefined;
     },
@@ -178,32 +179,18 @@ export function traceIdOf(traceparent: string | undefined): string | undefined {
 }
 
 /**
- * The exact bytes the signature covers. UK OB's signing input is its protected header and the body
- * (base64url, or as is with `b64: false`), so it is made here once the body is whole.
+ * The exact bytes the signature covers: what the steps kept, or what the dialect's unit makes once
+ * the body is whole (UK OB signs its protected header and the body).
  */
 function signedBytesOf(c: CheckContext, body: Buffer | undefined): Buffer {
-  if (c.dialect === "uk-ob" && c.ukOb) {
-    const head = `${c.ukOb.jws.protectedB64}.`;
-    const payload = body ?? Buffer.alloc(0);
-    return c.ukOb.header.b64
-      ? Buffer.from(head + payload.toString("base64url"), "latin1")
-      : Buffer.concat([Buffer.from(head, "latin1"), payload]);
-  }
+  const unit = dialectUnit(c.dialect);
+  if (unit?.signedBytes) return unit.signedBytes(c, body);
   return c.signingString ?? Buffer.alloc(0);
 }
 
-/** The signature value each dialect's steps read. */
+/** The signature value the dialect's steps read. */
 function signatureOf(c: CheckContext): Buffer {
-  switch (c.dialect) {
-    case "cavage":
-      return c.signature?.signatureBytes ?? Buffer.alloc(0);
-    case "rfc9421":
-      return c.httpSignature?.signature ?? Buffer.alloc(0);
-    case "jades":
-      return c.jades?.jws.signature ?? Buffer.alloc(0);
-    case "uk-ob":
-      return c.ukOb?.jws.signature ?? Buffer.alloc(0);
-  }
+  return dialectUnit(c.dialect)?.signatureBytes(c) ?? Buffer.alloc(0);
 }
 
 /** The signing certificate the `certificate` step judged, as DER. */

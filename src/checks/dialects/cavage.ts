@@ -5,21 +5,29 @@
  * certificate, role, replay and limits are the chain's shared steps.
  */
 
+import type { IncomingHttpHeaders } from "node:http";
 import { isRejection, reject } from "../../errors.js";
 import {
+  buildSigningString,
   canonicalAlgorithm,
   checkCoverage,
   checkDate,
+  computeDigestHeader,
   headerValue,
+  type KeyIdSpelling,
   matchSignatureKeyId,
+  parseDigestHeader,
   parseSignatureHeader,
+  RequestSigner,
   type SignatureParams,
+  type SignerOptions,
   verifySignatureOver,
 } from "../../signature/index.js";
 import type { CheckContext } from "../context.js";
+import { certificateHeaderMissing, digestHeaderMissing } from "../required-headers.js";
 import type { StepResult } from "../runner.js";
 import { DIGEST_STEP } from "./digest-header.js";
-import type { DialectUnit } from "./unit.js";
+import { type DialectExplanation, type DialectUnit, readable } from "./unit.js";
 
 const CAVAGE = ["cavage"] as const;
 
@@ -28,14 +36,55 @@ export interface CavageOptions {
   readonly createdForDate: boolean;
 }
 
-const signatureOf = (c: CheckContext): SignatureParams => c.signature!;
+/** A bank profile's draft-cavage signing rules (config `banks[].signing`: every key applies). */
+export interface CavageSigningRules {
+  readonly algorithm?: SignerOptions["algorithm"] | undefined;
+  readonly algorithmToken?: string | undefined;
+  readonly keyId: KeyIdSpelling & { readonly value?: string | undefined };
+  readonly headers: readonly string[];
+  readonly digest: {
+    readonly algorithms: SignerOptions["digestAlgorithms"];
+    readonly token: SignerOptions["digestToken"];
+    readonly emptyBody: SignerOptions["digestOnEmptyBody"];
+  };
+  readonly certificateHeader: SignerOptions["certificateHeader"];
+}
 
-export const cavageDialect: DialectUnit<CavageOptions> = {
+/** The parsed Signature header, in the context's dialect slot. */
+const signatureOf = (c: CheckContext): SignatureParams => c.dialectState as SignatureParams;
+
+export const cavageDialect: DialectUnit<CavageOptions, CavageSigningRules> = {
   name: "cavage",
+  title: "draft-cavage (Signature, Berlin Group NextGenPSD2 1.3)",
   authenticates: "head",
   howToSign: "a Signature header (draft-cavage, SPEC 5.2) with TPP-Signature-Certificate",
   signatureStep: "signature",
   defaults: { createdForDate: false },
+  // RFC 9421 also sends a Signature header, always beside Signature-Input.
+  detect: (headers) => headers.signature !== undefined && headers["signature-input"] === undefined,
+  requiredHeaders: (headers, withBody) =>
+    certificateHeaderMissing(headers) ?? (withBody ? digestHeaderMissing(headers) : undefined),
+  signatureBytes: (c) => (c.dialectState as SignatureParams | undefined)?.signatureBytes ?? Buffer.alloc(0),
+  explain: (c, body) => ({
+    certificateHeader: "TPP-Signature-Certificate",
+    certificate: headerValue(c.headers, "tpp-signature-certificate"),
+    ...describeCavage({ method: c.method, target: c.target, headers: c.headers, body }),
+  }),
+  signer: ({ privateKey, certificateDer, rules, headerEncoding }) =>
+    new RequestSigner({
+      privateKey,
+      certificate: certificateDer,
+      ...(rules.algorithm ? { algorithm: rules.algorithm } : {}),
+      ...(rules.algorithmToken ? { algorithmToken: rules.algorithmToken } : {}),
+      ...(rules.keyId.value ? { keyId: rules.keyId.value } : {}),
+      keyIdSpelling: rules.keyId,
+      headers: rules.headers,
+      digestAlgorithms: rules.digest.algorithms,
+      digestToken: rules.digest.token,
+      digestOnEmptyBody: rules.digest.emptyBody,
+      certificateHeader: rules.certificateHeader,
+      headerEncoding,
+    }),
   steps(shared, own) {
     const dateOptions = { toleranceMs: shared.dateToleranceMs };
     return {
@@ -62,7 +111,7 @@ export const cavageDialect: DialectUnit<CavageOptions> = {
           run: (c) => {
             const signature = parseSignatureHeader(headerValue(c.headers, "signature"));
             if (isRejection(signature)) return signature;
-            c.signature = signature;
+            c.dialectState = signature;
             c.signedHeaders = signature.headers;
             return undefined;
           },
@@ -169,4 +218,34 @@ function checkSignatureTimes(signature: SignatureParams, now: number, toleranceM
     }
   }
   return undefined;
+}
+
+/** The signed message: for a response, method and target are those of the request it answers. */
+export interface SignedParts {
+  readonly method: string;
+  readonly target: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Buffer | undefined;
+}
+
+/** A draft-cavage signature's keyId, headers and signing string rebuilt, and the body's digest. */
+export function describeCavage(
+  parts: SignedParts,
+): Pick<DialectExplanation, "keyId" | "signedHeaders" | "signingString" | "digest"> {
+  const out: { keyId?: string; signedHeaders?: string[]; signingString?: string; digest?: string } = {};
+  const digestHeader = headerValue(parts.headers, "digest");
+  if (
+    digestHeader !== undefined &&
+    parts.body !== undefined &&
+    !isRejection(parseDigestHeader(digestHeader))
+  ) {
+    out.digest = `${computeDigestHeader(parts.body)} (${parts.body.length} bytes)`;
+  }
+  const signature = parseSignatureHeader(headerValue(parts.headers, "signature"));
+  if (isRejection(signature)) return out;
+  out.keyId = signature.keyId;
+  out.signedHeaders = [...signature.headers];
+  const signingString = buildSigningString(signature.headers, parts, signature);
+  if (!isRejection(signingString)) out.signingString = readable(signingString);
+  return out;
 }

@@ -1,7 +1,9 @@
 /**
  * The signing dialects, one unit each, in one table: the chain builds each accepted dialect's steps
- * from its unit, the chooser names what a TPP should send from it, and what a signature
- * authenticates is read from it. A dialect is its folder's file and its line here.
+ * from its unit, the chooser asks each whether a request carries it, config names only units of
+ * the table, and signing, `verify` and the evidence record ask the unit of the request's dialect.
+ * A dialect is its folder's file and its line here; `registerDialect` adds one from outside
+ * (a test's, a build's own) before a chain or a config is made.
  */
 
 import { cavageDialect } from "./cavage.js";
@@ -11,16 +13,38 @@ import { rfc9421Dialect } from "./rfc9421.js";
 import { ukObDialect } from "./uk-ob.js";
 import type { DialectUnit } from "./unit.js";
 
-export const DIALECT_UNITS: Readonly<Record<Dialect, DialectUnit<unknown>>> = {
-  cavage: cavageDialect,
-  rfc9421: rfc9421Dialect,
-  jades: jadesDialect,
-  "uk-ob": ukObDialect,
-};
+const UNITS = new Map<Dialect, DialectUnit>();
+
+/** Adds a dialect to the table; a name is taken once. */
+export function registerDialect<Own, Rules>(unit: DialectUnit<Own, Rules>): void {
+  if (UNITS.has(unit.name)) throw new Error(`the signing dialect '${unit.name}' is already registered`);
+  UNITS.set(unit.name, unit as DialectUnit);
+}
+
+registerDialect(cavageDialect);
+registerDialect(rfc9421Dialect);
+registerDialect(jadesDialect);
+registerDialect(ukObDialect);
+
+/** The unit of a dialect, or undefined for a name the table does not hold. */
+export const dialectUnit = (name: Dialect): DialectUnit | undefined => UNITS.get(name);
+
+/** Every registered dialect's name, in the table's order. */
+export const dialectNames = (): Dialect[] => [...UNITS.keys()];
+
+/** Every registered unit, in the table's order. */
+export const dialectUnits = (): IterableIterator<DialectUnit> => UNITS.values();
 
 export type { CavageOptions } from "./cavage.js";
 export type { JadesDialectOptions } from "./jades.js";
-export { type Authenticates, DIALECTS, type Dialect } from "./names.js";
-export { type Rfc9421DialectOptions, requestMessage } from "./rfc9421.js";
+export type { Authenticates, Dialect } from "./names.js";
+export { type Rfc9421DialectOptions, requestMessage, verifiedRequestSignature } from "./rfc9421.js";
 export type { UkObDialectOptions } from "./uk-ob.js";
-export type { DialectSteps, DialectUnit, SharedDialectOptions } from "./unit.js";
+export type {
+  DialectExplanation,
+  DialectSteps,
+  DialectUnit,
+  RequestSigning,
+  SharedDialectOptions,
+  SignerInput,
+} from "./unit.js";

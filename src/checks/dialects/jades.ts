@@ -19,9 +19,12 @@ import {
   signingInput,
   verifyJwsSignature,
 } from "../../signature/jws/index.js";
+import { JadesRequestSigner } from "../../signature/jws/request-signer.js";
 import type { CheckContext } from "../context.js";
+import { digestHeaderMissing } from "../required-headers.js";
 import type { Step } from "../runner.js";
 import { DIGEST_STEP } from "./digest-header.js";
+import { jwsIsUkOb } from "./jws-family.js";
 import type { DialectUnit } from "./unit.js";
 
 export const JADES = ["jades"] as const;
@@ -34,12 +37,16 @@ export interface JadesOptions {
   readonly payloadStyle: HttpHeadersPayloadStyle;
 }
 
+/** Where `verify` says a JWS's certificate travels. */
+export const JWS_CERTIFICATE = "x5c of x-jws-signature";
+
 /** What a JAdES request's sigD.pars must list whenever the request carries it (SPEC 5.5's eligible headers). */
 const COVER_WHEN_PRESENT = ["digest", "psu-id", "psu-corporate-id", "tpp-redirect-uri"];
 /** …and always: the request line and X-Request-ID. */
 const COVER_ALWAYS = ["(request-target)", "x-request-id"];
 
-const jadesOf = (c: CheckContext): JadesSignature => c.jades!;
+/** The detached JWS of x-jws-signature, its protected header read, in the context's dialect slot. */
+const jadesOf = (c: CheckContext): JadesSignature => c.dialectState as JadesSignature;
 
 /** The steps of the head, by their place in the chain. */
 export function jadesSteps(options: JadesOptions): {
@@ -59,7 +66,7 @@ export function jadesSteps(options: JadesOptions): {
           toleranceMs: Number.POSITIVE_INFINITY,
         });
         if (isRejection(read)) return read;
-        c.jades = read;
+        c.dialectState = read;
         c.signingCertificate = read.header.x5c.base64[0];
         c.signedHeaders = read.header.pars.filter((name) => !name.startsWith("("));
         return undefined;
@@ -130,8 +137,48 @@ export function jadesSteps(options: JadesOptions): {
 /** JAdES's own options (config `verification.dialects.jades`). */
 export type JadesDialectOptions = Pick<JadesOptions, "algorithms" | "payloadStyle">;
 
-export const jadesDialect: DialectUnit<JadesDialectOptions> = {
+/** A bank profile's JAdES signing rules (config `banks[].signing.jades`). */
+export interface JadesSigningRules {
+  readonly jades: {
+    readonly algorithm?: JwsAlgorithm | undefined;
+    readonly kid?: string | undefined;
+    readonly payloadStyle: HttpHeadersPayloadStyle;
+    readonly headers?: readonly string[] | undefined;
+  };
+}
+
+export const jadesDialect: DialectUnit<JadesDialectOptions, JadesSigningRules> = {
   name: "jades",
+  title: "JAdES (x-jws-signature, Berlin Group openFinance)",
+  detect: (headers) => jwsIsUkOb(headers) === false,
+  // The certificate travels in x5c; the body is bound by Digest.
+  requiredHeaders: (headers, withBody) => (withBody ? digestHeaderMissing(headers) : undefined),
+  signatureBytes: (c) => (c.dialectState as JadesSignature | undefined)?.jws.signature ?? Buffer.alloc(0),
+  explain: (c) => {
+    const jades = c.dialectState as JadesSignature | undefined;
+    if (!jades) return { certificateHeader: JWS_CERTIFICATE, certificate: c.signingCertificate };
+    const payload = buildHttpHeadersPayload(jades.header.pars, {
+      method: c.method,
+      target: c.target,
+      headers: c.headers,
+    });
+    return {
+      certificateHeader: JWS_CERTIFICATE,
+      certificate: c.signingCertificate,
+      protectedHeader: jades.jws.header,
+      signedHeaders: [...jades.header.pars],
+      ...(Buffer.isBuffer(payload) ? { signingString: payload.toString("latin1") } : {}),
+    };
+  },
+  signer: ({ privateKey, certificateDer, rules }) =>
+    new JadesRequestSigner({
+      privateKey,
+      certificateChain: [certificateDer],
+      ...(rules.jades.algorithm ? { algorithm: rules.jades.algorithm } : {}),
+      ...(rules.jades.kid ? { kid: rules.jades.kid } : {}),
+      payloadStyle: rules.jades.payloadStyle,
+      ...(rules.jades.headers ? { signedWhenPresent: rules.jades.headers } : {}),
+    }),
   authenticates: "head",
   howToSign: "an x-jws-signature header holding a JAdES detached JWS (Berlin Group openFinance)",
   signatureStep: "jades-signature",

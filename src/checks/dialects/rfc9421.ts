@@ -7,7 +7,7 @@
  */
 
 import { isRejection, type Rejection, reject } from "../../errors.js";
-import { type KeyIdTarget, matchKeyId } from "../../signature/index.js";
+import { headerValue, type KeyIdTarget, matchKeyId } from "../../signature/index.js";
 import {
   algorithmForKey,
   ContentDigestVerifier,
@@ -25,11 +25,12 @@ import {
   signatureBase,
   verify,
 } from "../../signature/rfc9421/index.js";
+import { Rfc9421RequestSigner } from "../../signature/rfc9421/request-signer.js";
 import { parseAuthority } from "../authority.js";
 import type { CheckContext } from "../context.js";
-import { hasBody } from "../required-headers.js";
+import { certificateHeaderMissing, hasBody } from "../required-headers.js";
 import type { Step } from "../runner.js";
-import type { DialectUnit } from "./unit.js";
+import type { DialectExplanation, DialectUnit } from "./unit.js";
 
 export const RFC9421 = ["rfc9421"] as const;
 
@@ -55,7 +56,12 @@ const COVER_ALWAYS = ["tpp-signature-certificate", "x-request-id"];
 
 const EMPTY_SHA256 = computeContentDigest(Buffer.alloc(0), "sha-256");
 
-const signatureOf = (c: CheckContext): ParsedSignature => c.httpSignature!;
+/** The FAPI request signature checked, in the context's dialect slot. */
+const signatureOf = (c: CheckContext): ParsedSignature => c.dialectState as ParsedSignature;
+
+/** The RFC 9421 request signature the chain verified, if the request was signed so (a response binds it). */
+export const verifiedRequestSignature = (c: CheckContext): ParsedSignature | undefined =>
+  c.dialect === "rfc9421" ? (c.dialectState as ParsedSignature | undefined) : undefined;
 
 /** What RFC 9421 calls the request: its method, absolute target URI and fields. */
 export function requestMessage(c: CheckContext, scheme: "https" | "http"): RequestMessage {
@@ -88,15 +94,16 @@ export function contentDigestStep(): Step<CheckContext> {
       }
       const parsed = parseContentDigest(header);
       if (isRejection(parsed)) return parsed;
-      c.contentDigest = new ContentDigestVerifier(parsed);
+      // The body digest's slot, which only the request's own dialect's digest step fills.
+      c.digestVerifier = new ContentDigestVerifier(parsed);
       return undefined;
     },
     body: (c, chunk) => {
-      c.contentDigest?.update(chunk);
+      c.digestVerifier?.update(chunk);
       return undefined;
     },
     bodyEnd: (c) => {
-      const verdict = c.contentDigest?.finish();
+      const verdict = c.digestVerifier?.finish();
       return verdict === undefined || verdict === true ? undefined : verdict;
     },
   };
@@ -119,7 +126,7 @@ export function rfc9421Steps(options: Rfc9421Options): {
         if (isRejection(all)) return all;
         const signature = selectSignature(all, { tag: FAPI_REQUEST_TAG });
         if (isRejection(signature)) return signature;
-        c.httpSignature = signature;
+        c.dialectState = signature;
         c.signedHeaders = signature.components.filter((s) => !s.name.startsWith("@")).map((s) => s.name);
         return undefined;
       },
@@ -212,8 +219,42 @@ function checkKeyId(
 /** RFC 9421's own options (config `verification.dialects.rfc9421`). */
 export type Rfc9421DialectOptions = Pick<Rfc9421Options, "algorithms" | "maxAgeSeconds" | "scheme">;
 
-export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions> = {
+/** A bank profile's RFC 9421 signing rules (config `banks[].signing`: `rfc9421` and `keyId.value`). */
+export interface Rfc9421SigningRules {
+  readonly keyId: { readonly value?: string | undefined };
+  readonly rfc9421: {
+    readonly algorithm?: Rfc9421Algorithm | undefined;
+    readonly headers?: readonly string[] | undefined;
+  };
+}
+
+export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions, Rfc9421SigningRules> = {
   name: "rfc9421",
+  title: "RFC 9421 (Signature-Input and Signature, FAPI 2.0)",
+  detect: (headers) => headers["signature-input"] !== undefined,
+  requiredHeaders: (headers, withBody) => {
+    const certificate = certificateHeaderMissing(headers);
+    if (certificate || !withBody || headers["content-digest"] !== undefined) return certificate;
+    return reject(
+      "FORMAT_ERROR",
+      "Content-Digest header is missing; a request with a body signed per RFC 9421 must carry sha-256=:<base64 of the body's SHA-256>: (RFC 9530), covered by the signature",
+    );
+  },
+  signatureBytes: (c) => (c.dialectState as ParsedSignature | undefined)?.signature ?? Buffer.alloc(0),
+  explain: (c) => ({
+    certificateHeader: "TPP-Signature-Certificate",
+    certificate: headerValue(c.headers, "tpp-signature-certificate"),
+    ...describeHttpSignature(c),
+  }),
+  signer: ({ privateKey, certificateDer, url, rules }) =>
+    new Rfc9421RequestSigner({
+      privateKey,
+      certificate: certificateDer,
+      ...(rules.rfc9421.algorithm ? { algorithm: rules.rfc9421.algorithm } : {}),
+      ...(rules.keyId.value ? { keyid: rules.keyId.value } : {}),
+      scheme: url.toLowerCase().startsWith("http:") ? "http" : "https",
+      ...(rules.rfc9421.headers ? { coverWhenPresent: rules.rfc9421.headers } : {}),
+    }),
   authenticates: "head",
   howToSign: "Signature-Input and Signature headers (RFC 9421, FAPI 2.0) with TPP-Signature-Certificate",
   signatureStep: "rfc9421-signature",
@@ -239,3 +280,20 @@ export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions> = {
     };
   },
 };
+
+/** An RFC 9421 signature: its keyid, covered components and signature base (rebuilt over https). */
+function describeHttpSignature(
+  c: CheckContext,
+): Pick<DialectExplanation, "keyId" | "signedHeaders" | "signingString"> {
+  const signature = c.dialectState as ParsedSignature | undefined;
+  if (!signature) return {};
+  const keyid = signature.params.keyid;
+  const base =
+    c.signingString?.toString("latin1") ??
+    signatureBase(signature.components, signature.serializedParams, requestMessage(c, "https"));
+  return {
+    ...(keyid === undefined ? {} : { keyId: keyid }),
+    signedHeaders: signature.components.map((s) => s.serialized),
+    ...(typeof base === "string" ? { signingString: base } : {}),
+  };
+}

@@ -2,14 +2,16 @@
  * The steps of a request signed per UK Open Banking: a detached JWS over the body (RFC 7515
  * appendix F) in `x-jws-signature`, with the critical claims `iat`, `iss` and `tan` under
  * http://openbanking.org.uk/, the QSealC in `x5c`. The body is the payload, and the only thing the
- * signature authenticates (dialects.ts AUTHENTICATES): the exchange reads the body whole and runs
+ * signature authenticates (its unit's `authenticates`): the exchange reads the body whole and runs
  * these body phases before a byte is sent, and the head is bound to the TPP by the client-certificate
  * step (the same organisation's QWAC, required for this dialect). A body-less request is verified in
  * the head. The certificate, role, replay and limits are the chain's shared steps.
  */
 
 import { createHash } from "node:crypto";
+import { parseCertificate } from "../../eidas/index.js";
 import { isRejection, reject } from "../../errors.js";
+import { buildKeyId, keyIdTargetFromDer } from "../../signature/index.js";
 import {
   algorithmFitsKey,
   checkTime,
@@ -21,9 +23,12 @@ import {
   signatureMismatch,
   UkObSignature,
 } from "../../signature/jws/index.js";
+import { UkObRequestSigner } from "../../signature/jws/ukob-request-signer.js";
 import type { CheckContext } from "../context.js";
 import { hasBody } from "../required-headers.js";
 import type { Step, StepResult } from "../runner.js";
+import { JWS_CERTIFICATE } from "./jades.js";
+import { jwsIsUkOb } from "./jws-family.js";
 import type { DialectUnit } from "./unit.js";
 
 export const UK_OB = ["uk-ob"] as const;
@@ -39,7 +44,12 @@ export interface UkObOptions {
   readonly allowB64False: boolean;
 }
 
-const ukObOf = (c: CheckContext): UkObSignature => c.ukOb!;
+/** The detached JWS over the body and its check as the body streams, in the context's dialect slot. */
+const ukObOf = (c: CheckContext): UkObSignature => c.dialectState as UkObSignature;
+
+/** The request's UK OB JWS, once its header step read it (response signing names its `tan`). */
+export const ukObSignatureOf = (c: CheckContext): UkObSignature | undefined =>
+  c.dialect === "uk-ob" ? (c.dialectState as UkObSignature | undefined) : undefined;
 
 /** The steps, by their place in the chain. */
 export function ukObSteps(options: UkObOptions): {
@@ -66,7 +76,7 @@ export function ukObSteps(options: UkObOptions): {
             `the JWS names its key by kid '${read.header.kid.slice(0, 80)}' only; send the QSealC (base64 DER) first in x5c`,
           );
         }
-        c.ukOb = new UkObSignature(read.jws, read.header);
+        c.dialectState = new UkObSignature(read.jws, read.header);
         c.signingCertificate = read.header.x5c.base64[0];
         c.signedHeaders = [];
         // What was signed is the protected header and the body, which is still on its way: the
@@ -159,8 +169,55 @@ function replayMaterial(jws: DetachedJws, alg: JwsAlgorithm): Buffer {
 /** UK Open Banking's own options (config `verification.dialects.ukOb`). */
 export type UkObDialectOptions = Pick<UkObOptions, "algorithms" | "tan" | "allowB64False">;
 
-export const ukObDialect: DialectUnit<UkObDialectOptions> = {
+/** A bank profile's UK OB signing rules (config `banks[].signing.ukOb`). */
+export interface UkObSigningRules {
+  readonly ukOb: {
+    readonly iss?: string | undefined;
+    readonly kid?: string | undefined;
+    readonly tan: string;
+    readonly algorithm?: JwsAlgorithm | undefined;
+    readonly b64False?: boolean | undefined;
+  };
+}
+
+export const ukObDialect: DialectUnit<UkObDialectOptions, UkObSigningRules> = {
   name: "uk-ob",
+  title: "UK Open Banking (x-jws-signature over the body)",
+  detect: (headers) => jwsIsUkOb(headers) === true,
+  signatureBytes: (c) => (c.dialectState as UkObSignature | undefined)?.jws.signature ?? Buffer.alloc(0),
+  // Its signing input is its protected header and the body (base64url, or as is with `b64: false`).
+  signedBytes: (c, body) => {
+    const signature = c.dialectState as UkObSignature | undefined;
+    if (!signature) return c.signingString ?? Buffer.alloc(0);
+    const head = `${signature.jws.protectedB64}.`;
+    const payload = body ?? Buffer.alloc(0);
+    return signature.header.b64
+      ? Buffer.from(head + payload.toString("base64url"), "latin1")
+      : Buffer.concat([Buffer.from(head, "latin1"), payload]);
+  },
+  explain: (c) => {
+    const signature = c.dialectState as UkObSignature | undefined;
+    return {
+      certificateHeader: JWS_CERTIFICATE,
+      certificate: c.signingCertificate,
+      ...(signature ? { protectedHeader: signature.jws.header } : {}),
+    };
+  },
+  signer: ({ privateKey, certificateDer, rules }) => {
+    const parsed = parseCertificate(certificateDer);
+    const iss = rules.ukOb.iss ?? (isRejection(parsed) ? undefined : parsed.organizationIdentifier);
+    if (iss === undefined)
+      throw new Error("the QSealC names no organizationIdentifier: set signing.ukOb.iss");
+    return new UkObRequestSigner({
+      privateKey,
+      certificate: certificateDer,
+      kid: rules.ukOb.kid ?? buildKeyId(keyIdTargetFromDer(certificateDer)),
+      iss,
+      tan: rules.ukOb.tan,
+      ...(rules.ukOb.algorithm ? { algorithm: rules.ukOb.algorithm } : {}),
+      ...(rules.ukOb.b64False !== undefined ? { b64False: rules.ukOb.b64False } : {}),
+    });
+  },
   // Its signature covers the body only: read whole and verified before a byte is sent, its head
   // bound by the same organisation's QWAC (the client-certificate step).
   authenticates: "body",

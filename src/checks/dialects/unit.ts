@@ -1,12 +1,18 @@
 /**
- * What a signing dialect is to the chain: one unit, registered in one table (index.ts). A unit says
- * how a TPP signs in it, what its signature authenticates, which of its steps verifies the
- * signature, and builds its request steps for their places in the chain's generic order
- * (steps.ts `requestChecks`): its time check before the digests, its body digest, its parsing
- * before the certificate, its keyId check after it, its coverage and signature last.
+ * What a signing dialect is to the house: one unit, listed in one table (index.ts), or added to it
+ * with `registerDialect`. A unit says how a request shows it, the headers it requires, how a TPP
+ * signs in it, what its signature authenticates, which of its steps verifies the signature, what
+ * `verify` explains of it and how the gateway signs in it, and builds its request steps for their
+ * places in the chain's generic order (steps.ts `requestChecks`): its time check before the digests,
+ * its body digest, its parsing before the certificate, its keyId check after it, its coverage and
+ * signature last. Its per-request state lives in the context's one `dialectState` slot, read
+ * through an accessor of the unit's own (`stateOf`).
  */
 
-import type { AlgorithmName } from "../../signature/index.js";
+import type { KeyObject } from "node:crypto";
+import type { IncomingHttpHeaders } from "node:http";
+import type { Rejection } from "../../errors.js";
+import type { AlgorithmName, RequestToSign } from "../../signature/index.js";
 import type { CheckContext } from "../context.js";
 import type { Step } from "../runner.js";
 import type { Authenticates, Dialect } from "./names.js";
@@ -41,8 +47,49 @@ export interface DialectSteps {
   readonly longestAcceptanceMs: number;
 }
 
-export interface DialectUnit<Own = unknown> {
+/** What `verify` shows of a request signed in the dialect (the CLI renders it). */
+export interface DialectExplanation {
+  /** Where the signing certificate travels, as the explanation names it. */
+  readonly certificateHeader: string;
+  /** The signing certificate sent, base64 DER. */
+  readonly certificate?: string | undefined;
+  /** The keyId (or keyid) sent. */
+  readonly keyId?: string;
+  readonly signedHeaders?: readonly string[];
+  /** What was signed, as text to show. */
+  readonly signingString?: string;
+  /** The body's digest as computed, with its length. */
+  readonly digest?: string;
+  /** A JWS's protected header. */
+  readonly protectedHeader?: Readonly<Record<string, unknown>>;
+}
+
+/** What a signer is made of: the QSealC, where the request goes and the profile's rules. */
+export interface SignerInput<Rules = unknown> {
+  readonly privateKey: KeyObject;
+  readonly certificateDer: Uint8Array;
+  /** The bank's URL (a dialect signing `@target-uri` takes its scheme). */
+  readonly url: string;
+  /** The bank profile's `signing` rules (config `banks[].signing`): each unit reads its own keys. */
+  readonly rules: Rules;
+  /**
+   * `latin1` when the header values come from Node's HTTP server (one char per byte); `utf-8`
+   * when they are text, as on a command line.
+   */
+  readonly headerEncoding: "latin1" | "utf-8";
+}
+
+/** A request signer in a dialect: what egress, `psd2-gateway sign` and the library sign with. */
+export interface RequestSigning {
+  /** The keyId or keyid it names the QSealC by (logged at start and on reload). */
+  readonly keyId: string;
+  sign(request: RequestToSign): Promise<Record<string, string>>;
+}
+
+export interface DialectUnit<Own = unknown, Rules = unknown> {
   readonly name: Dialect;
+  /** Its name as `verify` prints it: the headers and the specification. */
+  readonly title: string;
   readonly authenticates: Authenticates;
   /** What a TPP should send to sign in it, for refusals that say what would be accepted. */
   readonly howToSign: string;
@@ -50,5 +97,38 @@ export interface DialectUnit<Own = unknown> {
   readonly signatureStep: string;
   /** Its own options' defaults (config `verification.dialects.<name>`). */
   readonly defaults: Own;
+  /**
+   * Whether a request carries its signature, from the headers alone. Runs per request: no
+   * allocation. Two dialects may claim one request; the path's configured preference decides.
+   */
+  detect(headers: IncomingHttpHeaders): boolean;
+  /**
+   * The headers a request in this dialect must carry besides every request's (its certificate's,
+   * its digest's when `withBody`), checked by `required-headers`.
+   */
+  requiredHeaders?(headers: IncomingHttpHeaders, withBody: boolean): Rejection | undefined;
   steps(shared: SharedDialectOptions, own: Own): DialectSteps;
+  /** The signature value its steps read, for the evidence record. */
+  signatureBytes(c: CheckContext): Buffer;
+  /**
+   * The exact bytes the signature covers once the body is whole, for the evidence record, when its
+   * steps did not keep them in `signingString` (a signature over the body).
+   */
+  signedBytes?(c: CheckContext, body: Buffer | undefined): Buffer;
+  /** What `verify` shows of a request in this dialect, after the chain ran over it. */
+  explain(c: CheckContext, body: Buffer | undefined): DialectExplanation;
+  /** A request signer in this dialect (egress, `sign`). */
+  signer(input: SignerInput<Rules>): RequestSigning;
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** A signing string's bytes (latin1 text) shown as UTF-8 when they are UTF-8; other bytes as \xNN. */
+export function readable(latin1: string): string {
+  const bytes = Buffer.from(latin1, "latin1");
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    return latin1.replace(/[\x80-\xff]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+  }
 }

@@ -1,6 +1,6 @@
 /**
  * Issue 12, second half: the egress signer, built as the default bank profile builds it (a minimal
- * egress config through the real schema, then signerForProfile, which loadProfile calls), against
+ * egress config through the real schema, then profileSigner, which loadProfile calls), against
  * the public vectors in test/fixtures/interop.
  *
  * - draft-cavage Appendix C: with the Test key, the default profile's rules and the vector's header
@@ -28,13 +28,17 @@ import {
   X509Certificate,
 } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
-import { signerForProfile } from "../../../src/app/bank-profile.js";
+import { profileSigner } from "../../../src/app/bank-profile.js";
 import { loadCredentials } from "../../../src/app/credentials.js";
 import { loadConfigFile } from "../../../src/config/load.js";
 import { type BankProfileConfig, parseEgressConfig } from "../../../src/config/schema.js";
 import { GATEWAY_WRITTEN_HEADERS } from "../../../src/egress/index.js";
 import { isRejection } from "../../../src/errors.js";
-import { type SignedHeaders, verifyRequestSignature } from "../../../src/signature/index.js";
+import {
+  type RequestSigner,
+  type SignedHeaders,
+  verifyRequestSignature,
+} from "../../../src/signature/index.js";
 import { toHeaderMap } from "../../helpers/header-map.js";
 import {
   type CavageVector,
@@ -383,7 +387,7 @@ describe("draft-cavage Appendix C: the default profile reproduces the published 
     request: RecordedRequest & { readonly target: string },
     headers: readonly string[],
   ) {
-    const signer = signerForProfile(bankProfile({ headers: [...headers] }), qseal);
+    const signer = profileSigner(bankProfile({ headers: [...headers] }), qseal) as RequestSigner;
     const given = Object.fromEntries(request.headers);
     const out = await signer.sign({
       method: request.method,
@@ -585,7 +589,7 @@ describe("Berlin Group (adorsys): the default profile's output passes the corpus
   const signed = new Map<string, { readonly sent: Sent; readonly out: SignedHeaders }>();
 
   beforeAll(async () => {
-    const signer = signerForProfile(DEFAULT_PROFILE, qseal);
+    const signer = profileSigner(DEFAULT_PROFILE, qseal) as RequestSigner;
     for (const row of SIGNING_ROWS) {
       const out = await signer.sign({
         method: row.method,
@@ -637,7 +641,7 @@ describe("Berlin Group (adorsys): the default profile's output passes the corpus
     expect(certificates.size).toBe(5);
     for (const certificate of certificates.values()) {
       const der = new X509Certificate(readInteropText(certificate.file)).raw;
-      const { keyId } = signerForProfile(DEFAULT_PROFILE, {
+      const { keyId } = profileSigner(DEFAULT_PROFILE, {
         privateKey: qseal.privateKey,
         certificateDer: der,
       });
@@ -772,7 +776,7 @@ describe("Berlin Group (adorsys): the default profile's output passes the corpus
       ]),
     )("%s", async (_name, { psuId, same }) => {
       expect(headers).not.toEqual(DEFAULT_HEADERS);
-      const signer = signerForProfile(bankProfile({ headers }), qseal);
+      const signer = profileSigner(bankProfile({ headers }), qseal) as RequestSigner;
       const out = await signer.sign(request(psuId));
       const members = signatureMembers(out.Signature) as Record<string, string>;
       expect(members.headers).toBe(helper.signatureParams.headers);

@@ -37,7 +37,7 @@ function context(method: string, route: Route, headers: Record<string, string> =
   c.dialect = "cavage";
   c.signedWith = "rsa-sha256";
   c.signingString = Buffer.from("(request-target): post /v1/payments\nx-request-id: req-1");
-  c.signature = { signatureBytes: Buffer.from("sig") } as CheckContext["signature"];
+  c.dialectState = { signatureBytes: Buffer.from("sig") };
   c.certificate = {
     identity: { organizationId: "PSDXX-NCA-A", name: "A", roles: new Set(), fingerprint: "ab".repeat(32) },
     reportId: "report-1",

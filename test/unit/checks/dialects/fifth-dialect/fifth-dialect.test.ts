@@ -1,0 +1,160 @@
+/**
+ * Issue 38: the dialect plug-in point is real. A fifth dialect, defined in this folder alone
+ * (unit.ts) and registered with one line, is verified by a real gateway on loopback in front of a
+ * real backend, refused when tampered with (the backend sees nothing), explained by `verify`'s
+ * explain function, and signed by the registry's signer (the one `sign`, the library and egress
+ * use), whose output is what the gateway verifies. Nothing in src/ names it.
+ */
+
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { profileSigner } from "../../../../../src/app/bank-profile.js";
+import { dialectNames, dialectUnit, registerDialect } from "../../../../../src/checks/index.js";
+import { type ExplainOptions, explain } from "../../../../../src/cli/explain-request.js";
+import { render } from "../../../../../src/cli/explanation.js";
+import { validateConfig } from "../../../../../src/config/load.js";
+import { parseSigningRules } from "../../../../../src/config/schema.js";
+import type { IssuedCertificate } from "../../../../../src/dev/pki.js";
+import { useGatewayAndBackend } from "../../../../helpers/gateway-and-backend.js";
+import { expectRejected, send } from "../../../../helpers/gateway-fixture.js";
+import { TEST_DIALECT, testDialect } from "./unit.js";
+
+registerDialect(testDialect);
+
+const env = useGatewayAndBackend({
+  config: { verification: { dialects: { accept: ["cavage", TEST_DIALECT] } } },
+});
+
+const PAYMENT = "/v1/payments/sepa-credit-transfers";
+const BODY = '{"instructedAmount":{"currency":"EUR","amount":"123.50"},"creditorName":"Laura"}';
+
+interface Call {
+  readonly method: string;
+  readonly target: string;
+  readonly headers: Record<string, string>;
+  readonly body: string | undefined;
+}
+
+/** A request signed by the registry's signer for the dialect, as `sign --dialect test-sig` makes it. */
+async function signed(seal: IssuedCertificate, body?: string): Promise<Call> {
+  const signer = profileSigner(
+    { signing: parseSigningRules({ dialect: TEST_DIALECT }), url: env.gw.url },
+    { privateKey: seal.privateKey, certificateDer: Buffer.from(seal.der) },
+  );
+  const method = body === undefined ? "GET" : "POST";
+  const target = body === undefined ? "/v1/accounts" : PAYMENT;
+  const headers: Record<string, string> = {
+    "x-request-id": randomUUID(),
+    "psu-ip-address": "192.0.2.10",
+    "tpp-redirect-uri": "https://tpp.example/cb",
+    ...(body === undefined ? {} : { "content-type": "application/json" }),
+  };
+  const added = await signer.sign({ method, target, headers, ...(body === undefined ? {} : { body }) });
+  return { method, target, headers: { ...headers, ...added }, body };
+}
+
+const sent = (call: Call) => send(env.gw, call.method, call.target, call.headers, call.body);
+
+describe("a fifth dialect registered from the test folder alone", () => {
+  it("is in the registry, and config names it beside the built-in four (an unknown name is refused)", () => {
+    expect(dialectNames()).toEqual(["cavage", "rfc9421", "jades", "uk-ob", TEST_DIALECT]);
+    expect(dialectUnit(TEST_DIALECT)).toBe(testDialect);
+    expect(() => registerDialect(testDialect)).toThrow(/already registered/);
+    const config = (accept: string[]) =>
+      validateConfig({
+        trust: { caDir: "/trust" },
+        register: { file: "/register.json" },
+        verification: { dialects: { accept } },
+      });
+    expect(config([TEST_DIALECT]).verification.dialects.accept).toEqual([TEST_DIALECT]);
+    expect(() => config(["test-sig-2"])).toThrow(
+      `'test-sig-2' is not a signing dialect of this build; it verifies cavage, rfc9421, jades, uk-ob, ${TEST_DIALECT}`,
+    );
+  });
+
+  it.each([
+    ["a GET", undefined],
+    ["a POST with a body", BODY],
+  ])("verifies %s signed by the registry's signer and forwards it to the bank", async (_what, body) => {
+    const call = await signed(env.gw.pki.tppA.qseal, body);
+    expect(call.headers["X-Test-Signature"]).toMatch(/^[A-Za-z0-9+/]+=*$/);
+    const r = await sent(call);
+    expect(r.status, r.text).toBe(200);
+    expect(env.backend.requests).toHaveLength(1);
+    const received = env.backend.requests[0]!;
+    expect(received.headers["x-test-signature"]).toBe(call.headers["X-Test-Signature"]);
+    expect(received.body.toString()).toBe(body ?? "");
+  });
+
+  it.each([
+    {
+      name: "a body changed after signing → test-digest",
+      tamper: (c: Call): Call => ({ ...c, body: c.body!.replace("123.50", "999.00") }),
+      code: "SIGNATURE_INVALID",
+      text: "hashes to",
+    },
+    {
+      name: "another target than signed → test-signature",
+      tamper: (c: Call): Call => ({ ...c, target: "/v1/payments/instant-sepa-credit-transfers" }),
+      code: "SIGNATURE_INVALID",
+      text: "x-test-signature does not verify",
+    },
+    {
+      name: "a signature that is not base64 → test-signature-header",
+      tamper: (c: Call): Call => ({ ...c, headers: { ...c.headers, "X-Test-Signature": "not base64!" } }),
+      code: "FORMAT_ERROR",
+      text: "is not base64",
+    },
+    {
+      name: "no certificate → required-headers (the unit's own requirement)",
+      tamper: (c: Call): Call => {
+        const { "TPP-Signature-Certificate": _dropped, ...headers } = c.headers;
+        return { ...c, headers };
+      },
+      code: "CERTIFICATE_MISSING",
+      text: "TPP-Signature-Certificate header is missing",
+    },
+  ])("refuses $name; the bank never sees it", async ({ tamper, code, text }) => {
+    const call = tamper(await signed(env.gw.pki.tppA.qseal, BODY));
+    const r = await sent(call);
+    expectRejected(r, { status: 400, code, text: [text] });
+    expect(env.backend.requests).toHaveLength(0);
+  });
+
+  it("is explained by verify: each of its steps named, what was signed shown, a tampered one failed at its step", async () => {
+    const call = await signed(env.gw.pki.tppA.qseal, BODY);
+    const dump = (c: Call) => ({
+      method: c.method,
+      target: c.target,
+      headers: Object.fromEntries(Object.entries(c.headers).map(([k, v]) => [k.toLowerCase(), v])),
+      body: c.body === undefined ? undefined : Buffer.from(c.body),
+    });
+    const withLength = (c: Call) => {
+      const d = dump(c);
+      return {
+        ...d,
+        headers: { ...d.headers, host: "bank.example", "content-length": String(d.body?.length ?? 0) },
+      };
+    };
+    const options: ExplainOptions = { now: Date.now(), algorithms: ["rsa-sha256", "ecdsa-sha256"] };
+    const good = await explain(withLength(call), options);
+    expect(good.passed, render(good)).toBe(true);
+    expect(good.dialect).toBe(TEST_DIALECT);
+    const outcome = (e: typeof good, step: string) => e.steps.find((s) => s.step === step)?.outcome;
+    expect(outcome(good, "test-signature")).toBe("passed");
+    expect(outcome(good, "test-digest")).toBe("passed");
+    expect(good.certificate?.organizationIdentifier).toBe(env.gw.pki.tppA.organizationId);
+    expect(good.signingString).toContain(`post ${PAYMENT}\nx-request-id: ${call.headers["x-request-id"]}`);
+    expect(render(good)).toContain("signed in the test dialect (x-test-signature)");
+
+    const bad = await explain(
+      withLength({ ...call, target: "/v1/payments/instant-sepa-credit-transfers" }),
+      options,
+    );
+    expect(bad.passed).toBe(false);
+    expect(bad.steps.find((s) => s.outcome === "failed")).toMatchObject({
+      step: "test-signature",
+      code: "SIGNATURE_INVALID",
+    });
+  });
+});

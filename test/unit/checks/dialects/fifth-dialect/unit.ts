@@ -1,0 +1,133 @@
+/**
+ * A fifth signing dialect, defined here alone to show the plug-in point is real: a signature in
+ * `x-test-signature` (base64) with the key's own scheme (RSA PKCS#1 v1.5 or ECDSA over SHA-256,
+ * Ed25519 as is) over the lines `<method lower-case> <target>`, `x-request-id: <value>` and
+ * `digest: <value>` (empty without a body); the QSealC in TPP-Signature-Certificate; the body bound
+ * through Digest. It has no time of its own (replay records live the Date tolerance). Registered
+ * by its test with one line: `registerDialect(testDialect)`.
+ */
+
+import { createHash, randomUUID, sign, verify } from "node:crypto";
+import type { DialectUnit } from "../../../../../src/checks/index.js";
+import { certificateHeaderMissing, digestHeaderMissing } from "../../../../../src/checks/required-headers.js";
+import { isRejection, reject } from "../../../../../src/errors.js";
+import { DigestVerifier, headerValue, parseDigestHeader } from "../../../../../src/signature/index.js";
+
+export const TEST_DIALECT = "test-sig";
+const ONLY = [TEST_DIALECT];
+const HEADER = "x-test-signature";
+
+/** The bytes signed, from the request's method, target and headers. */
+export function testSigningInput(
+  method: string,
+  target: string,
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+): Buffer {
+  const value = (name: string) => {
+    const v = headers[name] ?? headers[Object.keys(headers).find((k) => k.toLowerCase() === name) ?? ""];
+    return Array.isArray(v) ? v.join(", ") : (v ?? "");
+  };
+  return Buffer.from(
+    `${method.toLowerCase()} ${target}\nx-request-id: ${value("x-request-id")}\ndigest: ${value("digest")}`,
+    "latin1",
+  );
+}
+
+/** The key's own scheme: no hash named for Ed25519, SHA-256 otherwise. */
+const hashFor = (type: string | undefined) => (type === "ed25519" ? null : "sha256");
+
+export const testDialect: DialectUnit<Record<string, never>> = {
+  name: TEST_DIALECT,
+  title: "the test dialect (x-test-signature)",
+  authenticates: "head",
+  howToSign: "an x-test-signature header (the test dialect) with TPP-Signature-Certificate",
+  signatureStep: "test-signature",
+  defaults: {},
+  detect: (headers) => headers[HEADER] !== undefined,
+  requiredHeaders: (headers, withBody) =>
+    certificateHeaderMissing(headers) ?? (withBody ? digestHeaderMissing(headers) : undefined),
+  steps: (shared) => ({
+    digest: [
+      {
+        name: "test-digest",
+        dialects: ONLY,
+        run: (c) => {
+          const header = headerValue(c.headers, "digest");
+          if (header === undefined) return undefined;
+          const values = parseDigestHeader(header);
+          if (isRejection(values)) return values;
+          c.digestVerifier = new DigestVerifier(values);
+          return undefined;
+        },
+        body: (c, chunk) => {
+          c.digestVerifier?.update(chunk);
+          return undefined;
+        },
+        bodyEnd: (c) => {
+          const verdict = c.digestVerifier?.finish();
+          return verdict === undefined || verdict === true ? undefined : verdict;
+        },
+      },
+    ],
+    parse: [
+      {
+        name: "test-signature-header",
+        dialects: ONLY,
+        run: (c) => {
+          const value = headerValue(c.headers, HEADER) ?? "";
+          if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value))
+            return reject("FORMAT_ERROR", `${HEADER} is not base64; send the signature's bytes in base64`);
+          c.dialectState = Buffer.from(value, "base64");
+          c.signedHeaders = ["x-request-id", "digest"];
+          return undefined;
+        },
+      },
+    ],
+    verify: [
+      {
+        name: "test-signature",
+        dialects: ONLY,
+        run: (c) => {
+          const key = c.certificate!.publicKey;
+          const input = testSigningInput(c.method, c.target, c.headers);
+          if (!verify(hashFor(key.asymmetricKeyType), input, key, c.dialectState as Buffer)) {
+            return reject(
+              "SIGNATURE_INVALID",
+              `${HEADER} does not verify over the method, target, X-Request-ID and Digest sent`,
+            );
+          }
+          c.signingString = input;
+          c.signedWith = `test-sig:${key.asymmetricKeyType}`;
+          return undefined;
+        },
+      },
+    ],
+    longestAcceptanceMs: 2 * shared.dateToleranceMs,
+  }),
+  signatureBytes: (c) => (c.dialectState as Buffer | undefined) ?? Buffer.alloc(0),
+  explain: (c) => ({
+    certificateHeader: "TPP-Signature-Certificate",
+    certificate: headerValue(c.headers, "tpp-signature-certificate"),
+    signedHeaders: ["(request-target)", "x-request-id", "digest"],
+    signingString: testSigningInput(c.method, c.target, c.headers).toString("latin1"),
+  }),
+  signer: ({ privateKey, certificateDer }) => ({
+    keyId: createHash("sha256").update(certificateDer).digest("hex"),
+    sign: async (request) => {
+      const given = request.headers ?? {};
+      const added: Record<string, string> = {
+        "TPP-Signature-Certificate": Buffer.from(certificateDer).toString("base64"),
+      };
+      const requestId = Object.entries(given).find(([k]) => k.toLowerCase() === "x-request-id")?.[1];
+      if (requestId === undefined) added["X-Request-ID"] = randomUUID();
+      if (request.body !== undefined && Buffer.byteLength(request.body) > 0) {
+        added.Digest = `SHA-256=${createHash("sha256").update(request.body).digest("base64")}`;
+      }
+      const input = testSigningInput(request.method, request.target, { ...given, ...added });
+      added["X-Test-Signature"] = sign(hashFor(privateKey.asymmetricKeyType), input, privateKey).toString(
+        "base64",
+      );
+      return added;
+    },
+  }),
+};
