@@ -30,7 +30,8 @@ export interface KeyDirectoryServer {
   publish(path: string, keys: readonly DirectoryKey[]): void;
   /** Serves raw bytes at `path` (a PEM for x5u). */
   serve(path: string, body: string, contentType?: string): void;
-  behave(behaviour: DirectoryBehaviour): void;
+  /** How every path answers, or only `path` when given (a slow, huge or down document among good ones). */
+  behave(behaviour: DirectoryBehaviour, path?: string): void;
   close(): Promise<void>;
 }
 
@@ -54,11 +55,13 @@ export function jwkOf(key: DirectoryKey): Record<string, unknown> {
 export async function startKeyDirectory(pki: DevPki): Promise<KeyDirectoryServer> {
   const documents = new Map<string, { body: string; type: string }>();
   const requests: string[] = [];
-  let behaviour: DirectoryBehaviour = "normal";
+  let everywhere: DirectoryBehaviour = "normal";
+  const perPath = new Map<string, DirectoryBehaviour>();
   const server: Server = createServer(
     { cert: pki.gatewayTls.pem + pki.issuingCa.pem, key: pki.gatewayTls.keyPem },
     (request, response) => {
       requests.push(request.url ?? "");
+      const behaviour = perPath.get(request.url ?? "") ?? everywhere;
       if (behaviour === "down") {
         request.socket.destroy();
         return;
@@ -101,8 +104,11 @@ export async function startKeyDirectory(pki: DevPki): Promise<KeyDirectoryServer
     serve(path, body, type = "application/x-pem-file") {
       documents.set(path, { body, type });
     },
-    behave(next) {
-      behaviour = next;
+    behave(next, path) {
+      if (path === undefined) {
+        everywhere = next;
+        perPath.clear();
+      } else perPath.set(path, next);
     },
     close: () =>
       new Promise<void>((resolve) => {
