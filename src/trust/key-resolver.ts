@@ -296,6 +296,9 @@ export class KeyDirectoryResolver implements KeyResolver {
       timeoutMs: this.options.timeoutMs,
       maxBytes: this.options.maxBytes,
       accept,
+      // workers > 1: a copy the primary fetched for another worker within the unknown-kid pace stands
+      // in, so the directory sees that pace from the whole cluster, not from each worker.
+      shareForMs: this.options.unknownKidIntervalMs,
       ...(this.options.ca ? { ca: this.options.ca } : {}),
     };
   }
