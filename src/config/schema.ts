@@ -574,7 +574,7 @@ const keyDirectory = z
       .string()
       .refine(
         directoryUrl,
-        "an https:// URL (http:// only on loopback), e.g. https://keystore.openbanking.org.uk/{org-id}/{software-statement-id}.jwks",
+        "an https:// URL (http:// only on loopback), {org-id} and {software-statement-id} in its path only, e.g. https://keystore.openbanking.org.uk/{org-id}/{software-statement-id}.jwks",
       ),
   })
   .strict();
@@ -613,6 +613,8 @@ const keys = z
   .strict();
 
 function directoryUrl(url: string): boolean {
+  // The ids fill the path only: a TPP's claim never picks the host.
+  if (/^[a-z]+:\/\/[^/]*\{/i.test(url)) return false;
   try {
     const parsed = new URL(url.replace(/\{[a-z-]+\}/g, "x"));
     return parsed.protocol === "https:" || (parsed.protocol === "http:" && isLoopbackHost(parsed.hostname));
