@@ -236,7 +236,7 @@ export interface FetchAnswer {
 function requestKey(url: string, options: FetchOptions): string {
   const hash = createHash("sha256");
   hash.update(options.post ? `POST ${options.post.contentType}\n` : "GET\n");
-  hash.update(`${url}\n${options.accept ?? ""}\n`);
+  hash.update(`${url}\n${options.accept ?? ""}\n${options.ca ?? ""}\n`);
   if (options.post) hash.update(options.post.body);
   return hash.digest("base64");
 }
@@ -251,6 +251,8 @@ function sameCopy(theirs: Validators | undefined, copy: Copy): boolean {
 
 const MAX_URL_LENGTH = 8_192;
 const MAX_POST_BYTES = 64 * 1024;
+/** A key directory's CA bundle (keys.ca): a few PEM certificates. */
+const MAX_CA_LENGTH = 256 * 1024;
 
 /** A worker's ask, checked field by field: the primary acts only on the shape it sends. */
 function readAsk(message: unknown): { id: number; url: string; options: FetchOptions } | undefined {
@@ -266,6 +268,7 @@ function readAsk(message: unknown): { id: number; url: string; options: FetchOpt
   if (!optional(o.maxRedirects, (v) => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 10))
     return undefined;
   if (!optional(o.shareForMs, (v) => typeof v === "number" && v >= 0)) return undefined;
+  if (!optional(o.ca, (v) => typeof v === "string" && v.length <= MAX_CA_LENGTH)) return undefined;
   const v = o.validators as Record<string, unknown> | undefined;
   if (
     v !== undefined &&

@@ -35,6 +35,7 @@ import { loadCredentials } from "./credentials.js";
 import { startEvidence } from "./evidence.js";
 import { fetchThroughPrimary } from "./fetch-relay.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
+import { keyResolverOf, rememberingTrusted } from "./keys.js";
 import { keysNeedingRestart, type RequestPath, requestPathOf, verifierOf } from "./request-path.js";
 import { drain, Started } from "./started.js";
 import { createLimitStore } from "./store.js";
@@ -309,6 +310,15 @@ async function startComponents(
     });
   });
   verifierLater = verifier;
+  // Keys a JWS names instead of sending: fetched, like trust documents, once for all workers.
+  const keys = keyResolverOf(config, {
+    now,
+    ...(deps.clusterWorker ? { fetch: fetchThroughPrimary } : {}),
+    onFetch: (host, outcome, detail) => {
+      if (outcome === "failed") logger.warn({ host, err: detail }, "key directory could not be read");
+    },
+  });
+  const certificates = rememberingTrusted(verifier, keys);
 
   const store =
     deps.store ??
@@ -418,7 +428,8 @@ async function startComponents(
   const pathOf = (c: GatewayConfig, b: Backend) =>
     requestPathOf(c, {
       now,
-      certificates: verifier,
+      certificates,
+      keys,
       store,
       onStoreError,
       onReplayRefused: () => metrics.replayRefusals.inc(),

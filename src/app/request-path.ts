@@ -21,7 +21,7 @@ import {
 } from "../checks/index.js";
 import { restartKeysChanged } from "../config/restart.js";
 import { configSchema, type GatewayConfig } from "../config/schema.js";
-import { parseCertificate, TppVerifier, type ValidationReport } from "../eidas/index.js";
+import { type KeyResolver, parseCertificate, TppVerifier, type ValidationReport } from "../eidas/index.js";
 import { isRejection } from "../errors.js";
 import type { RequestObserver } from "../events.js";
 import { type EvidenceSink, evidenceStep } from "../evidence/index.js";
@@ -43,6 +43,7 @@ import {
 import { signJadesAsync, signUkObAsync } from "../signature/jws/index.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { forwardedHeaderNames } from "./forwarded-headers.js";
+import { keyResolverOf, rememberingTrusted } from "./keys.js";
 import { startTrust, type Trust } from "./trust.js";
 
 /** What the chain is built on besides the config. */
@@ -60,7 +61,11 @@ export interface ChainParts {
   readonly withoutConnection?: boolean;
   /** Where the `evidence` step (the chain's last) queues its records, when evidence is enabled. */
   readonly evidence?: EvidenceSink;
+  /** Finds the certificate a JWS names by kid / x5t#S256 (config `keys`); without it, x5c only. */
+  readonly keys?: KeyResolver;
 }
+
+const keysOf = (parts: ChainParts) => (parts.keys ? { keys: parts.keys } : {});
 
 /** The chain the config asks for, every step in its order. */
 export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckContext> {
@@ -115,8 +120,8 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
     },
     cavage: verification.dialects.cavage,
     rfc9421: verification.dialects.rfc9421,
-    jades: verification.dialects.jades,
-    ukOb: verification.dialects.ukOb,
+    jades: { ...verification.dialects.jades, ...keysOf(parts) },
+    ukOb: { ...verification.dialects.ukOb, ...keysOf(parts) },
     maxBodyBytes: verification.maxBodyBytes,
     ...(unattended ? { unattended } : {}),
     ...(signing
@@ -346,8 +351,15 @@ export async function startChainOfConfig(
   verifier = verifierOf(config, trust, logger, now, onReport);
   const store = new MemoryLimitStore({ now, maxWindows: 1024, maxReplayKeys: 1024, purgeIntervalMs: 0 });
   try {
+    const keys = keyResolverOf(config, { now });
     return {
-      chain: chainOf(config, { now, certificates: verifier, store, withoutConnection: true }),
+      chain: chainOf(config, {
+        now,
+        certificates: rememberingTrusted(verifier, keys),
+        store,
+        withoutConnection: true,
+        keys,
+      }),
       roles: rolesOf(config),
       async close() {
         trust.stop();

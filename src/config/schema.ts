@@ -564,6 +564,70 @@ const identityHeaders = z
   })
   .strict();
 
+/**
+ * Keys by reference (trust/key-resolver.ts): the certificate a JWS names by `kid` / `x5t#S256`
+ * instead of sending it in x5c, found among certificates already seen, in `files`, then in the
+ * `directories` (their hosts only).
+ */
+const keyDirectory = z
+  .object({
+    /**
+     * The TPP's JWKS: `{org-id}` and `{software-statement-id}` are filled from UK OB's
+     * `http://openbanking.org.uk/iss` (`<org-id>/<software-statement-id>`). https, or http on loopback.
+     */
+    url: z
+      .string()
+      .refine(
+        directoryUrl,
+        "an https:// URL (http:// only on loopback), {org-id} and {software-statement-id} in its path only, e.g. https://keystore.openbanking.org.uk/{org-id}/{software-statement-id}.jwks",
+      ),
+  })
+  .strict();
+
+const keys = z
+  .object({
+    /** PEM certificates or JWKS files (each key with x5c): the per-TPP store, found by x5t#S256 or kid. */
+    files: z.array(path).default([]),
+    /** Where a `kid` is looked up; a key's `x5u` is fetched only from these hosts. */
+    directories: z.array(keyDirectory).default([]),
+    /** PEM CAs trusted for the directories' TLS besides the system's (a private directory's CA). */
+    ca: path.optional(),
+    /** A key is good this long after a fetch last listed it: a key removed from the JWKS is refused after it. */
+    keyTtlSeconds: z
+      .number()
+      .int()
+      .positive()
+      .default(24 * 3600),
+    /** A TPP's JWKS is fetched again in the background when older than this. */
+    refreshSeconds: z.number().int().positive().default(3600),
+    /** An unknown kid makes the gateway ask that TPP's directory again at most this often. */
+    unknownKidIntervalSeconds: z.number().int().positive().default(60),
+    /** One fetch of a JWKS or x5u, headers to last byte; the request waits at most this long. */
+    timeoutSeconds: seconds(5),
+    /** One JWKS or x5u document. */
+    maxBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(256 * 1024),
+    /** Certificates already seen and trusted, remembered by SHA-256 (an LRU). */
+    maxSeen: z.number().int().positive().default(10_000),
+    /** TPPs' JWKS documents held (an LRU). */
+    maxDocuments: z.number().int().positive().default(10_000),
+  })
+  .strict();
+
+function directoryUrl(url: string): boolean {
+  // The ids fill the path only: a TPP's claim never picks the host.
+  if (/^[a-z]+:\/\/[^/]*\{/i.test(url)) return false;
+  try {
+    const parsed = new URL(url.replace(/\{[a-z-]+\}/g, "x"));
+    return parsed.protocol === "https:" || (parsed.protocol === "http:" && isLoopbackHost(parsed.hostname));
+  } catch {
+    return false;
+  }
+}
+
 const replay = z
   .object({
     /**
@@ -857,6 +921,8 @@ export const configSchema = z
     cache: restartOnly(cache.prefault({}), "the verdict cache is built at start"),
     identityHeaders: identityHeaders.prefault({}),
     replay: replay.prefault({}),
+    /** Keys a JWS names by kid or x5t#S256 instead of sending x5c (JAdES, UK OB). */
+    keys: restartOnly(keys.prefault({}), "the key resolver and its caches start with the gateway"),
     /** Absent: responses pass unsigned. */
     responseSigning: responseSigning.optional(),
     /** Absent: no evidence is kept. */

@@ -22,6 +22,14 @@ export {
   decodeCertificateHeader,
 } from "./certificate-header.js";
 export { DEFECT_CHANNEL, type DefectEvent, reportDefect } from "./defects.js";
+export {
+  type KeyReference,
+  type KeyResolver,
+  missingKey,
+  noKeyResolver,
+  onResolved,
+  type ResolvedKey,
+} from "./key-reference.js";
 export { parsePsdOrganizationIdentifier } from "./organization-identifier.js";
 export {
   encodeQcStatements,

@@ -8,7 +8,7 @@
  * is all the bytes there are.
  */
 
-import { request } from "undici";
+import { Agent, type Dispatcher, request } from "undici";
 import { DocumentRefused } from "./bounds.js";
 
 export interface Validators {
@@ -37,6 +37,8 @@ export interface FetchOptions {
    * (workers > 1: the primary's relay fetches for all workers). fetchDocument itself ignores it.
    */
   readonly shareForMs?: number;
+  /** PEM CAs trusted for this https URL besides the system's (a private key directory's CA). */
+  readonly ca?: string;
 }
 
 /**
@@ -67,6 +69,7 @@ export async function fetchDocument(url: string, options: FetchOptions): Promise
         signal: controller.signal,
         headersTimeout: options.timeoutMs,
         bodyTimeout: options.timeoutMs,
+        ...(options.ca ? { dispatcher: agentFor(options.ca) } : {}),
       });
       const next = response.headers.location;
       if (REDIRECTS.has(response.statusCode) && typeof next === "string" && !options.post) {
@@ -130,6 +133,17 @@ export async function fetchDocument(url: string, options: FetchOptions): Promise
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** One agent per CA bundle (a config names one or two): its connections are kept alive between fetches. */
+const AGENTS = new Map<string, Dispatcher>();
+function agentFor(ca: string): Dispatcher {
+  let agent = AGENTS.get(ca);
+  if (!agent) {
+    agent = new Agent({ connect: { ca, rejectUnauthorized: true } });
+    AGENTS.set(ca, agent);
+  }
+  return agent;
 }
 
 /** A URL fit for logs, stats and /trust: user and password removed. */

@@ -150,6 +150,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     if (options.families.some((f) => f.target !== "egress")) {
       ingress = await startIngressSide(pki, dir, options.concurrency, options.eagerPerMille ?? 100);
       stopLater(ingress);
+      const directory = ingress.keyDirectory;
+      closers.push(() => directory.close());
       log(
         `ingress gateway pid ${ingress.gateway.pid} on port ${ingress.gateway.port}, backend ${ingress.backend.url}, seed ${options.seed}`,
       );

@@ -22,6 +22,8 @@
  *   identity, the headers and the target it must.
  */
 
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { DevPki } from "../../src/dev/pki.js";
 import { JadesResponseVerifier } from "../../src/egress/jades-response-verifier.js";
 import { ResponseVerifier } from "../../src/egress/response-verifier.js";
@@ -29,6 +31,7 @@ import { Rfc9421ResponseVerifier } from "../../src/egress/rfc9421-response-verif
 import { UkObResponseVerifier } from "../../src/egress/ukob-response-verifier.js";
 import { TppVerifier } from "../../src/eidas/index.js";
 import { loadTrustMaterial } from "../../src/trust/trust-material.js";
+import { type KeyDirectoryServer, startKeyDirectory } from "../helpers/key-directory.js";
 import { type BackendRecord, type FuzzBackend, PAD_MARKER, startFuzzBackend } from "./backend.js";
 import {
   type ArrivedRecord,
@@ -78,6 +81,46 @@ export interface IngressSide {
   readonly ukObVerifier: UkObResponseVerifier;
   /** The bank QSealC as the certificate header must carry it. */
   readonly bankCertificate: string;
+  /** The TPPs' key directory the gateway resolves a kid in (the `keys` family). */
+  readonly keyDirectory: KeyDirectoryServer;
+}
+
+/**
+ * What the `keys` family's directory serves (families/keys.ts): TPP A's JWKS with two kids of its
+ * QSealC, TPP B's with one of its own, and documents that are slow, huge and down.
+ */
+export const KEY_DIRECTORY = {
+  software: "fuzz",
+  aKids: ["key-a1", "key-a2"],
+  bKid: "key-b1",
+  bad: { slow: "slow", huge: "huge", down: "down" },
+} as const;
+
+async function startFuzzKeyDirectory(pki: DevPki, dir: string) {
+  const directory = await startKeyDirectory(pki);
+  const at = (org: string, software: string) => `/${org}/${software}.jwks`;
+  const { software, aKids, bKid, bad } = KEY_DIRECTORY;
+  directory.publish(
+    at(pki.tppA.organizationId, software),
+    aKids.map((kid) => ({ kid, der: pki.tppA.qseal.der })),
+  );
+  directory.publish(at(pki.tppB.organizationId, software), [{ kid: bKid, der: pki.tppB.qseal.der }]);
+  for (const behaviour of Object.values(bad)) {
+    directory.publish(at(pki.tppA.organizationId, behaviour), []);
+    directory.behave(behaviour, at(pki.tppA.organizationId, behaviour));
+  }
+  const ca = join(dir, "key-directory-ca.pem");
+  writeFileSync(ca, directory.ca);
+  // TPP A's QSealC kept by the bank: a JAdES x5t#S256 naming it resolves from the first request on.
+  const files = join(dir, "key-files.pem");
+  writeFileSync(files, pki.tppA.qseal.pem);
+  const keys = {
+    files: [files],
+    directories: [{ url: `${directory.origin}/{org-id}/{software-statement-id}.jwks` }],
+    ca,
+    timeoutSeconds: 1,
+  };
+  return { directory, keys };
 }
 
 /**
@@ -137,6 +180,7 @@ export async function startIngressSide(
     eagerPerMille,
     gatewayOnlyHeader: CONSENT_FREQUENCY_HEADER,
   });
+  const { directory, keys } = await startFuzzKeyDirectory(pki, dir);
   try {
     const gateway = await startFuzzGateway({
       pki,
@@ -163,6 +207,7 @@ export async function startIngressSide(
         store: { type: "memory" },
         // The backend tells consents' frequencyPerDay on every answer; the client must never see it.
         limits: { unattended: { consentFrequencyHeader: CONSENT_FREQUENCY_HEADER } },
+        keys,
         // As config/default.yaml: the backend's answers signed with the bank's QSealC.
         responseSigning: {
           qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey },
@@ -185,9 +230,11 @@ export async function startIngressSide(
       jadesVerifier,
       ukObVerifier,
       bankCertificate: pki.bankQseal.headerValue,
+      keyDirectory: directory,
     };
   } catch (error) {
     await backend.close();
+    await directory.close();
     throw error;
   }
 }

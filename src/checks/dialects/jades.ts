@@ -1,20 +1,22 @@
 /**
  * The steps of a request signed per the Berlin Group openFinance API Framework 2.x: a JAdES detached
  * JWS (ETSI TS 119 182-1) in `x-jws-signature` over the HTTP headers its `sigD.pars` lists, the
- * QSealC in `x5c`, `sigT` for the time, `Digest` for the body (the shared `digest` step). The
+ * QSealC in `x5c` (or named by `x5t#S256`, resolved by the KeyResolver), `sigT` for the time, `Digest` for the body (the shared `digest` step). The
  * certificate, role, replay and limits are the chain's shared steps.
  */
 
+import { type KeyResolver, noKeyResolver, onResolved } from "../../eidas/index.js";
 import { isRejection, reject } from "../../errors.js";
 import {
   algorithmFitsKey,
   buildHttpHeadersPayload,
+  type CertificateChain,
   checkTime,
   type HttpHeadersPayloadStyle,
   type JadesSignature,
   JWS_SIGNATURE_HEADER,
   type JwsAlgorithm,
-  readJadesHeader,
+  readJadesHeaderParts,
   signatureMismatch,
   signingInput,
   verifyJwsSignature,
@@ -35,6 +37,8 @@ export interface JadesOptions {
   /** sigT's allowed deviation either way (the Date tolerance). */
   readonly toleranceMs: number;
   readonly payloadStyle: HttpHeadersPayloadStyle;
+  /** Finds a certificate named by `x5t#S256` instead of sent in x5c (config `keys`); none: x5c only. */
+  readonly keys?: KeyResolver;
 }
 
 /** Where `verify` says a JWS's certificate travels. */
@@ -59,17 +63,36 @@ export function jadesSteps(options: JadesOptions): {
       name: "jades-header",
       dialects: JADES,
       run: (c) => {
-        const read = readJadesHeader(c.headers[JWS_SIGNATURE_HEADER] as string | undefined, {
+        const read = readJadesHeaderParts(c.headers[JWS_SIGNATURE_HEADER] as string | undefined, {
           now: options.now(),
           algorithms: options.algorithms,
           // sigT is judged by jades-sig-t, so that its refusal names its own step.
           toleranceMs: Number.POSITIVE_INFINITY,
         });
         if (isRejection(read)) return read;
-        c.dialectState = read;
-        c.signingCertificate = read.header.x5c.base64[0];
-        c.signedHeaders = read.header.pars.filter((name) => !name.startsWith("("));
-        return undefined;
+        const { x5c, x5tS256, ...header } = read.header;
+        const accept = (chain: CertificateChain): undefined => {
+          c.dialectState = { jws: read.jws, header: { ...header, x5c: chain } };
+          c.signingCertificate = chain.base64[0];
+          c.signedHeaders = header.pars.filter((name) => !name.startsWith("("));
+          return undefined;
+        };
+        if (x5c !== undefined) return accept(x5c);
+        if (x5tS256 === undefined) {
+          return reject(
+            "CERTIFICATE_MISSING",
+            "the JWS protected header has no 'x5c'; send the QSealC (base64 DER) first in x5c, or name a certificate this bank knows by 'x5t#S256'",
+          );
+        }
+        // Named by its thumbprint (ING's recipe): the certificate seen before or kept in a file.
+        const reference = {
+          dialect: "jades",
+          x5tS256,
+          ...(header.kid !== undefined ? { kid: header.kid } : {}),
+        };
+        return onResolved(options.keys?.resolve(reference) ?? noKeyResolver(reference), (key) =>
+          accept({ base64: [key.base64], der: [key.der], thumbprint: key.sha256 }),
+        );
       },
     },
     {
@@ -135,7 +158,7 @@ export function jadesSteps(options: JadesOptions): {
 }
 
 /** JAdES's own options (config `verification.dialects.jades`). */
-export type JadesDialectOptions = Pick<JadesOptions, "algorithms" | "payloadStyle">;
+export type JadesDialectOptions = Pick<JadesOptions, "algorithms" | "payloadStyle" | "keys">;
 
 /** A bank profile's JAdES signing rules (config `banks[].signing.jades`). */
 export interface JadesSigningRules {

@@ -1,7 +1,8 @@
 /**
  * The steps of a request signed per UK Open Banking: a detached JWS over the body (RFC 7515
  * appendix F) in `x-jws-signature`, with the critical claims `iat`, `iss` and `tan` under
- * http://openbanking.org.uk/, the QSealC in `x5c`. The body is the payload, and the only thing the
+ * http://openbanking.org.uk/, the QSealC in `x5c` or named by `kid` (resolved by the
+ * KeyResolver). The body is the payload, and the only thing the
  * signature authenticates (its unit's `authenticates`): the exchange reads the body whole and runs
  * these body phases before a byte is sent, and the head is bound to the TPP by the client-certificate
  * step (the same organisation's QWAC, required for this dialect). A body-less request is verified in
@@ -9,7 +10,7 @@
  */
 
 import { createHash } from "node:crypto";
-import { parseCertificate } from "../../eidas/index.js";
+import { type KeyResolver, noKeyResolver, onResolved, parseCertificate } from "../../eidas/index.js";
 import { isRejection, reject } from "../../errors.js";
 import { buildKeyId, keyIdTargetFromDer } from "../../signature/index.js";
 import {
@@ -42,6 +43,8 @@ export interface UkObOptions {
   readonly tan: readonly string[];
   /** Accept `b64: false` (Read/Write API 3.1.3 and earlier: the raw body signed). */
   readonly allowB64False: boolean;
+  /** Finds the certificate a `kid` (and `x5t#S256`) names when x5c is not sent (config `keys`). */
+  readonly keys?: KeyResolver;
 }
 
 /** The detached JWS over the body and its check as the body streams, in the context's dialect slot. */
@@ -70,22 +73,25 @@ export function ukObSteps(options: UkObOptions): {
           allowB64False: options.allowB64False,
         });
         if (isRejection(read)) return read;
-        if (read.header.x5c === undefined) {
-          return reject(
-            "CERTIFICATE_MISSING",
-            `the JWS names its key by kid '${read.header.kid.slice(0, 80)}' only; send the QSealC (base64 DER) first in x5c`,
-          );
-        }
-        c.dialectState = new UkObSignature(read.jws, read.header);
-        c.signingCertificate = read.header.x5c.base64[0];
-        c.signedHeaders = [];
-        // What was signed is the protected header and the body, which is still on its way: the
-        // replay key is the protected header and the signature, which no one can make anew without
-        // the key (PS256 and RS256 are not malleable; an ES256 signature's s is taken as the lower
-        // of s and n − s, the two forms that both verify).
-        c.signingString = replayMaterial(read.jws, read.header.alg);
-        c.signedWith = `uk-ob:${read.header.alg}`;
-        return undefined;
+        const accept = (signingCertificate: string): undefined => {
+          c.dialectState = new UkObSignature(read.jws, read.header);
+          c.signingCertificate = signingCertificate;
+          c.signedHeaders = [];
+          // What was signed is the protected header and the body, which is still on its way: the
+          // replay key is the protected header and the signature, which no one can make anew without
+          // the key (PS256 and RS256 are not malleable; an ES256 signature's s is taken as the lower
+          // of s and n − s, the two forms that both verify).
+          c.signingString = replayMaterial(read.jws, read.header.alg);
+          c.signedWith = `uk-ob:${read.header.alg}`;
+          return undefined;
+        };
+        const { x5c, kid, x5tS256, iss } = read.header;
+        if (x5c !== undefined) return accept(x5c.base64[0]!);
+        // kid only, as UK OB TPPs sign: the key is the directory's (its iss names the TPP's JWKS).
+        const reference = { dialect: "uk-ob", kid, iss, ...(x5tS256 !== undefined ? { x5tS256 } : {}) };
+        return onResolved(options.keys?.resolve(reference) ?? noKeyResolver(reference), (key) =>
+          accept(key.base64),
+        );
       },
     },
     {
@@ -167,7 +173,7 @@ function replayMaterial(jws: DetachedJws, alg: JwsAlgorithm): Buffer {
 }
 
 /** UK Open Banking's own options (config `verification.dialects.ukOb`). */
-export type UkObDialectOptions = Pick<UkObOptions, "algorithms" | "tan" | "allowB64False">;
+export type UkObDialectOptions = Pick<UkObOptions, "algorithms" | "tan" | "allowB64False" | "keys">;
 
 /** A bank profile's UK OB signing rules (config `banks[].signing.ukOb`). */
 export interface UkObSigningRules {

@@ -174,6 +174,30 @@ export function readJadesHeader(
   value: string | undefined,
   options: JadesReadOptions,
 ): { readonly jws: DetachedJws; readonly header: JadesHeader } | Rejection {
+  const read = readJadesHeaderParts(value, options);
+  if (isRejection(read)) return read;
+  const { x5c, x5tS256: _, ...rest } = read.header;
+  if (x5c === undefined) {
+    return reject(
+      "CERTIFICATE_MISSING",
+      "the JWS protected header has no 'x5c'; send the QSealC (base64 DER) first in x5c",
+    );
+  }
+  return { jws: read.jws, header: { ...rest, x5c } };
+}
+
+/** A JAdES header that may name its certificate (`x5t#S256`, `kid`) instead of carrying it in x5c. */
+export type JadesHeaderParts = Omit<JadesHeader, "x5c"> & {
+  readonly x5c?: CertificateChain;
+  /** `x5t#S256` when sent without x5c: the thumbprint of the certificate it names. */
+  readonly x5tS256?: string;
+};
+
+/** readJadesHeader without requiring x5c: the caller resolves `x5t#S256` / `kid` when there is none. */
+export function readJadesHeaderParts(
+  value: string | undefined,
+  options: JadesReadOptions,
+): { readonly jws: DetachedJws; readonly header: JadesHeaderParts } | Rejection {
   const jws = readDetachedJws(value, JWS_SIGNATURE_HEADER);
   if (isRejection(jws)) return jws;
   const h = jws.header;
@@ -214,12 +238,7 @@ export function readJadesHeader(
     return reject("FORMAT_ERROR", "'kid' must be a string");
   const x5c = readX5c(h);
   if (isRejection(x5c)) return x5c;
-  if (x5c === undefined) {
-    return reject(
-      "CERTIFICATE_MISSING",
-      "the JWS protected header has no 'x5c'; send the QSealC (base64 DER) first in x5c",
-    );
-  }
+  const thumbprint = x5c === undefined && typeof h["x5t#S256"] === "string" ? { x5tS256: h["x5t#S256"] } : {};
   return {
     jws,
     header: {
@@ -227,7 +246,8 @@ export function readJadesHeader(
       sigT: h.sigT,
       signedAt,
       pars,
-      x5c,
+      ...(x5c ? { x5c } : {}),
+      ...thumbprint,
       ...(typeof h.kid === "string" ? { kid: h.kid } : {}),
     },
   };

@@ -16,6 +16,7 @@ import { forged } from "./forged.js";
 import { headers } from "./headers.js";
 import { idle } from "./idle.js";
 import { jades } from "./jades.js";
+import { keys } from "./keys.js";
 import { overrides } from "./overrides.js";
 import { paths } from "./paths.js";
 import { pipelining } from "./pipelining.js";
@@ -44,6 +45,7 @@ export const ALL_FAMILIES: readonly AnyFamily[] = [
   rfc9421,
   jades,
   ukOb,
+  keys,
   forged,
   responses,
   egressControl,

@@ -9,6 +9,8 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { FETCH_MESSAGE, FetchRelay, ownBuffer, type RelayOutcome } from "../../../src/app/fetch-relay.js";
 import { fetchDocument } from "../../../src/trust/http-fetch.js";
+import { testPki } from "../../helpers/gateway-fixture.js";
+import { startKeyDirectory } from "../../helpers/key-directory.js";
 
 /** Per path: what is served (ETag = the body's text), how often it was asked and how it answered. */
 interface Served {
@@ -226,8 +228,35 @@ describe("FetchRelay.answer: a worker's ask over IPC", () => {
     expect(relay.status()).toMatchObject([{ method: "POST", asks: 1, upstreamFetches: 1 }]);
   });
 
+  it("fetches an ask's https URL trusting the CA it names (a key directory's, keys.ca), and not without it", async () => {
+    const directory = await startKeyDirectory(await testPki());
+    try {
+      directory.publish("/org/software.jwks", []);
+      const url = `${directory.origin}/org/software.jwks`;
+      const { relay } = relayAt();
+      const trusted = await relay.answer({
+        type: FETCH_MESSAGE,
+        id: 11,
+        url,
+        options: { ...GET, ca: directory.ca },
+      });
+      expect(trusted).toMatchObject({
+        id: 11,
+        result: { status: "fresh", body: Buffer.from('{"keys":[]}') },
+      });
+      const untrusted = await relay.answer({ type: FETCH_MESSAGE, id: 12, url, options: GET });
+      expect(untrusted).toMatchObject({ id: 12, error: expect.stringMatching(/certificate/i) });
+    } finally {
+      await directory.close();
+    }
+  });
+
   it.each([
     ["another kind of message", { type: "psd2-gateway:readyz", id: 1 }],
+    [
+      "a CA that is no text",
+      { type: FETCH_MESSAGE, id: 1, url: "http://127.0.0.1/x", options: { ...GET, ca: 42 } },
+    ],
     ["no id", { type: FETCH_MESSAGE, url: "http://127.0.0.1/x", options: GET }],
     ["a file URL", { type: FETCH_MESSAGE, id: 1, url: "file:///etc/passwd", options: GET }],
     ["no options", { type: FETCH_MESSAGE, id: 1, url: "http://127.0.0.1/x" }],

@@ -25,6 +25,7 @@ describe("keys a reload cannot take over, read from the schema", () => {
       "revocation",
       "register",
       "cache",
+      "keys",
       "evidence",
       "sandbox",
       "demoQtsp",

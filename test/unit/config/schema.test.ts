@@ -159,6 +159,32 @@ describe("a register source by the EBA's metadata URL", () => {
   });
 });
 
+describe("keys by reference: the directories", () => {
+  const withDirectory = (url: string) => () =>
+    validateConfig({
+      trust: { caDir: "/t" },
+      register: { file: "/r.json" },
+      keys: { directories: [{ url }] },
+    });
+
+  it.each([
+    "https://keystore.openbanking.org.uk/{org-id}/{software-statement-id}.jwks",
+    "https://keys.example/{org-id}.jwks",
+    "http://127.0.0.1:8099/keys/{org-id}/{software-statement-id}.jwks",
+  ])("accepts %s", (url) => {
+    expect(withDirectory(url)().keys.directories[0]?.url).toBe(url);
+  });
+
+  it.each([
+    ["plain http beyond loopback", "http://keys.example/{org-id}.jwks"],
+    ["an id in the host", "https://{org-id}.keys.example/keys.jwks"],
+    ["an id in the user part", "https://{org-id}@keys.example/keys.jwks"],
+    ["not a URL", "keys.example/{org-id}.jwks"],
+  ])("refuses %s, saying what it takes", (_, url) => {
+    expect(withDirectory(url)).toThrow(/in its path only/);
+  });
+});
+
 describe("egress configuration", () => {
   const bank = {
     name: "b",
