@@ -42,6 +42,8 @@ The keys and rules (one of):
                            uk-ob    x-jws-signature over the body (UK Open Banking; iss is the
                                     certificate's organizationIdentifier, tan openbanking.org.uk)
                          (with --profile its signing.dialect decides)
+  --by-reference         with --dialect jades: name the QSealC by x5t#S256 alone, without x5c, for a
+                         bank that knows it (keys.files, or seen before)
 
 The request:
   --method <M>           default GET
@@ -80,6 +82,7 @@ What it prints:
     body: { type: "string", path: "file" },
     header: { type: "string", multiple: true, default: [] },
     "no-request-target": { type: "boolean", default: false },
+    "by-reference": { type: "boolean", default: false },
     curl: { type: "string" },
     send: { type: "boolean", default: false },
     url: { type: "string" },
@@ -106,6 +109,7 @@ interface SignValues {
   body?: string | undefined;
   header?: string[] | undefined;
   "no-request-target"?: boolean | undefined;
+  "by-reference"?: boolean | undefined;
   curl?: string | undefined;
   send?: boolean | undefined;
   url?: string | undefined;
@@ -214,6 +218,8 @@ function checkOptions(values: SignValues): void {
     throw usage(`--dialect '${values.dialect}' is not one of ${dialectNames().join(", ")}`);
   if (values.dialect !== undefined && values.profile !== undefined)
     throw usage("--dialect goes without --profile: its signing.dialect decides");
+  if (values["by-reference"] && values.dialect !== "jades")
+    throw usage("--by-reference applies to JAdES (--dialect jades) only");
   if (values["no-request-target"] && (values.dialect ?? "cavage") !== "cavage")
     throw usage("--no-request-target applies to draft-cavage (--dialect cavage) only");
   if (values.profile !== undefined && values["no-request-target"])
@@ -264,7 +270,10 @@ function loadKeys(values: SignValues): Keys {
   const dialect = (values.dialect ?? "cavage") as Dialect;
   if (dialect !== "cavage") {
     // The dialect's default rules, as a bank profile naming only its dialect gets them.
-    const signing = parseSigningRules({ dialect });
+    const signing = parseSigningRules({
+      dialect,
+      ...(values["by-reference"] ? { jades: { byReference: true } } : {}),
+    });
     const url = originOf(values.curl ?? values.url) ?? "https://bank.example";
     return {
       signer: profileSigner(

@@ -1065,6 +1065,11 @@ const signingRules = z
         algorithm: z.enum(JWS_ALGORITHMS).optional(),
         /** Sent as the JWS `kid` when the bank wants one. */
         kid: z.string().min(1).optional(),
+        /**
+         * Name the QSealC by `x5t#S256` alone, without x5c (ING's recipe), for a bank that knows the
+         * certificate already; default false: x5c carries it.
+         */
+        byReference: z.boolean().default(false),
         payloadStyle: z.enum(["obp-api", "etsi"]).default("obp-api"),
         /**
          * sigD.pars when the request carries them, after `(request-target)`, `digest` and

@@ -186,6 +186,9 @@ const SHELL_EXAMPLES: Record<string, ShellRun> = {
       "at most 8 balance calls per 24 h are allowed for this account (the limit the bank agreed with this TPP)",
     ],
   },
+  "jades-by-reference": {
+    shows: ["GET https://localhost:", "HTTP 200", '"bban":"97109824996"'],
+  },
   "sandbox-tpp": { shows: [] },
   "sandbox-customers": {
     after: ["sandbox-tpp"],
@@ -203,7 +206,7 @@ const SHELL_EXAMPLES: Record<string, ShellRun> = {
 };
 
 /** Configuration fragments: each merged over config/default.yaml (its top-level keys replaced) and validated. */
-const CONFIG_EXAMPLES = ["dialects-config", "register-sources-config", "evidence-config"];
+const CONFIG_EXAMPLES = ["dialects-config", "register-sources-config", "evidence-config", "keys-config"];
 
 /** Blocks not run here, each with its reason in the docs' marker. Adding one means adding it here. */
 const EXEMPT = [
@@ -227,6 +230,8 @@ const EXEMPT = [
   "kubernetes-apply",
   "kubernetes-overlay",
   "evidence-commands",
+  // docs/dialects.md
+  "keys-refusal-output",
   // docs/sandbox.md
   "sandbox-accounts",
   "sandbox-payment",

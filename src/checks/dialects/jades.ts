@@ -165,6 +165,7 @@ export interface JadesSigningRules {
   readonly jades: {
     readonly algorithm?: JwsAlgorithm | undefined;
     readonly kid?: string | undefined;
+    readonly byReference?: boolean | undefined;
     readonly payloadStyle: HttpHeadersPayloadStyle;
     readonly headers?: readonly string[] | undefined;
   };
@@ -199,6 +200,7 @@ export const jadesDialect: DialectUnit<JadesDialectOptions, JadesSigningRules> =
       certificateChain: [certificateDer],
       ...(rules.jades.algorithm ? { algorithm: rules.jades.algorithm } : {}),
       ...(rules.jades.kid ? { kid: rules.jades.kid } : {}),
+      ...(rules.jades.byReference ? { byReference: true } : {}),
       payloadStyle: rules.jades.payloadStyle,
       ...(rules.jades.headers ? { signedWhenPresent: rules.jades.headers } : {}),
     }),

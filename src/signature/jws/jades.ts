@@ -347,6 +347,8 @@ export interface JadesSignInput {
   readonly kid?: string;
   /** Also send `x5t#S256` (default true). */
   readonly thumbprint?: boolean;
+  /** Name the certificate by `x5t#S256` alone, without x5c (the verifier knows it already). */
+  readonly byReference?: boolean;
   /** The request (or the response, with the request's method and target for `(status-line)`). */
   readonly message: HttpHeadersMessage;
   /** Default `obp-api`. */
@@ -382,9 +384,11 @@ function prepareJades(input: JadesSignInput): { alg: JwsAlgorithm; protectedB64:
     crit: [...JADES_CRIT],
     sigT: typeof input.sigT === "number" ? formatSigT(input.sigT) : input.sigT,
     sigD: { mId: HTTP_HEADERS_MID, pars: [...input.pars] },
-    x5c: input.certificateChain.map((der) => Buffer.from(der).toString("base64")),
+    ...(input.byReference
+      ? {}
+      : { x5c: input.certificateChain.map((der) => Buffer.from(der).toString("base64")) }),
   };
-  if (input.thumbprint ?? true) {
+  if (input.byReference || (input.thumbprint ?? true)) {
     header["x5t#S256"] = createHashBase64Url(first);
   }
   if (input.kid !== undefined) header.kid = input.kid;

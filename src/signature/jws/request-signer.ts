@@ -20,6 +20,8 @@ export interface JadesSignerOptions {
   readonly algorithm?: JwsAlgorithm;
   /** Sent as `kid` when given. */
   readonly kid?: string;
+  /** Name the QSealC by `x5t#S256` alone, without x5c (a bank that knows it already). */
+  readonly byReference?: boolean;
   readonly payloadStyle?: HttpHeadersPayloadStyle;
   /** Lower-case names signed when the request carries them, after (request-target), Digest and X-Request-ID. */
   readonly signedWhenPresent?: readonly string[];
@@ -66,6 +68,7 @@ export class JadesRequestSigner {
       pars,
       sigT: (this.options.clock ?? Date.now)(),
       ...(this.options.kid ? { kid: this.options.kid } : {}),
+      ...(this.options.byReference ? { byReference: true } : {}),
       message: { method: request.method, target: request.target, headers },
       ...(this.options.payloadStyle ? { payloadStyle: this.options.payloadStyle } : {}),
     });
