@@ -5,10 +5,13 @@
  */
 
 import type { GatewayConfig } from "../config/schema.js";
-import { checkpointKeyOf, FileEvidenceStore } from "../evidence/index.js";
+import type { TrustStore } from "../eidas/trust-store.js";
+import { checkpointKeyOf, FileEvidenceStore, type ValidationEvidence } from "../evidence/index.js";
 import type { Logger } from "../observability/logger.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { Credentials } from "./credentials.js";
+import type { Trust } from "./trust.js";
+import type { RecentReports } from "./validation-reports.js";
 
 export async function startEvidence(
   config: NonNullable<GatewayConfig["evidence"]>,
@@ -18,6 +21,9 @@ export async function startEvidence(
     readonly logger: Logger;
     readonly now: () => number;
     readonly clusterWorker: boolean;
+    /** The recent validation reports and the trust store: each record's report and CAs are kept with it. */
+    readonly reports?: RecentReports;
+    readonly trust?: Trust;
   },
 ): Promise<FileEvidenceStore> {
   const { metrics, logger, qseal } = parts;
@@ -35,6 +41,7 @@ export async function startEvidence(
     checkpointSeconds: config.checkpointSeconds,
     ...(qseal ? { key: checkpointKeyOf(qseal.privateKey, qseal.certificate.toString()) } : {}),
     now: parts.now,
+    ...(parts.reports && parts.trust ? { validation: validationOf(parts.reports, parts.trust) } : {}),
     events: {
       written: (records, seconds) => {
         metrics.evidence.written.inc(records);
@@ -67,4 +74,31 @@ export async function startEvidence(
     "evidence kept",
   );
   return store;
+}
+
+/** A report by id and the DER of the CAs on its path that the trust store holds. */
+function validationOf(reports: RecentReports, trust: Trust): (id: string) => ValidationEvidence | undefined {
+  const byFingerprint = new WeakMap<TrustStore, Map<string, Uint8Array>>();
+  const known = (store: TrustStore) => {
+    let map = byFingerprint.get(store);
+    if (!map) {
+      map = new Map();
+      for (const c of store.all) map.set(c.sha256Fingerprint, c.der);
+      for (const a of store.anchors) map.set(a.certificate.sha256Fingerprint, a.certificate.der);
+      byFingerprint.set(store, map);
+    }
+    return map;
+  };
+  return (id) => {
+    const report = reports.get(id);
+    if (!report) return undefined;
+    const cas = known(trust.pool.trustStore);
+    const issuers = report.path
+      .filter((p) => p.role !== "signer")
+      .flatMap((p) => {
+        const der = cas.get(p.sha256);
+        return der ? [der] : [];
+      });
+    return { report, issuers };
+  };
 }

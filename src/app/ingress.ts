@@ -374,6 +374,8 @@ async function startComponents(
         logger,
         now,
         clusterWorker: deps.clusterWorker ?? false,
+        reports,
+        trust,
       })
     : undefined;
   // Closed after the listener drained: what was queued is written, with a last checkpoint.

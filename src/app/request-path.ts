@@ -22,7 +22,12 @@ import { configSchema, type GatewayConfig } from "../config/schema.js";
 import { parseCertificate, TppVerifier, type ValidationReport } from "../eidas/index.js";
 import { isRejection } from "../errors.js";
 import type { RequestObserver } from "../events.js";
-import { type EvidenceSink, evidenceStep } from "../evidence/index.js";
+import {
+  type EvidenceSink,
+  evidenceStep,
+  type ResponseEvidenceSink,
+  withResponseEvidence,
+} from "../evidence/index.js";
 import type { Backend } from "../forward/backend.js";
 import { joinedHeaders } from "../forward/headers.js";
 import { createIngressHandler } from "../ingress/handler.js";
@@ -54,8 +59,11 @@ export interface ChainParts {
   readonly onUnattendedExceeded?: (limitClass: string) => void;
   /** `verify --config` explains a request without its connection: mutual TLS is not checked. */
   readonly withoutConnection?: boolean;
-  /** Where the `evidence` step (the chain's last) queues its records, when evidence is enabled. */
-  readonly evidence?: EvidenceSink;
+  /**
+   * Where the `evidence` step (the chain's last) queues its records, and the response signer those
+   * of the responses it signs, when evidence is enabled.
+   */
+  readonly evidence?: EvidenceSink & ResponseEvidenceSink;
 }
 
 /** The chain the config asks for, every step in its order. */
@@ -111,15 +119,7 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
     ukOb: verification.dialects.ukOb,
     maxBodyBytes: verification.maxBodyBytes,
     ...(unattended ? { unattended } : {}),
-    ...(signing
-      ? {
-          responseSigner: responseSignerFrom(
-            signing,
-            loadCredentials(signing.qseal, "responseSigning.qseal"),
-            verification.dialects.rfc9421.scheme,
-          ),
-        }
-      : {}),
+    ...(signing ? { responseSigner: responseSignerOf(config, signing, parts) } : {}),
   };
   const steps = requestChecks(options);
   const evidence = config.evidence;
@@ -136,6 +136,26 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
     );
   }
   return new Chain(steps);
+}
+
+/** The response signer, each response it signs recorded when evidence is kept. */
+function responseSignerOf(
+  config: GatewayConfig,
+  signing: NonNullable<GatewayConfig["responseSigning"]>,
+  parts: ChainParts,
+): ResponseSigner {
+  const qseal = loadCredentials(signing.qseal, "responseSigning.qseal");
+  const signer = responseSignerFrom(signing, qseal, config.verification.dialects.rfc9421.scheme);
+  if (!parts.evidence || !config.evidence?.enabled) return signer;
+  const parsed = parseCertificate(qseal.certificateDer);
+  const organizationId = isRejection(parsed) ? undefined : parsed.organizationIdentifier;
+  return withResponseEvidence(signer, {
+    sink: parts.evidence,
+    bodies: config.evidence.bodies,
+    certificate: qseal.certificateDer,
+    ...(organizationId !== undefined ? { organizationId } : {}),
+    now: parts.now,
+  });
 }
 
 /** The routes' roles the config names (the role check, and metrics' route classes). */
