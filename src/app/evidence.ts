@@ -6,7 +6,13 @@
 
 import type { GatewayConfig } from "../config/schema.js";
 import type { TrustStore } from "../eidas/trust-store.js";
-import { checkpointKeyOf, FileEvidenceStore, type ValidationEvidence } from "../evidence/index.js";
+import {
+  checkpointKeyOf,
+  type EvidenceStoreStatus,
+  type FailurePolicy,
+  FileEvidenceStore,
+  type ValidationEvidence,
+} from "../evidence/index.js";
 import type { Logger } from "../observability/logger.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { Credentials } from "./credentials.js";
@@ -100,5 +106,34 @@ function validationOf(reports: RecentReports, trust: Trust): (id: string) => Val
         return der ? [der] : [];
       });
     return { report, issuers };
+  };
+}
+
+export interface EvidenceReadiness {
+  readonly ok: boolean;
+  readonly detail: string;
+  readonly reason?: string;
+}
+
+/**
+ * /readyz's evidence check: a store that cannot write makes the instance not ready when any route
+ * class refuses without its record (a load balancer then sends the TPPs elsewhere); under
+ * `continue` alone it is named, and the instance stays in rotation.
+ */
+export function evidenceReadiness(
+  status: Pick<EvidenceStoreStatus, "failing" | "queued" | "queueLength">,
+  onFailure: { readonly payments: FailurePolicy; readonly others: FailurePolicy },
+): EvidenceReadiness {
+  const refuses = onFailure.payments === "refuse" || onFailure.others === "refuse";
+  const full = status.queued >= status.queueLength;
+  if (!status.failing && !full)
+    return { ok: true, detail: `${status.queued} of ${status.queueLength} queued` };
+  const detail = status.failing
+    ? `failing since ${new Date(status.failing.since).toISOString()}: ${status.failing.reason}`
+    : `queue full (${status.queueLength})`;
+  return {
+    ok: !refuses,
+    detail: refuses ? detail : `${detail} (onFailure continue: requests pass without records)`,
+    reason: status.failing ? status.failing.reason : "queue-full",
   };
 }

@@ -134,6 +134,7 @@ export function failureReason(error: unknown): string {
     case "EPERM":
       return "read-only";
     case "ENOENT":
+    case "ENOTDIR":
     case "EBADF":
       return "gone";
     default:

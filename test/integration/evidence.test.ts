@@ -251,6 +251,13 @@ describe("when the evidence store fails", () => {
         metricsText = await (await fetch(`${gateway.gateway.adminUrl}/metrics`)).text();
       }
       expect(metricsText).toContain("psd2_gateway_evidence_store_failing 1");
+      // Payments refuse without their record: the instance is not ready, and says why.
+      const ready = await fetch(`${gateway.gateway.adminUrl}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(((await ready.json()) as { checks: Record<string, unknown> }).checks.evidence).toMatchObject({
+        ok: false,
+        detail: expect.stringMatching(/^failing since /),
+      });
 
       const refusedPayment = randomUUID();
       const answer = await pay(refusedPayment);
