@@ -189,7 +189,7 @@ describe("the evidence folder of a running gateway", () => {
     );
   }, 60_000);
 
-  it("a record edited, then one deleted, on disk: `evidence verify` names it", async () => {
+  it("a record edited, deleted or swapped on disk: `evidence verify` names it", async () => {
     const path = chainFile();
     const original = readFileSync(path, "utf8");
     try {
@@ -213,6 +213,15 @@ describe("the evidence folder of a running gateway", () => {
       expect(deleted.code).toBe(1);
       expect(deleted.stdout).toContain("seq 1 removed");
       expect(deleted.stdout).toContain(`seq 2 (X-Request-ID ${accounts})`);
+
+      // The two records swapped on disk.
+      const at = (id: string) => lines.findIndex((l) => l.includes(id));
+      const swapped = [...lines];
+      [swapped[at(payment)], swapped[at(accounts)]] = [lines[at(accounts)]!, lines[at(payment)]!];
+      writeFileSync(path, swapped.join("\n"));
+      const reordered = await runCli(["evidence", "verify", folder]);
+      expect(reordered.code).toBe(1);
+      expect(reordered.stdout).toContain(`seq 2 (X-Request-ID ${accounts}) is out of order`);
     } finally {
       writeFileSync(path, original);
     }
