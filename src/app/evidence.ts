@@ -5,10 +5,19 @@
  */
 
 import type { GatewayConfig } from "../config/schema.js";
-import { checkpointKeyOf, FileEvidenceStore } from "../evidence/index.js";
+import type { TrustStore } from "../eidas/trust-store.js";
+import {
+  checkpointKeyOf,
+  type EvidenceStoreStatus,
+  type FailurePolicy,
+  FileEvidenceStore,
+  type ValidationEvidence,
+} from "../evidence/index.js";
 import type { Logger } from "../observability/logger.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { Credentials } from "./credentials.js";
+import type { Trust } from "./trust.js";
+import type { RecentReports } from "./validation-reports.js";
 
 export async function startEvidence(
   config: NonNullable<GatewayConfig["evidence"]>,
@@ -18,6 +27,9 @@ export async function startEvidence(
     readonly logger: Logger;
     readonly now: () => number;
     readonly clusterWorker: boolean;
+    /** The recent validation reports and the trust store: each record's report and CAs are kept with it. */
+    readonly reports?: RecentReports;
+    readonly trust?: Trust;
   },
 ): Promise<FileEvidenceStore> {
   const { metrics, logger, qseal } = parts;
@@ -35,6 +47,7 @@ export async function startEvidence(
     checkpointSeconds: config.checkpointSeconds,
     ...(qseal ? { key: checkpointKeyOf(qseal.privateKey, qseal.certificate.toString()) } : {}),
     now: parts.now,
+    ...(parts.reports && parts.trust ? { validation: validationOf(parts.reports, parts.trust) } : {}),
     events: {
       written: (records, seconds) => {
         metrics.evidence.written.inc(records);
@@ -67,4 +80,60 @@ export async function startEvidence(
     "evidence kept",
   );
   return store;
+}
+
+/** A report by id and the DER of the CAs on its path that the trust store holds. */
+function validationOf(reports: RecentReports, trust: Trust): (id: string) => ValidationEvidence | undefined {
+  const byFingerprint = new WeakMap<TrustStore, Map<string, Uint8Array>>();
+  const known = (store: TrustStore) => {
+    let map = byFingerprint.get(store);
+    if (!map) {
+      map = new Map();
+      for (const c of store.all) map.set(c.sha256Fingerprint, c.der);
+      for (const a of store.anchors) map.set(a.certificate.sha256Fingerprint, a.certificate.der);
+      byFingerprint.set(store, map);
+    }
+    return map;
+  };
+  return (id) => {
+    const report = reports.get(id);
+    if (!report) return undefined;
+    const cas = known(trust.pool.trustStore);
+    const issuers = report.path
+      .filter((p) => p.role !== "signer")
+      .flatMap((p) => {
+        const der = cas.get(p.sha256);
+        return der ? [der] : [];
+      });
+    return { report, issuers };
+  };
+}
+
+export interface EvidenceReadiness {
+  readonly ok: boolean;
+  readonly detail: string;
+  readonly reason?: string;
+}
+
+/**
+ * /readyz's evidence check: a store that cannot write makes the instance not ready when any route
+ * class refuses without its record (a load balancer then sends the TPPs elsewhere); under
+ * `continue` alone it is named, and the instance stays in rotation.
+ */
+export function evidenceReadiness(
+  status: Pick<EvidenceStoreStatus, "failing" | "queued" | "queueLength">,
+  onFailure: { readonly payments: FailurePolicy; readonly others: FailurePolicy },
+): EvidenceReadiness {
+  const refuses = onFailure.payments === "refuse" || onFailure.others === "refuse";
+  const full = status.queued >= status.queueLength;
+  if (!status.failing && !full)
+    return { ok: true, detail: `${status.queued} of ${status.queueLength} queued` };
+  const detail = status.failing
+    ? `failing since ${new Date(status.failing.since).toISOString()}: ${status.failing.reason}`
+    : `queue full (${status.queueLength})`;
+  return {
+    ok: !refuses,
+    detail: refuses ? detail : `${detail} (onFailure continue: requests pass without records)`,
+    reason: status.failing ? status.failing.reason : "queue-full",
+  };
 }

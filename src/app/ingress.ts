@@ -32,7 +32,7 @@ import { type CertificateSummary, commonName, summaryOf } from "./certificate-su
 import { answerTrustReports, answerValidationReports } from "./cluster.js";
 import { connectionLimitsOf } from "./connection-limits.js";
 import { loadCredentials } from "./credentials.js";
-import { startEvidence } from "./evidence.js";
+import { type EvidenceReadiness, evidenceReadiness, startEvidence } from "./evidence.js";
 import { fetchThroughPrimary } from "./fetch-relay.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
 import { keyResolverOf, rememberingTrusted } from "./keys.js";
@@ -163,6 +163,7 @@ export async function startIngressGateway(
         ...(storeReadiness.reason ? { reason: storeReadiness.reason } : {}),
       },
       trust: trustReadiness(components.trust.statuses(), now()),
+      ...(components.evidence ? { evidence: components.evidence() } : {}),
     };
     return { ready: Object.values(checks).every((c) => c.ok), checks };
   };
@@ -257,6 +258,8 @@ interface Components {
   prepareReconfigure(next: GatewayConfig): { commit: () => void; needsRestart: string[] };
   /** The configuration in force (the last one a reload committed). */
   readonly running: GatewayConfig;
+  /** Whether the evidence store takes records (a readiness check), when evidence is kept. */
+  readonly evidence?: () => EvidenceReadiness;
 }
 
 /** What the admin listener (or, in a worker, the primary's) asks of certificate validation. */
@@ -384,6 +387,8 @@ async function startComponents(
         logger,
         now,
         clusterWorker: deps.clusterWorker ?? false,
+        reports,
+        trust,
       })
     : undefined;
   // Closed after the listener drained: what was queued is written, with a last checkpoint.
@@ -451,6 +456,7 @@ async function startComponents(
     });
   let running = config;
   const components: Components = {
+    ...(evidence ? { evidence: () => evidenceReadiness(evidence.status(), config.evidence!.onFailure) } : {}),
     path: pathOf(config, backend),
     verifier,
     reports,

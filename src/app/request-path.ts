@@ -24,7 +24,12 @@ import { configSchema, type GatewayConfig } from "../config/schema.js";
 import { type KeyResolver, parseCertificate, TppVerifier, type ValidationReport } from "../eidas/index.js";
 import { isRejection } from "../errors.js";
 import type { RequestObserver } from "../events.js";
-import { type EvidenceSink, evidenceStep } from "../evidence/index.js";
+import {
+  type EvidenceSink,
+  evidenceStep,
+  type ResponseEvidenceSink,
+  withResponseEvidence,
+} from "../evidence/index.js";
 import type { Backend } from "../forward/backend.js";
 import { joinedHeaders } from "../forward/headers.js";
 import { createIngressHandler } from "../ingress/handler.js";
@@ -59,8 +64,11 @@ export interface ChainParts {
   readonly onUnattendedAdmitted?: (limitClass: string, source: string) => void;
   /** `verify --config` explains a request without its connection: mutual TLS is not checked. */
   readonly withoutConnection?: boolean;
-  /** Where the `evidence` step (the chain's last) queues its records, when evidence is enabled. */
-  readonly evidence?: EvidenceSink;
+  /**
+   * Where the `evidence` step (the chain's last) queues its records, and the response signer those
+   * of the responses it signs, when evidence is enabled.
+   */
+  readonly evidence?: EvidenceSink & ResponseEvidenceSink;
   /** Finds the certificate a JWS names by kid / x5t#S256 (config `keys`); without it, x5c only. */
   readonly keys?: KeyResolver;
 }
@@ -124,15 +132,7 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
     ukOb: { ...verification.dialects.ukOb, ...keysOf(parts) },
     maxBodyBytes: verification.maxBodyBytes,
     ...(unattended ? { unattended } : {}),
-    ...(signing
-      ? {
-          responseSigner: responseSignerFrom(
-            signing,
-            loadCredentials(signing.qseal, "responseSigning.qseal"),
-            verification.dialects.rfc9421.scheme,
-          ),
-        }
-      : {}),
+    ...(signing ? { responseSigner: responseSignerOf(config, signing, parts) } : {}),
   };
   const steps = requestChecks(options);
   const evidence = config.evidence;
@@ -149,6 +149,26 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
     );
   }
   return new Chain(steps);
+}
+
+/** The response signer, each response it signs recorded when evidence is kept. */
+function responseSignerOf(
+  config: GatewayConfig,
+  signing: NonNullable<GatewayConfig["responseSigning"]>,
+  parts: ChainParts,
+): ResponseSigner {
+  const qseal = loadCredentials(signing.qseal, "responseSigning.qseal");
+  const signer = responseSignerFrom(signing, qseal, config.verification.dialects.rfc9421.scheme);
+  if (!parts.evidence || !config.evidence?.enabled) return signer;
+  const parsed = parseCertificate(qseal.certificateDer);
+  const organizationId = isRejection(parsed) ? undefined : parsed.organizationIdentifier;
+  return withResponseEvidence(signer, {
+    sink: parts.evidence,
+    bodies: config.evidence.bodies,
+    certificate: qseal.certificateDer,
+    ...(organizationId !== undefined ? { organizationId } : {}),
+    now: parts.now,
+  });
 }
 
 /** The routes' roles the config names (the role check, and metrics' route classes). */

@@ -13,6 +13,7 @@ import {
   disputeBundle,
   type EvidenceFolder,
   findRecords,
+  findResponses,
   publicKeyOf,
   readEvidenceFolder,
   verifyChain,
@@ -39,11 +40,11 @@ psd2-gateway evidence status [--folder <folder>] [--config <file>] [--json]
 verify   checks every chain: each line canonical and holding the SHA-256 of the line before it,
          seq and files without gaps, every checkpoint's record count and signature. Names the
          first record altered, removed or reordered in each chain; exits 1 when there is one.
-show     prints the record(s) with this X-Request-ID.
+show     prints the record(s) with this X-Request-ID: the request's, then its response's.
 bundle   writes the record, the TPP's certificate and public key, the signed bytes and the
          signature, the body when kept, the chain from the record to the checkpoint covering it,
-         the checkpoint's statement, signature and public key, and a README.txt saying how to check
-         each with openssl alone.
+         the certificate's CAs and validation report, the checkpoint's statement, signature and
+         public key, the signed response, and a README.txt saying how to check each with openssl alone.
 status   each chain's files, records, last record and last checkpoint; exits 1 when a chain has a
          problem or the newest chain's last checkpoint is older than twice evidence.checkpointSeconds.`,
   options: {
@@ -142,11 +143,12 @@ function show(read: EvidenceFolder, requestId: string, json: boolean): number {
     console.error(`psd2-gateway evidence: no record has X-Request-ID ${requestId}`);
     return 1;
   }
-  for (const f of found) {
+  // The request's record, then the response's (signed by the gateway) when there is one.
+  for (const f of [...found, ...findResponses(read.chains, requestId)]) {
     if (json) console.log(f.at.text);
     else {
       console.log(`# chains/${f.chain.id}/${f.at.file.name}:${f.at.lineNumber}`);
-      console.log(JSON.stringify(f.record, null, 2));
+      console.log(JSON.stringify(f.at.line, null, 2));
     }
   }
   return 0;

@@ -4,6 +4,8 @@
  *
  *     record.json            the record's line, exactly as in the chain
  *     certificate.pem        the TPP's signing certificate; tpp-public.pem its public key
+ *     intermediates.pem      the CAs between it and the trust anchor, trust-anchor.pem the anchor
+ *     validation-report.json the report the verdict rests on (ETSI TS 119 102-2 terms)
  *     signed-bytes.bin       the exact bytes the TPP signed; signature.bin its signature
  *                            (ECDSA converted from JWS / RFC 9421 r||s to DER, as openssl reads it)
  *     body.bin               the body, when the record kept it
@@ -11,11 +13,16 @@
  *                            without its newline: each line's `prev` is the SHA-256 of the one before
  *     checkpoint.txt         the statement the checkpoint signs; checkpoint.sig its signature;
  *     checkpoint-public.pem  the gateway's checkpoint key (checkpoint-certificate.pem: its QSealC)
+ *     response.json          the response the gateway signed for this request, when there is one;
+ *                            response-signed-bytes.bin, response-signature.bin, bank-public.pem and
+ *                            bank-certificate.pem to check it (draft-cavage)
  *     README.txt             how to check all of it
  */
 
 import { X509Certificate } from "node:crypto";
-import { type CheckpointLine, checkpointStatement, type RecordLine } from "./record.js";
+import { isRejection } from "../errors.js";
+import { parseSignatureHeader } from "../signature/index.js";
+import { type CheckpointLine, checkpointStatement, type RecordLine, type ResponseLine } from "./record.js";
 import { type ChainFolder, chainLines, type ParsedLine } from "./verify.js";
 
 export interface BundleSources {
@@ -23,6 +30,7 @@ export interface BundleSources {
   publicKeyPem(id: string): string | undefined;
   keyCertificatePem(id: string): string | undefined;
   certificatePem(fingerprint: string): string | undefined;
+  reportJson(id: string): string | undefined;
 }
 
 export interface FoundRecord {
@@ -38,6 +46,19 @@ export function findRecords(chains: readonly ChainFolder[], requestId: string): 
     for (const at of chainLines(chain))
       if (at.line.type === "request" && at.line.requestId === requestId)
         found.push({ chain, at, record: at.line });
+  return found;
+}
+
+/** Every response record with this X-Request-ID, in chain order. */
+export function findResponses(
+  chains: readonly ChainFolder[],
+  requestId: string,
+): { readonly chain: ChainFolder; readonly at: ParsedLine; readonly response: ResponseLine }[] {
+  const found = [];
+  for (const chain of chains)
+    for (const at of chainLines(chain))
+      if (at.line.type === "response" && at.line.requestId === requestId)
+        found.push({ chain, at, response: at.line });
   return found;
 }
 
@@ -123,17 +144,22 @@ export function disputeBundle(sources: BundleSources, found: FoundRecord): Map<s
   if (record.signedBytes === undefined)
     return `the record keeps only the SHA-256 of its signed bytes (${record.signedBytesSha256 ?? "?"}): they were larger than the inline bound`;
 
-  // The lines from the record to the first checkpoint after it.
+  // The lines from the record to the first checkpoint after it and after its response, if any.
   const segment: ParsedLine[] = [];
   let started = false;
   let checkpoint: CheckpointLine | undefined;
+  let response: { at: ParsedLine; line: ResponseLine } | undefined;
   for (const p of chainLines(chain)) {
     if (p === at || (p.file === at.file && p.lineNumber === at.lineNumber)) started = true;
     if (!started) continue;
     segment.push(p);
+    if (!response && p.line.type === "response" && p.line.requestId === record.requestId)
+      response = { at: p, line: p.line };
     if (p.line.type === "checkpoint") {
       checkpoint = p.line;
-      break;
+      // The response is signed after the request is forwarded: it may come after a checkpoint.
+      if (response || !laterResponse(chain, p, record.requestId)) break;
+      checkpoint = undefined;
     }
   }
   if (!checkpoint)
@@ -160,11 +186,107 @@ export function disputeBundle(sources: BundleSources, found: FoundRecord): Map<s
   files.set("checkpoint-public.pem", Buffer.from(checkpointKey));
   const keyCertificate = sources.keyCertificatePem(checkpoint.key);
   if (keyCertificate) files.set("checkpoint-certificate.pem", Buffer.from(keyCertificate));
-  files.set("README.txt", Buffer.from(readme(record, check, segment.length, checkpoint)));
+  const path = pathOf(sources, record);
+  if (path.report) files.set("validation-report.json", Buffer.from(path.report));
+  if (path.intermediates.length > 0) files.set("intermediates.pem", Buffer.from(path.intermediates.join("")));
+  if (path.anchor) files.set("trust-anchor.pem", Buffer.from(path.anchor));
+  const answer = response && responseFiles(sources, response.at, response.line, files);
+  files.set(
+    "README.txt",
+    Buffer.from(readme(record, check, segment.length, checkpoint, path, answer, response?.at.lineNumber)),
+  );
   return files;
 }
 
-function readme(record: RecordLine, check: OpensslCheck, lines: number, checkpoint: CheckpointLine): string {
+/** Whether a response to this request comes after `from` in the chain (its segment must reach it). */
+function laterResponse(chain: ChainFolder, from: ParsedLine, requestId: string | undefined): boolean {
+  if (requestId === undefined) return false;
+  let after = false;
+  for (const p of chainLines(chain)) {
+    if (p.file === from.file && p.lineNumber === from.lineNumber) after = true;
+    else if (after && p.line.type === "response" && p.line.requestId === requestId) return true;
+  }
+  return false;
+}
+
+interface PathFiles {
+  readonly report: string | undefined;
+  readonly intermediates: readonly string[];
+  readonly anchor: string | undefined;
+}
+
+/** The validation report and the CAs of its path, as far as the folder holds them. */
+function pathOf(sources: BundleSources, record: RecordLine): PathFiles {
+  const report =
+    record.validationReport === undefined ? undefined : sources.reportJson(record.validationReport);
+  const intermediates: string[] = [];
+  let anchor: string | undefined;
+  if (report) {
+    let path: { role?: string; sha256?: string }[] = [];
+    try {
+      path = (JSON.parse(report) as { path?: { role?: string; sha256?: string }[] }).path ?? [];
+    } catch {
+      // Written by the gateway; a report that does not parse is bundled as it is.
+    }
+    for (const p of path) {
+      const pem = typeof p.sha256 === "string" ? sources.certificatePem(p.sha256) : undefined;
+      if (!pem) continue;
+      if (p.role === "ca") intermediates.push(pem);
+      else if (p.role === "trust-anchor") anchor = pem;
+    }
+  }
+  return { report, intermediates, anchor };
+}
+
+/** The response's files; its openssl command when it can be checked (draft-cavage). */
+function responseFiles(
+  sources: BundleSources,
+  at: ParsedLine,
+  response: ResponseLine,
+  files: Map<string, Buffer>,
+): string | undefined {
+  files.set("response.json", Buffer.from(at.text));
+  const pem = response.certificate === undefined ? undefined : sources.certificatePem(response.certificate);
+  if (!pem || response.signedBytes === undefined || response.signature === undefined) return undefined;
+  const params = parseSignatureHeader(response.signatureHeaders.signature);
+  if (isRejection(params)) return undefined;
+  const certificate = new X509Certificate(pem);
+  const check = opensslCheck(params.algorithm, certificate.publicKey.asymmetricKeyType ?? "unknown");
+  const signature = Buffer.from(response.signature, "base64");
+  files.set("bank-certificate.pem", Buffer.from(pem));
+  files.set(
+    "bank-public.pem",
+    Buffer.from(certificate.publicKey.export({ type: "spki", format: "pem" }) as string),
+  );
+  files.set("response-signed-bytes.bin", Buffer.from(response.signedBytes, "base64"));
+  files.set("response-signature.bin", check.derFromRaw ? rawEcdsaToDer(signature) : signature);
+  return check.command
+    .join(" ")
+    .replace("tpp-public.pem", "bank-public.pem")
+    .replace("signature.bin", "response-signature.bin")
+    .replace("signed-bytes.bin", "response-signed-bytes.bin");
+}
+
+function readme(
+  record: RecordLine,
+  check: OpensslCheck,
+  lines: number,
+  checkpoint: CheckpointLine,
+  path: PathFiles,
+  response: string | undefined,
+  responseLine: number | undefined,
+): string {
+  const attime = Math.floor(Date.parse(record.time) / 1000);
+  const chainCheck = path.anchor
+    ? `
+   The certificate chains to the CA the gateway trusted, as of the request's time (${record.time}):
+
+   openssl verify -attime ${attime} -partial_chain -CAfile trust-anchor.pem ${path.intermediates.length > 0 ? "-untrusted intermediates.pem " : ""}certificate.pem
+   # prints "certificate.pem: OK"
+${path.report ? "   validation-report.json is the gateway's report of that check (path, revocation, register).\n" : ""}`
+    : path.report
+      ? "\n   validation-report.json is the gateway's report of the certificate's check.\n"
+      : "";
   const last = String(lines).padStart(4, "0");
   const checkpointCommand =
     checkpoint.alg === "ed25519"
@@ -189,7 +311,7 @@ Everything below needs openssl only (1.1.1 or 3.x).
 
    openssl x509 -in certificate.pem -outform DER | openssl dgst -sha256
    # prints ${record.certificate}
-
+${chainCheck}
 2. The TPP signed these bytes (signed-bytes.bin: the ${record.dialect} signing input):
 
    ${check.command.join(" ")}
@@ -221,5 +343,21 @@ ${check.derFromRaw ? "   # signature.bin is the ECDSA signature re-encoded from 
    # prints "Verified OK"
    openssl pkey -pubin -in checkpoint-public.pem -outform DER | openssl dgst -sha256
    # prints ${checkpoint.key} (the checkpoint's "key")
-`;
+${
+  response
+    ? `
+6. The bank's answer: response.json is the record of the response the gateway signed for this
+   request (the same X-Request-ID; it is in the chain files above). The bank's QSealC signed these
+   bytes (its draft-cavage signing string, rebuilt from the signed headers):
+
+   ${response}
+   # prints "Verified OK"
+`
+    : responseLine !== undefined
+      ? `
+6. The bank's answer: response.json is the record of the response the gateway signed for this
+   request (the same X-Request-ID; it is in the chain files above), its signature headers as sent.
+`
+      : ""
+}`;
 }

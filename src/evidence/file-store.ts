@@ -5,7 +5,8 @@
  *
  *     <folder>/chains/<instance>/000001.jsonl   the chain's files, in order; each starts with a
  *                                               `file` line and ends (rotated, closed) with a checkpoint
- *     <folder>/certificates/<sha256>.pem       each signing certificate once
+ *     <folder>/certificates/<sha256>.pem       each signing certificate once, and the CAs of its path
+ *     <folder>/reports/<id>.json                each validation report a record rests on, once
  *     <folder>/keys/<sha256>.pem               the public key of every checkpoint key used
  *                                               (<sha256>.cert.pem beside it: the QSealC, when it is one)
  *     <folder>/checkpoint-key.pem               the folder's own key, made at first start when the
@@ -37,7 +38,11 @@ import {
   type GapLine,
   type RecordLine,
   type RequestEvidence,
+  type ResponseEvidence,
+  type ResponseLine,
+  sha256Hex,
 } from "./record.js";
+import type { ResponseEvidenceSink } from "./response.js";
 import type { EvidenceSink } from "./step.js";
 import type { ChainFile, ChainFolder } from "./verify.js";
 
@@ -57,6 +62,18 @@ export interface FileStoreOptions {
   readonly key?: CheckpointKey;
   readonly now?: () => number;
   readonly events?: EvidenceEvents;
+  /**
+   * The validation report a record names and the DER of the CAs on its path (the gateway's recent
+   * reports and trust store): written once each, so that a bundle holds the certificate's chain
+   * and why it passed.
+   */
+  readonly validation?: (reportId: string) => ValidationEvidence | undefined;
+}
+
+export interface ValidationEvidence {
+  readonly report: object;
+  /** The CAs of the path, signer's issuer first, as DER. */
+  readonly issuers: readonly Uint8Array[];
 }
 
 /** What metrics and logs hear of. */
@@ -65,7 +82,7 @@ export interface EvidenceEvents {
   written?(records: number, seconds: number): void;
   /**
    * A record not kept or a write that failed: `queue-full`, `store-failing`, `disk-full`,
-   * `read-only`, `gone`, `io`, `certificate`.
+   * `read-only`, `gone`, `io`, `certificate`, `report`.
    */
   failed?(reason: string, error?: Error): void;
   /** The store works again after failing. */
@@ -88,6 +105,7 @@ export interface EvidenceStoreStatus {
 export const CHAINS = "chains";
 export const CERTIFICATES = "certificates";
 export const KEYS = "keys";
+export const REPORTS = "reports";
 export const OWN_KEY = "checkpoint-key.pem";
 export const OWN_PUBLIC_KEY = "checkpoint-public.pem";
 
@@ -116,6 +134,7 @@ export function failureReason(error: unknown): string {
     case "EPERM":
       return "read-only";
     case "ENOENT":
+    case "ENOTDIR":
     case "EBADF":
       return "gone";
     default:
@@ -150,14 +169,14 @@ export function folderCheckpointKey(folder: string): CheckpointKey {
   return key;
 }
 
-export class FileEvidenceStore implements EvidenceSink {
+export class FileEvidenceStore implements EvidenceSink, ResponseEvidenceSink {
   readonly chainId: string;
   private readonly dir: string;
   private readonly key: CheckpointKey;
   private readonly now: () => number;
   private readonly events: EvidenceEvents;
   private chain: EvidenceChain;
-  private queue: RequestEvidence[] = [];
+  private queue: (RequestEvidence | ResponseEvidence)[] = [];
   private handle: FileHandle | undefined;
   private fileNumber = 0;
   private fileOpened = 0;
@@ -180,6 +199,7 @@ export class FileEvidenceStore implements EvidenceSink {
   private dropped = 0;
   private failing: EvidenceStoreStatus["failing"];
   private readonly certificates = new Set<string>();
+  private readonly reports = new Set<string>();
 
   private constructor(
     private readonly options: FileStoreOptions,
@@ -199,6 +219,7 @@ export class FileEvidenceStore implements EvidenceSink {
     const store = new FileEvidenceStore(options, key);
     await mkdir(store.dir, { recursive: true });
     await mkdir(join(options.folder, CERTIFICATES), { recursive: true });
+    await mkdir(join(options.folder, REPORTS), { recursive: true });
     await store.writePublicKey();
     await store.openNext();
     await store.flush();
@@ -219,6 +240,45 @@ export class FileEvidenceStore implements EvidenceSink {
         this.dropped += 1;
         this.droppedReason = reason;
       }
+      return false;
+    }
+    this.queue.push(evidence);
+    const report = evidence.validationReport;
+    if (report !== undefined && this.options.validation && !this.reports.has(report)) this.putReport(report);
+    this.schedule();
+    return true;
+  }
+
+  /** reports/<id>.json and the path's CAs, once (the report is the gateway's, from memory). */
+  private putReport(id: string): void {
+    if (this.reports.size >= MAX_KNOWN_CERTIFICATES) this.reports.clear();
+    this.reports.add(id);
+    const found = this.options.validation?.(id);
+    if (!found || !/^[A-Za-z0-9_-]{1,100}$/.test(id)) return;
+    for (const der of found.issuers) {
+      const fingerprint = sha256Hex(Buffer.from(der));
+      if (!this.certificates.has(fingerprint)) this.putCertificate(fingerprint, der);
+    }
+    void writeOnce(
+      join(this.options.folder, REPORTS, `${id}.json`),
+      `${JSON.stringify(found.report, null, 2)}\n`,
+    ).catch((error: Error) => {
+      this.reports.delete(id);
+      this.events.failed?.("report", error);
+    });
+  }
+
+  /**
+   * A response's record is never grounds to withhold the bank's answer (the call has happened):
+   * one that cannot be queued is counted, and the chain gets a gap line.
+   */
+  offerResponse(evidence: ResponseEvidence): boolean {
+    if (this.closed || this.failing || this.queue.length >= this.options.queueLength) {
+      const reason = this.queue.length >= this.options.queueLength ? "queue-full" : "store-failing";
+      this.events.failed?.(reason);
+      this.droppedSince += 1;
+      this.dropped += 1;
+      this.droppedReason = reason;
       return false;
     }
     this.queue.push(evidence);
@@ -335,7 +395,11 @@ export class FileEvidenceStore implements EvidenceSink {
           );
         }
         for (const evidence of batch)
-          lines.push(this.chain.append<RecordLine>({ type: "request", ...evidence }));
+          lines.push(
+            "type" in evidence
+              ? this.chain.append<ResponseLine>(evidence)
+              : this.chain.append<RecordLine>({ type: "request", ...evidence }),
+          );
         try {
           await this.append(lines);
         } catch (error) {
@@ -507,6 +571,8 @@ export interface EvidenceFolder {
   keyCertificatePem(id: string): string | undefined;
   /** A signing certificate by its SHA-256 fingerprint (certificates/<fp>.pem). */
   certificatePem(fingerprint: string): string | undefined;
+  /** A validation report by id (reports/<id>.json), as written. */
+  reportJson(id: string): string | undefined;
 }
 
 /** Reads every chain file of the folder; throws when it is not an evidence folder. */
@@ -532,5 +598,7 @@ export function readEvidenceFolder(folder: string): EvidenceFolder {
     publicKeyPem: (id) => (safe(id) ? read(join(folder, KEYS, `${id}.pem`)) : undefined),
     keyCertificatePem: (id) => (safe(id) ? read(join(folder, KEYS, `${id}.cert.pem`)) : undefined),
     certificatePem: (fp) => (safe(fp) ? read(join(folder, CERTIFICATES, `${fp}.pem`)) : undefined),
+    reportJson: (id) =>
+      /^[A-Za-z0-9_-]{1,100}$/.test(id) ? read(join(folder, REPORTS, `${id}.json`)) : undefined,
   };
 }

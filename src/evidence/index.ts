@@ -5,7 +5,14 @@
  * (verify.ts, bundle.ts).
  */
 
-export { disputeBundle, type FoundRecord, findRecords, opensslCheck, rawEcdsaToDer } from "./bundle.js";
+export {
+  disputeBundle,
+  type FoundRecord,
+  findRecords,
+  findResponses,
+  opensslCheck,
+  rawEcdsaToDer,
+} from "./bundle.js";
 export {
   type CheckpointKey,
   checkpointKeyOf,
@@ -21,6 +28,7 @@ export {
   FileEvidenceStore,
   type FileStoreOptions,
   readEvidenceFolder,
+  type ValidationEvidence,
 } from "./file-store.js";
 export {
   type BodyPolicy,
@@ -31,8 +39,16 @@ export {
   GENESIS,
   type RecordLine,
   type RequestEvidence,
+  type ResponseEvidence,
+  type ResponseLine,
   sha256Hex,
 } from "./record.js";
+export {
+  type ResponseEvidenceOptions,
+  type ResponseEvidenceSink,
+  signedResponseEvidence,
+  withResponseEvidence,
+} from "./response.js";
 export {
   EVIDENCE_STEP,
   type EvidenceSink,

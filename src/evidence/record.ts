@@ -54,8 +54,45 @@ export interface RequestEvidence {
   readonly verdict: "accepted";
 }
 
+/**
+ * A response the gateway signed (ingress, `responseSigning`) or verified (egress), linked to its
+ * request's record by X-Request-ID, in the same chain. What it holds is what a bank shows of its
+ * own answer: the signature headers as sent, the body's digest, and the signed bytes when they can
+ * be rebuilt from the response alone (draft-cavage's signing string).
+ */
+export interface ResponseEvidence {
+  readonly type: "response";
+  /** ISO 8601, milliseconds, UTC. */
+  readonly time: string;
+  /** The request's X-Request-ID: its record has the same. */
+  readonly requestId?: string;
+  readonly traceId?: string;
+  /** The request's method and target. */
+  readonly method: string;
+  readonly target: string;
+  readonly status: number;
+  /** `signed`: the gateway signed it (ingress); `verified` / `invalid`: the bank's signature, checked (egress). */
+  readonly verdict: "signed" | "verified" | "invalid";
+  readonly dialect: string;
+  /** The signer's organizationIdentifier (the bank's QSealC), when it has one. */
+  readonly organizationId?: string;
+  /** SHA-256 of the signer's certificate DER; certificates/<it>.pem holds it. */
+  readonly certificate?: string;
+  /** The headers that carry and bind the signature, lower-case names, as sent (the certificate header left out: `certificate` names it). */
+  readonly signatureHeaders: Readonly<Record<string, string>>;
+  /** draft-cavage: the signing string, base64, and the signature, base64. */
+  readonly signedBytes?: string;
+  readonly signature?: string;
+  /** `sha-256=:<base64>:` of the response body. */
+  readonly bodyDigest: string;
+  /** The body, base64, when `evidence.bodies` keeps the request's. */
+  readonly body?: string;
+}
+
+export interface ResponseLine extends Chained, Omit<ResponseEvidence, "time"> {}
+
 /** The lines of a chain. `seq` counts every line of the chain from 0. */
-export type EvidenceLine = RecordLine | CheckpointLine | FileLine | GapLine;
+export type EvidenceLine = RecordLine | ResponseLine | CheckpointLine | FileLine | GapLine;
 
 interface Chained {
   readonly chain: string;
@@ -89,7 +126,7 @@ export interface GapLine extends Chained {
 /** A signed statement that the chain held `count` records and its last line hashed to `prev`. */
 export interface CheckpointLine extends Chained {
   readonly type: "checkpoint";
-  /** Records of the chain up to this line. */
+  /** Records (requests and responses) of the chain up to this line. */
   readonly count: number;
   /** SHA-256 of the public key's SPKI DER, lower-case hex: keys/<it>.pem holds the public key. */
   readonly key: string;
@@ -177,7 +214,7 @@ export class EvidenceChain {
         : canonicalJson({ ...content, chain: this.id, seq: this.seqNext, prev: this.prevHash });
     this.seqNext += 1;
     this.prevHash = sha256Hex(line);
-    if (content.type === "request") this.records += 1;
+    if (content.type === "request" || content.type === "response") this.records += 1;
     return line;
   }
 

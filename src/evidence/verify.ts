@@ -138,7 +138,7 @@ export function verifyChain(
         };
         break outer;
       }
-      const requestId = line.type === "request" ? line.requestId : undefined;
+      const requestId = line.type === "request" || line.type === "response" ? line.requestId : undefined;
       if (canonicalJson(line) !== text || line.chain !== chain.id) {
         problem = {
           kind: "altered",
@@ -206,6 +206,7 @@ export function verifyChain(
       }
       switch (line.type) {
         case "request":
+        case "response":
           records += 1;
           uncovered += 1;
           lastTime = line.time;

@@ -16,6 +16,7 @@ import { join } from "node:path";
 import { type DevPki, generateDevPki } from "../../src/dev/pki.js";
 import type { FuzzBackend } from "./backend.js";
 import { type EgressSide, EgressTarget, startEgressSide } from "./egress.js";
+import { checkEvidence, evidenceFolderOf } from "./evidence.js";
 import { type FuzzGateway, fuzzListenLimits } from "./gateway.js";
 import { type IngressSide, IngressTarget, MAX_BODY_BYTES, startIngressSide } from "./ingress.js";
 import { Rng } from "./prng.js";
@@ -47,6 +48,11 @@ export interface FuzzOptions {
    * every reload must apply.
    */
   readonly reloads?: number;
+  /**
+   * The ingress gateway keeps evidence (`onFailure: refuse`); after the run its chain must verify,
+   * hold a record of every request the backend executed and none of one it never saw (evidence.ts).
+   */
+  readonly evidence?: boolean;
   /** Progress lines (default: none). */
   readonly log?: (line: string) => void;
 }
@@ -148,7 +154,13 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       );
     let ingress: IngressSide | undefined;
     if (options.families.some((f) => f.target !== "egress")) {
-      ingress = await startIngressSide(pki, dir, options.concurrency, options.eagerPerMille ?? 100);
+      ingress = await startIngressSide(
+        pki,
+        dir,
+        options.concurrency,
+        options.eagerPerMille ?? 100,
+        options.evidence ?? false,
+      );
       stopLater(ingress);
       const directory = ingress.keyDirectory;
       closers.push(() => directory.close());
@@ -164,7 +176,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         `egress gateway pid ${egress.gateway.pid} on port ${egress.gateway.port}, backend ${egress.backend.url}`,
       );
     }
-    return await new Run(options, pki, tpps, ingress, egress, started).execute();
+    return await new Run(options, pki, tpps, ingress, egress, started, evidenceFolderOf(dir)).execute();
   } finally {
     for (const close of closers) await close().catch(() => {});
     rmSync(dir, { recursive: true, force: true });
@@ -199,6 +211,8 @@ class Run implements Checker {
     ingressSide: IngressSide | undefined,
     egressSide: EgressSide | undefined,
     private readonly started: number,
+    /** Where the ingress gateway keeps evidence, with FuzzOptions.evidence. */
+    private readonly evidenceFolder: string,
   ) {
     for (const f of options.families)
       this.families.set(f.name, {
@@ -377,6 +391,7 @@ class Run implements Checker {
     this.stopped = true;
     this.ingress?.finalSweep();
     this.egress?.finalSweep();
+    if (this.options.evidence && this.ingress) await this.checkEvidence();
     const gatewayWarnings = this.processes().flatMap((g) =>
       g.lines.slice(-20).map((l) => `${g.name}: ${l.slice(0, 400)}`),
     );
@@ -393,6 +408,21 @@ class Run implements Checker {
       healthChecks: this.healthChecks,
       gatewayWarnings,
     };
+  }
+
+  /** FUZZ_EVIDENCE: once the store's queue is written (its metric at 0), the folder against the backend. */
+  private async checkEvidence(): Promise<void> {
+    const side = this.ingress!.side;
+    let queued: number | undefined;
+    for (let tries = 0; tries < 50; tries++) {
+      queued = await metricSum(side.gateway.adminUrl, /^psd2_gateway_evidence_queue_depth (\d+)$/gm);
+      if (queued === 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // The writer empties its queue only after the batch is on disk; then give it one more turn.
+    await new Promise((r) => setTimeout(r, 200));
+    const { records } = checkEvidence(this.evidenceFolder, side.backend, this);
+    this.options.log?.(`evidence: ${records} request records checked against the backend's`);
   }
 
   /**

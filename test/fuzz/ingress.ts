@@ -33,6 +33,7 @@ import { TppVerifier } from "../../src/eidas/index.js";
 import { loadTrustMaterial } from "../../src/trust/trust-material.js";
 import { type KeyDirectoryServer, startKeyDirectory } from "../helpers/key-directory.js";
 import { type BackendRecord, type FuzzBackend, PAD_MARKER, startFuzzBackend } from "./backend.js";
+import { fuzzEvidenceConfig } from "./evidence.js";
 import {
   type ArrivedRecord,
   type Exchange,
@@ -173,6 +174,8 @@ export async function startIngressSide(
   dir: string,
   concurrency: number,
   eagerPerMille: number,
+  /** FUZZ_EVIDENCE: the gateway keeps evidence in `dir`/evidence (evidence.ts). */
+  evidence = false,
 ): Promise<IngressSide> {
   const { verifier, rfc9421Verifier, jadesVerifier, ukObVerifier } = bankResponseVerifiers(pki);
   const backend = await startFuzzBackend({
@@ -213,6 +216,7 @@ export async function startIngressSide(
           qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey },
           maxBodyBytes: RESPONSE_SIGNING_MAX_BYTES,
         },
+        ...(evidence ? { evidence: fuzzEvidenceConfig(dir) } : {}),
       },
     });
     const client = new RawClient({

@@ -14,6 +14,9 @@
  *                      body, as a legacy core's GET or DELETE handler does (default 100; 1000: all)
  *   FUZZ_RELOADS       configuration reloads (a changed config file and SIGHUP) spread over the run,
  *                      each judging nothing differently; every one must apply (default 0)
+ *   FUZZ_EVIDENCE      1: the ingress gateway keeps evidence (onFailure refuse); after the run its
+ *                      chain must verify, hold one record per request the backend executed and none
+ *                      of a request it never saw (evidence.ts; default 0)
  *   FUZZ_LOG_DIR       keep every gateway log line there, and cases.log: each case's end and duration
  *   FUZZ_LOG_LEVEL     the gateways' log level (default warn; info adds every access line)
  *
@@ -66,6 +69,7 @@ const report = await runFuzz({
   concurrency,
   eagerPerMille,
   reloads,
+  evidence: intFromEnv("FUZZ_EVIDENCE", 0) === 1,
   ...(onlyCaseText !== undefined && onlyCaseText !== "" ? { onlyCase: intFromEnv("FUZZ_CASE", 0) } : {}),
   log: (line) => console.log(line),
 });

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
-import { signedCall, startTestGateway, type TestGateway } from "../helpers/gateway-fixture.js";
+import { signedCall, startTestGateway, type TestGateway, testPki } from "../helpers/gateway-fixture.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 
 const folder = mkdtempSync(join(tmpdir(), "psd2-evidence-"));
@@ -92,7 +92,11 @@ describe("the evidence folder of a running gateway", () => {
     });
     expect(Buffer.from(paid.body, "base64").toString()).toBe(body);
     expect(read.body).toBeUndefined();
-    expect(readdirSync(join(folder, "certificates"))).toEqual([`${paid.certificate}.pem`]);
+    // The signing certificate once, and the CAs of its path (the validation report names them).
+    const certificates = readdirSync(join(folder, "certificates"));
+    expect(certificates).toContain(`${paid.certificate}.pem`);
+    expect(certificates).toHaveLength(3);
+    expect(readdirSync(join(folder, "reports"))).toEqual([`${paid.validationReport}.json`]);
   });
 
   it("is counted in the metrics: records written, queue depth, checkpoint age, failures", () => {
@@ -185,7 +189,7 @@ describe("the evidence folder of a running gateway", () => {
     );
   }, 60_000);
 
-  it("a record edited, then one deleted, on disk: `evidence verify` names it", async () => {
+  it("a record edited, deleted or swapped on disk: `evidence verify` names it", async () => {
     const path = chainFile();
     const original = readFileSync(path, "utf8");
     try {
@@ -209,6 +213,15 @@ describe("the evidence folder of a running gateway", () => {
       expect(deleted.code).toBe(1);
       expect(deleted.stdout).toContain("seq 1 removed");
       expect(deleted.stdout).toContain(`seq 2 (X-Request-ID ${accounts})`);
+
+      // The two records swapped on disk.
+      const at = (id: string) => lines.findIndex((l) => l.includes(id));
+      const swapped = [...lines];
+      [swapped[at(payment)], swapped[at(accounts)]] = [lines[at(accounts)]!, lines[at(payment)]!];
+      writeFileSync(path, swapped.join("\n"));
+      const reordered = await runCli(["evidence", "verify", folder]);
+      expect(reordered.code).toBe(1);
+      expect(reordered.stdout).toContain(`seq 2 (X-Request-ID ${accounts}) is out of order`);
     } finally {
       writeFileSync(path, original);
     }
@@ -247,6 +260,13 @@ describe("when the evidence store fails", () => {
         metricsText = await (await fetch(`${gateway.gateway.adminUrl}/metrics`)).text();
       }
       expect(metricsText).toContain("psd2_gateway_evidence_store_failing 1");
+      // Payments refuse without their record: the instance is not ready, and says why.
+      const ready = await fetch(`${gateway.gateway.adminUrl}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(((await ready.json()) as { checks: Record<string, unknown> }).checks.evidence).toMatchObject({
+        ok: false,
+        detail: expect.stringMatching(/^failing since /),
+      });
 
       const refusedPayment = randomUUID();
       const answer = await pay(refusedPayment);
@@ -269,5 +289,131 @@ describe("when the evidence store fails", () => {
       await gateway.close(1_000);
       await failing.close();
     }
+  }, 60_000);
+});
+
+describe("with responseSigning: the response's record, and a bundle with the certificate's chain", () => {
+  const dir = mkdtempSync(join(tmpdir(), "psd2-evidence-signed-"));
+  const id = randomUUID();
+  let signedBackend: RecordingBackend;
+  let signedGateway: TestGateway;
+  let answer: Awaited<ReturnType<typeof signedCall>>;
+
+  beforeAll(async () => {
+    signedBackend = await startRecordingBackend();
+    const paths = (await testPki()).paths;
+    signedGateway = await startTestGateway({
+      backendUrl: signedBackend.url,
+      config: {
+        evidence: { folder: dir },
+        responseSigning: { qseal: { cert: paths.bankQseal, key: paths.bankQsealKey } },
+      },
+    });
+    answer = await signedCall(signedGateway, {
+      signer: signedGateway.pki.tppA.qseal,
+      method: "POST",
+      target: "/v1/payments/sepa-credit-transfers",
+      headers: { "X-Request-ID": id },
+      body,
+    });
+    await signedGateway.close(1_000);
+  }, 60_000);
+  afterAll(() => signedBackend?.close());
+
+  const lines = () => {
+    const [chain] = readdirSync(join(dir, "chains"));
+    return readFileSync(join(dir, "chains", chain!, "000001.jsonl"), "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+  };
+
+  it("keeps the signed response after its request, linked by X-Request-ID, with the signature as sent", () => {
+    expect(answer.status).toBe(200);
+    const kept = lines().filter((l) => l.type === "request" || l.type === "response");
+    expect(kept.map((l) => [l.type, l.requestId])).toEqual([
+      ["request", id],
+      ["response", id],
+    ]);
+    const response = kept[1];
+    expect(response).toMatchObject({
+      verdict: "signed",
+      status: 200,
+      dialect: "cavage",
+      method: "POST",
+      certificate: createHash("sha256").update(signedGateway.pki.bankQseal.der).digest("hex"),
+    });
+    expect(response.signatureHeaders.signature).toBe(answer.headers.signature);
+    expect(response.signatureHeaders.digest).toBe(answer.headers.digest);
+    // The signing string rebuilt from the headers the TPP got.
+    expect(Buffer.from(response.signedBytes, "base64").toString("latin1")).toContain(
+      `digest: ${answer.headers.digest}`,
+    );
+    expect(Buffer.from(response.body, "base64").toString()).toBe(answer.text);
+  });
+
+  it("`evidence verify` counts both records; `show` prints both", async () => {
+    const verified = await runCli(["evidence", "verify", dir]);
+    expect(verified.stdout).toMatch(/^ok {5}\S+: 2 records in 1 file, 1 checkpoints$/m);
+    const shown = await runCli(["evidence", "show", "--request-id", id, "--folder", dir, "--json"]);
+    expect(
+      shown.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).type),
+    ).toEqual(["request", "response"]);
+  }, 60_000);
+
+  it("the bundle's certificate chain, validation report and response check with openssl alone", async () => {
+    const out = join(mkdtempSync(join(tmpdir(), "psd2-bundle-")), "bundle");
+    const made = await runCli(["evidence", "bundle", "--request-id", id, "--out", out, "--folder", dir]);
+    expect(made.stderr).toBe("");
+    expect(made.code).toBe(0);
+    const readme = readFileSync(join(out, "README.txt"), "utf8");
+    const command = (start: string) =>
+      readme
+        .split("\n")
+        .map((l) => l.trim())
+        .find((l) => l.startsWith(start))!
+        .split(" ")
+        .slice(1);
+    // The TPP's certificate chains to the anchor the gateway trusted, at the request's time.
+    expect(openssl(command("openssl verify"), out)).toContain("certificate.pem: OK");
+    const report = JSON.parse(readFileSync(join(out, "validation-report.json"), "utf8"));
+    const record = JSON.parse(readFileSync(join(out, "record.json"), "utf8"));
+    expect(report).toMatchObject({
+      id: record.validationReport,
+      indication: "TOTAL_PASSED",
+      policy: "QSealC",
+    });
+    // The bank's signature over its answer, by the README's command.
+    expect(openssl(command("openssl dgst -sha256 -verify bank-public.pem"), out)).toContain("Verified OK");
+    expect(JSON.parse(readFileSync(join(out, "response.json"), "utf8"))).toMatchObject({
+      type: "response",
+      requestId: id,
+    });
+    // The chain files reach the response, then a checkpoint (signed with the bank's QSealC here).
+    const links = readdirSync(join(out, "chain")).sort();
+    const types = links.map((l) => JSON.parse(readFileSync(join(out, "chain", l), "utf8")).type);
+    expect(types[0]).toBe("request");
+    expect(types).toContain("response");
+    expect(types.at(-1)).toBe("checkpoint");
+    expect(
+      openssl(
+        [
+          "dgst",
+          "-sha256",
+          "-verify",
+          "checkpoint-public.pem",
+          "-signature",
+          "checkpoint.sig",
+          "checkpoint.txt",
+        ],
+        out,
+      ),
+    ).toContain("Verified OK");
+    // A tampered signing string does not verify: the check can fail.
+    writeFileSync(join(out, "response-signed-bytes.bin"), "x-request-id: forged");
+    expect(() => openssl(command("openssl dgst -sha256 -verify bank-public.pem"), out)).toThrow();
   }, 60_000);
 });

@@ -464,6 +464,11 @@ describe("deploy/prometheus-alerts.yaml", () => {
     expect(exprOf("Psd2GatewayOcspErrorRatioHigh")).toContain('outcome="error"');
     expect(exprOf("Psd2GatewayRevocationUnknownRefusals")).toContain('action="refused"');
     expect(exprOf("Psd2GatewayRevocationSoftFailInUse")).toContain('action="allowed"');
+    expect(exprOf("Psd2GatewayEvidenceStoreFailing")).toContain("psd2_gateway_evidence_store_failing");
+    expect(severityOf("Psd2GatewayEvidenceStoreFailing")).toBe("critical");
+    expect(exprOf("Psd2GatewayEvidenceCheckpointStale")).toContain(
+      "psd2_gateway_evidence_checkpoint_age_seconds",
+    );
   });
 
   it("pages for stale sources that fail every request, warns for those that fail one QTSP's TPPs", () => {
@@ -699,6 +704,35 @@ const PROMTOOL_TESTS = [
       // Five minutes without a new error: resolved.
       expect_("30m", "Psd2GatewayLimitStoreErrors"),
       expect_("20m", "Psd2GatewayLimitStoreEvictions", at(GW1, { severity: "warning" })),
+    ],
+  },
+  {
+    name: "evidence store",
+    interval: "1m",
+    input_series: [
+      // gw1: its store fails from minute 10 and records are refused; gw2 writes and checkpoints.
+      series("psd2_gateway_evidence_store_failing", { instance: GW1 }, "0x9 1x30"),
+      series("psd2_gateway_evidence_checkpoint_age_seconds", { instance: GW1 }, "30x9 90+60x30"),
+      series(
+        "psd2_gateway_evidence_failures_total",
+        { instance: GW1, reason: "store-failing" },
+        "0x10 0+3x30",
+      ),
+      series("psd2_gateway_evidence_store_failing", { instance: GW2 }, "0x40"),
+      series("psd2_gateway_evidence_checkpoint_age_seconds", { instance: GW2 }, "30x40"),
+      series("psd2_gateway_evidence_failures_total", { instance: GW2, reason: "store-failing" }, "0x40"),
+    ],
+    alert_rule_test: [
+      expect_("9m", "Psd2GatewayEvidenceStoreFailing"),
+      expect_("12m", "Psd2GatewayEvidenceStoreFailing", at(GW1, { severity: "critical" })),
+      expect_(
+        "12m",
+        "Psd2GatewayEvidenceRecordsNotKept",
+        at(GW1, { reason: "store-failing", severity: "warning" }),
+      ),
+      // Over 300 s from minute 14, for 5m.
+      expect_("16m", "Psd2GatewayEvidenceCheckpointStale"),
+      expect_("22m", "Psd2GatewayEvidenceCheckpointStale", at(GW1, { severity: "warning" })),
     ],
   },
   {

@@ -4,6 +4,7 @@
  * when a line is altered, removed or reordered.
  */
 
+import { createHash, X509Certificate } from "node:crypto";
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +14,7 @@ import {
   type FileStoreOptions,
   readEvidenceFolder,
 } from "../../../src/evidence/file-store.js";
+import type { ResponseEvidence } from "../../../src/evidence/record.js";
 import { publicKeyOf, verifyChain } from "../../../src/evidence/verify.js";
 import { request } from "./evidence-fixtures.js";
 
@@ -73,7 +75,7 @@ describe("the file store", () => {
     expect(lines.map((l) => l.type)).toEqual(["file", "request", "request", "request", "checkpoint"]);
     expect(lines.filter((l) => l.type === "request").map((l) => l.requestId)).toEqual(["a", "b", "c"]);
     expect(readdirSync(dir).sort()).toEqual(
-      ["certificates", "chains", "checkpoint-key.pem", "checkpoint-public.pem", "keys"].sort(),
+      ["certificates", "chains", "checkpoint-key.pem", "checkpoint-public.pem", "keys", "reports"].sort(),
     );
     const [report] = verified(dir);
     expect(report).toMatchObject({ records: 3, checkpoints: 1, uncovered: 0, endsWithCheckpoint: true });
@@ -197,5 +199,79 @@ describe("evidence verify names what was changed", () => {
     writeFileSync(path, `${lines.slice(0, -1).join("\n")}\n`);
     const [report] = verified(dir);
     expect(report).toMatchObject({ uncovered: 2, endsWithCheckpoint: false });
+  });
+});
+
+describe("response records and validation reports", () => {
+  const response = (requestId: string): ResponseEvidence => ({
+    type: "response",
+    time: "2026-01-01T00:00:01.000Z",
+    requestId,
+    method: "POST",
+    target: "/v1/payments/sepa-credit-transfers",
+    status: 201,
+    verdict: "signed",
+    dialect: "cavage",
+    certificate: "cd".repeat(32),
+    signatureHeaders: { signature: 'keyId="k",algorithm="rsa-sha256",headers="digest",signature="AA=="' },
+    bodyDigest: "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:",
+  });
+
+  it("are chained with the requests and counted by the checkpoint; an altered one is named", async () => {
+    const dir = folder();
+    const store = await open({ folder: dir });
+    expect(store.offer(request("a"), true)).toBe(true);
+    expect(store.offerResponse(response("a"))).toBe(true);
+    await store.close();
+    const lines = readFileSync(chainFile(dir), "utf8").trimEnd().split("\n");
+    expect(lines.map((l) => JSON.parse(l).type)).toEqual(["file", "request", "response", "checkpoint"]);
+    expect(JSON.parse(lines[3]!).count).toBe(2);
+    expect(verified(dir)[0]).toMatchObject({ records: 2, problem: undefined });
+    writeFileSync(
+      chainFile(dir),
+      `${lines.map((l) => l.replace('"status":201', '"status":200')).join("\n")}\n`,
+    );
+    expect(verified(dir)[0]!.problem).toMatchObject({ kind: "altered", requestId: "a", seq: 2 });
+  });
+
+  it("a response not queued is never refused: counted as dropped, and the chain says so", async () => {
+    const dir = folder();
+    const store = await open({ folder: dir, queueLength: 1 });
+    expect(store.offer(request("a"), true)).toBe(true);
+    expect(store.offerResponse(response("a"))).toBe(false);
+    expect(store.status().dropped).toBe(1);
+    await store.close();
+    expect(verified(dir)[0]).toMatchObject({ records: 1, dropped: 1, problem: undefined });
+  });
+
+  it("writes the validation report a record names, and the CAs of its path, once each", async () => {
+    const dir = folder();
+    const pem = readFileSync(
+      "test/fixtures/interop/certs/ext-adorsys-fakeca-leading-zero-serial.pem",
+      "utf8",
+    );
+    const ca = Buffer.from(new X509Certificate(pem).raw);
+    const asked: string[] = [];
+    const store = await open({
+      folder: dir,
+      validation: (id) => {
+        asked.push(id);
+        return { report: { id, indication: "TOTAL_PASSED" }, issuers: [ca] };
+      },
+    });
+    expect(store.offer(request("a", { validationReport: "r-1" }), true)).toBe(true);
+    expect(store.offer(request("b", { validationReport: "r-1" }), true)).toBe(true);
+    await store.close();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(asked).toEqual(["r-1"]);
+    expect(JSON.parse(readFileSync(join(dir, "reports", "r-1.json"), "utf8"))).toEqual({
+      id: "r-1",
+      indication: "TOTAL_PASSED",
+    });
+    const read = readEvidenceFolder(dir);
+    expect(read.reportJson("r-1")).toContain("TOTAL_PASSED");
+    expect(read.certificatePem(createHash("sha256").update(ca).digest("hex"))).toBe(
+      new X509Certificate(ca).toString(),
+    );
   });
 });

@@ -1,0 +1,129 @@
+/**
+ * Response records (ingress): every response the gateway signs with the bank's QSealC is kept in
+ * the same chain as the request it answers, linked by X-Request-ID. The response signer is wrapped:
+ * once it has made its headers, the record is queued, and the response goes on whether or not it
+ * could be (a gap line counts one not kept). Nothing here waits for the disk.
+ */
+
+import { createHash } from "node:crypto";
+import type { CheckContext, ResponseSigner } from "../checks/index.js";
+import { isRejection } from "../errors.js";
+import { buildSigningString, headerValue, parseSignatureHeader } from "../signature/index.js";
+import { type BodyPolicy, type ResponseEvidence, SIGNED_BYTES_INLINE } from "./record.js";
+import { keepsBody, traceIdOf } from "./step.js";
+
+/** Where response records go: the store's bounded queue. */
+export interface ResponseEvidenceSink {
+  /** Queues the record; false (counted as dropped) when it cannot. */
+  offerResponse(evidence: ResponseEvidence): boolean;
+  hasCertificate(fingerprint: string): boolean;
+  putCertificate(fingerprint: string, der: Uint8Array): void;
+}
+
+export interface ResponseEvidenceOptions {
+  readonly sink: ResponseEvidenceSink;
+  readonly bodies: BodyPolicy;
+  /** The signing QSealC (DER) and its organizationIdentifier. */
+  readonly certificate: Uint8Array;
+  readonly organizationId?: string;
+  readonly now?: () => number;
+}
+
+/** The response signer, each response it signs recorded. */
+export function withResponseEvidence(
+  signer: ResponseSigner,
+  options: ResponseEvidenceOptions,
+): ResponseSigner {
+  const fingerprint = createHash("sha256").update(options.certificate).digest("hex");
+  const now = options.now ?? Date.now;
+  return {
+    maxBodyBytes: signer.maxBodyBytes,
+    sign: async (body, headers, status, request) => {
+      const added = await signer.sign(body, headers, status, request);
+      if (!options.sink.hasCertificate(fingerprint))
+        options.sink.putCertificate(fingerprint, options.certificate);
+      options.sink.offerResponse(
+        signedResponseEvidence({
+          at: now(),
+          request,
+          status,
+          body,
+          sent: headers,
+          added,
+          certificate: fingerprint,
+          bodies: options.bodies,
+          ...(options.organizationId !== undefined ? { organizationId: options.organizationId } : {}),
+        }),
+      );
+      return added;
+    },
+  };
+}
+
+/** Headers that carry or bind a response signature (the certificate header is named by its fingerprint). */
+const SIGNATURE_HEADERS = new Set([
+  "signature",
+  "signature-input",
+  "x-jws-signature",
+  "digest",
+  "content-digest",
+  "date",
+  "x-request-id",
+]);
+
+/** The record of a response the gateway signed: pure, from the signer's headers. */
+export function signedResponseEvidence(parts: {
+  readonly at: number;
+  readonly request: CheckContext;
+  readonly status: number;
+  readonly body: Buffer;
+  /** The response's headers before signing, and those the signer added. */
+  readonly sent: Readonly<Record<string, string | string[]>>;
+  readonly added: Readonly<Record<string, string>>;
+  readonly certificate: string;
+  readonly organizationId?: string;
+  readonly bodies: BodyPolicy;
+}): ResponseEvidence {
+  const { request, added } = parts;
+  const all: Record<string, string> = {};
+  for (const [name, value] of Object.entries(parts.sent))
+    all[name.toLowerCase()] = typeof value === "string" ? value : value.join(", ");
+  for (const [name, value] of Object.entries(added)) all[name.toLowerCase()] = value;
+  const signatureHeaders: Record<string, string> = {};
+  for (const name of Object.keys(all).sort())
+    if (SIGNATURE_HEADERS.has(name)) signatureHeaders[name] = all[name]!;
+  const cavage = request.dialect === "cavage" ? cavageSigned(all) : undefined;
+  return {
+    type: "response",
+    time: new Date(parts.at).toISOString(),
+    requestId: headerValue(request.headers, "x-request-id"),
+    traceId: traceIdOf(headerValue(request.headers, "traceparent")),
+    method: request.method,
+    target: request.target,
+    status: parts.status,
+    verdict: "signed",
+    dialect: request.dialect,
+    organizationId: parts.organizationId,
+    certificate: parts.certificate,
+    signatureHeaders,
+    signedBytes: cavage?.signedBytes,
+    signature: cavage?.signature,
+    bodyDigest: `sha-256=:${createHash("sha256").update(parts.body).digest("base64")}:`,
+    body: keepsBody(parts.bodies, request) ? parts.body.toString("base64") : undefined,
+  };
+}
+
+/** draft-cavage's signing string of a response (no request target), rebuilt from its headers. */
+function cavageSigned(
+  headers: Record<string, string>,
+): { signedBytes: string; signature: string } | undefined {
+  const params = parseSignatureHeader(headers.signature);
+  if (isRejection(params)) return undefined;
+  const signing = buildSigningString(params.headers, { method: "", target: "", headers });
+  if (isRejection(signing) || signing.length > SIGNED_BYTES_INLINE) return undefined;
+  return {
+    // Header values are one char per byte (latin1), as signed.
+    signedBytes: Buffer.from(signing, "latin1").toString("base64"),
+    signature: params.signatureBytes.toString("base64"),
+  };
+}
