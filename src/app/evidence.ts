@@ -5,7 +5,7 @@
  */
 
 import type { GatewayConfig } from "../config/schema.js";
-import type { TrustStore } from "../eidas/trust-store.js";
+import type { TrustStore } from "../eidas/index.js";
 import {
   checkpointKeyOf,
   type EvidenceStoreStatus,
