@@ -11,7 +11,8 @@ import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { AggregatorRegistry } from "prom-client";
 import type { Chain, CheckContext } from "../checks/index.js";
-import type { AnyGatewayConfig, GatewayConfig } from "../config/schema.js";
+import { keepRestartKeys } from "../config/restart.js";
+import { type AnyGatewayConfig, configSchema, type GatewayConfig } from "../config/schema.js";
 import { DEFECT_CHANNEL, type DefectEvent, type TppRegister, type TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
@@ -63,7 +64,7 @@ export interface IngressGateway {
    * began. Throws, keeping the running configuration, when it cannot be built; returns the keys
    * that changed but need a restart to take effect (kept as they were).
    */
-  reconfigure(next: GatewayConfig): string[];
+  reconfigure(next: GatewayConfig): Promise<string[]>;
   /** Stops accepting, lets requests in flight finish, closes what is still open after `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
@@ -158,7 +159,7 @@ export async function startIngressGateway(
       },
       store: {
         ok: storeReadiness.ok,
-        detail: `${config.store.type}${storeReadiness.detail ? `: ${storeReadiness.detail}` : ""}`,
+        detail: `${components.running.store.type}${storeReadiness.detail ? `: ${storeReadiness.detail}` : ""}`,
         ...(storeReadiness.reason ? { reason: storeReadiness.reason } : {}),
       },
       trust: trustReadiness(components.trust.statuses(), now()),
@@ -253,7 +254,7 @@ interface Components {
    * Builds the request path of `next` (throws, keeping the running one, when it cannot) and returns
    * what puts it in place, with the keys that need a restart to take effect.
    */
-  prepareReconfigure(next: GatewayConfig): { commit: () => void; needsRestart: string[] };
+  prepareReconfigure(next: GatewayConfig): Promise<{ commit: () => void; needsRestart: string[] }>;
   /** The configuration in force (the last one a reload committed). */
   readonly running: GatewayConfig;
 }
@@ -281,38 +282,42 @@ async function startComponents(
   const refusedBeforeMetrics: { source_kind: string; reason: string }[] = [];
   let verifierLater: TppVerifier | undefined;
 
-  const trust = await startTrust(config, {
+  // Trust, verifier and store are swapped by a configuration reload: every reader goes through these.
+  const trustDeps = {
     logger,
     now,
     // In a cluster the primary fetches each document once for every worker.
     ...(deps.clusterWorker ? { fetch: fetchThroughPrimary } : {}),
     onChange: () => verifierLater?.invalidate(),
     events: {
-      ocspAnswered: (outcome, seconds) => metricsLater?.ocspRequests.observe({ outcome }, seconds),
-      unknownStatus: (action) => metricsLater?.revocationUnknown.inc({ action }),
-      documentRefused: (kind, reason) => {
+      ocspAnswered: (outcome: string, seconds: number) =>
+        metricsLater?.ocspRequests.observe({ outcome }, seconds),
+      unknownStatus: (action: string) => metricsLater?.revocationUnknown.inc({ action }),
+      documentRefused: (kind: string, reason: string) => {
         if (metricsLater) metricsLater.trustDocumentsRefused.inc({ source_kind: kind, reason });
         else refusedBeforeMetrics.push({ source_kind: kind, reason });
       },
     },
-  });
+  };
+  let trust = await startTrust(config, trustDeps);
+  // The running one at shutdown (a reload replaces it).
   started.add(() => trust.stop());
-  const { register } = trust;
 
   const reports = new RecentReports();
-  const verifier = verifierOf(config, trust, logger, now, (report) => {
-    reports.add(report);
-    metricsLater?.certificateValidations.inc({
-      indication: report.indication,
-      sub_indication: report.subIndication ?? "",
-      check: report.check ?? "",
+  const verifierFor = (c: GatewayConfig, t: Trust) =>
+    verifierOf(c, t, logger, now, (report) => {
+      reports.add(report);
+      metricsLater?.certificateValidations.inc({
+        indication: report.indication,
+        sub_indication: report.subIndication ?? "",
+        check: report.check ?? "",
+      });
     });
-  });
+  let verifier = verifierFor(config, trust);
   verifierLater = verifier;
 
-  const store =
-    deps.store ??
-    (await createLimitStore(config.store, config.replay.maxEntries, {
+  const storeOf = (c: GatewayConfig) =>
+    createLimitStore(c.store, c.replay.maxEntries, {
       now,
       onEvict: (what, key) =>
         logger.warn(
@@ -323,8 +328,14 @@ async function startComponents(
       onConnectionError: throttled(30_000, (error: Error) =>
         logger.warn({ err: error.message }, "limit store connection failed; retrying"),
       ),
-    }));
-  if (!deps.store) started.add(() => store.close());
+    });
+  let store = deps.store ?? (await storeOf(config));
+  /** A reload's old store connections, closed once the requests that began on them had their grace. */
+  const retiredStores = new Set<LimitStore>();
+  if (!deps.store)
+    started.add(async () => {
+      await Promise.all([store.close(), ...[...retiredStores].map((s) => s.close())]);
+    });
 
   let tlsCertificate = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
   const signing = config.responseSigning;
@@ -335,8 +346,8 @@ async function startComponents(
   const metrics = new GatewayMetrics({
     steps: () => chainLater?.().counts(),
     certificateCache: () => verifier.stats,
-    register: () => register.stats,
-    trustSources: trust.statuses,
+    register: () => trust.register.stats,
+    trustSources: () => trust.statuses(),
     ocspCache: () => trust.revocation.ocspCacheStatus,
     store: () => store.stats,
     certificates: () => [
@@ -415,11 +426,11 @@ async function startComponents(
   metrics.backendPools.watch(() => [[backend.host, backend]]);
 
   // The request path: the one builder, again on a configuration reload.
-  const pathOf = (c: GatewayConfig, b: Backend) =>
+  const pathOf = (c: GatewayConfig, b: Backend, v: TppVerifier, st: LimitStore) =>
     requestPathOf(c, {
       now,
-      certificates: verifier,
-      store,
+      certificates: v,
+      store: st,
       onStoreError,
       onReplayRefused: () => metrics.replayRefusals.inc(),
       onUnattendedExceeded: (limitClass) => metrics.unattendedRejections.inc({ class: limitClass }),
@@ -437,17 +448,25 @@ async function startComponents(
     });
   let running = config;
   const components: Components = {
-    path: pathOf(config, backend),
-    verifier,
+    path: pathOf(config, backend, verifier, store),
+    get verifier() {
+      return verifier;
+    },
     reports,
-    register,
-    store,
+    get register() {
+      return trust.register;
+    },
+    get store() {
+      return store;
+    },
     metrics,
     get backendUrl() {
       return backend.origin + backend.basePath;
     },
     resetSandbox: demoBank?.resetAll,
-    trust,
+    get trust() {
+      return trust;
+    },
     tlsCertificate: () => tlsCertificate,
     get running() {
       return running;
@@ -467,35 +486,65 @@ async function startComponents(
           );
       };
     },
-    prepareReconfigure(requested) {
+    async prepareReconfigure(requested) {
       const needsRestart = keysNeedingRestart(running, requested);
-      // The demo bank reads the identity header names it started with: they stay until a restart.
+      // What needs a restart stays as it runs; the demo bank reads the identity header names it started with.
+      const kept = keepRestartKeys(configSchema, running, requested);
       const next =
-        running.backend.url === "sandbox" && requested.backend.url === "sandbox"
-          ? { ...requested, identityHeaders: running.identityHeaders }
-          : requested;
-      const nextBackend = sameBackend(running, next) ? backend : backendOf(next);
-      let path: RequestPath;
+        running.backend.url === "sandbox" && kept.backend.url === "sandbox"
+          ? { ...kept, identityHeaders: running.identityHeaders }
+          : kept;
+      const made: (() => unknown)[] = [];
       try {
-        path = pathOf(next, nextBackend);
+        // New trust sources start (and load) beside the running ones; a source that fails keeps them all.
+        const trustChanged = !sameKeys(running, next, ["trust", "revocation", "register"]);
+        const nextTrust = trustChanged ? await startTrust(next, trustDeps) : trust;
+        if (nextTrust !== trust) made.push(() => nextTrust.stop());
+        const nextVerifier =
+          trustChanged || !sameKeys(running, next, ["cache", "verification"])
+            ? verifierFor(next, nextTrust)
+            : verifier;
+        // A memory store holds the replay records and limit windows: the same instance serves on.
+        const nextStore =
+          deps.store || next.store.type === "memory" || sameKeys(running, next, ["store"])
+            ? store
+            : await storeOf(next);
+        if (nextStore !== store) made.push(() => nextStore.close());
+        const nextBackend = sameBackend(running, next) ? backend : backendOf(next);
+        if (nextBackend !== backend) made.push(() => nextBackend.close());
+        const path = pathOf(next, nextBackend, nextVerifier, nextStore);
+        return {
+          needsRestart,
+          commit: () => {
+            const old = { backend, trust, store, grace: running.shutdown.graceSeconds * 1000 };
+            running = next;
+            // The log level and the shutdown grace apply at once (close() reads the running config).
+            logger.level = next.log.level;
+            backend = nextBackend;
+            trust = nextTrust;
+            verifier = nextVerifier;
+            verifierLater = nextVerifier;
+            store = nextStore;
+            components.path = path;
+            // Requests under way finish on the old pool; it closes once none holds it.
+            if (old.backend !== nextBackend) void old.backend.retire();
+            // The old sources stop polling; a verdict under way reads what they hold.
+            if (old.trust !== nextTrust) old.trust.stop();
+            if (old.store !== nextStore) retireStore(old.store, old.grace);
+          },
+        };
       } catch (error) {
-        if (nextBackend !== backend) void nextBackend.close();
+        for (const undo of made) await Promise.resolve(undo()).catch(() => {});
         throw error;
       }
-      return {
-        needsRestart,
-        commit: () => {
-          const old = backend;
-          running = next;
-          // The log level and the shutdown grace apply at once (close() reads the running config).
-          logger.level = next.log.level;
-          backend = nextBackend;
-          components.path = path;
-          // Requests under way finish on the old pool; it closes once none holds it.
-          if (old !== nextBackend) void old.retire();
-        },
-      };
     },
+  };
+  /** A replaced Redis connection: requests that began on it keep it for the shutdown grace, then it closes. */
+  const retireStore = (old: LimitStore, graceMs: number) => {
+    retiredStores.add(old);
+    setTimeout(() => {
+      if (retiredStores.delete(old)) void old.close().catch(() => {});
+    }, graceMs).unref();
   };
   chainLater = () => components.path.chain;
   return components;
@@ -503,7 +552,12 @@ async function startComponents(
 
 /** The backend block is the same (a new pool is made only when it changed). */
 function sameBackend(a: GatewayConfig, b: GatewayConfig): boolean {
-  return JSON.stringify(a.backend) === JSON.stringify(b.backend);
+  return sameKeys(a, b, ["backend"]);
+}
+
+/** The sections `keys` of two configurations are equal (what a reload need not build anew). */
+function sameKeys(a: GatewayConfig, b: GatewayConfig, keys: readonly (keyof GatewayConfig)[]): boolean {
+  return keys.every((k) => JSON.stringify(a[k]) === JSON.stringify(b[k]));
 }
 
 function gatewayOf(
@@ -523,27 +577,34 @@ function gatewayOf(
     commit();
   };
   const reloads = components.metrics.configReloads.reporter(logger, deps.now);
-  const reconfigure = (next: GatewayConfig) => {
-    const { commit, needsRestart } = components.prepareReconfigure(next);
+  const reconfigure = async (next: GatewayConfig) => {
+    const { commit, needsRestart } = await components.prepareReconfigure(next);
     commit();
     listener.guard.apply(connectionLimitsOf(next.listen, deps.clusterWorker ? next.workers : 1));
     listener.serve(components.path.factory);
+    watchTrustFiles();
     return needsRestart;
   };
+  // One reload at a time: a second waits for the first (new trust sources may take a while to load).
+  let reloading: Promise<unknown> = Promise.resolve();
   /** Reads the configuration file again and takes it over, or keeps the running one and says why. */
-  const reloadConfiguration = (why: string) => {
+  const reloadConfiguration = (why: string): Promise<void> => {
     const file = deps.configFile;
-    if (!file) return;
-    try {
-      const next = file.read();
-      if (next.mode !== "ingress")
-        throw new Error(
-          `${file.path}: mode is ${next.mode}; this gateway runs ingress (a restart changes it)`,
-        );
-      reloads.applied(why, reconfigure(next));
-    } catch (error) {
-      reloads.failed(why, error as Error);
-    }
+    if (!file) return Promise.resolve();
+    const run = reloading.then(async () => {
+      try {
+        const next = file.read();
+        if (next.mode !== "ingress")
+          throw new Error(
+            `${file.path}: mode is ${next.mode}; this gateway runs ingress (a restart changes it)`,
+          );
+        reloads.applied(why, await reconfigure(next));
+      } catch (error) {
+        reloads.failed(why, error as Error);
+      }
+    });
+    reloading = run;
+    return run;
   };
   const tryReload = (why: string) => {
     try {
@@ -556,29 +617,46 @@ function gatewayOf(
       );
     }
   };
-  const watched = [
-    ...(config.trust.caDir ? [config.trust.caDir] : []),
-    ...(config.trust.crlDir ? [config.trust.crlDir] : []),
-    ...(config.listen.tls ? [config.listen.tls.cert, config.listen.tls.key] : []),
-  ];
-  const watch: FileWatch = watchFiles(watched, config.reload.pollSeconds * 1000, () =>
-    tryReload("files changed"),
-  );
+  /** The trust folders and TLS files of the configuration in force, polled; a reload may move the folders. */
+  let watch: FileWatch | undefined;
+  let watchedPaths = "";
+  const watchTrustFiles = () => {
+    const { trust, listen } = components.running;
+    const paths = [
+      ...(trust.caDir ? [trust.caDir] : []),
+      ...(trust.crlDir ? [trust.crlDir] : []),
+      ...(listen.tls ? [listen.tls.cert, listen.tls.key] : []),
+    ];
+    if (watch && JSON.stringify(paths) === watchedPaths) return;
+    watch?.stop();
+    watchedPaths = JSON.stringify(paths);
+    watch = watchFiles(paths, config.reload.pollSeconds * 1000, () => tryReload("files changed"));
+  };
+  watchTrustFiles();
   const configWatch: FileWatch | undefined = deps.configFile
     ? watchFiles([deps.configFile.path], config.reload.pollSeconds * 1000, () =>
         reloadConfiguration("the config file changed"),
       )
     : undefined;
-  started.add(() => watch.stop());
+  started.add(() => watch?.stop());
   if (configWatch) started.add(() => configWatch.stop());
 
   return {
     url: listener.url,
     server: listener.server,
-    verifier: components.verifier,
-    register: components.register,
-    backendUrl: components.backendUrl,
-    store: components.store,
+    // What a reload swaps is read at each use.
+    get verifier() {
+      return components.verifier;
+    },
+    get register() {
+      return components.register;
+    },
+    get backendUrl() {
+      return components.backendUrl;
+    },
+    get store() {
+      return components.store;
+    },
     metrics: components.metrics,
     adminUrl: admin?.url,
     readiness,
@@ -589,13 +667,13 @@ function gatewayOf(
         reload();
       } finally {
         components.trust.refresh();
-        reloadConfiguration("SIGHUP");
+        void reloadConfiguration("SIGHUP");
       }
     },
     reconfigure,
     async close(graceMs = components.running.shutdown.graceSeconds * 1000) {
       startDraining();
-      watch.stop();
+      watch?.stop();
       configWatch?.stop();
       components.trust.stop();
       await drain(listener.server, graceMs);
