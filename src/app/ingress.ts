@@ -9,35 +9,25 @@ import { randomBytes, X509Certificate } from "node:crypto";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
-import { AggregatorRegistry } from "prom-client";
 import type { Chain, CheckContext } from "../checks/index.js";
-import { keepRestartKeys } from "../config/restart.js";
-import { type AnyGatewayConfig, configSchema, type GatewayConfig } from "../config/schema.js";
+import { configSchema, type GatewayConfig } from "../config/schema.js";
 import { DEFECT_CHANNEL, type DefectEvent, type TppRegister, type TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
 import type { LimitStore, StoreReadiness } from "../limits/index.js";
-import { type Listener, startListener } from "../listener/listener.js";
-import {
-  type AdminServer,
-  type ReadinessCheck,
-  startAdminServer,
-  type ValidationReports,
-} from "../observability/admin.js";
+import type { ReadinessCheck, ValidationReports } from "../observability/admin.js";
 import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
 import { recordRequest } from "../observability/request-log.js";
 import type { TrustSourceStatus } from "../trust/source-status.js";
-import { adminAccessOf } from "./admin-access.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
 import { answerTrustReports, answerValidationReports } from "./cluster.js";
-import { connectionLimitsOf } from "./connection-limits.js";
 import { loadCredentials } from "./credentials.js";
 import { startEvidence } from "./evidence.js";
 import { fetchThroughPrimary } from "./fetch-relay.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
-import { keysNeedingRestart, type RequestPath, requestPathOf, verifierOf } from "./request-path.js";
-import { drain, Started } from "./started.js";
+import { type ConfigFile, type Mode, type ModeContext, type ModeParts, runMode } from "./mode.js";
+import { demoBankRestartKeys, type RequestPath, requestPathOf, verifierOf } from "./request-path.js";
 import { createLimitStore } from "./store.js";
 import { startTrust, type Trust } from "./trust.js";
 import { RecentReports } from "./validation-reports.js";
@@ -54,10 +44,10 @@ export interface IngressGateway {
   readonly adminUrl: string | undefined;
   readiness(): Promise<ReadinessCheck>;
   /**
-   * Reloads TLS certificates, trust store and CRLs (on failure keeps the old ones and throws the
-   * reason) and refreshes the TPP register from its sources.
+   * SIGHUP: reloads TLS certificates, trust store and CRLs (on failure keeps the old ones and rejects
+   * with the reason), refreshes the TPP register from its sources and reads the configuration file again.
    */
-  reload(): void;
+  reload(): Promise<void>;
   /**
    * Takes over a reloaded configuration for new requests: the chain, routes and roles, limits,
    * identity and forwarding headers, backend, response signing; requests in flight finish as they
@@ -69,11 +59,7 @@ export interface IngressGateway {
   close(graceMs?: number): Promise<void>;
 }
 
-/** The configuration file a gateway was started from: read again (validated; throws why not) on reload. */
-export interface ConfigFile {
-  readonly path: string;
-  read(): AnyGatewayConfig;
-}
+export type { ConfigFile } from "./mode.js";
 
 /** A backend the command line started for this gateway (the demo bank), closed with it. */
 export interface StartedBackend {
@@ -118,119 +104,66 @@ export interface IngressDependencies {
   readonly configFile?: ConfigFile;
 }
 
+/** Ingress as the one lifecycle runs it (mode.ts): its parts are startComponents'. */
+const ingressMode = (deps: IngressDependencies): Mode<GatewayConfig, Components> => ({
+  name: "ingress",
+  schema: configSchema,
+  restartKeys: demoBankRestartKeys,
+  // The demo bank reads the identity header names it started with: they stay until a restart.
+  keep: (running, next) =>
+    running.backend.url === "sandbox" && next.backend.url === "sandbox"
+      ? { ...next, identityHeaders: running.identityHeaders }
+      : next,
+  start: (config, context) => startComponents(config, deps, context),
+  adminRoutes: (parts) => ({
+    trust: () => parts()?.trust.report() ?? { sources: [] },
+    reports: () => {
+      const running = parts();
+      return running && validationReportsOf(running);
+    },
+    sandboxReset: () => parts()?.resetSandbox,
+  }),
+  // The primary's /trust shows every worker's view; its validation reports are the workers'.
+  answerPrimary: (running) => {
+    answerTrustReports(() => running.trust.report());
+    answerValidationReports(() => validationReportsOf(running));
+  },
+});
+
 export async function startIngressGateway(
   config: GatewayConfig,
   deps: IngressDependencies,
 ): Promise<IngressGateway> {
-  const { logger } = deps;
-  const now = deps.now ?? Date.now;
-  const started = new Started();
-  let draining = false;
-  let components: Components | undefined;
-
-  // 1. The listeners, before anything with timers or sockets of its own.
-  const listener = await startListener({
-    host: config.listen.host,
-    port: config.listen.port,
-    ...(config.listen.tls ? { tls: config.listen.tls } : {}),
-    requestClientCertificate: config.listen.clientCertificate !== "none",
-    limits: connectionLimitsOf(config.listen, deps.clusterWorker ? config.workers : 1),
-  });
-  started.add(() => drain(listener.server, 0));
-
-  const readiness = async (): Promise<ReadinessCheck> => {
-    if (!components)
-      return { ready: false, checks: { gateway: { ok: false, detail: "starting", reason: "starting" } } };
-    const { store, register } = components;
-    const storeReadiness = await storeReadinessOf(store);
-    const stats = register.stats;
-    const checks = {
-      listener: {
-        ok: listener.server.listening && !draining,
-        ...(draining ? { detail: "draining", reason: "draining" } : {}),
-      },
-      register: {
-        ok: register.isFresh(),
-        ...(register.isFresh() ? {} : { reason: "stale" }),
-        detail:
-          stats.lastSuccess === undefined
-            ? "not loaded"
-            : `${Math.round((now() - stats.lastSuccess) / 1000)} s old, ${stats.entries} TPPs`,
-      },
-      store: {
-        ok: storeReadiness.ok,
-        detail: `${components.running.store.type}${storeReadiness.detail ? `: ${storeReadiness.detail}` : ""}`,
-        ...(storeReadiness.reason ? { reason: storeReadiness.reason } : {}),
-      },
-      trust: trustReadiness(components.trust.statuses(), now()),
-    };
-    return { ready: Object.values(checks).every((c) => c.ok), checks };
+  const mode = await runMode(ingressMode(deps), config, deps);
+  const components = mode.parts;
+  return {
+    url: mode.url,
+    server: mode.server,
+    // What a reload swaps is read at each use.
+    get verifier() {
+      return components.verifier;
+    },
+    get register() {
+      return components.register;
+    },
+    get backendUrl() {
+      return components.backendUrl;
+    },
+    get store() {
+      return components.store;
+    },
+    metrics: components.metrics,
+    adminUrl: mode.adminUrl,
+    readiness: mode.readiness,
+    reload: mode.reload,
+    reconfigure: mode.reconfigure,
+    close: mode.close,
   };
-
-  try {
-    let metrics: GatewayMetrics | undefined;
-    const admin: AdminServer | undefined =
-      config.admin.enabled && !deps.clusterWorker
-        ? await startAdminServer({
-            host: config.admin.host,
-            port: config.admin.port,
-            metrics: {
-              metrics: () => (metrics ? metrics.registry.metrics() : Promise.resolve("")),
-              get contentType() {
-                return metrics?.registry.contentType ?? "text/plain; version=0.0.4";
-              },
-            },
-            readiness,
-            trust: () => components?.trust.report() ?? { sources: [] },
-            reports: () => components && validationReportsOf(components),
-            sandboxReset: () => components?.resetSandbox,
-            access: adminAccessOf(config.admin, "ingress", logger),
-          })
-        : undefined;
-    if (admin) started.add(() => admin.close());
-
-    // 2. Everything else.
-    components = await startComponents(config, deps, started, () => draining);
-    metrics = components.metrics;
-    metrics.watchReadiness(readiness);
-    metrics.connections.countOpen(listener.guard.open);
-    listener.guard.observe(metrics.connections.observer(logger, now));
-    listener.serve(components.path.factory);
-    if (deps.clusterWorker) {
-      // Constructing one installs prom-client's listener that answers the primary's metric requests.
-      new AggregatorRegistry();
-      AggregatorRegistry.setRegistries([metrics.registry]);
-      // The primary's /trust shows every worker's view; its validation reports are the workers'.
-      const running = components;
-      answerTrustReports(() => running.trust.report());
-      answerValidationReports(() => validationReportsOf(running));
-    }
-    logger.info(
-      {
-        url: listener.url,
-        backend: components.backendUrl,
-        tls: Boolean(config.listen.tls),
-        mtls: config.listen.clientCertificate,
-        store: config.store.type,
-        tlsCertificate: components.tlsCertificate() && {
-          name: components.tlsCertificate()!.name,
-          sha256: components.tlsCertificate()!.fingerprint,
-          notAfter: components.tlsCertificate()!.notAfter,
-        },
-      },
-      "ingress gateway listening",
-    );
-    if (admin) logger.info({ url: admin.url }, "admin listener: /metrics, /healthz, /readyz");
-    return gatewayOf(config, deps, listener, admin, components, readiness, started, () => {
-      draining = true;
-    });
-  } catch (error) {
-    await started.closeAll();
-    throw error;
-  }
 }
 
-interface Components {
+/** Ingress's parts: what the lifecycle runs, and what the gateway's getters read. */
+interface Components extends ModeParts<GatewayConfig> {
+  readonly metrics: GatewayMetrics;
   /** The chain and exchange factory the listener serves now (replaced by a configuration reload). */
   path: RequestPath;
   readonly verifier: TppVerifier;
@@ -238,25 +171,12 @@ interface Components {
   readonly reports: RecentReports;
   readonly register: TppRegister;
   readonly store: LimitStore;
-  readonly metrics: GatewayMetrics;
   readonly backendUrl: string;
   /** The demo bank's reset of every TPP's room, when it runs (the admin listener's POST /sandbox/reset). */
   readonly resetSandbox: (() => void) | undefined;
   /** Every trust source: CA and CRL folders, register, trusted lists, fetched CRLs, OCSP. */
   readonly trust: Trust;
   readonly tlsCertificate: () => CertificateSummary | undefined;
-  /**
-   * Reads trust material and the TLS certificate again and returns what puts them in place; throws
-   * (keeping the old state) when they do not load.
-   */
-  prepareReload(): () => void;
-  /**
-   * Builds the request path of `next` (throws, keeping the running one, when it cannot) and returns
-   * what puts it in place, with the keys that need a restart to take effect.
-   */
-  prepareReconfigure(next: GatewayConfig): Promise<{ commit: () => void; needsRestart: string[] }>;
-  /** The configuration in force (the last one a reload committed). */
-  readonly running: GatewayConfig;
 }
 
 /** What the admin listener (or, in a worker, the primary's) asks of certificate validation. */
@@ -270,8 +190,7 @@ function validationReportsOf(components: Components): ValidationReports {
 async function startComponents(
   config: GatewayConfig,
   deps: IngressDependencies,
-  started: Started,
-  draining: () => boolean,
+  { listener, started, draining, readiness }: ModeContext,
 ): Promise<Components> {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
@@ -468,32 +387,51 @@ async function startComponents(
       return trust;
     },
     tlsCertificate: () => tlsCertificate,
-    get running() {
-      return running;
+    factory: () => components.path.factory,
+    listening: {
+      backend: backend.origin + backend.basePath,
+      tls: Boolean(config.listen.tls),
+      mtls: config.listen.clientCertificate,
+      store: config.store.type,
+      tlsCertificate: tlsCertificate && {
+        name: tlsCertificate.name,
+        sha256: tlsCertificate.fingerprint,
+        notAfter: tlsCertificate.notAfter,
+      },
     },
-    prepareReload() {
-      // Everything is read first; only when all of it loads does any of it replace the old state.
-      const commitTrust = trust.prepareReload();
-      const nextTls = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
-      return () => {
-        commitTrust();
-        tlsCertificate = nextTls;
-        verifier.invalidate();
-        if (nextTls)
-          logger.info(
-            { name: nextTls.name, sha256: nextTls.fingerprint, notAfter: nextTls.notAfter },
-            "TLS certificate loaded",
-          );
+    async readiness() {
+      const storeReadiness = await storeReadinessOf(store);
+      const stats = trust.register.stats;
+      return {
+        register: {
+          ok: trust.register.isFresh(),
+          ...(trust.register.isFresh() ? {} : { reason: "stale" }),
+          detail:
+            stats.lastSuccess === undefined
+              ? "not loaded"
+              : `${Math.round((now() - stats.lastSuccess) / 1000)} s old, ${stats.entries} TPPs`,
+        },
+        store: {
+          ok: storeReadiness.ok,
+          detail: `${running.store.type}${storeReadiness.detail ? `: ${storeReadiness.detail}` : ""}`,
+          ...(storeReadiness.reason ? { reason: storeReadiness.reason } : {}),
+        },
+        trust: trustReadiness(trust.statuses(), now()),
       };
     },
-    async prepareReconfigure(requested) {
-      const needsRestart = keysNeedingRestart(running, requested);
-      // What needs a restart stays as it runs; the demo bank reads the identity header names it started with.
-      const kept = keepRestartKeys(configSchema, running, requested);
-      const next =
-        running.backend.url === "sandbox" && kept.backend.url === "sandbox"
-          ? { ...kept, identityHeaders: running.identityHeaders }
-          : kept;
+    // SIGHUP: certificates and trust at once, the register from its sources (file or URL).
+    reloadFiles() {
+      try {
+        reloadFiles();
+      } finally {
+        trust.refresh();
+      }
+    },
+    stopping() {
+      watch?.stop();
+      trust.stop();
+    },
+    async prepareReload(_running, next) {
       const made: (() => unknown)[] = [];
       try {
         // New trust sources start (and load) beside the running ones; a source that fails keeps them all.
@@ -514,12 +452,9 @@ async function startComponents(
         if (nextBackend !== backend) made.push(() => nextBackend.close());
         const path = pathOf(next, nextBackend, nextVerifier, nextStore);
         return {
-          needsRestart,
           commit: () => {
             const old = { backend, trust, store, grace: running.shutdown.graceSeconds * 1000 };
             running = next;
-            // The log level and the shutdown grace apply at once (close() reads the running config).
-            logger.level = next.log.level;
             backend = nextBackend;
             trust = nextTrust;
             verifier = nextVerifier;
@@ -531,6 +466,7 @@ async function startComponents(
             // The old sources stop polling; a verdict under way reads what they hold.
             if (old.trust !== nextTrust) old.trust.stop();
             if (old.store !== nextStore) retireStore(old.store, old.grace);
+            watchTrustFiles();
           },
         };
       } catch (error) {
@@ -547,68 +483,26 @@ async function startComponents(
     }, graceMs).unref();
   };
   chainLater = () => components.path.chain;
-  return components;
-}
+  metrics.watchReadiness(readiness);
 
-/** The backend block is the same (a new pool is made only when it changed). */
-function sameBackend(a: GatewayConfig, b: GatewayConfig): boolean {
-  return sameKeys(a, b, ["backend"]);
-}
-
-/** The sections `keys` of two configurations are equal (what a reload need not build anew). */
-function sameKeys(a: GatewayConfig, b: GatewayConfig, keys: readonly (keyof GatewayConfig)[]): boolean {
-  return keys.every((k) => JSON.stringify(a[k]) === JSON.stringify(b[k]));
-}
-
-function gatewayOf(
-  config: GatewayConfig,
-  deps: IngressDependencies,
-  listener: Listener,
-  admin: AdminServer | undefined,
-  components: Components,
-  readiness: () => Promise<ReadinessCheck>,
-  started: Started,
-  startDraining: () => void,
-): IngressGateway {
-  const { logger } = deps;
-  const reload = () => {
-    const commit = components.prepareReload();
+  /** Reads trust material and the TLS certificate again and puts them in place; throws (keeping the old state) when they do not load. */
+  const reloadFiles = () => {
+    // Everything is read first; only when all of it loads does any of it replace the old state.
+    const commitTrust = trust.prepareReload();
+    const nextTls = running.listen.tls ? readCertificate(running.listen.tls.cert) : undefined;
     listener.reloadTls();
-    commit();
-  };
-  const reloads = components.metrics.configReloads.reporter(logger, deps.now);
-  const reconfigure = async (next: GatewayConfig) => {
-    const { commit, needsRestart } = await components.prepareReconfigure(next);
-    commit();
-    listener.guard.apply(connectionLimitsOf(next.listen, deps.clusterWorker ? next.workers : 1));
-    listener.serve(components.path.factory);
-    watchTrustFiles();
-    return needsRestart;
-  };
-  // One reload at a time: a second waits for the first (new trust sources may take a while to load).
-  let reloading: Promise<unknown> = Promise.resolve();
-  /** Reads the configuration file again and takes it over, or keeps the running one and says why. */
-  const reloadConfiguration = (why: string): Promise<void> => {
-    const file = deps.configFile;
-    if (!file) return Promise.resolve();
-    const run = reloading.then(async () => {
-      try {
-        const next = file.read();
-        if (next.mode !== "ingress")
-          throw new Error(
-            `${file.path}: mode is ${next.mode}; this gateway runs ingress (a restart changes it)`,
-          );
-        reloads.applied(why, await reconfigure(next));
-      } catch (error) {
-        reloads.failed(why, error as Error);
-      }
-    });
-    reloading = run;
-    return run;
+    commitTrust();
+    tlsCertificate = nextTls;
+    verifier.invalidate();
+    if (nextTls)
+      logger.info(
+        { name: nextTls.name, sha256: nextTls.fingerprint, notAfter: nextTls.notAfter },
+        "TLS certificate loaded",
+      );
   };
   const tryReload = (why: string) => {
     try {
-      reload();
+      reloadFiles();
       logger.info({ why }, "reloaded");
     } catch (error) {
       logger.error(
@@ -621,11 +515,10 @@ function gatewayOf(
   let watch: FileWatch | undefined;
   let watchedPaths = "";
   const watchTrustFiles = () => {
-    const { trust, listen } = components.running;
     const paths = [
-      ...(trust.caDir ? [trust.caDir] : []),
-      ...(trust.crlDir ? [trust.crlDir] : []),
-      ...(listen.tls ? [listen.tls.cert, listen.tls.key] : []),
+      ...(running.trust.caDir ? [running.trust.caDir] : []),
+      ...(running.trust.crlDir ? [running.trust.crlDir] : []),
+      ...(running.listen.tls ? [running.listen.tls.cert, running.listen.tls.key] : []),
     ];
     if (watch && JSON.stringify(paths) === watchedPaths) return;
     watch?.stop();
@@ -633,54 +526,18 @@ function gatewayOf(
     watch = watchFiles(paths, config.reload.pollSeconds * 1000, () => tryReload("files changed"));
   };
   watchTrustFiles();
-  const configWatch: FileWatch | undefined = deps.configFile
-    ? watchFiles([deps.configFile.path], config.reload.pollSeconds * 1000, () =>
-        reloadConfiguration("the config file changed"),
-      )
-    : undefined;
   started.add(() => watch?.stop());
-  if (configWatch) started.add(() => configWatch.stop());
+  return components;
+}
 
-  return {
-    url: listener.url,
-    server: listener.server,
-    // What a reload swaps is read at each use.
-    get verifier() {
-      return components.verifier;
-    },
-    get register() {
-      return components.register;
-    },
-    get backendUrl() {
-      return components.backendUrl;
-    },
-    get store() {
-      return components.store;
-    },
-    metrics: components.metrics,
-    adminUrl: admin?.url,
-    readiness,
-    // SIGHUP: certificates and trust at once, the register from its sources (file or URL), and
-    // the configuration file.
-    reload() {
-      try {
-        reload();
-      } finally {
-        components.trust.refresh();
-        void reloadConfiguration("SIGHUP");
-      }
-    },
-    reconfigure,
-    async close(graceMs = components.running.shutdown.graceSeconds * 1000) {
-      startDraining();
-      watch?.stop();
-      configWatch?.stop();
-      components.trust.stop();
-      await drain(listener.server, graceMs);
-      await started.closeAll();
-      logger.info("gateway stopped");
-    },
-  };
+/** The backend block is the same (a new pool is made only when it changed). */
+function sameBackend(a: GatewayConfig, b: GatewayConfig): boolean {
+  return sameKeys(a, b, ["backend"]);
+}
+
+/** The sections `keys` of two configurations are equal (what a reload need not build anew). */
+function sameKeys(a: GatewayConfig, b: GatewayConfig, keys: readonly (keyof GatewayConfig)[]): boolean {
+  return keys.every((k) => JSON.stringify(a[k]) === JSON.stringify(b[k]));
 }
 
 /** The store's readiness with its reason (a store that says only yes or no: its word). */

@@ -247,7 +247,7 @@ describe("an egress gateway on reload", () => {
     rewrite(file, (c) => {
       c.banks.push(bank("other", "/other"));
     });
-    egress.reload();
+    await egress.reload();
     const after = await request(`${egress.url}/other/v1/accounts`, { headers: { "psu-id": "P1" } });
     expect(after.statusCode).toBe(200);
     await after.body.text();

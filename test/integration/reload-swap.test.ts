@@ -72,7 +72,7 @@ const applied = async () =>
 /** SIGHUP's reload, waited for until its counter says it was applied. */
 async function reloadApplied(): Promise<void> {
   const before = await applied();
-  gateway.reload();
+  await gateway.reload();
   await vi.waitFor(async () => expect(await applied()).toBe(before + 1), { timeout: 10_000 });
 }
 
