@@ -7,8 +7,9 @@
 import { Counter, Histogram } from "prom-client";
 import type { StepCounts } from "../checks/index.js";
 import type { EgressEvent } from "../events.js";
-import { hashPsuId, type Logger } from "./logger.js";
+import type { Logger } from "./logger.js";
 import { type CertificateExpiries, ModeMetrics, stepCounter } from "./mode-metrics.js";
+import { accessLine } from "./request-log.js";
 
 const SIGNING_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -84,25 +85,15 @@ export function recordEgressRequest(
   if (event.signingMs !== undefined) metrics.signing.observe({ bank }, event.signingMs / 1000);
   if (event.upstreamMs !== undefined) metrics.upstream.observe({ bank }, event.upstreamMs / 1000);
   if (event.responseSignature === "invalid") metrics.responseFailures.inc({ bank, mode: responseMode(bank) });
+  const invalid = event.responseSignature === "invalid";
+  if (!logger.isLevelEnabled(invalid ? "warn" : "info")) return;
   const line = {
-    requestId: event.requestId,
-    traceId: event.traceId,
-    bank,
-    method: event.method,
-    status: event.status,
+    ...accessLine(event, { bank }),
     origin,
-    code: event.code,
-    step: event.step,
-    text: event.text,
     responseSignature: event.responseSignature,
     responseProblem: event.responseProblem,
-    totalMs: Math.round(event.totalMs * 100) / 100,
     signingMs: event.signingMs === undefined ? undefined : Math.round(event.signingMs * 100) / 100,
-    upstreamMs: event.upstreamMs === undefined ? undefined : Math.round(event.upstreamMs * 100) / 100,
-    bytes: event.bytesOut,
-    psu: event.psuId === undefined ? undefined : hashPsuId(event.psuId),
   };
-  if (event.responseSignature === "invalid")
-    logger.warn(line, "request: the bank's response signature failed");
+  if (invalid) logger.warn(line, "request: the bank's response signature failed");
   else logger.info(line, "request");
 }
