@@ -204,7 +204,7 @@ export async function runMode<C extends GatewayConfig | EgressConfig, P extends 
 
     const running_ = parts;
     const reloads = metrics.configReloads.reporter(logger, now);
-    const reconfigure = async (requested: C): Promise<string[]> => {
+    const takeOver = async (requested: C): Promise<string[]> => {
       const needsRestart = [
         ...restartKeysChanged(mode.schema, running, requested),
         ...(mode.restartKeys?.(running, requested) ?? []),
@@ -222,6 +222,11 @@ export async function runMode<C extends GatewayConfig | EgressConfig, P extends 
     };
     // One reload at a time: a second waits for the first (new trust sources may take a while to load).
     let reloading: Promise<unknown> = Promise.resolve();
+    const reconfigure = (requested: C): Promise<string[]> => {
+      const run = reloading.then(() => takeOver(requested));
+      reloading = run.catch(() => {});
+      return run;
+    };
     /** Reads the configuration file again and takes it over (true), or keeps the running one and says why. */
     const reloadConfiguration = (why: string): Promise<boolean> => {
       const file = deps.configFile;
@@ -233,7 +238,7 @@ export async function runMode<C extends GatewayConfig | EgressConfig, P extends 
             throw new Error(
               `${file.path}: mode is ${next.mode}; this gateway runs ${mode.name} (a restart changes it)`,
             );
-          reloads.applied(why, await reconfigure(next as C));
+          reloads.applied(why, await takeOver(next as C));
           return true;
         } catch (error) {
           reloads.failed(why, error as Error);

@@ -10,11 +10,12 @@ import { join } from "node:path";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parse, stringify } from "yaml";
-import { type IngressGateway, startGateway } from "../../src/app.js";
+import { type EgressGateway, type IngressGateway, startGateway } from "../../src/app.js";
 import { loadConfigFile } from "../../src/config/load.js";
-import type { GatewayConfig } from "../../src/config/schema.js";
+import type { EgressConfig, GatewayConfig } from "../../src/config/schema.js";
 import type { DevPki, IssuedCertificate } from "../../src/dev/pki.js";
 import { createLogger } from "../../src/observability/logger.js";
+import { tppFiles } from "../helpers/egress-profiles.js";
 import { type PreparedCall, prepareSignedCall, testPki } from "../helpers/gateway-fixture.js";
 import { replaceFileAtomically } from "../helpers/gateway-process.js";
 import { Scrape } from "../helpers/prometheus-text.js";
@@ -58,10 +59,10 @@ afterAll(async () => {
 });
 
 // biome-ignore lint/suspicious/noExplicitAny: a parsed YAML document, edited freely by each test
-function rewrite(change: (config: Record<string, any>) => void): void {
-  const config = parse(readFileSync(file, "utf8"));
+function rewrite(change: (config: Record<string, any>) => void, at = file): void {
+  const config = parse(readFileSync(at, "utf8"));
   change(config);
-  replaceFileAtomically(file, stringify(config));
+  replaceFileAtomically(at, stringify(config));
 }
 
 const applied = async () =>
@@ -181,5 +182,45 @@ describe("a configuration reload swaps what a request is judged with", () => {
     closed = true;
     await gateway.close();
     expect(await underWay).toBeInstanceOf(Error);
+  });
+});
+
+describe("egress, through the same lifecycle", () => {
+  it("shutdown: close() drains with the grace a reload set; the log level is taken over too", async () => {
+    const egressFile = join(dir, "egress.yaml");
+    writeFileSync(
+      egressFile,
+      stringify({
+        mode: "egress",
+        listen: { port: 0 },
+        admin: { enabled: false },
+        log: { level: "silent" },
+        reload: { pollSeconds: 3600 },
+        shutdown: { graceSeconds: 3600 },
+        banks: [{ name: "bank", prefix: "/bank", url: backend.url, qseal: tppFiles(pki).qseal }],
+      }),
+    );
+    const logger = createLogger("silent");
+    const egress: EgressGateway = await startGateway(loadConfigFile(egressFile) as EgressConfig, {
+      logger,
+      configFile: { path: egressFile, read: () => loadConfigFile(egressFile) },
+    });
+    rewrite((c) => {
+      c.shutdown = { graceSeconds: 0 };
+      c.log = { level: "error" };
+    }, egressFile);
+    await egress.reload();
+    expect(logger.level).toBe("error");
+    holdAnswers();
+    const seen = backend.requests.length;
+    const underWay = request(`${egress.url}/bank/v1/accounts`, { headers: { "psu-id": "P1" } }).then(
+      (r) => r.body.text(),
+      (error: Error) => error,
+    );
+    await backend.waitForRequests(seen + 1);
+    // Started with 3600 s: were that grace read, close() would wait for the held answer past the test's timeout.
+    await egress.close();
+    expect(await underWay).toBeInstanceOf(Error);
+    backend.reset();
   });
 });
