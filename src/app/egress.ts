@@ -1,7 +1,8 @@
 /**
- * Egress mode assembled from the config: each bank profile's keys and certificates are loaded
- * (PEM or PKCS#12) and checked first, so a bad file fails the start with its name; then the admin
- * listener, then the application-facing listener (loopback TCP or a Unix socket).
+ * Egress mode's parts, which the one lifecycle (mode.ts) runs after binding the application's
+ * listener (loopback TCP or a Unix socket) and the admin listener: each bank profile's keys and
+ * certificates loaded (PEM or PKCS#12) and checked, so a bad file fails the start with its name
+ * (the listeners closed again), the router and the handler over one request chain.
  */
 
 import { readFileSync } from "node:fs";

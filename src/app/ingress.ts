@@ -1,8 +1,8 @@
 /**
- * Ingress mode assembled from the config: the TPP-facing and admin listeners are bound first (a
- * taken port fails before anything else starts), then the trust sources (app/trust.ts), verdict
- * cache, limit store, backend, metrics, reloads and file watching. Whatever started is closed again
- * when a later part fails. Until the handler is in place the listener answers 503.
+ * Ingress mode's parts, which the one lifecycle (mode.ts) runs after binding the listeners: the
+ * trust sources (app/trust.ts), verdict cache, limit store, metrics, demo bank, backend and request
+ * path, and the watch of the TLS and trust files. A configuration reload builds anew only the parts
+ * whose sections changed, beside the running ones, and swaps them for new requests.
  */
 
 import { randomBytes, X509Certificate } from "node:crypto";
