@@ -439,7 +439,10 @@ async function startComponents(
         const nextTrust = trustChanged ? await startTrust(next, trustDeps) : trust;
         if (nextTrust !== trust) made.push(() => nextTrust.stop());
         const nextVerifier =
-          trustChanged || !sameKeys(running, next, ["cache", "verification"])
+          trustChanged ||
+          !sameKeys(running, next, ["cache"]) ||
+          JSON.stringify(running.verification.certificateKinds) !==
+            JSON.stringify(next.verification.certificateKinds)
             ? verifierFor(next, nextTrust)
             : verifier;
         // A memory store holds the replay records and limit windows: the same instance serves on.

@@ -139,6 +139,15 @@ describe("a configuration reload swaps what a request is judged with", () => {
     expect(await call(pki.tppA.qseal)).toEqual({ status: 200, code: undefined });
   });
 
+  it("a reload that changes nothing a verdict rests on keeps the verifier and its cached verdicts", async () => {
+    const verifierBefore = gateway.verifier;
+    rewrite((c) => {
+      c.verification = { dateToleranceSeconds: 30 };
+    });
+    await reloadApplied();
+    expect(gateway.verifier).toBe(verifierBefore);
+  });
+
   it("verdict cache and certificate kinds: a new verifier judges the next request by the new kinds", async () => {
     const verifierBefore = gateway.verifier;
     rewrite((c) => {
