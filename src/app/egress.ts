@@ -1,13 +1,12 @@
 /**
- * Egress mode assembled from the config: each bank profile's keys and certificates are loaded
- * (PEM or PKCS#12) and checked first, so a bad file fails the start with its name; then the admin
- * listener, then the application-facing listener (loopback TCP or a Unix socket).
+ * Egress mode's parts, which the one lifecycle (mode.ts) runs after binding the application's
+ * listener (loopback TCP or a Unix socket) and the admin listener: each bank profile's keys and
+ * certificates loaded (PEM or PKCS#12) and checked, so a bad file fails the start with its name
+ * (the listeners closed again), the router and the handler over one request chain.
  */
 
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
-import { AggregatorRegistry } from "prom-client";
-import { restartKeysChanged } from "../config/restart.js";
 import { type BankProfileConfig, type EgressConfig, egressConfigSchema } from "../config/schema.js";
 import {
   type BankProfile,
@@ -18,20 +17,15 @@ import {
 } from "../egress/index.js";
 import type { EgressEvent } from "../events.js";
 import { Backend } from "../forward/backend.js";
-import { type Listener, startListener } from "../listener/listener.js";
-import { type AdminServer, type ReadinessCheck, startAdminServer } from "../observability/admin.js";
+import type { ReadinessCheck } from "../observability/admin.js";
 import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
 import type { Logger } from "../observability/logger.js";
 import type { DocumentFetcher } from "../trust/http-fetch.js";
-import { adminAccessOf } from "./admin-access.js";
 import { type ProfileResponseVerifier, profileSigner, responseVerifierForProfile } from "./bank-profile.js";
 import { type CertificateSummary, summaryOf } from "./certificate-summary.js";
-import { connectionLimitsOf } from "./connection-limits.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { fetchThroughPrimary } from "./fetch-relay.js";
-import { watchFiles } from "./file-watch.js";
-import type { ConfigFile } from "./ingress.js";
-import { drain, Started } from "./started.js";
+import { type ConfigFile, type ModeContext, type ModeParts, runMode } from "./mode.js";
 
 export interface EgressGateway {
   /** `http://127.0.0.1:8090`, or `unix:/path` for a socket. */
@@ -43,9 +37,9 @@ export interface EgressGateway {
   /**
    * SIGHUP: the configuration file read again and taken over (bank profiles, body bound, limits),
    * or, when it fails validation (kept, logged, counted), every bank profile's keys, certificates
-   * and CAs read anew; throws, keeping the old ones, when any cannot be read.
+   * and CAs read anew; rejects, keeping the old ones, when any cannot be read.
    */
-  reload(): void;
+  reload(): Promise<void>;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -69,120 +63,89 @@ interface LoadedProfile extends BankProfile {
   readonly qwac: Credentials | undefined;
 }
 
+/** Egress as the one lifecycle runs it (mode.ts): its parts are the bank profiles and the handler over them. */
+interface EgressParts extends ModeParts<EgressConfig> {
+  readonly metrics: EgressMetrics;
+}
+
 export async function startEgressGateway(
   config: EgressConfig,
   deps: EgressDependencies,
 ): Promise<EgressGateway> {
+  const mode = await runMode<EgressConfig, EgressParts>(
+    { name: "egress", schema: egressConfigSchema, start: (c, context) => startParts(c, deps, context) },
+    config,
+    deps,
+  );
+  return {
+    url: mode.url,
+    server: mode.server,
+    metrics: mode.parts.metrics,
+    adminUrl: mode.adminUrl,
+    readiness: mode.readiness,
+    reload: mode.reload,
+    close: mode.close,
+  };
+}
+
+async function startParts(
+  config: EgressConfig,
+  deps: EgressDependencies,
+  { started }: ModeContext,
+): Promise<EgressParts> {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
-  const started = new Started();
-  let draining = false;
-  try {
-    const env = deps.env ?? process.env;
-    // Replaced whole by reload(); a request in flight keeps the profile it started with.
-    // In a cluster the primary fetches each bank's CRLs and OCSP answers once for every worker.
-    const documentFetcher = deps.clusterWorker ? fetchThroughPrimary : undefined;
-    let profiles = config.banks.map((bank) => loadProfile(bank, env, now, logger, documentFetcher));
-    let router = new BankRouter<BankProfile>(profiles);
-    const retired = new Set<Promise<void>>();
-    started.add(async () => {
-      for (const p of profiles) p.responseVerifier?.stop();
-      await Promise.all([...profiles.map((p) => p.backend.close()), ...retired]);
-    });
-    warnExpiring(profiles, logger, now);
+  const env = deps.env ?? process.env;
+  // Replaced whole by a reload; a request in flight keeps the profile it started with.
+  // In a cluster the primary fetches each bank's CRLs and OCSP answers once for every worker.
+  const documentFetcher = deps.clusterWorker ? fetchThroughPrimary : undefined;
+  let profiles = config.banks.map((bank) => loadProfile(bank, env, now, logger, documentFetcher));
+  let router = new BankRouter<BankProfile>(profiles);
+  const retired = new Set<Promise<void>>();
+  started.add(async () => {
+    for (const p of profiles) p.responseVerifier?.stop();
+    await Promise.all([...profiles.map((p) => p.backend.close()), ...retired]);
+  });
+  warnExpiring(profiles, logger, now);
 
-    const certificates = () =>
-      profiles.flatMap((p) =>
-        ownCertificates(p).map(({ kind, summary }) => ({
-          kind,
-          name: `${p.name}: ${summary.name}`,
-          notAfter: summary.notAfter,
-        })),
-      );
-    const metrics = new EgressMetrics(certificates, now);
-    metrics.backendPools.watch(() => profiles.map((p) => [p.name, p.backend] as const));
-    metrics.watchResponseSteps(() =>
-      profiles.flatMap((p) => (p.responseVerifier ? [[p.name, p.responseVerifier.counts()] as const] : [])),
+  const certificates = () =>
+    profiles.flatMap((p) =>
+      ownCertificates(p).map(({ kind, summary }) => ({
+        kind,
+        name: `${p.name}: ${summary.name}`,
+        notAfter: summary.notAfter,
+      })),
     );
-    let modes = new Map(profiles.map((p) => [p.name, p.responseMode]));
-    let running = config;
+  const metrics = new EgressMetrics(certificates, now);
+  metrics.backendPools.watch(() => profiles.map((p) => [p.name, p.backend] as const));
+  metrics.watchResponseSteps(() =>
+    profiles.flatMap((p) => (p.responseVerifier ? [[p.name, p.responseVerifier.counts()] as const] : [])),
+  );
+  let modes = new Map(profiles.map((p) => [p.name, p.responseMode]));
 
-    let listener: Listener | undefined;
-    const readiness = async (): Promise<ReadinessCheck> => {
-      const checks = {
-        listener: {
-          ok: (listener?.server.listening ?? false) && !draining,
-          ...(draining ? { detail: "draining" } : {}),
-        },
-        banks: { ok: true, detail: profiles.map((p) => p.name).join(", ") },
-      };
-      return { ready: Object.values(checks).every((c) => c.ok), checks };
-    };
-    const admin: AdminServer | undefined =
-      config.admin.enabled && !deps.clusterWorker
-        ? await startAdminServer({
-            host: config.admin.host,
-            port: config.admin.port,
-            metrics: { metrics: () => metrics.registry.metrics(), contentType: metrics.registry.contentType },
-            readiness,
-            access: adminAccessOf(config.admin, "egress", logger),
-          })
-        : undefined;
-    if (admin) started.add(() => admin.close());
-
-    // The application's listener: loopback TCP or a Unix socket, the same connection layer as ingress.
-    listener = await startListener({
-      host: config.listen.host,
-      port: config.listen.port,
-      socket: config.listen.socket,
-      limits: connectionLimitsOf(config.listen, deps.clusterWorker ? config.workers : 1),
-    });
-    const { server, url, guard } = listener;
-    started.add(() => drain(server, 0));
-    metrics.connections.countOpen(guard.open);
-    guard.observe(metrics.connections.observer(logger, now));
-    // One chain of request steps for the gateway's life: its counters survive reloads.
-    const requestChain = egressRequestChain();
-    metrics.watchRequestSteps(() => requestChain.counts());
-    const factoryOf = (c: EgressConfig) =>
-      createEgressHandler({
-        chain: requestChain,
-        router: {
-          route: (host, url) => router.route(host, url),
-          describe: () => router.describe(),
-        },
-        maxBodyBytes: c.maxBodyBytes,
-        onRequest: (event) => {
-          recordEgressRequest(event, logger, metrics, (bank) => modes.get(bank) ?? "off");
-          deps.onRequest?.(event);
-        },
-      });
-    listener.serve(factoryOf(config));
-    if (deps.clusterWorker) {
-      // Constructing one installs prom-client's listener that answers the primary's metric requests.
-      new AggregatorRegistry();
-      AggregatorRegistry.setRegistries([metrics.registry]);
-    }
-    logger.info(
-      {
-        url,
-        banks: profiles.map((p) => ({
-          name: p.name,
-          prefix: p.prefix,
-          host: p.host,
-          url: p.backend.origin + p.backend.basePath,
-          keyId: p.signer.keyId,
-          mtls: p.qwac !== undefined,
-          responses: p.responseMode,
-        })),
+  // One chain of request steps for the gateway's life: its counters survive reloads.
+  const requestChain = egressRequestChain();
+  metrics.watchRequestSteps(() => requestChain.counts());
+  const factoryOf = (c: EgressConfig) =>
+    createEgressHandler({
+      chain: requestChain,
+      router: {
+        route: (host, url) => router.route(host, url),
+        describe: () => router.describe(),
       },
-      "egress gateway listening",
-    );
-    if (admin) logger.info({ url: admin.url }, "admin listener: /metrics, /healthz, /readyz");
+      maxBodyBytes: c.maxBodyBytes,
+      onRequest: (event) => {
+        recordEgressRequest(event, logger, metrics, (bank) => modes.get(bank) ?? "off");
+        deps.onRequest?.(event);
+      },
+    });
+  let factory = factoryOf(config);
+  let running = config;
 
-    /** Every profile is loaded before any is swapped: one bad file keeps all the old ones (it throws). */
-    const swapProfiles = (banks: EgressConfig["banks"]) => {
-      const fresh = banks.map((bank) => loadProfile(bank, env, now, logger, documentFetcher));
+  /** Every profile is loaded before any is swapped: one bad file keeps all the old ones (it throws). */
+  const loadProfiles = (banks: EgressConfig["banks"]) => {
+    const fresh = banks.map((bank) => loadProfile(bank, env, now, logger, documentFetcher));
+    return () => {
       const old = profiles;
       profiles = fresh;
       router = new BankRouter<BankProfile>(fresh);
@@ -199,58 +162,38 @@ export async function startEgressGateway(
         "bank profiles loaded: keys and certificates read anew",
       );
     };
-    const reloads = metrics.configReloads.reporter(logger, now);
-    /** The bank profiles, body bound and limits of a reloaded configuration, for new requests. */
-    const reloadConfiguration = (why: string): boolean => {
-      const file = deps.configFile;
-      if (!file) return false;
-      try {
-        const next = file.read();
-        if (next.mode !== "egress")
-          throw new Error(
-            `${file.path}: mode is ${next.mode}; this gateway runs egress (a restart changes it)`,
-          );
-        swapProfiles(next.banks);
-        const needsRestart = restartKeysChanged(egressConfigSchema, running, next);
-        running = next;
-        // The log level and the shutdown grace apply at once (close() reads the running config).
-        logger.level = next.log.level;
-        guard.apply(connectionLimitsOf(next.listen, deps.clusterWorker ? next.workers : 1));
-        listener!.serve(factoryOf(next));
-        reloads.applied(why, needsRestart);
-        return true;
-      } catch (error) {
-        reloads.failed(why, error as Error);
-        return false;
-      }
-    };
-    const configWatch = deps.configFile
-      ? watchFiles([deps.configFile.path], config.reload.pollSeconds * 1000, () =>
-          reloadConfiguration("the config file changed"),
-        )
-      : undefined;
-    if (configWatch) started.add(() => configWatch.stop());
-    return {
-      url,
-      server,
-      metrics,
-      adminUrl: admin?.url,
-      readiness,
-      reload() {
-        // A new configuration brings its profiles' keys read anew; otherwise the running ones are.
-        if (!reloadConfiguration("SIGHUP")) swapProfiles(running.banks);
-      },
-      async close(graceMs = running.shutdown.graceSeconds * 1000) {
-        draining = true;
-        await drain(server, graceMs);
-        await started.closeAll();
-        logger.info("gateway stopped");
-      },
-    };
-  } catch (error) {
-    await started.closeAll();
-    throw error;
-  }
+  };
+
+  return {
+    metrics,
+    factory: () => factory,
+    readiness: async () => ({ banks: { ok: true, detail: profiles.map((p) => p.name).join(", ") } }),
+    listening: {
+      banks: profiles.map((p) => ({
+        name: p.name,
+        prefix: p.prefix,
+        host: p.host,
+        url: p.backend.origin + p.backend.basePath,
+        keyId: p.signer.keyId,
+        mtls: p.qwac !== undefined,
+        responses: p.responseMode,
+      })),
+    },
+    // The bank profiles (keys read anew) and the body bound of a reloaded configuration, for new requests.
+    async prepareReload(_running, next) {
+      const commitProfiles = loadProfiles(next.banks);
+      const nextFactory = factoryOf(next);
+      return {
+        commit: () => {
+          commitProfiles();
+          factory = nextFactory;
+          running = next;
+        },
+      };
+    },
+    // SIGHUP without a new configuration: the running profiles' keys and certificates read anew.
+    reloadUnchanged: () => loadProfiles(running.banks)(),
+  };
 }
 
 function loadProfile(

@@ -29,7 +29,8 @@ export async function startEvidence(
     readonly clusterWorker: boolean;
     /** The recent validation reports and the trust store: each record's report and CAs are kept with it. */
     readonly reports?: RecentReports;
-    readonly trust?: Trust;
+    /** The trust in force (a reload swaps it): read at each record. */
+    readonly trust?: () => Trust;
   },
 ): Promise<FileEvidenceStore> {
   const { metrics, logger, qseal } = parts;
@@ -83,7 +84,10 @@ export async function startEvidence(
 }
 
 /** A report by id and the DER of the CAs on its path that the trust store holds. */
-function validationOf(reports: RecentReports, trust: Trust): (id: string) => ValidationEvidence | undefined {
+function validationOf(
+  reports: RecentReports,
+  trust: () => Trust,
+): (id: string) => ValidationEvidence | undefined {
   const byFingerprint = new WeakMap<TrustStore, Map<string, Uint8Array>>();
   const known = (store: TrustStore) => {
     let map = byFingerprint.get(store);
@@ -98,7 +102,7 @@ function validationOf(reports: RecentReports, trust: Trust): (id: string) => Val
   return (id) => {
     const report = reports.get(id);
     if (!report) return undefined;
-    const cas = known(trust.pool.trustStore);
+    const cas = known(trust().pool.trustStore);
     const issuers = report.path
       .filter((p) => p.role !== "signer")
       .flatMap((p) => {

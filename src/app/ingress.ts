@@ -1,43 +1,34 @@
 /**
- * Ingress mode assembled from the config: the TPP-facing and admin listeners are bound first (a
- * taken port fails before anything else starts), then the trust sources (app/trust.ts), verdict
- * cache, limit store, backend, metrics, reloads and file watching. Whatever started is closed again
- * when a later part fails. Until the handler is in place the listener answers 503.
+ * Ingress mode's parts, which the one lifecycle (mode.ts) runs after binding the listeners: the
+ * trust sources (app/trust.ts), verdict cache, limit store, metrics, demo bank, backend and request
+ * path, and the watch of the TLS and trust files. A configuration reload builds anew only the parts
+ * whose sections changed, beside the running ones, and swaps them for new requests.
  */
 
 import { randomBytes, X509Certificate } from "node:crypto";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
-import { AggregatorRegistry } from "prom-client";
 import type { Chain, CheckContext } from "../checks/index.js";
-import type { AnyGatewayConfig, GatewayConfig } from "../config/schema.js";
+import { configSchema, type GatewayConfig } from "../config/schema.js";
 import { DEFECT_CHANNEL, type DefectEvent, type TppRegister, type TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
 import type { LimitStore, StoreReadiness } from "../limits/index.js";
-import { type Listener, startListener } from "../listener/listener.js";
-import {
-  type AdminServer,
-  type ReadinessCheck,
-  startAdminServer,
-  type ValidationReports,
-} from "../observability/admin.js";
+import type { ReadinessCheck, ValidationReports } from "../observability/admin.js";
 import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
 import { recordRequest } from "../observability/request-log.js";
 import type { TrustSourceStatus } from "../trust/source-status.js";
-import { adminAccessOf } from "./admin-access.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
 import { answerTrustReports, answerValidationReports } from "./cluster.js";
-import { connectionLimitsOf } from "./connection-limits.js";
 import { loadCredentials } from "./credentials.js";
-import { type EvidenceReadiness, evidenceReadiness, startEvidence } from "./evidence.js";
+import { evidenceReadiness, startEvidence } from "./evidence.js";
 import { fetchThroughPrimary } from "./fetch-relay.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
 import { keyResolverOf, rememberingTrusted } from "./keys.js";
-import { keysNeedingRestart, type RequestPath, requestPathOf, verifierOf } from "./request-path.js";
-import { drain, Started } from "./started.js";
+import { type ConfigFile, type Mode, type ModeContext, type ModeParts, runMode } from "./mode.js";
+import { demoBankRestartKeys, type RequestPath, requestPathOf, verifierOf } from "./request-path.js";
 import { createLimitStore } from "./store.js";
 import { startTrust, type Trust } from "./trust.js";
 import { RecentReports } from "./validation-reports.js";
@@ -54,26 +45,22 @@ export interface IngressGateway {
   readonly adminUrl: string | undefined;
   readiness(): Promise<ReadinessCheck>;
   /**
-   * Reloads TLS certificates, trust store and CRLs (on failure keeps the old ones and throws the
-   * reason) and refreshes the TPP register from its sources.
+   * SIGHUP: reloads TLS certificates, trust store and CRLs (on failure keeps the old ones and rejects
+   * with the reason), refreshes the TPP register from its sources and reads the configuration file again.
    */
-  reload(): void;
+  reload(): Promise<void>;
   /**
    * Takes over a reloaded configuration for new requests: the chain, routes and roles, limits,
    * identity and forwarding headers, backend, response signing; requests in flight finish as they
    * began. Throws, keeping the running configuration, when it cannot be built; returns the keys
    * that changed but need a restart to take effect (kept as they were).
    */
-  reconfigure(next: GatewayConfig): string[];
+  reconfigure(next: GatewayConfig): Promise<string[]>;
   /** Stops accepting, lets requests in flight finish, closes what is still open after `graceMs`. */
   close(graceMs?: number): Promise<void>;
 }
 
-/** The configuration file a gateway was started from: read again (validated; throws why not) on reload. */
-export interface ConfigFile {
-  readonly path: string;
-  read(): AnyGatewayConfig;
-}
+export type { ConfigFile } from "./mode.js";
 
 /** A backend the command line started for this gateway (the demo bank), closed with it. */
 export interface StartedBackend {
@@ -118,120 +105,66 @@ export interface IngressDependencies {
   readonly configFile?: ConfigFile;
 }
 
+/** Ingress as the one lifecycle runs it (mode.ts): its parts are startComponents'. */
+const ingressMode = (deps: IngressDependencies): Mode<GatewayConfig, Components> => ({
+  name: "ingress",
+  schema: configSchema,
+  restartKeys: demoBankRestartKeys,
+  // The demo bank reads the identity header names it started with: they stay until a restart.
+  keep: (running, next) =>
+    running.backend.url === "sandbox" && next.backend.url === "sandbox"
+      ? { ...next, identityHeaders: running.identityHeaders }
+      : next,
+  start: (config, context) => startComponents(config, deps, context),
+  adminRoutes: (parts) => ({
+    trust: () => parts()?.trust.report() ?? { sources: [] },
+    reports: () => {
+      const running = parts();
+      return running && validationReportsOf(running);
+    },
+    sandboxReset: () => parts()?.resetSandbox,
+  }),
+  // The primary's /trust shows every worker's view; its validation reports are the workers'.
+  answerPrimary: (running) => {
+    answerTrustReports(() => running.trust.report());
+    answerValidationReports(() => validationReportsOf(running));
+  },
+});
+
 export async function startIngressGateway(
   config: GatewayConfig,
   deps: IngressDependencies,
 ): Promise<IngressGateway> {
-  const { logger } = deps;
-  const now = deps.now ?? Date.now;
-  const started = new Started();
-  let draining = false;
-  let components: Components | undefined;
-
-  // 1. The listeners, before anything with timers or sockets of its own.
-  const listener = await startListener({
-    host: config.listen.host,
-    port: config.listen.port,
-    ...(config.listen.tls ? { tls: config.listen.tls } : {}),
-    requestClientCertificate: config.listen.clientCertificate !== "none",
-    limits: connectionLimitsOf(config.listen, deps.clusterWorker ? config.workers : 1),
-  });
-  started.add(() => drain(listener.server, 0));
-
-  const readiness = async (): Promise<ReadinessCheck> => {
-    if (!components)
-      return { ready: false, checks: { gateway: { ok: false, detail: "starting", reason: "starting" } } };
-    const { store, register } = components;
-    const storeReadiness = await storeReadinessOf(store);
-    const stats = register.stats;
-    const checks = {
-      listener: {
-        ok: listener.server.listening && !draining,
-        ...(draining ? { detail: "draining", reason: "draining" } : {}),
-      },
-      register: {
-        ok: register.isFresh(),
-        ...(register.isFresh() ? {} : { reason: "stale" }),
-        detail:
-          stats.lastSuccess === undefined
-            ? "not loaded"
-            : `${Math.round((now() - stats.lastSuccess) / 1000)} s old, ${stats.entries} TPPs`,
-      },
-      store: {
-        ok: storeReadiness.ok,
-        detail: `${config.store.type}${storeReadiness.detail ? `: ${storeReadiness.detail}` : ""}`,
-        ...(storeReadiness.reason ? { reason: storeReadiness.reason } : {}),
-      },
-      trust: trustReadiness(components.trust.statuses(), now()),
-      ...(components.evidence ? { evidence: components.evidence() } : {}),
-    };
-    return { ready: Object.values(checks).every((c) => c.ok), checks };
+  const mode = await runMode(ingressMode(deps), config, deps);
+  const components = mode.parts;
+  return {
+    url: mode.url,
+    server: mode.server,
+    // What a reload swaps is read at each use.
+    get verifier() {
+      return components.verifier;
+    },
+    get register() {
+      return components.register;
+    },
+    get backendUrl() {
+      return components.backendUrl;
+    },
+    get store() {
+      return components.store;
+    },
+    metrics: components.metrics,
+    adminUrl: mode.adminUrl,
+    readiness: mode.readiness,
+    reload: mode.reload,
+    reconfigure: mode.reconfigure,
+    close: mode.close,
   };
-
-  try {
-    let metrics: GatewayMetrics | undefined;
-    const admin: AdminServer | undefined =
-      config.admin.enabled && !deps.clusterWorker
-        ? await startAdminServer({
-            host: config.admin.host,
-            port: config.admin.port,
-            metrics: {
-              metrics: () => (metrics ? metrics.registry.metrics() : Promise.resolve("")),
-              get contentType() {
-                return metrics?.registry.contentType ?? "text/plain; version=0.0.4";
-              },
-            },
-            readiness,
-            trust: () => components?.trust.report() ?? { sources: [] },
-            reports: () => components && validationReportsOf(components),
-            sandboxReset: () => components?.resetSandbox,
-            access: adminAccessOf(config.admin, "ingress", logger),
-          })
-        : undefined;
-    if (admin) started.add(() => admin.close());
-
-    // 2. Everything else.
-    components = await startComponents(config, deps, started, () => draining);
-    metrics = components.metrics;
-    metrics.watchReadiness(readiness);
-    metrics.connections.countOpen(listener.guard.open);
-    listener.guard.observe(metrics.connections.observer(logger, now));
-    listener.serve(components.path.factory);
-    if (deps.clusterWorker) {
-      // Constructing one installs prom-client's listener that answers the primary's metric requests.
-      new AggregatorRegistry();
-      AggregatorRegistry.setRegistries([metrics.registry]);
-      // The primary's /trust shows every worker's view; its validation reports are the workers'.
-      const running = components;
-      answerTrustReports(() => running.trust.report());
-      answerValidationReports(() => validationReportsOf(running));
-    }
-    logger.info(
-      {
-        url: listener.url,
-        backend: components.backendUrl,
-        tls: Boolean(config.listen.tls),
-        mtls: config.listen.clientCertificate,
-        store: config.store.type,
-        tlsCertificate: components.tlsCertificate() && {
-          name: components.tlsCertificate()!.name,
-          sha256: components.tlsCertificate()!.fingerprint,
-          notAfter: components.tlsCertificate()!.notAfter,
-        },
-      },
-      "ingress gateway listening",
-    );
-    if (admin) logger.info({ url: admin.url }, "admin listener: /metrics, /healthz, /readyz");
-    return gatewayOf(config, deps, listener, admin, components, readiness, started, () => {
-      draining = true;
-    });
-  } catch (error) {
-    await started.closeAll();
-    throw error;
-  }
 }
 
-interface Components {
+/** Ingress's parts: what the lifecycle runs, and what the gateway's getters read. */
+interface Components extends ModeParts<GatewayConfig> {
+  readonly metrics: GatewayMetrics;
   /** The chain and exchange factory the listener serves now (replaced by a configuration reload). */
   path: RequestPath;
   readonly verifier: TppVerifier;
@@ -239,27 +172,12 @@ interface Components {
   readonly reports: RecentReports;
   readonly register: TppRegister;
   readonly store: LimitStore;
-  readonly metrics: GatewayMetrics;
   readonly backendUrl: string;
   /** The demo bank's reset of every TPP's room, when it runs (the admin listener's POST /sandbox/reset). */
   readonly resetSandbox: (() => void) | undefined;
   /** Every trust source: CA and CRL folders, register, trusted lists, fetched CRLs, OCSP. */
   readonly trust: Trust;
   readonly tlsCertificate: () => CertificateSummary | undefined;
-  /**
-   * Reads trust material and the TLS certificate again and returns what puts them in place; throws
-   * (keeping the old state) when they do not load.
-   */
-  prepareReload(): () => void;
-  /**
-   * Builds the request path of `next` (throws, keeping the running one, when it cannot) and returns
-   * what puts it in place, with the keys that need a restart to take effect.
-   */
-  prepareReconfigure(next: GatewayConfig): { commit: () => void; needsRestart: string[] };
-  /** The configuration in force (the last one a reload committed). */
-  readonly running: GatewayConfig;
-  /** Whether the evidence store takes records (a readiness check), when evidence is kept. */
-  readonly evidence?: () => EvidenceReadiness;
 }
 
 /** What the admin listener (or, in a worker, the primary's) asks of certificate validation. */
@@ -273,8 +191,7 @@ function validationReportsOf(components: Components): ValidationReports {
 async function startComponents(
   config: GatewayConfig,
   deps: IngressDependencies,
-  started: Started,
-  draining: () => boolean,
+  { listener, started, draining, readiness }: ModeContext,
 ): Promise<Components> {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
@@ -285,35 +202,40 @@ async function startComponents(
   const refusedBeforeMetrics: { source_kind: string; reason: string }[] = [];
   let verifierLater: TppVerifier | undefined;
 
-  const trust = await startTrust(config, {
+  // Trust, verifier and store are swapped by a configuration reload: every reader goes through these.
+  const trustDeps = {
     logger,
     now,
     // In a cluster the primary fetches each document once for every worker.
     ...(deps.clusterWorker ? { fetch: fetchThroughPrimary } : {}),
     onChange: () => verifierLater?.invalidate(),
     events: {
-      ocspAnswered: (outcome, seconds) => metricsLater?.ocspRequests.observe({ outcome }, seconds),
-      unknownStatus: (action) => metricsLater?.revocationUnknown.inc({ action }),
-      documentRefused: (kind, reason) => {
+      ocspAnswered: (outcome: string, seconds: number) =>
+        metricsLater?.ocspRequests.observe({ outcome }, seconds),
+      unknownStatus: (action: string) => metricsLater?.revocationUnknown.inc({ action }),
+      documentRefused: (kind: string, reason: string) => {
         if (metricsLater) metricsLater.trustDocumentsRefused.inc({ source_kind: kind, reason });
         else refusedBeforeMetrics.push({ source_kind: kind, reason });
       },
     },
-  });
+  };
+  let trust = await startTrust(config, trustDeps);
+  // The running one at shutdown (a reload replaces it).
   started.add(() => trust.stop());
-  const { register } = trust;
 
   const reports = new RecentReports();
-  const verifier = verifierOf(config, trust, logger, now, (report) => {
-    reports.add(report);
-    metricsLater?.certificateValidations.inc({
-      indication: report.indication,
-      sub_indication: report.subIndication ?? "",
-      check: report.check ?? "",
+  const verifierFor = (c: GatewayConfig, t: Trust) =>
+    verifierOf(c, t, logger, now, (report) => {
+      reports.add(report);
+      metricsLater?.certificateValidations.inc({
+        indication: report.indication,
+        sub_indication: report.subIndication ?? "",
+        check: report.check ?? "",
+      });
     });
-  });
+  let verifier = verifierFor(config, trust);
   verifierLater = verifier;
-  // Keys a JWS names instead of sending: fetched, like trust documents, once for all workers.
+  // Keys a JWS names instead of sending: fetched, like trust documents, once for all workers (restart-only).
   const keys = keyResolverOf(config, {
     now,
     ...(deps.clusterWorker ? { fetch: fetchThroughPrimary } : {}),
@@ -321,11 +243,9 @@ async function startComponents(
       if (outcome === "failed") logger.warn({ host, err: detail }, "key directory could not be read");
     },
   });
-  const certificates = rememberingTrusted(verifier, keys);
 
-  const store =
-    deps.store ??
-    (await createLimitStore(config.store, config.replay.maxEntries, {
+  const storeOf = (c: GatewayConfig) =>
+    createLimitStore(c.store, c.replay.maxEntries, {
       now,
       onEvict: (what, key) =>
         logger.warn(
@@ -336,8 +256,14 @@ async function startComponents(
       onConnectionError: throttled(30_000, (error: Error) =>
         logger.warn({ err: error.message }, "limit store connection failed; retrying"),
       ),
-    }));
-  if (!deps.store) started.add(() => store.close());
+    });
+  let store = deps.store ?? (await storeOf(config));
+  /** A reload's old store connections, closed once the requests that began on them had their grace. */
+  const retiredStores = new Set<LimitStore>();
+  if (!deps.store)
+    started.add(async () => {
+      await Promise.all([store.close(), ...[...retiredStores].map((s) => s.close())]);
+    });
 
   let tlsCertificate = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
   const signing = config.responseSigning;
@@ -348,8 +274,8 @@ async function startComponents(
   const metrics = new GatewayMetrics({
     steps: () => chainLater?.().counts(),
     certificateCache: () => verifier.stats,
-    register: () => register.stats,
-    trustSources: trust.statuses,
+    register: () => trust.register.stats,
+    trustSources: () => trust.statuses(),
     ocspCache: () => trust.revocation.ocspCacheStatus,
     store: () => store.stats,
     certificates: () => [
@@ -388,7 +314,8 @@ async function startComponents(
         now,
         clusterWorker: deps.clusterWorker ?? false,
         reports,
-        trust,
+        // The trust in force when each record is written (a reload swaps it).
+        trust: () => trust,
       })
     : undefined;
   // Closed after the listener drained: what was queued is written, with a last checkpoint.
@@ -430,12 +357,13 @@ async function startComponents(
   metrics.backendPools.watch(() => [[backend.host, backend]]);
 
   // The request path: the one builder, again on a configuration reload.
-  const pathOf = (c: GatewayConfig, b: Backend) =>
+  const pathOf = (c: GatewayConfig, b: Backend, v: TppVerifier, st: LimitStore) =>
     requestPathOf(c, {
       now,
-      certificates,
+      // Each certificate it trusts is remembered for a JWS naming it by x5t#S256 later.
+      certificates: rememberingTrusted(v, keys),
       keys,
-      store,
+      store: st,
       onStoreError,
       onReplayRefused: () => metrics.replayRefusals.inc(),
       onUnattendedExceeded: (limitClass, source) =>
@@ -456,118 +384,148 @@ async function startComponents(
     });
   let running = config;
   const components: Components = {
-    ...(evidence ? { evidence: () => evidenceReadiness(evidence.status(), config.evidence!.onFailure) } : {}),
-    path: pathOf(config, backend),
-    verifier,
+    path: pathOf(config, backend, verifier, store),
+    get verifier() {
+      return verifier;
+    },
     reports,
-    register,
-    store,
+    get register() {
+      return trust.register;
+    },
+    get store() {
+      return store;
+    },
     metrics,
     get backendUrl() {
       return backend.origin + backend.basePath;
     },
     resetSandbox: demoBank?.resetAll,
-    trust,
-    tlsCertificate: () => tlsCertificate,
-    get running() {
-      return running;
+    get trust() {
+      return trust;
     },
-    prepareReload() {
-      // Everything is read first; only when all of it loads does any of it replace the old state.
-      const commitTrust = trust.prepareReload();
-      const nextTls = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
-      return () => {
-        commitTrust();
-        tlsCertificate = nextTls;
-        verifier.invalidate();
-        if (nextTls)
-          logger.info(
-            { name: nextTls.name, sha256: nextTls.fingerprint, notAfter: nextTls.notAfter },
-            "TLS certificate loaded",
-          );
+    tlsCertificate: () => tlsCertificate,
+    factory: () => components.path.factory,
+    listening: {
+      backend: backend.origin + backend.basePath,
+      tls: Boolean(config.listen.tls),
+      mtls: config.listen.clientCertificate,
+      store: config.store.type,
+      tlsCertificate: tlsCertificate && {
+        name: tlsCertificate.name,
+        sha256: tlsCertificate.fingerprint,
+        notAfter: tlsCertificate.notAfter,
+      },
+    },
+    async readiness() {
+      const storeReadiness = await storeReadinessOf(store);
+      const stats = trust.register.stats;
+      return {
+        register: {
+          ok: trust.register.isFresh(),
+          ...(trust.register.isFresh() ? {} : { reason: "stale" }),
+          detail:
+            stats.lastSuccess === undefined
+              ? "not loaded"
+              : `${Math.round((now() - stats.lastSuccess) / 1000)} s old, ${stats.entries} TPPs`,
+        },
+        store: {
+          ok: storeReadiness.ok,
+          detail: `${running.store.type}${storeReadiness.detail ? `: ${storeReadiness.detail}` : ""}`,
+          ...(storeReadiness.reason ? { reason: storeReadiness.reason } : {}),
+        },
+        trust: trustReadiness(trust.statuses(), now()),
+        ...(evidence && running.evidence
+          ? { evidence: evidenceReadiness(evidence.status(), running.evidence.onFailure) }
+          : {}),
       };
     },
-    prepareReconfigure(requested) {
-      const needsRestart = keysNeedingRestart(running, requested);
-      // The demo bank reads the identity header names it started with: they stay until a restart.
-      const next =
-        running.backend.url === "sandbox" && requested.backend.url === "sandbox"
-          ? { ...requested, identityHeaders: running.identityHeaders }
-          : requested;
-      const nextBackend = sameBackend(running, next) ? backend : backendOf(next);
-      let path: RequestPath;
+    // SIGHUP: certificates and trust at once, the register from its sources (file or URL).
+    reloadFiles() {
       try {
-        path = pathOf(next, nextBackend);
+        reloadFiles();
+      } finally {
+        trust.refresh();
+      }
+    },
+    stopping() {
+      watch?.stop();
+      trust.stop();
+    },
+    async prepareReload(_running, next) {
+      const made: (() => unknown)[] = [];
+      try {
+        // New trust sources start (and load) beside the running ones; a source that fails keeps them all.
+        const trustChanged = !sameKeys(running, next, ["trust", "revocation", "register"]);
+        const nextTrust = trustChanged ? await startTrust(next, trustDeps) : trust;
+        if (nextTrust !== trust) made.push(() => nextTrust.stop());
+        const nextVerifier =
+          trustChanged ||
+          !sameKeys(running, next, ["cache"]) ||
+          JSON.stringify(running.verification.certificateKinds) !==
+            JSON.stringify(next.verification.certificateKinds)
+            ? verifierFor(next, nextTrust)
+            : verifier;
+        // A memory store holds the replay records and limit windows: the same instance serves on.
+        const nextStore =
+          deps.store || next.store.type === "memory" || sameKeys(running, next, ["store"])
+            ? store
+            : await storeOf(next);
+        if (nextStore !== store) made.push(() => nextStore.close());
+        const nextBackend = sameBackend(running, next) ? backend : backendOf(next);
+        if (nextBackend !== backend) made.push(() => nextBackend.close());
+        const path = pathOf(next, nextBackend, nextVerifier, nextStore);
+        return {
+          commit: () => {
+            const old = { backend, trust, store, grace: running.shutdown.graceSeconds * 1000 };
+            running = next;
+            backend = nextBackend;
+            trust = nextTrust;
+            verifier = nextVerifier;
+            verifierLater = nextVerifier;
+            store = nextStore;
+            components.path = path;
+            // Requests under way finish on the old pool; it closes once none holds it.
+            if (old.backend !== nextBackend) void old.backend.retire();
+            // The old sources stop polling; a verdict under way reads what they hold.
+            if (old.trust !== nextTrust) old.trust.stop();
+            if (old.store !== nextStore) retireStore(old.store, old.grace);
+            watchTrustFiles();
+          },
+        };
       } catch (error) {
-        if (nextBackend !== backend) void nextBackend.close();
+        for (const undo of made) await Promise.resolve(undo()).catch(() => {});
         throw error;
       }
-      return {
-        needsRestart,
-        commit: () => {
-          const old = backend;
-          running = next;
-          // The log level and the shutdown grace apply at once (close() reads the running config).
-          logger.level = next.log.level;
-          backend = nextBackend;
-          components.path = path;
-          // Requests under way finish on the old pool; it closes once none holds it.
-          if (old !== nextBackend) void old.retire();
-        },
-      };
     },
   };
+  /** A replaced Redis connection: requests that began on it keep it for the shutdown grace, then it closes. */
+  const retireStore = (old: LimitStore, graceMs: number) => {
+    retiredStores.add(old);
+    setTimeout(() => {
+      if (retiredStores.delete(old)) void old.close().catch(() => {});
+    }, graceMs).unref();
+  };
   chainLater = () => components.path.chain;
-  return components;
-}
+  metrics.watchReadiness(readiness);
 
-/** The backend block is the same (a new pool is made only when it changed). */
-function sameBackend(a: GatewayConfig, b: GatewayConfig): boolean {
-  return JSON.stringify(a.backend) === JSON.stringify(b.backend);
-}
-
-function gatewayOf(
-  config: GatewayConfig,
-  deps: IngressDependencies,
-  listener: Listener,
-  admin: AdminServer | undefined,
-  components: Components,
-  readiness: () => Promise<ReadinessCheck>,
-  started: Started,
-  startDraining: () => void,
-): IngressGateway {
-  const { logger } = deps;
-  const reload = () => {
-    const commit = components.prepareReload();
+  /** Reads trust material and the TLS certificate again and puts them in place; throws (keeping the old state) when they do not load. */
+  const reloadFiles = () => {
+    // Everything is read first; only when all of it loads does any of it replace the old state.
+    const commitTrust = trust.prepareReload();
+    const nextTls = running.listen.tls ? readCertificate(running.listen.tls.cert) : undefined;
     listener.reloadTls();
-    commit();
-  };
-  const reloads = components.metrics.configReloads.reporter(logger, deps.now);
-  const reconfigure = (next: GatewayConfig) => {
-    const { commit, needsRestart } = components.prepareReconfigure(next);
-    commit();
-    listener.guard.apply(connectionLimitsOf(next.listen, deps.clusterWorker ? next.workers : 1));
-    listener.serve(components.path.factory);
-    return needsRestart;
-  };
-  /** Reads the configuration file again and takes it over, or keeps the running one and says why. */
-  const reloadConfiguration = (why: string) => {
-    const file = deps.configFile;
-    if (!file) return;
-    try {
-      const next = file.read();
-      if (next.mode !== "ingress")
-        throw new Error(
-          `${file.path}: mode is ${next.mode}; this gateway runs ingress (a restart changes it)`,
-        );
-      reloads.applied(why, reconfigure(next));
-    } catch (error) {
-      reloads.failed(why, error as Error);
-    }
+    commitTrust();
+    tlsCertificate = nextTls;
+    verifier.invalidate();
+    if (nextTls)
+      logger.info(
+        { name: nextTls.name, sha256: nextTls.fingerprint, notAfter: nextTls.notAfter },
+        "TLS certificate loaded",
+      );
   };
   const tryReload = (why: string) => {
     try {
-      reload();
+      reloadFiles();
       logger.info({ why }, "reloaded");
     } catch (error) {
       logger.error(
@@ -576,53 +534,33 @@ function gatewayOf(
       );
     }
   };
-  const watched = [
-    ...(config.trust.caDir ? [config.trust.caDir] : []),
-    ...(config.trust.crlDir ? [config.trust.crlDir] : []),
-    ...(config.listen.tls ? [config.listen.tls.cert, config.listen.tls.key] : []),
-  ];
-  const watch: FileWatch = watchFiles(watched, config.reload.pollSeconds * 1000, () =>
-    tryReload("files changed"),
-  );
-  const configWatch: FileWatch | undefined = deps.configFile
-    ? watchFiles([deps.configFile.path], config.reload.pollSeconds * 1000, () =>
-        reloadConfiguration("the config file changed"),
-      )
-    : undefined;
-  started.add(() => watch.stop());
-  if (configWatch) started.add(() => configWatch.stop());
-
-  return {
-    url: listener.url,
-    server: listener.server,
-    verifier: components.verifier,
-    register: components.register,
-    backendUrl: components.backendUrl,
-    store: components.store,
-    metrics: components.metrics,
-    adminUrl: admin?.url,
-    readiness,
-    // SIGHUP: certificates and trust at once, the register from its sources (file or URL), and
-    // the configuration file.
-    reload() {
-      try {
-        reload();
-      } finally {
-        components.trust.refresh();
-        reloadConfiguration("SIGHUP");
-      }
-    },
-    reconfigure,
-    async close(graceMs = components.running.shutdown.graceSeconds * 1000) {
-      startDraining();
-      watch.stop();
-      configWatch?.stop();
-      components.trust.stop();
-      await drain(listener.server, graceMs);
-      await started.closeAll();
-      logger.info("gateway stopped");
-    },
+  /** The trust folders and TLS files of the configuration in force, polled; a reload may move the folders. */
+  let watch: FileWatch | undefined;
+  let watchedPaths = "";
+  const watchTrustFiles = () => {
+    const paths = [
+      ...(running.trust.caDir ? [running.trust.caDir] : []),
+      ...(running.trust.crlDir ? [running.trust.crlDir] : []),
+      ...(running.listen.tls ? [running.listen.tls.cert, running.listen.tls.key] : []),
+    ];
+    if (watch && JSON.stringify(paths) === watchedPaths) return;
+    watch?.stop();
+    watchedPaths = JSON.stringify(paths);
+    watch = watchFiles(paths, config.reload.pollSeconds * 1000, () => tryReload("files changed"));
   };
+  watchTrustFiles();
+  started.add(() => watch?.stop());
+  return components;
+}
+
+/** The backend block is the same (a new pool is made only when it changed). */
+function sameBackend(a: GatewayConfig, b: GatewayConfig): boolean {
+  return sameKeys(a, b, ["backend"]);
+}
+
+/** The sections `keys` of two configurations are equal (what a reload need not build anew). */
+function sameKeys(a: GatewayConfig, b: GatewayConfig, keys: readonly (keyof GatewayConfig)[]): boolean {
+  return keys.every((k) => JSON.stringify(a[k]) === JSON.stringify(b[k]));
 }
 
 /** The store's readiness with its reason (a store that says only yes or no: its word). */

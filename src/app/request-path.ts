@@ -314,7 +314,12 @@ export function responseSignerFrom(
  * (config/restart.ts), and the demo bank's two switches, which are conditions rather than keys.
  */
 export function keysNeedingRestart(running: GatewayConfig, next: GatewayConfig): string[] {
-  const keys = restartKeysChanged(configSchema, running, next);
+  return [...restartKeysChanged(configSchema, running, next), ...demoBankRestartKeys(running, next)];
+}
+
+/** What the schema cannot mark: the demo bank, started for `sandbox`, reads what it started with. */
+export function demoBankRestartKeys(running: GatewayConfig, next: GatewayConfig): string[] {
+  const keys: string[] = [];
   // The demo bank is started for `sandbox` and stays: a switch to or from it needs a restart.
   if ((running.backend.url === "sandbox") !== (next.backend.url === "sandbox"))
     keys.push("backend.url (sandbox)");

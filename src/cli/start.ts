@@ -173,15 +173,14 @@ async function runUntilSignalled(
   process.on("SIGINT", () => void stop("SIGINT"));
   process.on("SIGHUP", () => {
     if (!gateway) return logger.warn("SIGHUP while starting: nothing to reload yet");
-    try {
-      gateway.reload();
-      logger.info("reloaded on SIGHUP");
-    } catch (error) {
-      logger.error(
-        { err: (error as Error).message },
-        "reload failed; keeping the previous certificates and trust store",
-      );
-    }
+    gateway.reload().then(
+      () => logger.info("reloaded on SIGHUP"),
+      (error: Error) =>
+        logger.error(
+          { err: error.message },
+          "reload failed; keeping the previous certificates and trust store",
+        ),
+    );
   });
   try {
     gateway = await start();

@@ -63,3 +63,22 @@ function valueAt(config: unknown, key: string): unknown {
   for (const part of key.split(".")) at = (at as Record<string, unknown> | undefined)?.[part];
   return at;
 }
+
+/**
+ * `next` with every marked key that changed set back to its value in `running`: what a reload takes
+ * over is the rest, and the configuration in force says what still runs (a later reload names the key again).
+ */
+export function keepRestartKeys<T>(schema: z.ZodType, running: T, next: T): T {
+  const changed = restartKeysChanged(schema, running, next);
+  if (changed.length === 0) return next;
+  const kept = structuredClone(next) as Record<string, unknown>;
+  for (const key of changed) {
+    const parts = key.split(".");
+    let at = kept;
+    for (const part of parts.slice(0, -1)) at = at[part] as Record<string, unknown>;
+    const value = valueAt(running, key);
+    if (value === undefined) delete at[parts.at(-1)!];
+    else at[parts.at(-1)!] = structuredClone(value);
+  }
+  return kept as T;
+}

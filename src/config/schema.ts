@@ -19,6 +19,9 @@ const seconds = (def: number) => z.number().positive().default(def);
 const LISTENER = "the listener is bound once, at start";
 const WORKERS = "the processes are forked at start";
 const ADMIN = "the admin listener is bound once, at start";
+/** Replay records and limit windows live in the store: another store (or a new memory one) would forget them. */
+const STORE_STATE =
+  "replay records and limit windows live in the running store; another would start without them";
 /** The folder relative file paths are resolved against while a config is parsed (see parseConfig). */
 let baseDir: string | undefined;
 
@@ -317,16 +320,14 @@ const verification = z
      * The certificate kinds (ETSI EN 319 412-5 QcType) accepted for each use: the signing
      * certificate a QSealC, the TLS client certificate a QWAC, unless widened here.
      */
-    certificateKinds: restartOnly(
-      z
-        .object({
-          signature: z.array(z.enum(QC_TYPES)).min(1).default(["eseal"]),
-          clientCertificate: z.array(z.enum(QC_TYPES)).min(1).default(["web"]),
-        })
-        .strict()
-        .prefault({}),
-      "the certificate verifier judges kinds as it was built (its verdicts are cached)",
-    ),
+    // A change builds a new verifier with an empty verdict cache (verdicts judged the old kinds).
+    certificateKinds: z
+      .object({
+        signature: z.array(z.enum(QC_TYPES)).min(1).default(["eseal"]),
+        clientCertificate: z.array(z.enum(QC_TYPES)).min(1).default(["web"]),
+      })
+      .strict()
+      .prefault({}),
     dateToleranceSeconds: seconds(60),
     algorithms: z
       .array(z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256", "hs2019"]))
@@ -637,7 +638,7 @@ const replay = z
      */
     windowSeconds: z.number().positive().optional(),
     /** Replay keys the memory store keeps. */
-    maxEntries: z.number().int().positive().default(1_000_000),
+    maxEntries: restartOnly(z.number().int().positive().default(1_000_000), STORE_STATE),
   })
   .strict();
 
@@ -729,20 +730,23 @@ const redisNode = z
 const store = z
   .object({
     /** `memory` (one process) or `redis` (several gateways share one limit). */
-    type: z.enum(["memory", "redis"]).default("memory"),
+    type: restartOnly(z.enum(["memory", "redis"]).default("memory"), STORE_STATE),
     /** For `redis`, one Redis: redis://host:port/db or rediss://… */
-    url: z
-      .string()
-      .regex(/^rediss?:\/\//, "a redis:// or rediss:// URL")
-      .optional(),
+    url: restartOnly(
+      z
+        .string()
+        .regex(/^rediss?:\/\//, "a redis:// or rediss:// URL")
+        .optional(),
+      STORE_STATE,
+    ),
     /** For `redis` behind Redis Sentinel: the Sentinels to ask where the primary of `name` is. */
-    sentinels: z.array(redisNode).min(1, "list at least one Sentinel").optional(),
+    sentinels: restartOnly(z.array(redisNode).min(1, "list at least one Sentinel").optional(), STORE_STATE),
     /** With `sentinels`: the master group's name (`sentinel monitor <name> …`). */
-    name: z.string().min(1).optional(),
+    name: restartOnly(z.string().min(1).optional(), STORE_STATE),
     /** With `sentinels`: the Sentinels' own password (`requirepass` in sentinel.conf), if any. */
     sentinelPassword: z.string().min(1).optional(),
     /** For `redis` on Redis Cluster: startup nodes (any few; the rest is discovered). */
-    cluster: z.array(redisNode).min(1, "list at least one Cluster node").optional(),
+    cluster: restartOnly(z.array(redisNode).min(1, "list at least one Cluster node").optional(), STORE_STATE),
     /** With `sentinels` or `cluster`: the data nodes' password (with `url` it sits in the URL). */
     password: z.string().min(1).optional(),
     /**
@@ -751,9 +755,9 @@ const store = z
      */
     replicaAcks: z.number().int().min(0).optional(),
     /** Memory store: limit windows kept; evictions are counted and logged. */
-    maxWindows: z.number().int().positive().default(500_000),
+    maxWindows: restartOnly(z.number().int().positive().default(500_000), STORE_STATE),
     /** Memory store: written on shutdown and read at start, so a restart keeps every TPP's quota. */
-    snapshotFile: path.optional(),
+    snapshotFile: restartOnly(path.optional(), STORE_STATE),
     /** When the store cannot be reached: refuse with 503 (default) or let limited calls through. */
     failOpen: z.boolean().default(false),
   })
@@ -915,10 +919,11 @@ export const configSchema = z
     listen: listen.prefault({}),
     backend: backend.prefault({}),
     verification: verification.prefault({}),
-    trust: restartOnly(trust, "trust sources start with the gateway"),
-    revocation: restartOnly(revocation.prefault({}), "revocation sources start with the gateway"),
-    register: restartOnly(register, "the register source starts with the gateway"),
-    cache: restartOnly(cache.prefault({}), "the verdict cache is built at start"),
+    // A reload starts new trust sources and a new verdict cache beside the running ones, then swaps them.
+    trust,
+    revocation: revocation.prefault({}),
+    register,
+    cache: cache.prefault({}),
     identityHeaders: identityHeaders.prefault({}),
     replay: replay.prefault({}),
     /** Keys a JWS names by kid or x5t#S256 instead of sending x5c (JAdES, UK OB). */
@@ -980,7 +985,8 @@ export const configSchema = z
       .object({ unattended: unattended.prefault({}) })
       .strict()
       .prefault({}),
-    store: restartOnly(store.prefault({}), "the store is connected at start"),
+    // A reload connects anew with changed credentials; where the state lives stays (its keys are marked).
+    store: store.prefault({}),
     /** Processes to run (node:cluster); more than 1 needs the redis store, or limits would split between them. */
     workers: restartOnly(z.number().int().min(1).max(64).default(1), WORKERS),
     log: logSchema,

@@ -4,20 +4,17 @@
  * The bank label is a configured profile name, so its values are bounded.
  */
 
-import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { Counter, Histogram } from "prom-client";
 import type { StepCounts } from "../checks/index.js";
 import type { EgressEvent } from "../events.js";
-import { BackendPoolMetrics } from "./backend-pools.js";
-import { ConfigReloadMetrics } from "./config-reload.js";
-import { ConnectionLimitMetrics } from "./connection-limits.js";
-import { hashPsuId, type Logger } from "./logger.js";
-import { certificateExpiryGauge, type MetricSources, stepCounter } from "./metrics.js";
+import type { Logger } from "./logger.js";
+import { type CertificateExpiries, ModeMetrics, stepCounter } from "./mode-metrics.js";
+import { accessLine } from "./request-log.js";
 
 const SIGNING_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-export class EgressMetrics {
-  readonly registry = new Registry();
+export class EgressMetrics extends ModeMetrics {
   readonly requests = new Counter({
     name: "psd2_gateway_egress_requests_total",
     help: "Requests sent on by egress mode, by bank profile, status and who answered (bank or gateway)",
@@ -38,11 +35,6 @@ export class EgressMetrics {
     buckets: DURATION_BUCKETS,
     registers: [this.registry],
   });
-  /** The application's listener: open connections and its limits that bit. */
-  readonly connections = new ConnectionLimitMetrics(this.registry, "psd2_gateway_egress_");
-  /** The backend connection pools: connections open and idle, requests in flight and queued. */
-  readonly backendPools = new BackendPoolMetrics(this.registry, "psd2_gateway_egress_");
-  readonly configReloads = new ConfigReloadMetrics(this.registry, "psd2_gateway_egress_");
   readonly responseFailures = new Counter({
     name: "psd2_gateway_egress_response_verification_failures_total",
     help: "Bank responses whose signature failed verification (advisory: passed on; enforce: replaced by 502)",
@@ -51,22 +43,18 @@ export class EgressMetrics {
   });
 
   constructor(
-    certificates: MetricSources["certificates"],
+    certificates: CertificateExpiries | undefined,
     now: () => number = Date.now,
     options: { defaultMetrics?: boolean } = {},
   ) {
-    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
-    certificateExpiryGauge(this.registry, certificates, now);
-    stepCounter(
-      this.registry,
-      "psd2_gateway_egress_steps_total",
-      "Verdicts of each named step of an application's request (expect, bank-profile, body, sign), by outcome",
-      [],
-      () => {
-        const counts = this.requestSteps();
-        return counts ? [[{}, counts] as const] : [];
-      },
-    );
+    super({
+      prefix: "psd2_gateway_egress_",
+      stepsHelp:
+        "Verdicts of each named step of an application's request (expect, bank-profile, body, sign), by outcome",
+      certificates,
+      now,
+      ...options,
+    });
     stepCounter(
       this.registry,
       "psd2_gateway_egress_response_steps_total",
@@ -77,12 +65,6 @@ export class EgressMetrics {
   }
 
   private responseSteps: () => readonly (readonly [string, StepCounts])[] = () => [];
-  private requestSteps: () => StepCounts | undefined = () => undefined;
-
-  /** The request steps' chain (routing, body, signing), read at scrape time. */
-  watchRequestSteps(read: () => StepCounts): void {
-    this.requestSteps = read;
-  }
 
   /** The bank profiles' response checks (their long-lived chains), read at scrape time. */
   watchResponseSteps(read: () => readonly (readonly [string, StepCounts])[]): void {
@@ -103,25 +85,15 @@ export function recordEgressRequest(
   if (event.signingMs !== undefined) metrics.signing.observe({ bank }, event.signingMs / 1000);
   if (event.upstreamMs !== undefined) metrics.upstream.observe({ bank }, event.upstreamMs / 1000);
   if (event.responseSignature === "invalid") metrics.responseFailures.inc({ bank, mode: responseMode(bank) });
+  const invalid = event.responseSignature === "invalid";
+  if (!logger.isLevelEnabled(invalid ? "warn" : "info")) return;
   const line = {
-    requestId: event.requestId,
-    traceId: event.traceId,
-    bank,
-    method: event.method,
-    status: event.status,
+    ...accessLine(event, { bank }),
     origin,
-    code: event.code,
-    step: event.step,
-    text: event.text,
     responseSignature: event.responseSignature,
     responseProblem: event.responseProblem,
-    totalMs: Math.round(event.totalMs * 100) / 100,
     signingMs: event.signingMs === undefined ? undefined : Math.round(event.signingMs * 100) / 100,
-    upstreamMs: event.upstreamMs === undefined ? undefined : Math.round(event.upstreamMs * 100) / 100,
-    bytes: event.bytesOut,
-    psu: event.psuId === undefined ? undefined : hashPsuId(event.psuId),
   };
-  if (event.responseSignature === "invalid")
-    logger.warn(line, "request: the bank's response signature failed");
+  if (invalid) logger.warn(line, "request: the bank's response signature failed");
   else logger.info(line, "request");
 }

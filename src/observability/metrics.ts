@@ -4,13 +4,11 @@
  * (`_seconds`), and bounded label values only (route classes and codes, never paths or ids).
  */
 
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { StepCounts } from "../checks/index.js";
 import type { OcspCacheStatus, TrustSourceStatus } from "../trust/source-status.js";
-import { BackendPoolMetrics } from "./backend-pools.js";
-import { ConfigReloadMetrics } from "./config-reload.js";
-import { ConnectionLimitMetrics } from "./connection-limits.js";
 import { EvidenceMetrics } from "./evidence-metrics.js";
+import { type CertificateExpiries, ModeMetrics } from "./mode-metrics.js";
 
 /** Latency buckets in seconds: the gateway's own share is sub-millisecond, the backend's can be seconds. */
 const DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -23,11 +21,7 @@ export interface MetricSources {
   /** Limit store counters, read at scrape time. */
   readonly store?: () => { evictions: number; errors: number };
   /** Expiry of the gateway's own certificates and of trusted CAs, read at scrape time. */
-  readonly certificates?: () => readonly {
-    kind: "tls" | "qseal" | "qwac" | "ca";
-    name: string;
-    notAfter: Date;
-  }[];
+  readonly certificates?: CertificateExpiries;
   /** The chain's passes and refusals per step, read at scrape time. */
   readonly steps?: () => StepCounts | undefined;
   /** Every trust source (CRLs, OCSP responders, register sources, trusted lists), read at scrape time. */
@@ -37,29 +31,8 @@ export interface MetricSources {
   readonly now?: () => number;
 }
 
-/** Seconds to expiry of the gateway's own certificates and trusted CAs, read at scrape time (both modes). */
-export function certificateExpiryGauge(
-  registry: Registry,
-  certificates: MetricSources["certificates"],
-  now: () => number,
-): void {
-  new Gauge({
-    name: "psd2_gateway_certificate_expiry_seconds",
-    help: "Seconds until the gateway's own certificates (tls, qseal, qwac) and trusted CAs (ca) expire",
-    labelNames: ["kind", "name"] as const,
-    registers: [registry],
-    collect() {
-      if (!certificates) return;
-      this.reset();
-      for (const c of certificates())
-        this.set({ kind: c.kind, name: c.name }, (c.notAfter.getTime() - now()) / 1000);
-    },
-  });
-}
-
-export class GatewayMetrics {
-  readonly registry = new Registry();
-
+/** Ingress's metrics: the shared set (ModeMetrics) and what only ingress judges (trust, cache, register, store, limits). */
+export class GatewayMetrics extends ModeMetrics {
   private readinessOf:
     | (() => Promise<{ checks: Record<string, { ok: boolean; reason?: string }> }>)
     | undefined;
@@ -134,11 +107,6 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
-  /** The listener's open connections and its limits that bit. */
-  readonly connections = new ConnectionLimitMetrics(this.registry, "psd2_gateway_");
-  /** The backend connection pools: connections open and idle, requests in flight and queued. */
-  readonly backendPools = new BackendPoolMetrics(this.registry, "psd2_gateway_");
-  readonly configReloads = new ConfigReloadMetrics(this.registry, "psd2_gateway_");
   /** The evidence store: records written, queue, write latency, checkpoint age, failures. */
   readonly evidence = new EvidenceMetrics(this.registry);
 
@@ -179,8 +147,16 @@ export class GatewayMetrics {
   });
 
   constructor(sources: MetricSources = {}, options: { defaultMetrics?: boolean } = {}) {
+    super({
+      prefix: "psd2_gateway_",
+      stepsHelp:
+        "Verdicts of each named step of the chain (its head, body end and response phases), by outcome",
+      ...(sources.certificates ? { certificates: sources.certificates } : {}),
+      ...(sources.now ? { now: sources.now } : {}),
+      ...options,
+    });
+    if (sources.steps) this.watchRequestSteps(sources.steps);
     const now = sources.now ?? Date.now;
-    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     const registers = [this.registry];
     // 1 for each readiness check that passes, 0 with its reason code for one that does not, judged
     // at scrape time as /readyz judges (the store's write probe runs at most once a second), so an
@@ -310,9 +286,6 @@ export class GatewayMetrics {
       "Limit/replay entries evicted before their time (memory store): a TPP could exceed its limit",
       from(store, (s) => s.evictions),
     );
-
-    certificateExpiryGauge(this.registry, sources.certificates, now);
-    stepMetrics(this.registry, sources.steps);
   }
 
   metrics(): Promise<string> {
@@ -384,48 +357,6 @@ function trustSourceMetrics(
     "CRLs: Unix time the list held was issued (its thisUpdate)",
     (s) => (s.crl?.thisUpdate === undefined ? undefined : s.crl.thisUpdate / 1000),
   );
-}
-
-/** Per step of the chain, its passes and refusals since start (a step's phases each decide once). */
-function stepMetrics(registry: Registry, read: MetricSources["steps"]): void {
-  stepCounter(
-    registry,
-    "psd2_gateway_steps_total",
-    "Verdicts of each named step of the chain (its head, body end and response phases), by outcome",
-    [],
-    () => {
-      const counts = read?.();
-      return counts ? [[{}, counts]] : [];
-    },
-  );
-}
-
-/**
- * A counter of each step's passes and refusals, read at scrape time from long-lived chains (both
- * modes): one set of counts per value of `labelNames` (egress: per bank profile).
- */
-export function stepCounter<L extends string>(
-  registry: Registry,
-  name: string,
-  help: string,
-  labelNames: readonly L[],
-  read: () => Iterable<readonly [Readonly<Record<L, string>>, StepCounts]>,
-): void {
-  new Counter({
-    name,
-    help,
-    labelNames: [...labelNames, "step", "outcome"],
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const [labels, counts] of read()) {
-        counts.names.forEach((step: string, i: number) => {
-          this.inc({ ...labels, step, outcome: "passed" }, counts.passed[i]!);
-          this.inc({ ...labels, step, outcome: "refused" }, counts.refused[i]!);
-        });
-      }
-    },
-  });
 }
 
 /**

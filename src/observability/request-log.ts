@@ -73,6 +73,45 @@ function refusalText(text: string, psuId: string | undefined): string {
   return psuId && psuId.length > 0 ? clipped.replaceAll(psuId, `psu:${hashPsuId(psuId)}`) : clipped;
 }
 
+/** What an access line says of any request, either mode's: the shared fields, in one place. */
+export interface AccessFacts {
+  readonly requestId?: string | undefined;
+  readonly traceId?: string | undefined;
+  readonly method: string;
+  readonly status: number;
+  readonly code?: string | undefined;
+  readonly step?: string | undefined;
+  readonly text?: string | undefined;
+  readonly totalMs: number;
+  readonly upstreamMs?: number | undefined;
+  readonly bytesOut?: number | undefined;
+  readonly psuId?: string | undefined;
+}
+
+const ms = (value: number | undefined) => (value === undefined ? undefined : Math.round(value * 100) / 100);
+
+/**
+ * The access line's fields both modes write, `own` (the mode's: tpp and route, or bank and origin)
+ * placed after the ids; no headers, no bodies: identifiers only, the PSU-ID salted and hashed, also
+ * where a refusal's text quotes it.
+ */
+export function accessLine(event: AccessFacts, own: Record<string, unknown>): Record<string, unknown> {
+  return {
+    requestId: event.requestId,
+    traceId: event.traceId,
+    ...own,
+    method: event.method,
+    status: event.status,
+    code: event.code,
+    step: event.step,
+    text: event.text === undefined ? undefined : refusalText(event.text, event.psuId),
+    totalMs: ms(event.totalMs),
+    upstreamMs: ms(event.upstreamMs),
+    bytes: event.bytesOut,
+    psu: event.psuId === undefined ? undefined : hashPsuId(event.psuId),
+  };
+}
+
 export function recordRequest(event: RequestEvent, logger: Logger, metrics: GatewayMetrics): void {
   const outcome = outcomeOf(event);
   const m = childrenFor(metrics, event.mode, event.routeClass, outcome, event.status);
@@ -91,25 +130,14 @@ export function recordRequest(event: RequestEvent, logger: Logger, metrics: Gate
   // Built only when it is written (the PSU-ID's hash is a SHA-256).
   if (!logger.isLevelEnabled("info")) return;
   logger.info(
-    {
-      requestId: event.requestId,
-      traceId: event.traceId,
+    accessLine(event, {
       tpp: event.organizationId,
       trustReport: event.trustReport,
       unattendedLimit: event.unattendedLimit,
       limitSource: event.limitSource,
       routeClass: event.routeClass,
       route: event.route,
-      method: event.method,
-      status: event.status,
-      code: event.code,
-      step: event.step,
-      text: event.text === undefined ? undefined : refusalText(event.text, event.psuId),
-      totalMs: Math.round(event.totalMs * 100) / 100,
-      upstreamMs: event.upstreamMs === undefined ? undefined : Math.round(event.upstreamMs * 100) / 100,
-      bytes: event.bytesOut,
-      psu: event.psuId === undefined ? undefined : hashPsuId(event.psuId),
-    },
+    }),
     "request",
   );
 }

@@ -120,8 +120,10 @@ function metricSum(adminUrl: string, line: RegExp): Promise<number | undefined> 
 /**
  * The n-th reload's change to a gateway's config: nothing any request is judged by. Ingress gets a
  * new chain (an unused prefix where TPP-Redirect-URI is optional) and, every other time, a new
- * backend pool (its connection count); egress rebuilds its bank profiles on every reload (new keys
- * read, new backend pools) and gets a new shutdown grace.
+ * backend pool (its connection count) and new trust sources (the CRL fetch timeout: the sources
+ * started anew beside the running ones, then swapped), and every reload a new verdict cache;
+ * egress rebuilds its bank profiles on every reload (new keys read, new backend pools) and gets a
+ * new shutdown grace.
  */
 function harmlessChange(name: string, n: number): (config: Record<string, unknown>) => void {
   return (config) => {
@@ -134,6 +136,10 @@ function harmlessChange(name: string, n: number): (config: Record<string, unknow
     const backend = (config["backend"] ?? {}) as Record<string, unknown>;
     backend["connections"] = 128 + (n % 2);
     config["backend"] = backend;
+    const revocation = (config["revocation"] ?? {}) as Record<string, Record<string, unknown>>;
+    revocation["crl"] = { ...(revocation["crl"] ?? {}), timeoutSeconds: 10 + (n % 2) };
+    config["revocation"] = revocation;
+    config["cache"] = { ...((config["cache"] ?? {}) as Record<string, unknown>), ttlSeconds: 300 + (n % 3) };
   };
 }
 

@@ -39,7 +39,9 @@ export const READ_PATH_KEYS: readonly string[] = [
 /** Every key schema.ts declares as a path, so that a new one has to be sorted into a list above. */
 export function pathKeysOfSchema(): string[] {
   const text = readFileSync(join(root, "src", "config", "schema.ts"), "utf8");
-  const keys = [...text.matchAll(/^\s*(\w+):\s*(?:z\.array\()?(?:path|location)\b/gm)].map((m) => m[1]!);
+  const keys = [...text.matchAll(/^\s*(\w+):\s*(?:restartOnly\()?(?:z\.array\()?(?:path|location)\b/gm)].map(
+    (m) => m[1]!,
+  );
   return [...new Set(keys)].sort();
 }
 

@@ -369,11 +369,11 @@ describe("reload (SIGHUP): the bank profiles' keys and certificates read anew", 
       expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0001");
       install("tpp-b");
       expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0001"); // read at start, not per request
-      rotating.reload();
+      await rotating.reload();
       // Ingress saw TPP B's QWAC on the connection and its QSealC on the signature.
       expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0002");
       writeFileSync(files.qseal.key, "not a key");
-      expect(() => rotating.reload()).toThrow(/banks\.bank\.qseal: cannot read the private key/);
+      await expect(rotating.reload()).rejects.toThrow(/banks\.bank\.qseal: cannot read the private key/);
       expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0002");
     } finally {
       await rotating.close(0);

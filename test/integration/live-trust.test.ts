@@ -286,7 +286,7 @@ describe("the EU trusted lists as trust anchors", () => {
     breakSignature?: "national",
   ) => {
     publish(service, breakSignature);
-    env.gw.gateway.reload();
+    await env.gw.gateway.reload();
   };
 
   it.each([

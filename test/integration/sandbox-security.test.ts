@@ -270,7 +270,7 @@ describe("2b. renaming identity headers on a configuration reload", () => {
       ...sandbox.gw.config,
       identityHeaders: { ...sandbox.gw.config.identityHeaders, organizationId: "x-bank-tpp" },
     };
-    expect(sandbox.gw.gateway.reconfigure(renamed)).toEqual(["identityHeaders (sandbox)"]);
+    expect(await sandbox.gw.gateway.reconfigure(renamed)).toEqual(["identityHeaders (sandbox)"]);
     const own = await sandbox.call("A", { target: `/v1/bank-offered-consents/${consentId}` });
     expect(own.status, own.text).toBe(200);
   });

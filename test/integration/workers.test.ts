@@ -272,6 +272,8 @@ describeWithRedis("workers: 2 fetch every trust document once, through the prima
     const pki = await testPki();
     documents = await startDocumentServer({
       "/register.json": readFileSync(pki.paths.register),
+      // Where a reload moves the register (the same TPPs).
+      "/register-next.json": readFileSync(pki.paths.register),
       // The issuing CA's CRL, as a distribution point serves it: DER.
       "/issuing.crl": Buffer.from(
         readFileSync(pki.paths.crl, "utf8").replace(/-----[^-]+-----|\s/g, ""),
@@ -386,5 +388,28 @@ describeWithRedis("workers: 2 fetch every trust document once, through the prima
     const deadline = Date.now() + 20_000;
     while (whole() < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     expect(whole(), JSON.stringify(documents.answered)).toBe(2);
+  }, 30_000);
+
+  it("a reload that moves the register: each worker swaps in its new source, fetched once for both through the primary", async () => {
+    const config = readFileSync(configFile, "utf8");
+    writeFileSync(configFile, config.replace("/register.json", "/register-next.json"));
+    child.kill("SIGHUP");
+    const registerUrls = (report: ClusterTrustReport) =>
+      report.workers.map((w) =>
+        "sources" in w ? w.sources.filter((s) => s.kind === "register").map((s) => s.source) : [],
+      );
+    const deadline = Date.now() + 20_000;
+    let report = await trust();
+    const moved = () =>
+      registerUrls(report).every(
+        (urls) => urls.length > 0 && urls.every((u) => u.includes("/register-next.json")),
+      );
+    while (!moved() && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 250));
+      report = await trust();
+    }
+    expect(moved(), JSON.stringify(registerUrls(report))).toBe(true);
+    expect(report.workers).toHaveLength(2);
+    expect(documents.asked.get("/register-next.json")).toBe(1);
   }, 30_000);
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { keysNeedingRestart } from "../../../src/app/request-path.js";
 import { validateConfig, validateEgressConfig } from "../../../src/config/load.js";
-import { restartKeysChanged, restartOnlyKeys } from "../../../src/config/restart.js";
+import { keepRestartKeys, restartKeysChanged, restartOnlyKeys } from "../../../src/config/restart.js";
 import { configSchema, egressConfigSchema } from "../../../src/config/schema.js";
 
 const BASE = { trust: { caDir: "/trust" }, register: { file: "/register.json" } };
@@ -20,16 +20,18 @@ describe("keys a reload cannot take over, read from the schema", () => {
       "listen.port",
       "listen.tls",
       "listen.clientCertificate",
-      "verification.certificateKinds",
-      "trust",
-      "revocation",
-      "register",
-      "cache",
+      "replay.maxEntries",
       "keys",
       "evidence",
       "sandbox",
       "demoQtsp",
-      "store",
+      "store.type",
+      "store.url",
+      "store.sentinels",
+      "store.name",
+      "store.cluster",
+      "store.maxWindows",
+      "store.snapshotFile",
       "workers",
       "admin",
       "reload",
@@ -54,12 +56,23 @@ describe("keys a reload cannot take over, read from the schema", () => {
     [
       "the port and the workers",
       { listen: { port: 9443 }, workers: 2, store: { type: "redis", url: "redis://127.0.0.1:6379" } },
-      ["listen.port", "store", "workers"],
+      ["listen.port", "store.type", "store.url", "workers"],
     ],
     [
-      "a certificate kind",
+      "a certificate kind (a new verifier)",
       { verification: { certificateKinds: { signature: ["eseal", "esign"] } } },
-      ["verification.certificateKinds"],
+      [],
+    ],
+    [
+      "the trust sources and the verdict cache (swapped)",
+      { register: { file: "/other.json" }, cache: { ttlSeconds: 5 } },
+      [],
+    ],
+    ["the store's fail-open (swapped)", { store: { failOpen: true } }, []],
+    [
+      "where the memory store's state is kept",
+      { store: { snapshotFile: "/limits.json" } },
+      ["store.snapshotFile"],
     ],
     [
       "a switch away from the demo bank (which read the identity header names)",
@@ -74,6 +87,19 @@ describe("keys a reload cannot take over, read from the schema", () => {
   ])("ingress: %s", (_what, change, keys) => {
     const next = validateConfig({ ...BASE, ...change });
     expect(keysNeedingRestart(ingress, next)).toEqual(keys);
+  });
+
+  it("keepRestartKeys puts back what needs a restart and takes the rest", () => {
+    const next = validateConfig({
+      ...BASE,
+      listen: { port: 9443 },
+      store: { snapshotFile: "/s.json", failOpen: true },
+    });
+    const kept = keepRestartKeys(configSchema, ingress, next);
+    expect(kept.listen.port).toBe(ingress.listen.port);
+    expect(kept.store.snapshotFile).toBeUndefined();
+    expect(kept.store.failOpen).toBe(true);
+    expect(restartKeysChanged(configSchema, ingress, kept)).toEqual([]);
   });
 
   const egress = validateEgressConfig({ mode: "egress", banks: [BANK] });

@@ -72,6 +72,20 @@ describe("recordEgressRequest", () => {
     expect(raw[0]).not.toContain(PSU_ID);
   });
 
+  it("hashes a PSU-ID a refusal's text quotes, as ingress's line does (one access line builder)", () => {
+    const { raw, lines, record } = setUp();
+    record({
+      ...ANSWERED,
+      status: 400,
+      code: "FORMAT_ERROR",
+      step: "bank-profile",
+      text: `no bank profile for PSU ${PSU_ID}`,
+      responseSignature: undefined,
+    });
+    expect(lines()[0]?.["text"]).toBe(`no bank profile for PSU psu:${hashPsuId(PSU_ID)}`);
+    expect(raw[0]).not.toContain(PSU_ID);
+  });
+
   it.each([
     {
       what: "the bank's answer",

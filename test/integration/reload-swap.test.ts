@@ -1,0 +1,235 @@
+/**
+ * Issue 38, point 2: a configuration reload (SIGHUP's reload() here) swaps the trust sources, the
+ * verdict cache, the store's settings and the shutdown grace for new requests, while a request
+ * under way when it came finishes as it began; where the store's state lives stays until a restart.
+ */
+
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { request } from "undici";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { parse, stringify } from "yaml";
+import { type EgressGateway, type IngressGateway, startGateway } from "../../src/app.js";
+import { loadConfigFile } from "../../src/config/load.js";
+import type { EgressConfig, GatewayConfig } from "../../src/config/schema.js";
+import type { DevPki, IssuedCertificate } from "../../src/dev/pki.js";
+import { createLogger } from "../../src/observability/logger.js";
+import { tppFiles } from "../helpers/egress-profiles.js";
+import { type PreparedCall, prepareSignedCall, testPki } from "../helpers/gateway-fixture.js";
+import { replaceFileAtomically } from "../helpers/gateway-process.js";
+import { Scrape } from "../helpers/prometheus-text.js";
+import { answerOk, type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+
+let pki: DevPki;
+let backend: RecordingBackend;
+let gateway: IngressGateway;
+let file: string;
+let dir: string;
+let closed = false;
+
+beforeAll(async () => {
+  pki = await testPki();
+  backend = await startRecordingBackend();
+  dir = mkdtempSync(join(tmpdir(), "reload-swap-"));
+  file = join(dir, "gateway.yaml");
+  writeFileSync(
+    file,
+    stringify({
+      listen: { host: "127.0.0.1", port: 0 },
+      backend: { url: backend.url },
+      trust: { caDir: pki.paths.trustDir },
+      register: { file: pki.paths.register },
+      log: { level: "silent" },
+      admin: { enabled: false },
+      // Only reload() reloads here: the file is not polled within the test.
+      reload: { pollSeconds: 3600 },
+      shutdown: { graceSeconds: 3600 },
+    }),
+  );
+  gateway = await startGateway(loadConfigFile(file) as GatewayConfig, {
+    logger: createLogger("silent"),
+    configFile: { path: file, read: () => loadConfigFile(file) },
+  });
+}, 60_000);
+
+afterAll(async () => {
+  if (!closed) await gateway?.close(0);
+  await backend?.close();
+});
+
+// biome-ignore lint/suspicious/noExplicitAny: a parsed YAML document, edited freely by each test
+function rewrite(change: (config: Record<string, any>) => void, at = file): void {
+  const config = parse(readFileSync(at, "utf8"));
+  change(config);
+  replaceFileAtomically(at, stringify(config));
+}
+
+const applied = async () =>
+  new Scrape(await gateway.metrics.registry.metrics()).only("psd2_gateway_config_reloads_total", {
+    outcome: "applied",
+  });
+
+/** SIGHUP's reload, waited for until its counter says it was applied. */
+async function reloadApplied(): Promise<void> {
+  const before = await applied();
+  await gateway.reload();
+  await vi.waitFor(async () => expect(await applied()).toBe(before + 1), { timeout: 10_000 });
+}
+
+async function sendCall(prepared: PreparedCall): Promise<{ status: number; code: string | undefined }> {
+  const r = await request(gateway.url + prepared.target, {
+    method: prepared.method as "GET",
+    headers: prepared.headers,
+  });
+  const text = await r.body.text();
+  return {
+    status: r.statusCode,
+    code: r.statusCode === 200 ? undefined : JSON.parse(text).tppMessages?.[0]?.code,
+  };
+}
+
+const call = async (signer: IssuedCertificate) =>
+  sendCall(await prepareSignedCall({ signer, target: "/v1/accounts" }));
+
+/** The backend holds its answers until the returned function is called. */
+function holdAnswers(): () => void {
+  const waiting: (() => void)[] = [];
+  let open = false;
+  backend.behave((req, res, recorded) => {
+    if (open) return answerOk(req, res, recorded);
+    waiting.push(() => answerOk(req, res, recorded));
+  });
+  return () => {
+    open = true;
+    for (const answer of waiting.splice(0)) answer();
+  };
+}
+
+describe("a configuration reload swaps what a request is judged with", () => {
+  it("trust: a register without TPP B refuses B's next request; B's request under way finishes", async () => {
+    expect(await call(pki.tppB.qseal)).toEqual({ status: 200, code: undefined });
+    const register = JSON.parse(readFileSync(pki.paths.register, "utf8")) as {
+      tpps: { organizationIdentifier: string }[];
+    };
+    const withoutB = join(dir, "register-without-b.json");
+    writeFileSync(
+      withoutB,
+      JSON.stringify({
+        ...register,
+        tpps: register.tpps.filter((t) => t.organizationIdentifier !== pki.tppB.organizationId),
+      }),
+    );
+    const release = holdAnswers();
+    const seen = backend.requests.length;
+    const underWay = call(pki.tppB.qseal);
+    await backend.waitForRequests(seen + 1);
+    const registerBefore = gateway.register;
+    rewrite((c) => {
+      c.register = { file: withoutB };
+    });
+    await reloadApplied();
+    expect(gateway.register).not.toBe(registerBefore);
+    release();
+    expect(await underWay).toEqual({ status: 200, code: undefined });
+    backend.reset();
+    const refused = await call(pki.tppB.qseal);
+    expect(refused.status).not.toBe(200);
+    expect(refused.code).toBeDefined();
+    expect(await call(pki.tppA.qseal)).toEqual({ status: 200, code: undefined });
+  });
+
+  it("a reload that changes nothing a verdict rests on keeps the verifier and its cached verdicts", async () => {
+    const verifierBefore = gateway.verifier;
+    rewrite((c) => {
+      c.verification = { dateToleranceSeconds: 30 };
+    });
+    await reloadApplied();
+    expect(gateway.verifier).toBe(verifierBefore);
+  });
+
+  it("verdict cache and certificate kinds: a new verifier judges the next request by the new kinds", async () => {
+    const verifierBefore = gateway.verifier;
+    rewrite((c) => {
+      c.cache = { ttlSeconds: 5 };
+      c.verification = { certificateKinds: { signature: ["esign"] } };
+    });
+    await reloadApplied();
+    expect(gateway.verifier).not.toBe(verifierBefore);
+    expect(await call(pki.tppA.qseal)).toMatchObject({ status: 400, code: "CERTIFICATE_INVALID" });
+    rewrite((c) => {
+      delete c.verification;
+    });
+    await reloadApplied();
+    expect(await call(pki.tppA.qseal)).toEqual({ status: 200, code: undefined });
+  });
+
+  it("store: the memory store and its replay records carry over; where its state lives needs a restart", async () => {
+    const storeBefore = gateway.store;
+    const prepared = await prepareSignedCall({ signer: pki.tppA.qseal, target: "/v1/accounts" });
+    expect(await sendCall(prepared)).toEqual({ status: 200, code: undefined });
+    rewrite((c) => {
+      c.store = { failOpen: true, maxWindows: 1000 };
+    });
+    const needsRestart = await gateway.reconfigure(loadConfigFile(file) as GatewayConfig);
+    expect(needsRestart).toEqual(["store.maxWindows"]);
+    expect(gateway.store).toBe(storeBefore);
+    // The same signed request again: the record made before the reload still refuses it.
+    expect(await sendCall(prepared)).toEqual({ status: 400, code: "SIGNATURE_INVALID" });
+  });
+
+  it("shutdown: close() drains with the grace of the configuration in force, not the one it started with", async () => {
+    rewrite((c) => {
+      c.shutdown = { graceSeconds: 0 };
+    });
+    await reloadApplied();
+    holdAnswers();
+    const seen = backend.requests.length;
+    const underWay = call(pki.tppA.qseal).catch((error: Error) => error);
+    await backend.waitForRequests(seen + 1);
+    // Started with 3600 s: were that grace read, close() would wait for the held answer past the test's timeout.
+    closed = true;
+    await gateway.close();
+    expect(await underWay).toBeInstanceOf(Error);
+  });
+});
+
+describe("egress, through the same lifecycle", () => {
+  it("shutdown: close() drains with the grace a reload set; the log level is taken over too", async () => {
+    const egressFile = join(dir, "egress.yaml");
+    writeFileSync(
+      egressFile,
+      stringify({
+        mode: "egress",
+        listen: { port: 0 },
+        admin: { enabled: false },
+        log: { level: "silent" },
+        reload: { pollSeconds: 3600 },
+        shutdown: { graceSeconds: 3600 },
+        banks: [{ name: "bank", prefix: "/bank", url: backend.url, qseal: tppFiles(pki).qseal }],
+      }),
+    );
+    const logger = createLogger("silent");
+    const egress: EgressGateway = await startGateway(loadConfigFile(egressFile) as EgressConfig, {
+      logger,
+      configFile: { path: egressFile, read: () => loadConfigFile(egressFile) },
+    });
+    rewrite((c) => {
+      c.shutdown = { graceSeconds: 0 };
+      c.log = { level: "error" };
+    }, egressFile);
+    await egress.reload();
+    expect(logger.level).toBe("error");
+    holdAnswers();
+    const seen = backend.requests.length;
+    const underWay = request(`${egress.url}/bank/v1/accounts`, { headers: { "psu-id": "P1" } }).then(
+      (r) => r.body.text(),
+      (error: Error) => error,
+    );
+    await backend.waitForRequests(seen + 1);
+    // Started with 3600 s: were that grace read, close() would wait for the held answer past the test's timeout.
+    await egress.close();
+    expect(await underWay).toBeInstanceOf(Error);
+    backend.reset();
+  });
+});
