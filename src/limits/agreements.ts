@@ -15,7 +15,8 @@
  * The source, never the TPP, labels the metric: five values whatever the traffic.
  */
 
-import type { LimitClass } from "./unattended.js";
+/** What an unattended call reads, each counted on its own (SPEC 8). */
+export type LimitClass = "balances" | "transactions";
 
 export const LIMIT_SOURCES = ["default", "register", "config", "consent", "config-consent"] as const;
 export type LimitSource = (typeof LIMIT_SOURCES)[number];

@@ -18,12 +18,13 @@ import {
   consentKey,
   type LimitAgreement,
   LimitAgreements,
+  type LimitClass,
   type LimitSource,
   readConsentFrequency,
 } from "./agreements.js";
 import { type LimitStore, type MaybePromise, type Reservation, STORE_RETRY_AFTER_SECONDS } from "./store.js";
 
-export type LimitClass = "balances" | "transactions";
+export type { LimitClass } from "./agreements.js";
 
 /**
  * How an unattended transaction read is held to the 90 days: `dateFrom`, the list's query must

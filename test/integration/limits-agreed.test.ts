@@ -12,18 +12,11 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/observability/logger.js";
-import {
-  prepareSignedCall,
-  send,
-  signedCall,
-  startTestGateway,
-  type TestGateway,
-  testPki,
-} from "../helpers/gateway-fixture.js";
+import { signedCall, startTestGateway, type TestGateway, testPki } from "../helpers/gateway-fixture.js";
 import { scrape } from "../helpers/prometheus-text.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 import { describeWithRedis, type RedisServer, startRedisServer } from "../helpers/redis-server.js";
-import { UNATTENDED } from "../helpers/shared-store-gateways.js";
+import { expectLimitOfFiftyAcross, UNATTENDED } from "../helpers/shared-store-gateways.js";
 
 const FREQUENCY_HEADER = "x-consent-frequency-per-day";
 /** Two days ago (UTC): inside the 90 days an unattended transaction list may reach back. */
@@ -235,23 +228,8 @@ describeWithRedis("agreed limits on two gateways sharing one Redis", () => {
   });
   beforeEach(() => backend.reset());
 
-  it("let exactly the agreed 7 of 50 concurrent calls through between them", async () => {
-    const prepared = await Promise.all(
-      Array.from({ length: 50 }, () =>
-        prepareSignedCall({
-          signer: a.pki.tppA.qseal,
-          target: "/v1/accounts/shared-7/balances",
-          ...UNATTENDED,
-        }),
-      ),
-    );
-    const results = await Promise.all(
-      prepared.map((p, i) => send(i % 2 === 0 ? a : b, p.method, p.target, p.headers)),
-    );
-    expect(results.filter((r) => r.status === 200)).toHaveLength(7);
-    expect(results.filter((r) => r.status === 429)).toHaveLength(43);
-    expect(backend.requests).toHaveLength(7);
-  });
+  it("let exactly the agreed 7 of 50 concurrent calls through between them", () =>
+    expectLimitOfFiftyAcross(a, b, backend, "shared-7", 7));
 
   it("share what one learnt of a consent: its frequencyPerDay holds on the other", async () => {
     backend.behave((_req, res) =>

@@ -4,7 +4,7 @@ import { signedCall, startTestGateway, type TestGateway } from "../helpers/gatew
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 import { describeWithRedis, type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 import {
-  expectFourOfFiftyAcross,
+  expectLimitOfFiftyAcross,
   expectReplayRefusedAcross,
   UNATTENDED,
 } from "../helpers/shared-store-gateways.js";
@@ -31,7 +31,7 @@ describeWithRedis("two gateways sharing one Redis", () => {
   beforeEach(() => backend.reset());
 
   it("enforce 4 in total: 50 concurrent unattended calls split between them let exactly 4 through", () =>
-    expectFourOfFiftyAcross(a, b, backend, "shared"));
+    expectLimitOfFiftyAcross(a, b, backend, "shared"));
 
   it("refuse a replay across gateways", () => expectReplayRefusedAcross(a, b));
 

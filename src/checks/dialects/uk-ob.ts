@@ -11,7 +11,7 @@
 
 import { createHash } from "node:crypto";
 import { type KeyResolver, noKeyResolver, onResolved, parseCertificate } from "../../eidas/index.js";
-import { isRejection, reject } from "../../errors.js";
+import { isRejection } from "../../errors.js";
 import { buildKeyId, keyIdTargetFromDer } from "../../signature/index.js";
 import {
   algorithmFitsKey,
