@@ -27,6 +27,7 @@ export const READ_PATH_KEYS: readonly string[] = [
   "clientCa",
   "crlDir",
   "file",
+  "files", // keys.files
   "key",
   "lotl",
   "lotlSigners",
