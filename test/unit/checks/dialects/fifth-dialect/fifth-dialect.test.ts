@@ -8,11 +8,11 @@
 
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { profileSigner } from "../../../../../src/app/bank-profile.js";
+import { profileSigner, responseVerifierForProfile } from "../../../../../src/app/bank-profile.js";
 import { dialectNames, dialectUnit, registerDialect } from "../../../../../src/checks/index.js";
 import { type ExplainOptions, explain } from "../../../../../src/cli/explain-request.js";
 import { render } from "../../../../../src/cli/explanation.js";
-import { validateConfig } from "../../../../../src/config/load.js";
+import { validateConfig, validateEgressConfig } from "../../../../../src/config/load.js";
 import { parseSigningRules } from "../../../../../src/config/schema.js";
 import type { IssuedCertificate } from "../../../../../src/dev/pki.js";
 import { useGatewayAndBackend } from "../../../../helpers/gateway-and-backend.js";
@@ -156,5 +156,30 @@ describe("a fifth dialect registered from the test folder alone", () => {
       step: "test-signature",
       code: "SIGNATURE_INVALID",
     });
+  });
+
+  it("has no response checks, so a bank profile verifying responses in it is refused when config loads", () => {
+    expect(testDialect.responseChecks).toBeUndefined();
+    const bank = (mode: string) => ({
+      name: "b",
+      prefix: "/b",
+      url: "https://bank.example",
+      qseal: { cert: "/c.pem", key: "/k.pem" },
+      signing: { dialect: TEST_DIALECT },
+      responses: { mode, caDir: "/bank-cas" },
+    });
+    const egress = (mode: string) => validateEgressConfig({ mode: "egress", banks: [bank(mode)] });
+    expect(() => egress("enforce")).toThrow(
+      `the signing dialect '${TEST_DIALECT}' has no response checks in this build: set responses.mode: off for this bank`,
+    );
+    expect(() => egress("advisory")).toThrow(/has no response checks in this build/);
+    // Off: the bank is signed for in the dialect, its responses pass unchecked.
+    expect(egress("off").banks[0]?.signing.dialect).toBe(TEST_DIALECT);
+    // A profile built past config is refused too, not checked as draft-cavage.
+    const { banks } = egress("off");
+    const profile = { ...banks[0]!, responses: { ...banks[0]!.responses, mode: "enforce" as const } };
+    expect(() => responseVerifierForProfile(profile, Date.now)).toThrow(
+      `the signing dialect '${TEST_DIALECT}' has no response checks in this build`,
+    );
   });
 });
