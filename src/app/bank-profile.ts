@@ -1,15 +1,17 @@
 /**
  * A bank profile's rules (config `banks[]`) turned into the objects that apply them: the
- * RequestSigner for `signing` and the ResponseVerifier for `responses`. One place, so that egress
+ * RequestSigner for `signing` and the response verifier for `responses`, both asked of its dialect unit. One place, so that egress
  * mode and `psd2-gateway sign --profile` / `verify --response` sign and check byte for byte alike.
  */
 
-import { dialectUnit, type RequestSigning } from "../checks/index.js";
+import {
+  type CertificateVerifier,
+  dialectUnit,
+  type RequestSigning,
+  type ResponseVerifying,
+  StepsResponseVerifier,
+} from "../checks/index.js";
 import type { BankProfileConfig } from "../config/schema.js";
-import { JadesResponseVerifier } from "../egress/jades-response-verifier.js";
-import { ResponseVerifier, type ResponseVerifying } from "../egress/response-verifier.js";
-import { Rfc9421ResponseVerifier } from "../egress/rfc9421-response-verifier.js";
-import { UkObResponseVerifier } from "../egress/ukob-response-verifier.js";
 import { TppVerifier } from "../eidas/index.js";
 import type { DocumentFetcher } from "../trust/http-fetch.js";
 import { loadTrustMaterial } from "../trust/trust-material.js";
@@ -53,6 +55,9 @@ export function responseVerifierForProfile(
 ): ProfileResponseVerifier | undefined {
   const responses = bank.responses;
   if (responses.mode === "off" || !responses.caDir) return undefined;
+  // Config refuses such a profile when it loads (schema.ts); this guards a profile built by hand.
+  if (!dialectUnit(bank.signing.dialect)?.responseChecks)
+    throw new Error(`the signing dialect '${bank.signing.dialect}' has no response checks in this build`);
   const trust = loadTrustMaterial(responses.caDir, responses.crlDir);
   const live = liveRevocationOf(responses.revocation, {
     cas: () => trust.store.all,
@@ -76,46 +81,27 @@ export function responseVerifierForProfile(
   return Object.assign(verifierOfDialect(bank, certificates, now), { stop: () => live.crls.stop() });
 }
 
-function verifierOfDialect(
+/**
+ * The profile's response checks, asked of its dialect's unit and built once: one long-lived chain
+ * per profile, whose step counts egress reports (`psd2_gateway_egress_response_steps_total`).
+ */
+export function verifierOfDialect(
   bank: Pick<BankProfileConfig, "responses" | "signing">,
-  certificates: TppVerifier,
+  certificates: CertificateVerifier,
   now: () => number,
 ): ResponseVerifying {
   const responses = bank.responses;
-  if (bank.signing.dialect === "rfc9421") {
-    return new Rfc9421ResponseVerifier({
+  const unit = dialectUnit(bank.signing.dialect);
+  if (!unit?.responseChecks)
+    throw new Error(`the signing dialect '${bank.signing.dialect}' has no response checks in this build`);
+  return new StepsResponseVerifier(
+    unit.responseChecks({
       certificates,
       certificateHeader: responses.certificateHeader,
       dateToleranceMs: responses.dateToleranceSeconds * 1000,
-      algorithms: responses.rfc9421Algorithms,
-      profile: responses.rfc9421Profile,
       now,
-    });
-  }
-  if (bank.signing.dialect === "uk-ob") {
-    return new UkObResponseVerifier({
-      certificates,
-      dateToleranceMs: responses.dateToleranceSeconds * 1000,
-      algorithms: responses.ukObAlgorithms,
-      tan: responses.ukObTan,
-      allowB64False: responses.ukObAllowB64False,
-      now,
-    });
-  }
-  if (bank.signing.dialect === "jades") {
-    return new JadesResponseVerifier({
-      certificates,
-      dateToleranceMs: responses.dateToleranceSeconds * 1000,
-      algorithms: responses.jadesAlgorithms,
-      payloadStyle: bank.signing.jades.payloadStyle,
-      now,
-    });
-  }
-  return new ResponseVerifier({
-    certificates,
-    certificateHeader: responses.certificateHeader,
-    dateToleranceMs: responses.dateToleranceSeconds * 1000,
-    algorithms: responses.algorithms,
-    now,
-  });
+      responses,
+      signing: bank.signing,
+    }),
+  );
 }

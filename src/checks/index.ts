@@ -7,14 +7,31 @@ export { type CharacterPolicy, checkHeaderCharacters, PERMISSIVE_POLICY, Utf8Sca
 export { CheckContext, type Route, type TppIdentity, type TrustedCertificate } from "./context.js";
 export { describeCavage, type SignedParts } from "./dialects/cavage.js";
 export {
+  type CavageResponseOptions,
+  cavageResponseChecks,
   type DialectExplanation,
   type DialectUnit,
   dialectNames,
   dialectUnit,
+  type JadesResponseVerifierOptions,
+  jadesResponseChecks,
+  type RequestOfResponse,
   type RequestSigning,
+  ResponseCheck,
+  type ResponseCheckInput,
+  type ResponseSlots,
+  type ResponseToVerify,
+  type ResponseVerifying,
+  type Rfc9421ResponseVerifierOptions,
   registerDialect,
+  requestIdStep,
   requestMessage,
+  responseOutline,
+  rfc9421ResponseChecks,
   type SignerInput,
+  StepsResponseVerifier,
+  type UkObResponseVerifierOptions,
+  ukObResponseChecks,
   verifiedRequestSignature,
 } from "./dialects/index.js";
 export { ukObSignatureOf } from "./dialects/uk-ob.js";

@@ -1,24 +1,24 @@
 /**
  * `psd2-gateway verify --response`: explains a bank's signed response with the checks egress mode
- * applies to it in its dialect (src/egress/*-response-verifier.ts, each a list of named steps),
+ * applies to it in its dialect (the unit's `responseChecks`, src/checks/dialects/, named steps),
  * step by step. Checks that need what the file does not hold (the request it answers, the body, a
  * trust folder) are named under "not checked" instead of failing for the wrong reason.
  */
 
-import { type Dialect, dialectsPresent, runSteps, type Step } from "../checks/index.js";
-import type { RevocationConfig } from "../config/schema.js";
 import {
-  jadesResponseChecks,
+  type Dialect,
+  dialectsPresent,
+  dialectUnit,
   type RequestOfResponse,
   ResponseCheck,
-  responseChecks,
-  rfc9421ResponseChecks,
-  ukObResponseChecks,
-} from "../egress/index.js";
+  runSteps,
+  type Step,
+} from "../checks/index.js";
+import type { RevocationConfig } from "../config/schema.js";
 import { isRejection } from "../errors.js";
 import { type AlgorithmName, headerValue, parseSignatureHeader } from "../signature/index.js";
-import { type HttpHeadersPayloadStyle, JWS_ALGORITHMS, type JwsAlgorithm } from "../signature/jws/index.js";
-import { RFC9421_ALGORITHMS, type Rfc9421Algorithm } from "../signature/rfc9421/index.js";
+import type { HttpHeadersPayloadStyle, JwsAlgorithm } from "../signature/jws/index.js";
+import type { Rfc9421Algorithm } from "../signature/rfc9421/index.js";
 import { parseOnlyCertificates, ReportOfCertificate, trustedCertificates } from "./explain-request.js";
 import {
   describeCertificate,
@@ -84,29 +84,19 @@ export async function explainResponse(
       "the bank certificate's chain and revocation (give --trust <dir>, or --profile with responses.caDir)",
     );
   const dialect = options.dialect ?? dialectsPresent(response.headers)[0] ?? "cavage";
-  const common = { certificates, dateToleranceMs: options.dateToleranceMs, now: () => options.now };
+  const unit = dialectUnit(dialect);
+  if (!unit?.responseChecks)
+    throw new Error(`the signing dialect '${dialect}' has no response checks in this build`);
+  // The options' names are the bank profile's `responses` keys; each unit reads its own.
+  let steps: Step<ResponseCheck>[] = unit.responseChecks({
+    certificates,
+    certificateHeader: options.certificateHeader.toLowerCase(),
+    dateToleranceMs: options.dateToleranceMs,
+    now: () => options.now,
+    responses: { ...options },
+    signing: options.jadesPayloadStyle ? { jades: { payloadStyle: options.jadesPayloadStyle } } : undefined,
+  });
   const certificateHeader = options.certificateHeader.toLowerCase();
-  let steps: Step<ResponseCheck>[] =
-    dialect === "rfc9421"
-      ? rfc9421ResponseChecks({
-          ...common,
-          certificateHeader,
-          algorithms: options.rfc9421Algorithms ?? RFC9421_ALGORITHMS,
-        })
-      : dialect === "jades"
-        ? jadesResponseChecks({
-            ...common,
-            algorithms: options.jadesAlgorithms ?? JWS_ALGORITHMS,
-            ...(options.jadesPayloadStyle ? { payloadStyle: options.jadesPayloadStyle } : {}),
-          })
-        : dialect === "uk-ob"
-          ? ukObResponseChecks({
-              ...common,
-              algorithms: options.ukObAlgorithms ?? JWS_ALGORITHMS,
-              tan: options.ukObTan ?? ["openbanking.org.uk"],
-              allowB64False: options.ukObAllowB64False ?? false,
-            })
-          : responseChecks({ ...common, certificateHeader, algorithms: options.algorithms });
   if (!request) {
     steps = steps.filter((s) => !NEEDS_REQUEST.has(s.name));
     notChecked.push(

@@ -1214,6 +1214,15 @@ const bankProfile = z
   .strict()
   .refine((b) => b.prefix !== undefined || b.host !== undefined, {
     message: "a bank profile needs a prefix or a host to be reached by",
+  })
+  // A dialect whose unit has no response checks cannot have its bank's responses verified.
+  .superRefine((b, ctx) => {
+    if (b.responses.mode === "off" || dialectUnit(b.signing.dialect)?.responseChecks) return;
+    ctx.addIssue({
+      code: "custom",
+      path: ["responses", "mode"],
+      message: `the signing dialect '${b.signing.dialect}' has no response checks in this build: set responses.mode: off for this bank, or sign in a dialect whose responses can be verified`,
+    });
   });
 
 const sharedOperations = {

@@ -6,6 +6,7 @@
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ResponseVerifying } from "../checks/index.js";
 import {
   Chain,
   type Dialect,
@@ -34,7 +35,6 @@ import { rawRejection, writeRejection } from "../listener/respond.js";
 import type { ReceivedHeaders } from "../response-inspector.js";
 import { lowerCasedHeaders } from "../signature/index.js";
 import { RESPONSE_SIGNATURE_STEP, ResponseSignatureCheck } from "./response-signature.js";
-import type { ResponseVerifying } from "./response-verifier.js";
 import type { BankRouter } from "./router.js";
 
 export const ORIGIN_HEADER = "psd2-gateway-origin";

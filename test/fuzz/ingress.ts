@@ -7,12 +7,12 @@
  *   an answer that closes the connection;
  * - every backend answer reaches the client signed in its request's dialect: for draft-cavage
  *   Signature, Digest over the exact body, Date, X-Request-ID of its request and the bank's
- *   certificate header, verified with the egress ResponseVerifier; for RFC 9421 (the gateway
+ *   certificate header, verified with the egress StepsResponseVerifier; for RFC 9421 (the gateway
  *   accepts draft-cavage, RFC 9421, JAdES and UK OB, draft-cavage preferred) a FAPI 2.0 response
- *   signature bound to the request, verified with the egress Rfc9421ResponseVerifier; for JAdES an
+ *   signature bound to the request, verified with the egress StepsResponseVerifier; for JAdES an
  *   x-jws-signature over Digest and X-Request-ID, the bank's QSealC in x5c, verified with the egress
- *   JadesResponseVerifier; for UK Open Banking an x-jws-signature over the body (crit of
- *   openbanking.org.uk claims), verified with the egress UkObResponseVerifier; its status and body are the backend's, and its framing too (a HEAD
+ *   StepsResponseVerifier; for UK Open Banking an x-jws-signature over the body (crit of
+ *   openbanking.org.uk claims), verified with the egress StepsResponseVerifier; its status and body are the backend's, and its framing too (a HEAD
  *   answer keeps the backend's Content-Length, a 204 or 304 gets none of the gateway's);
  * - a backend answer over responseSigning.maxBodyBytes is a 502 tppMessages body that carries none
  *   of the backend's bytes;
@@ -24,11 +24,14 @@
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import {
+  cavageResponseChecks,
+  jadesResponseChecks,
+  rfc9421ResponseChecks,
+  StepsResponseVerifier,
+  ukObResponseChecks,
+} from "../../src/checks/index.js";
 import type { DevPki } from "../../src/dev/pki.js";
-import { JadesResponseVerifier } from "../../src/egress/jades-response-verifier.js";
-import { ResponseVerifier } from "../../src/egress/response-verifier.js";
-import { Rfc9421ResponseVerifier } from "../../src/egress/rfc9421-response-verifier.js";
-import { UkObResponseVerifier } from "../../src/egress/ukob-response-verifier.js";
 import { TppVerifier } from "../../src/eidas/index.js";
 import { loadTrustMaterial } from "../../src/trust/trust-material.js";
 import { type KeyDirectoryServer, startKeyDirectory } from "../helpers/key-directory.js";
@@ -73,13 +76,13 @@ export interface IngressSide {
   readonly backend: FuzzBackend;
   readonly gateway: FuzzGateway;
   readonly client: RawClient;
-  readonly verifier: ResponseVerifier;
+  readonly verifier: StepsResponseVerifier;
   /** The same for answers to RFC 9421 requests (a FAPI 2.0 response signature). */
-  readonly rfc9421Verifier: Rfc9421ResponseVerifier;
+  readonly rfc9421Verifier: StepsResponseVerifier;
   /** The same for answers to JAdES requests (x-jws-signature over Digest and X-Request-ID). */
-  readonly jadesVerifier: JadesResponseVerifier;
+  readonly jadesVerifier: StepsResponseVerifier;
   /** The same for answers to UK Open Banking requests (x-jws-signature over the body). */
-  readonly ukObVerifier: UkObResponseVerifier;
+  readonly ukObVerifier: StepsResponseVerifier;
   /** The bank QSealC as the certificate header must carry it. */
   readonly bankCertificate: string;
   /** The TPPs' key directory the gateway resolves a kid in (the `keys` family). */
@@ -125,14 +128,14 @@ async function startFuzzKeyDirectory(pki: DevPki, dir: string) {
 }
 
 /**
- * Checks the bank's signed answers as a TPP would: egress mode's ResponseVerifier (draft-cavage)
- * Rfc9421ResponseVerifier (RFC 9421) and JadesResponseVerifier (JAdES) on the dev trust dir.
+ * Checks the bank's signed answers as a TPP would: egress mode's StepsResponseVerifier (draft-cavage)
+ * StepsResponseVerifier (RFC 9421) and StepsResponseVerifier (JAdES) on the dev trust dir.
  */
 function bankResponseVerifiers(pki: DevPki): {
-  verifier: ResponseVerifier;
-  rfc9421Verifier: Rfc9421ResponseVerifier;
-  jadesVerifier: JadesResponseVerifier;
-  ukObVerifier: UkObResponseVerifier;
+  verifier: StepsResponseVerifier;
+  rfc9421Verifier: StepsResponseVerifier;
+  jadesVerifier: StepsResponseVerifier;
+  ukObVerifier: StepsResponseVerifier;
 } {
   const trust = loadTrustMaterial(pki.paths.trustDir);
   const certificates = new TppVerifier({
@@ -143,29 +146,37 @@ function bankResponseVerifiers(pki: DevPki): {
     maxEntries: 100,
   });
   return {
-    verifier: new ResponseVerifier({
-      certificates,
-      certificateHeader: BANK_CERTIFICATE_HEADER,
-      dateToleranceMs: 60_000,
-      algorithms: ["rsa-sha256"],
-    }),
-    rfc9421Verifier: new Rfc9421ResponseVerifier({
-      certificates,
-      certificateHeader: BANK_CERTIFICATE_HEADER,
-      dateToleranceMs: 60_000,
-      algorithms: ["rsa-pss-sha512"],
-    }),
-    jadesVerifier: new JadesResponseVerifier({
-      certificates,
-      dateToleranceMs: 60_000,
-      algorithms: ["PS256", "ES256"],
-    }),
-    ukObVerifier: new UkObResponseVerifier({
-      certificates,
-      dateToleranceMs: 60_000,
-      algorithms: ["PS256"],
-      tan: ["openbanking.org.uk"],
-    }),
+    verifier: new StepsResponseVerifier(
+      cavageResponseChecks({
+        certificates,
+        certificateHeader: BANK_CERTIFICATE_HEADER,
+        dateToleranceMs: 60_000,
+        algorithms: ["rsa-sha256"],
+      }),
+    ),
+    rfc9421Verifier: new StepsResponseVerifier(
+      rfc9421ResponseChecks({
+        certificates,
+        certificateHeader: BANK_CERTIFICATE_HEADER,
+        dateToleranceMs: 60_000,
+        algorithms: ["rsa-pss-sha512"],
+      }),
+    ),
+    jadesVerifier: new StepsResponseVerifier(
+      jadesResponseChecks({
+        certificates,
+        dateToleranceMs: 60_000,
+        algorithms: ["PS256", "ES256"],
+      }),
+    ),
+    ukObVerifier: new StepsResponseVerifier(
+      ukObResponseChecks({
+        certificates,
+        dateToleranceMs: 60_000,
+        algorithms: ["PS256"],
+        tan: ["openbanking.org.uk"],
+      }),
+    ),
   };
 }
 

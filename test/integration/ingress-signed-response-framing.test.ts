@@ -7,7 +7,7 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { ResponseVerifier } from "../../src/egress/response-verifier.js";
+import { cavageResponseChecks, StepsResponseVerifier } from "../../src/checks/index.js";
 import { TppVerifier } from "../../src/eidas/index.js";
 import { loadTrustMaterial } from "../../src/trust/trust-material.js";
 import { RawClient } from "../fuzz/raw-client.js";
@@ -42,18 +42,20 @@ async function exchange(method: string, target: string) {
   const answer = outcome.responses[0];
   if (!answer) throw new Error(`no answer: ${outcome.endedBy} ${outcome.error ?? ""}`);
   const trust = loadTrustMaterial(gw.pki.paths.trustDir);
-  const verifier = new ResponseVerifier({
-    certificates: new TppVerifier({
-      trustStore: () => trust.store,
-      revocation: () => trust.revocation,
-      cacheTtlMs: 60_000,
-      failureTtlMs: 1_000,
-      maxEntries: 10,
+  const verifier = new StepsResponseVerifier(
+    cavageResponseChecks({
+      certificates: new TppVerifier({
+        trustStore: () => trust.store,
+        revocation: () => trust.revocation,
+        cacheTtlMs: 60_000,
+        failureTtlMs: 1_000,
+        maxEntries: 10,
+      }),
+      certificateHeader: "aspsp-signature-certificate",
+      dateToleranceMs: 60_000,
+      algorithms: ["rsa-sha256"],
     }),
-    certificateHeader: "aspsp-signature-certificate",
-    dateToleranceMs: 60_000,
-    algorithms: ["rsa-sha256"],
-  });
+  );
   const verdict = await verifier.verify({
     headers: answer.headers,
     body: answer.body,

@@ -8,6 +8,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { isRejection, reject } from "../../errors.js";
 import {
+  type AlgorithmName,
   buildSigningString,
   canonicalAlgorithm,
   checkCoverage,
@@ -26,6 +27,7 @@ import {
 import type { CheckContext } from "../context.js";
 import { certificateHeaderMissing, digestHeaderMissing } from "../required-headers.js";
 import type { StepResult } from "../runner.js";
+import { cavageResponseChecks } from "./cavage-response.js";
 import { DIGEST_STEP } from "./digest-header.js";
 import { type DialectExplanation, type DialectUnit, readable } from "./unit.js";
 
@@ -70,6 +72,8 @@ export const cavageDialect: DialectUnit<CavageOptions, CavageSigningRules> = {
     certificate: headerValue(c.headers, "tpp-signature-certificate"),
     ...describeCavage({ method: c.method, target: c.target, headers: c.headers, body }),
   }),
+  responseChecks: ({ responses, ...common }) =>
+    cavageResponseChecks({ ...common, algorithms: responses["algorithms"] as readonly AlgorithmName[] }),
   signer: ({ privateKey, certificateDer, rules, headerEncoding }) =>
     new RequestSigner({
       privateKey,

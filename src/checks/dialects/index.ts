@@ -36,15 +36,30 @@ export const dialectNames = (): Dialect[] => [...UNITS.keys()];
 export const dialectUnits = (): IterableIterator<DialectUnit> => UNITS.values();
 
 export type { CavageOptions } from "./cavage.js";
+export { type CavageResponseOptions, cavageResponseChecks } from "./cavage-response.js";
 export type { JadesDialectOptions } from "./jades.js";
+export { type JadesResponseVerifierOptions, jadesResponseChecks } from "./jades-response.js";
 export type { Authenticates, Dialect } from "./names.js";
+export {
+  type RequestOfResponse,
+  ResponseCheck,
+  type ResponseSlots,
+  type ResponseToVerify,
+  type ResponseVerifying,
+  requestIdStep,
+  responseOutline,
+  StepsResponseVerifier,
+} from "./response-outline.js";
 export { type Rfc9421DialectOptions, requestMessage, verifiedRequestSignature } from "./rfc9421.js";
+export { type Rfc9421ResponseVerifierOptions, rfc9421ResponseChecks } from "./rfc9421-response.js";
 export type { UkObDialectOptions } from "./uk-ob.js";
+export { type UkObResponseVerifierOptions, ukObResponseChecks } from "./uk-ob-response.js";
 export type {
   DialectExplanation,
   DialectSteps,
   DialectUnit,
   RequestSigning,
+  ResponseCheckInput,
   SharedDialectOptions,
   SignerInput,
 } from "./unit.js";

@@ -14,6 +14,7 @@ import {
   checkTime,
   type HttpHeadersPayloadStyle,
   type JadesSignature,
+  JWS_ALGORITHMS,
   JWS_SIGNATURE_HEADER,
   type JwsAlgorithm,
   readJadesHeaderParts,
@@ -26,6 +27,7 @@ import type { CheckContext } from "../context.js";
 import { digestHeaderMissing } from "../required-headers.js";
 import type { Step } from "../runner.js";
 import { DIGEST_STEP } from "./digest-header.js";
+import { jadesResponseChecks } from "./jades-response.js";
 import { jwsIsUkOb } from "./jws-family.js";
 import type { DialectUnit } from "./unit.js";
 
@@ -194,6 +196,12 @@ export const jadesDialect: DialectUnit<JadesDialectOptions, JadesSigningRules> =
       ...(Buffer.isBuffer(payload) ? { signingString: payload.toString("latin1") } : {}),
     };
   },
+  responseChecks: ({ responses, signing, ...common }) =>
+    jadesResponseChecks({
+      ...common,
+      algorithms: (responses["jadesAlgorithms"] as readonly JwsAlgorithm[] | undefined) ?? JWS_ALGORITHMS,
+      ...(signing?.jades?.payloadStyle ? { payloadStyle: signing.jades.payloadStyle } : {}),
+    }),
   signer: ({ privateKey, certificateDer, rules }) =>
     new JadesRequestSigner({
       privateKey,

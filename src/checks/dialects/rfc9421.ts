@@ -14,11 +14,13 @@ import {
   checkSignatureTime,
   computeContentDigest,
   FAPI_REQUEST_TAG,
+  type FapiResponseProfile,
   fapiRequestComponents,
   type ParsedSignature,
   parseContentDigest,
   parseSignatures,
   type RequestMessage,
+  RFC9421_ALGORITHMS,
   type Rfc9421Algorithm,
   selectSignature,
   signatureAcceptedUntil,
@@ -30,6 +32,7 @@ import { parseAuthority } from "../authority.js";
 import type { CheckContext } from "../context.js";
 import { certificateHeaderMissing, hasBody } from "../required-headers.js";
 import type { Step } from "../runner.js";
+import { rfc9421ResponseChecks } from "./rfc9421-response.js";
 import type { DialectExplanation, DialectUnit } from "./unit.js";
 
 export const RFC9421 = ["rfc9421"] as const;
@@ -246,6 +249,13 @@ export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions, Rfc9421SigningRu
     certificate: headerValue(c.headers, "tpp-signature-certificate"),
     ...describeHttpSignature(c),
   }),
+  responseChecks: ({ responses, ...common }) =>
+    rfc9421ResponseChecks({
+      ...common,
+      algorithms:
+        (responses["rfc9421Algorithms"] as readonly Rfc9421Algorithm[] | undefined) ?? RFC9421_ALGORITHMS,
+      profile: (responses["rfc9421Profile"] as FapiResponseProfile | undefined) ?? "full",
+    }),
   signer: ({ privateKey, certificateDer, url, rules }) =>
     new Rfc9421RequestSigner({
       privateKey,

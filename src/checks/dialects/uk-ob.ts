@@ -18,6 +18,7 @@ import {
   checkTime,
   checkUkObClaims,
   type DetachedJws,
+  JWS_ALGORITHMS,
   JWS_SIGNATURE_HEADER,
   type JwsAlgorithm,
   readUkObHeader,
@@ -30,6 +31,7 @@ import { hasBody } from "../required-headers.js";
 import type { Step, StepResult } from "../runner.js";
 import { JWS_CERTIFICATE } from "./jades.js";
 import { jwsIsUkOb } from "./jws-family.js";
+import { ukObResponseChecks } from "./uk-ob-response.js";
 import type { DialectUnit } from "./unit.js";
 
 export const UK_OB = ["uk-ob"] as const;
@@ -209,6 +211,13 @@ export const ukObDialect: DialectUnit<UkObDialectOptions, UkObSigningRules> = {
       ...(signature ? { protectedHeader: signature.jws.header } : {}),
     };
   },
+  responseChecks: ({ responses, ...common }) =>
+    ukObResponseChecks({
+      ...common,
+      algorithms: (responses["ukObAlgorithms"] as readonly JwsAlgorithm[] | undefined) ?? JWS_ALGORITHMS,
+      tan: (responses["ukObTan"] as readonly string[] | undefined) ?? ["openbanking.org.uk"],
+      allowB64False: responses["ukObAllowB64False"] === true,
+    }),
   signer: ({ privateKey, certificateDer, rules }) => {
     const parsed = parseCertificate(certificateDer);
     const iss = rules.ukOb.iss ?? (isRejection(parsed) ? undefined : parsed.organizationIdentifier);

@@ -15,7 +15,9 @@ import type { Rejection } from "../../errors.js";
 import type { AlgorithmName, RequestToSign } from "../../signature/index.js";
 import type { CheckContext } from "../context.js";
 import type { Step } from "../runner.js";
+import type { CertificateVerifier } from "../steps.js";
 import type { Authenticates, Dialect } from "./names.js";
+import type { ResponseCheck } from "./response-outline.js";
 
 /** What every dialect's steps may read of the chain's options. */
 export interface SharedDialectOptions {
@@ -86,6 +88,22 @@ export interface RequestSigning {
   sign(request: RequestToSign): Promise<Record<string, string>>;
 }
 
+/**
+ * What a dialect's response checks are made of (egress, `verify --response`): the bank's
+ * certificate verifier and the profile's response rules (config `banks[].responses`; each unit reads
+ * its own keys, such as `rfc9421Algorithms`, and defaults the ones absent) and signing rules.
+ */
+export interface ResponseCheckInput<Rules = unknown> {
+  readonly certificates: CertificateVerifier;
+  /** Lower-case name of the header a bank sends its certificate in (dialects that use one). */
+  readonly certificateHeader: string;
+  readonly dateToleranceMs: number;
+  readonly now: () => number;
+  readonly responses: Readonly<Record<string, unknown>>;
+  /** The profile's `signing` rules; absent on the command line without `--profile`. */
+  readonly signing?: Partial<Rules> | undefined;
+}
+
 export interface DialectUnit<Own = unknown, Rules = unknown> {
   readonly name: Dialect;
   /** Its name as `verify` prints it: the headers and the specification. */
@@ -119,6 +137,11 @@ export interface DialectUnit<Own = unknown, Rules = unknown> {
   explain(c: CheckContext, body: Buffer | undefined): DialectExplanation;
   /** A request signer in this dialect (egress, `sign`). */
   signer(input: SignerInput<Rules>): RequestSigning;
+  /**
+   * Its checks of a bank's signed response, built from the one outline (response-outline.ts).
+   * Absent: a bank profile cannot ask to verify responses in it (refused when config loads).
+   */
+  responseChecks?(input: ResponseCheckInput<Rules>): Step<ResponseCheck>[];
 }
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });

@@ -280,7 +280,7 @@ const UKOB: JwsDialect<"iat" | "iss" | "tan" | "kid"> = {
     [10, "hostile"],
     [2, "replay"],
   ],
-  // Signed back in UK OB (ingress.ts verifies it with UkObResponseVerifier when its crit says so).
+  // Signed back in UK OB (ingress.ts verifies it with the UK OB unit's response checks when its crit says so).
   answered(ctx, label, answer) {
     const jws = answer.headers["x-jws-signature"];
     const crit = typeof jws === "string" ? critOf(jws) : undefined;

@@ -1,6 +1,6 @@
 /**
  * `psd2-gateway verify --response` explains a bank's signed response with the checks egress mode
- * applies (src/egress/response-verifier.ts): each failure class is named at the step that refuses
+ * applies (each dialect unit's responseChecks, src/checks/dialects/): each failure class is named at the step that refuses
  * it, with its code. Responses are signed by the ingress gateway's own response signer.
  */
 

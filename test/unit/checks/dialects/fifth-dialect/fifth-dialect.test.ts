@@ -3,23 +3,53 @@
  * (unit.ts) and registered with one line, is verified by a real gateway on loopback in front of a
  * real backend, refused when tampered with (the backend sees nothing), explained by `verify`'s
  * explain function, and signed by the registry's signer (the one `sign`, the library and egress
- * use), whose output is what the gateway verifies. Nothing in src/ names it.
+ * use), whose output is what the gateway verifies; a bank's answer signed in it is checked by its
+ * unit's response checks (the outline's slots). Nothing in src/ names it. A copy without response
+ * checks shows a bank profile verifying answers in such a dialect is refused when config loads.
  */
 
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { profileSigner } from "../../../../../src/app/bank-profile.js";
-import { dialectNames, dialectUnit, registerDialect } from "../../../../../src/checks/index.js";
+import { profileSigner, responseVerifierForProfile } from "../../../../../src/app/bank-profile.js";
+import {
+  dialectNames,
+  dialectUnit,
+  registerDialect,
+  StepsResponseVerifier,
+} from "../../../../../src/checks/index.js";
 import { type ExplainOptions, explain } from "../../../../../src/cli/explain-request.js";
 import { render } from "../../../../../src/cli/explanation.js";
-import { validateConfig } from "../../../../../src/config/load.js";
+import { validateConfig, validateEgressConfig } from "../../../../../src/config/load.js";
 import { parseSigningRules } from "../../../../../src/config/schema.js";
 import type { IssuedCertificate } from "../../../../../src/dev/pki.js";
+import { TppVerifier } from "../../../../../src/eidas/index.js";
+import { reject } from "../../../../../src/errors.js";
+import { loadTrustMaterial } from "../../../../../src/trust/trust-material.js";
 import { useGatewayAndBackend } from "../../../../helpers/gateway-and-backend.js";
 import { expectRejected, send } from "../../../../helpers/gateway-fixture.js";
 import { TEST_DIALECT, testDialect } from "./unit.js";
 
 registerDialect(testDialect);
+// The same dialect without response checks, to show a profile cannot ask to verify answers in it.
+const { responseChecks: _, ...withoutResponseChecks } = testDialect;
+const NO_RESPONSES = "test-sig-unanswered";
+registerDialect({
+  ...withoutResponseChecks,
+  name: NO_RESPONSES,
+  signatureStep: "unanswered-signature",
+  detect: () => false,
+  steps: () => ({
+    parse: [],
+    verify: [
+      {
+        name: "unanswered-signature",
+        dialects: [NO_RESPONSES],
+        run: () => reject("SIGNATURE_INVALID", "never"),
+      },
+    ],
+    longestAcceptanceMs: 0,
+  }),
+});
 
 const env = useGatewayAndBackend({
   config: { verification: { dialects: { accept: ["cavage", TEST_DIALECT] } } },
@@ -57,7 +87,7 @@ const sent = (call: Call) => send(env.gw, call.method, call.target, call.headers
 
 describe("a fifth dialect registered from the test folder alone", () => {
   it("is in the registry, and config names it beside the built-in four (an unknown name is refused)", () => {
-    expect(dialectNames()).toEqual(["cavage", "rfc9421", "jades", "uk-ob", TEST_DIALECT]);
+    expect(dialectNames()).toEqual(["cavage", "rfc9421", "jades", "uk-ob", TEST_DIALECT, NO_RESPONSES]);
     expect(dialectUnit(TEST_DIALECT)).toBe(testDialect);
     expect(() => registerDialect(testDialect)).toThrow(/already registered/);
     const config = (accept: string[]) =>
@@ -68,7 +98,7 @@ describe("a fifth dialect registered from the test folder alone", () => {
       });
     expect(config([TEST_DIALECT]).verification.dialects.accept).toEqual([TEST_DIALECT]);
     expect(() => config(["test-sig-2"])).toThrow(
-      `'test-sig-2' is not a signing dialect of this build; it verifies cavage, rfc9421, jades, uk-ob, ${TEST_DIALECT}`,
+      `'test-sig-2' is not a signing dialect of this build; it verifies cavage, rfc9421, jades, uk-ob, ${TEST_DIALECT}, ${NO_RESPONSES}`,
     );
   });
 
@@ -156,5 +186,94 @@ describe("a fifth dialect registered from the test folder alone", () => {
       step: "test-signature",
       code: "SIGNATURE_INVALID",
     });
+  });
+
+  it("checks a bank's answer signed in it with its unit's response checks, step by step", async () => {
+    const trust = loadTrustMaterial(env.gw.pki.paths.trustDir);
+    const certificates = new TppVerifier({
+      trustStore: () => trust.store,
+      revocation: () => trust.revocation,
+      cacheTtlMs: 60_000,
+      failureTtlMs: 1_000,
+      maxEntries: 10,
+    });
+    const checks = testDialect.responseChecks!({
+      certificates,
+      certificateHeader: "tpp-signature-certificate",
+      dateToleranceMs: 60_000,
+      now: Date.now,
+      responses: {},
+    });
+    expect(checks.map((s) => s.name)).toEqual([
+      "test-signature-header",
+      "digest",
+      "request-id",
+      "certificate",
+      "test-signature",
+    ]);
+    const verifier = new StepsResponseVerifier(checks);
+    // The bank signs its answer with the dialect's signer, over the request's method and target.
+    const request = { method: "POST", target: PAYMENT, requestId: randomUUID() };
+    const answer = '{"transactionStatus":"RCVD"}';
+    const signer = profileSigner(
+      { signing: parseSigningRules({ dialect: TEST_DIALECT }), url: env.gw.url },
+      {
+        privateKey: env.gw.pki.tppA.qseal.privateKey,
+        certificateDer: Buffer.from(env.gw.pki.tppA.qseal.der),
+      },
+    );
+    const added = await signer.sign({
+      ...request,
+      headers: { "x-request-id": request.requestId },
+      body: answer,
+    });
+    const headers = Object.fromEntries(
+      Object.entries({ "x-request-id": request.requestId, ...added }).map(([k, v]) => [k.toLowerCase(), v]),
+    );
+    const response = (body: string, requestId = request.requestId) => ({
+      status: 201,
+      headers,
+      body: Buffer.from(body),
+      request: { ...request, requestId },
+    });
+    const judged = async (r: ReturnType<typeof response>) => {
+      let failed = "";
+      const verdict = await verifier.verify(r, (name, outcome) => {
+        if (outcome !== "passed") failed = name;
+      });
+      return verdict === true ? "passed" : `${failed}: ${verdict.code}`;
+    };
+    expect(await judged(response(answer))).toBe("passed");
+    expect(await judged(response(answer.replace("RCVD", "ACCP")))).toBe("digest: SIGNATURE_INVALID");
+    expect(await judged(response(answer, randomUUID()))).toBe("request-id: SIGNATURE_INVALID");
+    // One long-lived chain: its counts cover every answer judged (the signature passed once).
+    const counts = verifier.counts();
+    expect(counts.passed[counts.names.indexOf("test-signature")]).toBe(1);
+  });
+
+  it("a registered dialect without response checks: a bank profile verifying responses in it is refused when config loads", () => {
+    const dialect = NO_RESPONSES;
+    expect(dialectUnit(dialect)?.responseChecks).toBeUndefined();
+    const bank = (mode: string) => ({
+      name: "b",
+      prefix: "/b",
+      url: "https://bank.example",
+      qseal: { cert: "/c.pem", key: "/k.pem" },
+      signing: { dialect },
+      responses: { mode, caDir: "/bank-cas" },
+    });
+    const egress = (mode: string) => validateEgressConfig({ mode: "egress", banks: [bank(mode)] });
+    expect(() => egress("enforce")).toThrow(
+      `the signing dialect '${dialect}' has no response checks in this build: set responses.mode: off for this bank`,
+    );
+    expect(() => egress("advisory")).toThrow(/has no response checks in this build/);
+    // Off: the bank is signed for in the dialect, its responses pass unchecked.
+    expect(egress("off").banks[0]?.signing.dialect).toBe(dialect);
+    // A profile built past config is refused too, not checked as draft-cavage.
+    const { banks } = egress("off");
+    const profile = { ...banks[0]!, responses: { ...banks[0]!.responses, mode: "enforce" as const } };
+    expect(() => responseVerifierForProfile(profile, Date.now)).toThrow(
+      `the signing dialect '${dialect}' has no response checks in this build`,
+    );
   });
 });

@@ -4,14 +4,20 @@
  * Ed25519 as is) over the lines `<method lower-case> <target>`, `x-request-id: <value>` and
  * `digest: <value>` (empty without a body); the QSealC in TPP-Signature-Certificate; the body bound
  * through Digest. It has no time of its own (replay records live the Date tolerance). Registered
- * by its test with one line: `registerDialect(testDialect)`.
+ * by its test with one line: `registerDialect(testDialect)`. A bank's response in it is signed the
+ * same way over the request's method and target and the response's X-Request-ID and Digest.
  */
 
 import { createHash, randomUUID, sign, verify } from "node:crypto";
-import type { DialectUnit } from "../../../../../src/checks/index.js";
+import { type DialectUnit, requestIdStep, responseOutline } from "../../../../../src/checks/index.js";
 import { certificateHeaderMissing, digestHeaderMissing } from "../../../../../src/checks/required-headers.js";
 import { isRejection, reject } from "../../../../../src/errors.js";
-import { DigestVerifier, headerValue, parseDigestHeader } from "../../../../../src/signature/index.js";
+import {
+  DigestVerifier,
+  headerValue,
+  parseDigestHeader,
+  verifyDigest,
+} from "../../../../../src/signature/index.js";
 
 export const TEST_DIALECT = "test-sig";
 const ONLY = [TEST_DIALECT];
@@ -21,7 +27,7 @@ const HEADER = "x-test-signature";
 export function testSigningInput(
   method: string,
   target: string,
-  headers: Readonly<Record<string, string | string[] | undefined>>,
+  headers: Readonly<Record<string, string | readonly string[] | undefined>>,
 ): Buffer {
   const value = (name: string) => {
     const v = headers[name] ?? headers[Object.keys(headers).find((k) => k.toLowerCase() === name) ?? ""];
@@ -111,6 +117,49 @@ export const testDialect: DialectUnit<Record<string, never>> = {
     signedHeaders: ["(request-target)", "x-request-id", "digest"],
     signingString: testSigningInput(c.method, c.target, c.headers).toString("latin1"),
   }),
+  // A bank's answer: the outline's slots filled (response-outline.ts), nothing else.
+  responseChecks: ({ certificates }) =>
+    responseOutline(certificates, {
+      read: [
+        {
+          name: "test-signature-header",
+          run: (c) =>
+            /^[A-Za-z0-9+/]+={0,2}$/.test(c.header(HEADER) ?? "")
+              ? undefined
+              : reject("SIGNATURE_MISSING", `the response carries no base64 ${HEADER} header`),
+        },
+      ],
+      beforeCertificate: [
+        {
+          name: "digest",
+          run: (c) => {
+            const verified = verifyDigest(c.header("digest"), c.response.body);
+            return verified === true ? undefined : verified;
+          },
+        },
+        requestIdStep,
+      ],
+      certificate: (c) =>
+        c.header("tpp-signature-certificate") ??
+        reject("CERTIFICATE_MISSING", "the response carries no TPP-Signature-Certificate header"),
+      verify: [
+        {
+          name: "test-signature",
+          run: (c) => {
+            const key = c.bank!.publicKey;
+            const { request, headers } = c.response;
+            const input = testSigningInput(request.method, request.target, headers);
+            const signature = Buffer.from(c.header(HEADER)!, "base64");
+            return verify(hashFor(key.asymmetricKeyType), input, key, signature)
+              ? undefined
+              : reject(
+                  "SIGNATURE_INVALID",
+                  `${HEADER} does not verify over the request and the answer's headers`,
+                );
+          },
+        },
+      ],
+    }),
   signer: ({ privateKey, certificateDer }) => ({
     keyId: createHash("sha256").update(certificateDer).digest("hex"),
     sign: async (request) => {

@@ -1,5 +1,5 @@
 /**
- * Egress's check of a bank's RFC 9421 answer (Rfc9421ResponseVerifier) against answers signed by an
+ * Egress's check of a bank's RFC 9421 answer (the RFC 9421 unit's responseChecks) against answers signed by an
  * independent implementation, http-message-signatures 1.0 (rsa-pss-sha512 with RFC 9421's 64-byte
  * salt), with the bank's QSealC of the dev PKI: the full FAPI 2.0 HTTP Signatures profile (draft -01)
  * binds the request egress sent, down to its Content-Digest and signature, and the `method-target`
@@ -9,19 +9,23 @@
 import { constants, sign as cryptoSign } from "node:crypto";
 import { createSigner, httpbis } from "http-message-signatures";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { DevPki } from "../../../src/dev/pki.js";
-import type { RequestOfResponse, ResponseToVerify } from "../../../src/egress/response-verifier.js";
-import { Rfc9421ResponseVerifier } from "../../../src/egress/rfc9421-response-verifier.js";
-import { TppVerifier } from "../../../src/eidas/index.js";
-import { isRejection } from "../../../src/errors.js";
-import { buildKeyId, keyIdTargetFromDer } from "../../../src/signature/index.js";
+import {
+  type RequestOfResponse,
+  type ResponseToVerify,
+  rfc9421ResponseChecks,
+  StepsResponseVerifier,
+} from "../../../../src/checks/index.js";
+import type { DevPki } from "../../../../src/dev/pki.js";
+import { TppVerifier } from "../../../../src/eidas/index.js";
+import { isRejection } from "../../../../src/errors.js";
+import { buildKeyId, keyIdTargetFromDer } from "../../../../src/signature/index.js";
 import {
   computeContentDigest,
   type FapiResponseProfile,
   signFapiRequest,
-} from "../../../src/signature/rfc9421/index.js";
-import { loadTrustMaterial } from "../../../src/trust/trust-material.js";
-import { testPki } from "../../helpers/gateway-fixture.js";
+} from "../../../../src/signature/rfc9421/index.js";
+import { loadTrustMaterial } from "../../../../src/trust/trust-material.js";
+import { testPki } from "../../../helpers/gateway-fixture.js";
 
 const BODY = '{"instructedAmount":{"currency":"EUR","amount":"12.00"},"creditorName":"Kari"}';
 const ANSWER = '{"transactionStatus":"RCVD","paymentId":"p-1"}';
@@ -113,21 +117,23 @@ async function theirAnswer(fields: readonly string[], request: RequestOfResponse
   return { status: 201, headers: lower, body: Buffer.from(ANSWER), request };
 }
 
-function verifier(profile?: FapiResponseProfile): Rfc9421ResponseVerifier {
+function verifier(profile?: FapiResponseProfile): StepsResponseVerifier {
   const trust = loadTrustMaterial(pki.paths.trustDir);
-  return new Rfc9421ResponseVerifier({
-    certificates: new TppVerifier({
-      trustStore: () => trust.store,
-      revocation: () => trust.revocation,
-      cacheTtlMs: 300_000,
-      failureTtlMs: 10_000,
-      maxEntries: 100,
+  return new StepsResponseVerifier(
+    rfc9421ResponseChecks({
+      certificates: new TppVerifier({
+        trustStore: () => trust.store,
+        revocation: () => trust.revocation,
+        cacheTtlMs: 300_000,
+        failureTtlMs: 10_000,
+        maxEntries: 100,
+      }),
+      certificateHeader: "aspsp-signature-certificate",
+      dateToleranceMs: 60_000,
+      algorithms: ["rsa-pss-sha512"],
+      ...(profile ? { profile } : {}),
     }),
-    certificateHeader: "aspsp-signature-certificate",
-    dateToleranceMs: 60_000,
-    algorithms: ["rsa-pss-sha512"],
-    ...(profile ? { profile } : {}),
-  });
+  );
 }
 
 function outcome(result: true | { code: string; text: string }): string {
