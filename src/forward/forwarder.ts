@@ -26,7 +26,8 @@ export interface UpstreamRequest {
   readonly method: string;
   /** Path and query as the backend gets them (below the backend URL's path). */
   readonly target: string;
-  readonly headers: Headers;
+  /** An object, or name/value pairs (ingress: a flat list does not grow a dictionary per request). */
+  readonly headers: Headers | string[];
   /** `null` for a request without a body. */
   readonly body: AsyncIterable<Buffer> | Buffer | null;
 }

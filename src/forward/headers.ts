@@ -34,6 +34,15 @@ function connectionListed(value: string | string[] | undefined): readonly string
     .filter((s) => s.length > 0);
 }
 
+/** Whether the client's header `name` goes upstream (`extra`: the names its Connection lists). */
+function passes(name: string, strip: ReadonlySet<string>, extra: readonly string[]): boolean {
+  if (HOP_BY_HOP.has(name) || strip.has(name)) return false;
+  // CGI-style backends read x_tpp_roles (and some x.tpp.roles) as x-tpp-roles: look-alikes are
+  // stripped too.
+  if ((name.includes("_") || name.includes(".")) && strip.has(name.replace(LOOK_ALIKE, "-"))) return false;
+  return !(extra.length > 0 && extra.includes(name));
+}
+
 /**
  * The headers to send upstream: everything but hop-by-hop headers and the names in `strip`
  * (identity headers a client must not be able to forge). Repeated headers stay arrays.
@@ -45,13 +54,29 @@ export function upstreamRequestHeaders(
   const extra = connectionListed(incoming.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in incoming) {
-    if (HOP_BY_HOP.has(name) || strip.has(name)) continue;
-    // CGI-style backends read x_tpp_roles (and some x.tpp.roles) as x-tpp-roles: look-alikes are
-    // stripped too.
-    if ((name.includes("_") || name.includes(".")) && strip.has(name.replace(LOOK_ALIKE, "-"))) continue;
-    if (extra.length > 0 && extra.includes(name)) continue;
+    if (!passes(name, strip, extra)) continue;
     const value = incoming[name];
     if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * The same headers as name/value pairs (a repeated header once per value), for a head the caller
+ * appends to: undici takes the flat list as it is, where an object of this many keys would be a
+ * dictionary grown per request (issue 42).
+ */
+export function upstreamRequestHeaderList(
+  incoming: IncomingHttpHeaders,
+  strip: ReadonlySet<string>,
+): string[] {
+  const extra = connectionListed(incoming.connection);
+  const out: string[] = [];
+  for (const name in incoming) {
+    if (!passes(name, strip, extra)) continue;
+    const value = incoming[name];
+    if (typeof value === "string") out.push(name, value);
+    else if (value !== undefined) for (const one of value) out.push(name, one);
   }
   return out;
 }

@@ -85,3 +85,9 @@ export function writeTraceContext(out: Record<string, string | string[]>, trace:
   if (trace.tracestate !== undefined) out.tracestate = trace.tracestate;
   else delete out.tracestate;
 }
+
+/** The same, appended to a head of name/value pairs whose client copies were stripped. */
+export function pushTraceContext(out: string[], trace: TraceContext): void {
+  out.push("traceparent", trace.traceparent);
+  if (trace.tracestate !== undefined) out.push("tracestate", trace.tracestate);
+}

@@ -66,6 +66,11 @@ function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value.join(", ") : value;
 }
 
+/** A trusted proxy's value of `name` (a function, not a closure per request). */
+function claimed(incoming: IncomingHttpHeaders, name: string | undefined): string | undefined {
+  return name ? single(incoming[name]) : undefined;
+}
+
 export class ForwardedHeaders {
   private readonly names: ForwardedHeaderNames;
   /** Every forwarding header a client's request loses before forwarding. */
@@ -80,41 +85,51 @@ export class ForwardedHeaders {
     this.strip = [...new Set([...KNOWN_FORWARDING_HEADERS, ...configured])];
   }
 
-  /** Adds the forwarding headers to `out` (the upstream headers, the client's already stripped). */
-  write(out: Record<string, string | string[]>, incoming: IncomingHttpHeaders, socket: Socket): void {
+  /**
+   * Appends the forwarding headers to `out`, the upstream head as name/value pairs (the client's
+   * copies already stripped): a flat list, as an object of this many keys turns into a dictionary
+   * that grows per request (issue 42).
+   */
+  write(out: string[], incoming: IncomingHttpHeaders, socket: Socket): void {
     const names = this.names;
     const peer = socket.remoteAddress ?? "";
     const ownProto = (socket as Partial<TLSSocket>).encrypted ? "https" : "http";
     const host = single(incoming.host);
     // From a trusted proxy, its values stand for the client; anyone else's are ignored.
     const proxied = this.trustedProxies.has(peer);
-    const from = (name: string | undefined) => (proxied && name ? single(incoming[name]) : undefined);
 
-    const proto = from(names.proto) ?? ownProto;
+    const proto = (proxied ? claimed(incoming, names.proto) : undefined) ?? ownProto;
     if (names.for) {
-      const chain = from(names.for);
-      out[names.for] = chain ? `${chain}, ${peer}` : peer;
+      const chain = proxied ? claimed(incoming, names.for) : undefined;
+      out.push(names.for, chain ? `${chain}, ${peer}` : peer);
     }
     if (names.realIp) {
-      const chain = from(names.for);
-      out[names.realIp] = from(names.realIp) ?? chain?.split(",")[0]?.trim() ?? peer;
+      const chain = proxied ? claimed(incoming, names.for) : undefined;
+      out.push(
+        names.realIp,
+        (proxied ? claimed(incoming, names.realIp) : undefined) ?? chain?.split(",")[0]?.trim() ?? peer,
+      );
     }
-    if (names.proto) out[names.proto] = proto;
+    if (names.proto) out.push(names.proto, proto);
     if (names.host) {
-      const forwardedHost = from(names.host) ?? host;
-      if (forwardedHost !== undefined) out[names.host] = forwardedHost;
+      const forwardedHost = (proxied ? claimed(incoming, names.host) : undefined) ?? host;
+      if (forwardedHost !== undefined) out.push(names.host, forwardedHost);
     }
-    if (names.port) out[names.port] = from(names.port) ?? String(socket.localPort ?? "");
+    if (names.port)
+      out.push(
+        names.port,
+        (proxied ? claimed(incoming, names.port) : undefined) ?? String(socket.localPort ?? ""),
+      );
     if (names.prefix) {
-      const prefix = from(names.prefix);
-      if (prefix !== undefined) out[names.prefix] = prefix;
+      const prefix = proxied ? claimed(incoming, names.prefix) : undefined;
+      if (prefix !== undefined) out.push(names.prefix, prefix);
     }
     if (names.forwarded) {
       let element = `for=${forwardedNode(peer)}`;
       if (host !== undefined) element += `;host=${forwardedValue(host)}`;
       element += `;proto=${ownProto}`;
-      const chain = from(names.forwarded);
-      out[names.forwarded] = chain ? `${chain}, ${element}` : element;
+      const chain = proxied ? claimed(incoming, names.forwarded) : undefined;
+      out.push(names.forwarded, chain ? `${chain}, ${element}` : element);
     }
   }
 }

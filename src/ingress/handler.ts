@@ -31,8 +31,8 @@ import {
   type UpstreamRequest,
   upstreamFailure,
 } from "../forward/forwarder.js";
-import { upstreamRequestHeaders } from "../forward/headers.js";
-import { type TraceContext, traceContextOf, writeTraceContext } from "../forward/trace-context.js";
+import { upstreamRequestHeaderList } from "../forward/headers.js";
+import { pushTraceContext, type TraceContext, traceContextOf } from "../forward/trace-context.js";
 import type { Exchange, ExchangeFactory } from "../listener/connection.js";
 import { MALFORMED_REQUEST } from "../listener/listener.js";
 import { rawRejection, writeRejection } from "../listener/respond.js";
@@ -84,6 +84,8 @@ class Ingress {
   /** Every identity and forwarding header is removed from the incoming request before ours are added. */
   readonly strip: ReadonlySet<string>;
   readonly forwarded: ForwardedHeaders;
+  /** `backendHeaders` as name/value pairs, appended to every upstream head. */
+  readonly backendPairs: readonly string[];
 
   constructor(readonly options: HandlerOptions) {
     const names = options.identityHeaders;
@@ -103,7 +105,11 @@ class Ingress {
       options.clientCertificateHeader,
       // Written by the gateway; listed so that their '_' and '.' look-alikes are stripped too.
       ...this.forwarded.strip,
+      // Replaced by the gateway's (pushTraceContext): the head is a list, so a client's copy would stay.
+      "traceparent",
+      "tracestate",
     ]);
+    this.backendPairs = Object.entries(options.backendHeaders ?? {}).flat();
   }
 
   /** The client certificate as base64 DER: from the TLS socket, or from a trusted proxy's header. */
@@ -298,17 +304,25 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
     const { options, strip } = this.ingress;
     const names = options.identityHeaders;
     const identity = this.certificate!.identity;
-    const headers = upstreamRequestHeaders(this.headers, strip);
+    // One flat list of name/value pairs, every name the gateway writes stripped from the client's.
+    const headers = upstreamRequestHeaderList(this.headers, strip);
     const values = identityHeaderValues(identity);
-    headers[names.organizationId] = identity.organizationId;
-    headers[names.name] = values.name;
-    headers[names.roles] = values.roles;
-    headers[names.certificateFingerprint] = identity.fingerprint;
-    headers[names.psuPresent] = this.psuPresent ? "true" : "false";
-    const extra = options.backendHeaders;
-    if (extra) for (const name in extra) headers[name] = extra[name]!;
+    headers.push(
+      names.organizationId,
+      identity.organizationId,
+      names.name,
+      values.name,
+      names.roles,
+      values.roles,
+      names.certificateFingerprint,
+      identity.fingerprint,
+      names.psuPresent,
+      this.psuPresent ? "true" : "false",
+    );
+    const extra = this.ingress.backendPairs;
+    for (let i = 0; i < extra.length; i++) headers.push(extra[i]!);
     this.ingress.forwarded.write(headers, this.headers, this.req.socket);
-    writeTraceContext(headers, this.trace);
+    pushTraceContext(headers, this.trace);
     if (!hasBody(this.headers)) {
       this.forwardWith(headers, null);
     } else if (verifiedBeforeSending(this.dialect)) {
@@ -323,7 +337,7 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
     }
   }
 
-  private forwardWith(headers: Headers, body: UpstreamRequest["body"]): void {
+  private forwardWith(headers: string[], body: UpstreamRequest["body"]): void {
     this.upstream = { method: this.method, target: this.target, headers, body };
     forward(this.backend, this);
   }
@@ -333,7 +347,7 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
    * it only once every step passed at its end. A refusal is answered with nothing sent; a body that
    * stopped arriving was answered by refuseIncomplete; a client gone is reported as such.
    */
-  private async sendVerifiedBody(headers: Headers): Promise<void> {
+  private async sendVerifiedBody(headers: string[]): Promise<void> {
     const chunks: Buffer[] = [];
     let size = 0;
     let refusal: Rejection | undefined;

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   downstreamResponseHeaders,
   joinedHeaders,
+  upstreamRequestHeaderList,
   upstreamRequestHeaders,
 } from "../../../src/forward/headers.js";
 
@@ -39,17 +40,28 @@ describe("headers on the way to the backend", () => {
     ],
   ])("drops %s", (_what, headers) => {
     expect(upstreamRequestHeaders({ ...headers, "psu-id": "p1" }, STRIP)).toEqual({ "psu-id": "p1" });
+    // The flat list ingress sends drops the same.
+    expect(upstreamRequestHeaderList({ ...headers, "psu-id": "p1" }, STRIP)).toEqual(["psu-id", "p1"]);
   });
 
   it("keeps end-to-end headers, repeated ones as arrays", () => {
     const out = upstreamRequestHeaders({ "x-request-id": "r1", "set-thing": ["a", "b"] } as never, STRIP);
     expect(out).toEqual({ "x-request-id": "r1", "set-thing": ["a", "b"] });
+    const list = upstreamRequestHeaderList({ "x-request-id": "r1", "set-thing": ["a", "b"] } as never, STRIP);
+    expect(list).toEqual(["x-request-id", "r1", "set-thing", "a", "set-thing", "b"]);
   });
 
   it("keeps look-alikes of names that are not stripped, and everything when nothing is", () => {
     const headers = { x_request_id: "r1", "x.correlation.id": "c1", "x-tpp-roles": "PSP_AI" };
     expect(upstreamRequestHeaders(headers, STRIP)).toEqual({ x_request_id: "r1", "x.correlation.id": "c1" });
     expect(upstreamRequestHeaders(headers, new Set())).toEqual(headers);
+    expect(upstreamRequestHeaderList(headers, STRIP)).toEqual([
+      "x_request_id",
+      "r1",
+      "x.correlation.id",
+      "c1",
+    ]);
+    expect(upstreamRequestHeaderList(headers, new Set())).toEqual(Object.entries(headers).flat());
   });
 });
 

@@ -33,8 +33,12 @@ function written(
   names: ForwardedHeaderNames = DEFAULT_FORWARDED_HEADER_NAMES,
   encrypted = true,
 ) {
-  const out: Record<string, string | string[]> = {};
-  new ForwardedHeaders(names, new Set(trusted)).write(out, CLAIMS, socket(peer, encrypted));
+  const list: string[] = [];
+  new ForwardedHeaders(names, new Set(trusted)).write(list, CLAIMS, socket(peer, encrypted));
+  const out: Record<string, string> = {};
+  for (let i = 0; i < list.length; i += 2) out[list[i]!] = list[i + 1]!;
+  // Name/value pairs, each name once: what a record of them would have said.
+  expect(Object.keys(out).length * 2).toBe(list.length);
   return out;
 }
 
