@@ -507,10 +507,26 @@ function unattendedStep(unattended: UnattendedAccessPolicy, now: () => number): 
       const agreed = unattended.agreedLimit(request);
       return agreed instanceof Promise ? agreed.then((a) => admit(c, request, a)) : admit(c, request, agreed);
     },
-    response: (c, status, received, send) => {
-      unattended.learnConsentFrequency(status, received, send, c.headers["consent-id"], c.organizationId);
-      return undefined;
-    },
+    // Only with a header to read: a step without a response phase costs the answer nothing.
+    ...(unattended.learnsConsentFrequency
+      ? {
+          response: (
+            c: CheckContext,
+            status: number,
+            received: Readonly<Record<string, string | string[] | undefined>>,
+            send: Record<string, string | string[]>,
+          ) => {
+            unattended.learnConsentFrequency(
+              status,
+              received,
+              send,
+              c.headers["consent-id"],
+              c.organizationId,
+            );
+            return undefined;
+          },
+        }
+      : {}),
   };
 }
 /** How far apart the clocks of gateways sharing one replay store may be (NTP keeps them far closer). */

@@ -152,6 +152,11 @@ export class UnattendedAccessPolicy {
     });
   }
 
+  /** Whether the backend's answers are read for a consent's frequencyPerDay (a response phase). */
+  get learnsConsentFrequency(): boolean {
+    return this.options.consentFrequencyHeader !== undefined;
+  }
+
   /** Whether unattended transaction reads are held to a number of days at all. */
   get checksPeriod(): boolean {
     return this.options.maxTransactionAgeDays > 0;
