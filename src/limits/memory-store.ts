@@ -7,16 +7,19 @@
  * fresh quota.
  */
 
-import { randomUUID } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { LRUCache } from "lru-cache";
 import type { LimitStore, Reservation, StoreStats } from "./store.js";
 
-interface Slot {
-  readonly at: number;
-  readonly id: string;
-}
+/**
+ * A window's slots, flat: [at, id, at, id, …], the time each was taken and its id (a number from
+ * the store's counter). Kept as doubles in an array of exactly their length, since a default
+ * `store.maxWindows` (500,000) of windows is held at once: slot objects with string ids and the
+ * slack `push` leaves made that 1.3 GB at 4 slots a window, this about a tenth
+ * (test/unit/limits/memory-store.test.ts measures it).
+ */
+type Slots = number[];
 
 export interface MemoryStoreOptions {
   /** Distinct limit windows kept (TPP × account × class). */
@@ -48,7 +51,9 @@ interface Snapshot {
 }
 
 export class MemoryLimitStore implements LimitStore {
-  private readonly windows: LRUCache<string, Slot[]>;
+  private readonly windows: LRUCache<string, Slots>;
+  /** The next slot id (unique in this store: a release names the slot it gives back). */
+  private nextSlotId = 1;
   private readonly replay: ReplayRecords;
   /** Remembered limits (a consent's frequencyPerDay), bounded like the windows. */
   private readonly limits: LRUCache<string, number>;
@@ -58,7 +63,7 @@ export class MemoryLimitStore implements LimitStore {
 
   constructor(private readonly options: MemoryStoreOptions) {
     this.now = options.now ?? Date.now;
-    this.windows = new LRUCache<string, Slot[]>({
+    this.windows = new LRUCache<string, Slots>({
       max: options.maxWindows,
       ttlAutopurge: false,
       perf: { now: this.now },
@@ -90,23 +95,32 @@ export class MemoryLimitStore implements LimitStore {
   }
 
   reserve(key: string, limit: number, windowMs: number, now: number): Reservation {
-    const slots = (this.windows.get(key) ?? []).filter((s) => s.at > now - windowMs);
-    if (slots.length >= limit) {
+    const held = this.windows.get(key);
+    const live = held ? liveSlots(held, now - windowMs) : 0;
+    if (live >= limit) {
+      const slots = held!.length === live * 2 ? held! : keepLive(held!, live, now - windowMs, 0);
       this.windows.set(key, slots, { ttl: windowMs });
-      const oldest = slots.reduce((a, b) => (a.at <= b.at ? a : b));
-      return { allowed: false, retryAfterMs: Math.max(1, oldest.at + windowMs - now), used: slots.length };
+      let oldest = slots[0]!;
+      for (let i = 2; i < slots.length; i += 2) oldest = Math.min(oldest, slots[i]!);
+      return { allowed: false, retryAfterMs: Math.max(1, oldest + windowMs - now), used: live };
     }
-    const id = `${now}-${randomUUID()}`;
-    slots.push({ at: now, id });
+    const id = this.nextSlotId++;
+    const slots = held ? keepLive(held, live, now - windowMs, 2) : new Array<number>(2);
+    slots[slots.length - 2] = now;
+    slots[slots.length - 1] = id;
     this.windows.set(key, slots, { ttl: windowMs });
-    return { allowed: true, slotId: id, used: slots.length };
+    return { allowed: true, slotId: String(id), used: live + 1 };
   }
 
   release(key: string, slotId: string): void {
     const slots = this.windows.get(key);
     if (!slots) return;
-    const i = slots.findIndex((s) => s.id === slotId);
-    if (i >= 0) slots.splice(i, 1);
+    const id = Number(slotId);
+    for (let i = 1; i < slots.length; i += 2)
+      if (slots[i] === id) {
+        slots.splice(i - 1, 2);
+        return;
+      }
   }
 
   rememberLimit(key: string, limit: number, ttlMs: number): void {
@@ -142,7 +156,8 @@ export class MemoryLimitStore implements LimitStore {
   /** Slots used in the window now (for tests and diagnostics). */
   used(key: string, windowMs: number): number {
     const now = this.now();
-    return (this.windows.get(key) ?? []).filter((s) => s.at > now - windowMs).length;
+    const slots = this.windows.get(key);
+    return slots ? liveSlots(slots, now - windowMs) : 0;
   }
 
   async close(): Promise<void> {
@@ -158,11 +173,11 @@ export class MemoryLimitStore implements LimitStore {
       savedAt: now,
       windows: [...this.windows.entries()]
         .filter(([, slots]) => slots.length > 0)
-        .map(([key, slots]) => [
-          key,
-          slots.map((s) => [s.at, s.id] as [number, string]),
-          this.windows.getRemainingTTL(key),
-        ]),
+        .map(([key, slots]) => {
+          const pairs: [number, string][] = [];
+          for (let i = 0; i < slots.length; i += 2) pairs.push([slots[i]!, String(slots[i + 1])]);
+          return [key, pairs, this.windows.getRemainingTTL(key)];
+        }),
       replay: this.replay.live(now),
       limits: [...this.limits.entries()].map(([key, limit]) => [
         key,
@@ -185,10 +200,11 @@ export class MemoryLimitStore implements LimitStore {
     for (const [key, slots, ttl] of snapshot.windows) {
       // The remaining TTL counted from when it was saved; slots older than the window drop out on use.
       const remaining = ttl - (now - snapshot.savedAt);
+      // Fresh ids: a slot id only matters to a call still under way, and none survived the restart.
       if (remaining > 0)
         this.windows.set(
           key,
-          slots.map(([at, id]) => ({ at, id })),
+          slots.flatMap(([at]) => [at, this.nextSlotId++]),
           { ttl: remaining },
         );
     }
@@ -199,6 +215,25 @@ export class MemoryLimitStore implements LimitStore {
       if (expiresAt > now) this.limits.set(key, limit, { ttl: expiresAt - now });
     }
   }
+}
+
+/** How many of `slots` were taken after `since`. */
+function liveSlots(slots: Slots, since: number): number {
+  let live = 0;
+  for (let i = 0; i < slots.length; i += 2) if (slots[i]! > since) live++;
+  return live;
+}
+
+/** The `live` slots taken after `since`, in an array of exactly their length plus `room` places. */
+function keepLive(slots: Slots, live: number, since: number, room: number): Slots {
+  const kept = new Array<number>(live * 2 + room);
+  let at = 0;
+  for (let i = 0; i < slots.length; i += 2)
+    if (slots[i]! > since) {
+      kept[at++] = slots[i]!;
+      kept[at++] = slots[i + 1]!;
+    }
+  return kept;
 }
 
 /**

@@ -142,6 +142,14 @@ export async function startFuzzGateway(options: {
   return spawnFuzzProcess({ name: "ingress", dir, config, port, adminPort });
 }
 
+/** The gateways' V8 old-space bound in MB (FUZZ_HEAP_MB, default 256, as the shipped pod runs). */
+function fuzzHeapMb(): number {
+  const mb = Number(process.env.FUZZ_HEAP_MB ?? 256);
+  if (!Number.isInteger(mb) || mb < 64)
+    throw new Error("FUZZ_HEAP_MB: a whole number of megabytes, at least 64");
+  return mb;
+}
+
 /** Writes `config` as YAML, starts the process, waits for /healthz on `adminPort`. */
 export async function spawnFuzzProcess(options: {
   name: string;
@@ -155,11 +163,20 @@ export async function spawnFuzzProcess(options: {
   writeFileSync(configFile, toYaml(options.config));
   const env = { ...process.env };
   delete env["LOG_LEVEL"];
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "start", "--config", configFile], {
-    cwd: REPO_ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    env,
-  });
+  // The heap the shipped pod gives V8 (deploy/kubernetes/base/deployment.yaml's NODE_OPTIONS): on a
+  // big machine V8 lets garbage grow to gigabytes before a full collection, and the RSS bound would
+  // measure that laziness rather than memory that grows with input. A live heap that outgrows it
+  // crashes the gateway, which the harness reports as a violation.
+  const heap = `--max-old-space-size=${fuzzHeapMb()}`;
+  const child = spawn(
+    process.execPath,
+    [heap, "--import", "tsx", "src/main.ts", "start", "--config", configFile],
+    {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      env,
+    },
+  );
   const killOnExit = () => child.kill("SIGKILL");
   process.once("exit", killOnExit);
   let done = false;

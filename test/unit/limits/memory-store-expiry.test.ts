@@ -184,4 +184,33 @@ describe("memory", () => {
     expect(perRecord).toBeLessThan(1_000);
     expect(store.replayRecords).toBe(2_000);
   });
+
+  it("a limit window of 4 slots costs a few hundred bytes, not kilobytes: 20,000 windows under 400 B each", () => {
+    // Measured at the default bound (store.maxWindows 500,000, 4 slots each): 1.3 GB with slot
+    // objects and string ids, 125 MB with flat numbers (docs/operations.md, memory).
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const heap = () => {
+      gc();
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const store = new MemoryLimitStore({
+      maxWindows: 20_000,
+      maxReplayKeys: 10,
+      purgeIntervalMs: 0,
+      now: () => 2_000,
+    });
+    const keys = Array.from(
+      { length: 20_000 },
+      (_, i) => `unattended|PSDNO-FSA-${i % 300}|${"p".repeat(43)}${i}|balances`,
+    );
+    const before = heap();
+    for (const key of keys)
+      for (let slot = 0; slot < 4; slot++) store.reserve(key, 4, 86_400_000, 1_000 + slot);
+    const perWindow = (heap() - before) / keys.length;
+    expect(perWindow).toBeLessThan(400);
+    expect(store.used(keys[0]!, 86_400_000)).toBe(4);
+    expect(store.stats.evictions).toBe(0);
+  });
 });
