@@ -13,7 +13,7 @@ import type { Dispatcher } from "undici";
 import { type Rejection, reject } from "../errors.js";
 import type { ReceivedHeaders } from "../response-inspector.js";
 import type { Backend } from "./backend.js";
-import { BodyRejected, ClientAborted, StoppableBody } from "./body.js";
+import { BodyRejected, ClientAborted, StoppableBody, type StopperBody, StreamedBody } from "./body.js";
 import { downstreamResponseHeaders } from "./headers.js";
 
 /** The step of the gateway's answer when the backend could not be reached or was too slow. */
@@ -136,7 +136,7 @@ class Forwarding<H extends BodyHold> implements Dispatcher.DispatchHandler {
   constructor(
     private readonly backend: Backend,
     private readonly call: ForwardCall<H>,
-    private readonly body: StoppableBody | undefined,
+    private readonly body: StopperBody | undefined,
   ) {
     const { res } = call;
     res.on("close", () => {
@@ -312,7 +312,9 @@ export function forward<H extends BodyHold>(backend: Backend, call: ForwardCall<
   const body =
     upstream.body === null || Buffer.isBuffer(upstream.body)
       ? undefined
-      : new StoppableBody(upstream.body as AsyncIterable<Buffer>);
+      : upstream.body instanceof StreamedBody
+        ? upstream.body
+        : new StoppableBody(upstream.body as AsyncIterable<Buffer>);
   backend.pool.dispatch(
     {
       origin: backend.origin,

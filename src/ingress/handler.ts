@@ -22,7 +22,7 @@ import {
 import { type Rejection, reject, type StatusProfile, statusFor } from "../errors.js";
 import { type RequestEvent, type RequestObserver, unparsedRequestEvent } from "../events.js";
 import type { Backend } from "../forward/backend.js";
-import { type BodyInspector, BodyRejected, inspectedBody } from "../forward/body.js";
+import { type BodyInspector, BodyRejected, StreamedBody } from "../forward/body.js";
 import {
   type ForwardCall,
   type ForwardOutcome,
@@ -332,8 +332,7 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
       // When forwarding stops early (a refusal mid-body, the backend gone), the request must not be
       // destroyed with it: that would destroy the socket and its RST would drop the answers before
       // this one. Node reads and drops the rest of the body, then closes lingering.
-      const body = this.req.iterator({ destroyOnReturn: false });
-      this.forwardWith(headers, options.chain.inspectsBody ? inspectedBody(body, [this]) : body);
+      this.forwardWith(headers, new StreamedBody(this.req, options.chain.inspectsBody ? [this] : []));
     }
   }
 

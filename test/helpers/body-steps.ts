@@ -1,5 +1,5 @@
 /**
- * The chain's body phases one step at a time, as a BodyInspector (what inspectedBody takes): the
+ * The chain's body phases one step at a time, as a BodyInspector (what StreamedBody takes): the
  * `digest`, `body-size` and `body-characters` steps as requestChecks builds them, each on a
  * context of its own, fed real bytes by the tests.
  */
