@@ -524,6 +524,7 @@ class Run implements Checker {
           pki: this.pki,
           tpps: this.tpps,
           maxBodyBytes: MAX_BODY_BYTES,
+          keyDirectory: ingress.side.keyDirectory,
           gatewayPort: ingress.side.gateway.port,
           limits: this.limits.ingress,
           sign: async (spec) => {
