@@ -165,6 +165,10 @@ export interface EgressCaseContext {
   readonly limits: ListenLimits;
   check: FamilyCheck;
   readonly banks: EgressBanks;
+  /** The egress listener's port (plain HTTP on 127.0.0.1), for a family that makes its own requests. */
+  readonly gatewayPort: number;
+  /** A request the family made itself (not through `exchange`), counted in the run and its family's stats. */
+  counted(outcome: "forwarded" | "refused" | "unanswered"): void;
   /** The egress gateway's maxBodyBytes. */
   readonly maxBodyBytes: number;
   /** A fresh, run-unique fuzz tag. */
