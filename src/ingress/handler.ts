@@ -108,8 +108,26 @@ class Ingress {
       "traceparent",
       "tracestate",
     ]);
-    // The head is a flat list: a backend header named as one the gateway writes would go out twice,
-    // and the backend would read whichever it likes. Refused when the handler is built (start or reload).
+    // The head is a flat list: a name written twice would go out twice, and the backend would read
+    // whichever it likes. Refused when the handler is built (start or reload), naming what to rename.
+    const own = [
+      ...Object.entries(names).map(([key, name]) => [`identityHeaders.${key}`, name] as const),
+      ...Object.entries(options.forwardedHeaders ?? DEFAULT_FORWARDED_HEADER_NAMES)
+        .filter((entry): entry is [string, string] => typeof entry[1] === "string")
+        .map(([key, name]) => [`backend.forwardedHeaders.${key}`, name] as const),
+      ["the trace context", "traceparent"] as const,
+      ["the trace context", "tracestate"] as const,
+    ];
+    const firstBy = new Map<string, string>();
+    for (const [key, name] of own) {
+      const lower = name.toLowerCase();
+      const before = firstBy.get(lower);
+      if (before !== undefined)
+        throw new Error(
+          `${key} names '${lower}', which ${before} writes too: the backend would get it twice; give each header the gateway writes its own name`,
+        );
+      firstBy.set(lower, key);
+    }
     const backendNames = Object.keys(options.backendHeaders ?? {}).map((name) => name.toLowerCase());
     const clash = backendNames.find((name) => written.has(name));
     if (clash !== undefined)

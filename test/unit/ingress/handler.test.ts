@@ -4,6 +4,7 @@
  */
 
 import { describe, expect, it } from "vitest";
+import { DEFAULT_FORWARDED_HEADER_NAMES } from "../../../src/ingress/forwarded.js";
 import {
   createIngressHandler,
   DEFAULT_IDENTITY_HEADER_NAMES,
@@ -39,6 +40,26 @@ describe("backendHeaders beside the headers the gateway writes", () => {
     expect(() => createIngressHandler(options({ ...more, backendHeaders: { [name]: "v" } }))).toThrow(
       `the backend header '${name.toLowerCase()}' is also one the gateway writes or strips itself`,
     );
+  });
+
+  it.each([
+    [
+      "two identity headers",
+      { identityHeaders: { ...DEFAULT_IDENTITY_HEADER_NAMES, name: "x-tpp-roles" } },
+      "identityHeaders.roles names 'x-tpp-roles', which identityHeaders.name writes too",
+    ],
+    [
+      "an identity header and a forwarding header",
+      { identityHeaders: { ...DEFAULT_IDENTITY_HEADER_NAMES, psuPresent: "X-Forwarded-For" } },
+      "backend.forwardedHeaders.for names 'x-forwarded-for', which identityHeaders.psuPresent writes too",
+    ],
+    [
+      "a forwarding header and the trace context",
+      { forwardedHeaders: { ...DEFAULT_FORWARDED_HEADER_NAMES, prefix: "traceparent" } },
+      "names 'traceparent', which backend.forwardedHeaders.prefix writes too",
+    ],
+  ])("%s of one name are refused when the handler is built", (_what, more, text) => {
+    expect(() => createIngressHandler(options(more))).toThrow(text);
   });
 
   it("one of its own name builds", () => {
