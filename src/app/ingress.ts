@@ -240,6 +240,7 @@ async function startComponents(
     now,
     ...(deps.clusterWorker ? { fetch: fetchThroughPrimary } : {}),
     onFetch: (host, outcome, detail) => {
+      metricsLater?.keyDirectoryFetches.inc({ result: outcome });
       if (outcome === "failed") logger.warn({ host, err: detail }, "key directory could not be read");
     },
   });

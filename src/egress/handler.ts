@@ -358,6 +358,22 @@ const EGRESS_REQUEST_STEPS: readonly Step<EgressExchange>[] = [
     },
   },
   {
+    // Node keeps the first of two Host lines and the router would pick a bank by it, where another
+    // hop may take the second (RFC 9112 3.2): refused as ingress's host step refuses it.
+    name: "host",
+    run: (c) => {
+      let lines = 0;
+      const raw = c.req.rawHeaders;
+      for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === "host") lines++;
+      if (lines <= 1) return undefined;
+      c.closeConnection = true;
+      return reject(
+        "FORMAT_ERROR",
+        "malformed HTTP request: more than one Host header; send exactly one (RFC 9112 3.2)",
+      );
+    },
+  },
+  {
     // Which bank profile serves the request, by path prefix or Host.
     name: "bank-profile",
     run: (c) => {

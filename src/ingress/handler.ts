@@ -93,7 +93,7 @@ class Ingress {
       options.forwardedHeaders ?? DEFAULT_FORWARDED_HEADER_NAMES,
       options.trustedProxies,
     );
-    this.strip = new Set([
+    const written = new Set([
       names.organizationId,
       names.name,
       names.roles,
@@ -101,7 +101,6 @@ class Ingress {
       names.psuPresent,
       // The default names too: a backend that still reads them after a rename must never see a client's.
       ...Object.values(DEFAULT_IDENTITY_HEADER_NAMES),
-      ...Object.keys(options.backendHeaders ?? {}).map((name) => name.toLowerCase()),
       options.clientCertificateHeader,
       // Written by the gateway; listed so that their '_' and '.' look-alikes are stripped too.
       ...this.forwarded.strip,
@@ -109,6 +108,33 @@ class Ingress {
       "traceparent",
       "tracestate",
     ]);
+    // The head is a flat list: a name written twice would go out twice, and the backend would read
+    // whichever it likes. Refused when the handler is built (start or reload), naming what to rename.
+    const own = [
+      ...Object.entries(names).map(([key, name]) => [`identityHeaders.${key}`, name] as const),
+      ...Object.entries(options.forwardedHeaders ?? DEFAULT_FORWARDED_HEADER_NAMES)
+        .filter((entry): entry is [string, string] => typeof entry[1] === "string")
+        .map(([key, name]) => [`backend.forwardedHeaders.${key}`, name] as const),
+      ["the trace context", "traceparent"] as const,
+      ["the trace context", "tracestate"] as const,
+    ];
+    const firstBy = new Map<string, string>();
+    for (const [key, name] of own) {
+      const lower = name.toLowerCase();
+      const before = firstBy.get(lower);
+      if (before !== undefined)
+        throw new Error(
+          `${key} names '${lower}', which ${before} writes too: the backend would get it twice; give each header the gateway writes its own name`,
+        );
+      firstBy.set(lower, key);
+    }
+    const backendNames = Object.keys(options.backendHeaders ?? {}).map((name) => name.toLowerCase());
+    const clash = backendNames.find((name) => written.has(name));
+    if (clash !== undefined)
+      throw new Error(
+        `the backend header '${clash}' is also one the gateway writes or strips itself (identityHeaders, forwarded headers, the client certificate header, trace context); rename that one in the config`,
+      );
+    this.strip = new Set([...written, ...backendNames]);
     this.backendPairs = Object.entries(options.backendHeaders ?? {}).flat();
   }
 

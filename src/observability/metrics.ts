@@ -139,6 +139,13 @@ export class GatewayMetrics extends ModeMetrics {
     registers: [this.registry],
   });
 
+  readonly keyDirectoryFetches = new Counter({
+    name: "psd2_gateway_key_directory_fetches_total",
+    help: "Fetches of TPPs' key directories (a JWKS or a key's x5u, keys.directories) by result (fetched, failed: down, slow, too large, not a JWKS)",
+    labelNames: ["result"] as const,
+    registers: [this.registry],
+  });
+
   readonly certificateValidations = new Counter({
     name: "psd2_gateway_certificate_validations_total",
     help: "Certificates judged (verdict-cache misses), by the validation report's indication, sub-indication and the check that decided",

@@ -211,7 +211,7 @@ export class KeyDirectoryResolver implements KeyResolver {
         document.fetchedAt === Number.NEGATIVE_INFINITY
           ? `the key directory ${where} could not be read (${document.lastError ?? "no answer"})`
           : listed !== undefined
-            ? `the key directory ${where} has not listed that kid for ${Math.round(this.options.keyTtlMs / 3_600_000)} h`
+            ? `the key directory ${where} has not listed that kid for ${duration(this.options.keyTtlMs)} (keys.keyTtlSeconds)`
             : `the key directory ${where} does not list that kid`;
       return missingKey(reference, why, `a kid ${where} lists`);
     }
@@ -302,6 +302,11 @@ export class KeyDirectoryResolver implements KeyResolver {
       ...(this.options.ca ? { ca: this.options.ca } : {}),
     };
   }
+}
+
+/** A key's cache time as a refusal says it: whole hours, or seconds for a short one. */
+function duration(ms: number): string {
+  return ms >= 3_600_000 && ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : `${Math.round(ms / 1000)} s`;
 }
 
 /** The hash a JWS named the key by is compared first: a mismatch never reaches the eIDAS path. */

@@ -37,6 +37,7 @@ import {
 import { freeLoopbackPort } from "../helpers/gateway-process.js";
 import { type FuzzBackend, startFuzzBackend } from "./backend.js";
 import { type ArrivedRecord, type Exchange, type Sentinel, Target, type Wording } from "./exchange-check.js";
+import { type FapiBank, startFapiBank } from "./fapi-bank.js";
 import { type FuzzGateway, fuzzListenConfig, spawnFuzzProcess } from "./gateway.js";
 import { RawClient } from "./raw-client.js";
 import type { CasePlan, EgressBanks, ExchangeResult } from "./types.js";
@@ -62,7 +63,12 @@ const GATEWAY_WRITTEN = ["signature", "date", "x-request-id", "tpp-signature-cer
 export interface EgressSide {
   readonly backend: FuzzBackend;
   readonly gateway: FuzzGateway;
+  /** The hostile RFC 9421 bank behind the `fapi` profile (fapi-bank.ts). */
+  readonly fapiBank: FapiBank;
 }
+
+/** The `fapi` profile's path prefix: RFC 9421 requests, responses enforced under FAPI 2.0 `full`. */
+export const FAPI_PREFIX = "/fapi";
 
 export async function startEgressSide(pki: DevPki, dir: string, concurrency: number): Promise<EgressSide> {
   // The bank behind the `alt` profile signs its answers with its QSealC, as ingress mode does.
@@ -87,7 +93,9 @@ export async function startEgressSide(pki: DevPki, dir: string, concurrency: num
         })) as unknown as Record<string, string>,
     },
   });
+  let fapiBank: FapiBank | undefined;
   try {
+    fapiBank = await startFapiBank(pki);
     const port = await freeLoopbackPort();
     const adminPort = await freeLoopbackPort();
     const tpp = join(pki.dir, "tpp");
@@ -122,12 +130,24 @@ export async function startEgressSide(pki: DevPki, dir: string, concurrency: num
           responses: { mode: "advisory", caDir: pki.paths.trustDir, maxBodyBytes: EGRESS_RESPONSE_BOUND },
           timeoutSeconds: 3,
         },
+        {
+          // The hostile bank over real TLS: each answer's `;req` binding broken as the family asks.
+          name: "fapi",
+          prefix: FAPI_PREFIX,
+          url: `${fapiBank.origin}/fapi`,
+          ca: join(pki.paths.trustDir, "demo-root-ca.pem"),
+          qseal,
+          signing: { dialect: "rfc9421" },
+          responses: { mode: "enforce", caDir: pki.paths.trustDir, rfc9421Profile: "full" },
+          timeoutSeconds: 3,
+        },
       ],
     };
     const gateway = await spawnFuzzProcess({ name: "egress", dir, config, port, adminPort });
-    return { backend, gateway };
+    return { backend, gateway, fapiBank };
   } catch (error) {
     await backend.close();
+    await fapiBank?.close();
     throw error;
   }
 }

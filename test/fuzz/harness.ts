@@ -178,6 +178,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     if (options.families.some((f) => f.target === "egress")) {
       egress = await startEgressSide(pki, dir, options.concurrency);
       stopLater(egress);
+      const fapiBank = egress.fapiBank;
+      closers.push(() => fapiBank.close());
       log(
         `egress gateway pid ${egress.gateway.pid} on port ${egress.gateway.port}, backend ${egress.backend.url}`,
       );
@@ -512,6 +514,11 @@ class Run implements Checker {
         const ctx: EgressCaseContext = {
           ...common,
           banks: egress.banks,
+          gatewayPort: egress.side.gateway.port,
+          counted: (outcome) => {
+            this.countSent(family.name, 1);
+            this.stats(family.name)[outcome]++;
+          },
           maxBodyBytes: egress.maxBodyBytes,
           limits: this.limits.egress,
           exchange: (plan) => egress.exchange(family.name, index, plan),
@@ -524,6 +531,7 @@ class Run implements Checker {
           pki: this.pki,
           tpps: this.tpps,
           maxBodyBytes: MAX_BODY_BYTES,
+          keyDirectory: ingress.side.keyDirectory,
           gatewayPort: ingress.side.gateway.port,
           limits: this.limits.ingress,
           sign: async (spec) => {

@@ -98,6 +98,10 @@ export const KEY_DIRECTORY = {
   aKids: ["key-a1", "key-a2"],
   bKid: "key-b1",
   bad: { slow: "slow", huge: "huge", down: "down" },
+  /** The gateway's keys.keyTtlSeconds: a key removed from its JWKS is refused this long after. */
+  keyTtlSeconds: 2,
+  /** Where the `removed` kind publishes a key, then removes it: `${prefix}<case>` (one document each). */
+  removedPrefix: "removed-",
 } as const;
 
 async function startFuzzKeyDirectory(pki: DevPki, dir: string) {
@@ -123,6 +127,11 @@ async function startFuzzKeyDirectory(pki: DevPki, dir: string) {
     directories: [{ url: `${directory.origin}/{org-id}/{software-statement-id}.jwks` }],
     ca,
     timeoutSeconds: 1,
+    // Short enough that a removed key is refused within a case (families/keys.ts `removed`); the
+    // documents fetched again as often, so that a key still listed never goes stale meanwhile.
+    keyTtlSeconds: KEY_DIRECTORY.keyTtlSeconds,
+    refreshSeconds: 1,
+    unknownKidIntervalSeconds: 1,
   };
   return { directory, keys };
 }

@@ -7,6 +7,7 @@
  */
 
 import type { DevPki } from "../../src/dev/pki.js";
+import type { KeyDirectoryServer } from "../helpers/key-directory.js";
 import type { Rng } from "./prng.js";
 import type { ExchangeOutcome, ParsedResponse, Write } from "./raw-client.js";
 import type { RawRequest, SignSpec } from "./request.js";
@@ -124,6 +125,8 @@ export interface CaseContext {
   readonly pki: DevPki;
   readonly tpps: TppSet;
   readonly maxBodyBytes: number;
+  /** The TPPs' key directory the gateway resolves a kid in (ingress.ts KEY_DIRECTORY): a family may publish. */
+  readonly keyDirectory: KeyDirectoryServer;
   /** A fresh, run-unique fuzz tag. */
   tag(): string;
   /** Signs a request (a fresh tag unless given). */
@@ -162,6 +165,10 @@ export interface EgressCaseContext {
   readonly limits: ListenLimits;
   check: FamilyCheck;
   readonly banks: EgressBanks;
+  /** The egress listener's port (plain HTTP on 127.0.0.1), for a family that makes its own requests. */
+  readonly gatewayPort: number;
+  /** A request the family made itself (not through `exchange`), counted in the run and its family's stats. */
+  counted(outcome: "forwarded" | "refused" | "unanswered"): void;
   /** The egress gateway's maxBodyBytes. */
   readonly maxBodyBytes: number;
   /** A fresh, run-unique fuzz tag. */

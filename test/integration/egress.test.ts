@@ -8,7 +8,7 @@
 
 import { copyFileSync, mkdtempSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { request } from "undici";
@@ -293,6 +293,23 @@ describe("what egress refuses itself", () => {
     expect(backend.requests.length).toBe(before);
   });
 
+  it("two Host lines: 400 FORMAT_ERROR, the connection closed, nothing sent (RFC 9112 3.2)", async () => {
+    const before = backend.requests.length;
+    const refusedBefore = await stepCount("host", "refused");
+    // The second Host names the host-routed style of profile; Node would keep the first for the router.
+    const raw = await rawExchange(
+      "GET /bank/v1/accounts HTTP/1.1\r\nHost: localhost\r\nhost: evil.example\r\n\r\n",
+    );
+    const [head = "", body = ""] = raw.split("\r\n\r\n");
+    expect(head).toMatch(/^HTTP\/1\.1 400 /);
+    expect(head).toMatch(/\r\nconnection: close(\r\n|$)/i);
+    expect(head).toMatch(/\r\npsd2-gateway-origin: gateway(\r\n|$)/i);
+    expect(JSON.parse(body).tppMessages[0]).toMatchObject({ code: "FORMAT_ERROR" });
+    expect(body).toContain("more than one Host header");
+    expect(backend.requests.length).toBe(before);
+    expect(await stepCount("host", "refused")).toBe(refusedBefore + 1);
+  });
+
   it("a bank that cannot be reached: 502 naming the bank profile", async () => {
     const answer = await call("/down/v1/accounts");
     expect(answer.status).toBe(502);
@@ -311,6 +328,19 @@ describe("what egress refuses itself", () => {
     expect(await stepCount("bank-profile", "refused")).toBe(refusedBefore + 1);
     expect(await stepCount("sign", "passed")).toBeGreaterThan(0);
   });
+
+  /** Writes `data` to the egress listener and reads until the gateway closes the connection. */
+  function rawExchange(data: string): Promise<string> {
+    const { port } = new URL(egress.url);
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(port), "127.0.0.1", () => socket.write(data));
+      let text = "";
+      socket.setEncoding("latin1");
+      socket.on("data", (chunk: string) => (text += chunk));
+      socket.on("end", () => resolve(text));
+      socket.on("error", reject);
+    });
+  }
 
   /** psd2_gateway_egress_steps_total of one step and outcome (0 before its first count). */
   async function stepCount(step: string, outcome: string): Promise<number> {

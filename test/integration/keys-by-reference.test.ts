@@ -27,6 +27,7 @@ import { thumbprintOf } from "../../src/trust/key-resolver.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import { expectRejected, send, type TestGateway } from "../helpers/gateway-fixture.js";
 import { type KeyDirectoryServer, startKeyDirectory } from "../helpers/key-directory.js";
+import { Scrape } from "../helpers/prometheus-text.js";
 
 const ORG = "PSDNO-FSA-DEMO0001";
 const JWKS_PATH = `/${ORG}/software-1.jwks`;
@@ -106,6 +107,12 @@ function ukObByKid(gw: TestGateway, kid: string, more: Record<string, unknown> =
   return send(gw, "GET", "/v1/accounts", headers, undefined, tppA(gw));
 }
 
+/** psd2_gateway_key_directory_fetches_total of one result (0 before its first count). */
+async function fetches(result: "fetched" | "failed"): Promise<number> {
+  const text = await env.gw.gateway.metrics.registry.metrics();
+  return new Scrape(text).value("psd2_gateway_key_directory_fetches_total", { result });
+}
+
 const PARS = ["(request-target)", "digest", "x-request-id", "tpp-redirect-uri"];
 
 /** A JAdES GET signed by `signer`, its certificate in x5c or named by x5t#S256 only. */
@@ -151,12 +158,25 @@ describe("JAdES naming its certificate by x5t#S256 only", () => {
 });
 
 describe("UK OB naming its key by kid only", () => {
-  it("verifies through the TPP's JWKS, fetched from the directory once", async () => {
+  it("verifies through the TPP's JWKS, fetched from the directory once and counted", async () => {
+    const before = await fetches("fetched");
     const first = await ukObByKid(env.gw, "key-1");
     expect(first.status, first.text).toBe(200);
     expect((await ukObByKid(env.gw, "key-1")).status).toBe(200);
     expect(env.backend.requests).toHaveLength(2);
     expect(directory!.requests).toEqual([JWKS_PATH]);
+    expect(await fetches("fetched")).toBe(before + 1);
+  });
+
+  it("refuses a kid whose directory is down, the fetch counted as failed", async () => {
+    const down = `/${ORG}/software-down.jwks`;
+    directory!.behave("down", down);
+    const before = await fetches("failed");
+    const r = await ukObByKid(env.gw, "key-1", { [UKOB_ISS]: `${ORG}/software-down` });
+    expectRejected(r, { status: 400, code: "CERTIFICATE_MISSING", text: ["could not be read"] });
+    expect(env.backend.requests).toHaveLength(0);
+    expect(directory!.requests).toEqual([down]);
+    expect(await fetches("failed")).toBe(before + 1);
   });
 
   it("refuses a kid the directory does not list, saying what to send", async () => {

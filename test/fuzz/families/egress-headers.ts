@@ -5,7 +5,8 @@
  * UTF-8 bytes); a header over Node's 16 KiB head limit, or close under it; header lines that are
  * not HTTP (a space or junk in the name, no colon, NUL, a lone CR, obs-fold); Connection naming
  * the headers the gateway writes or signs; Host spelt every way (case, port, a trailing dot,
- * twice, none) against the Host-routed profile; an Expect the gateway does not know.
+ * none) against the Host-routed profile, or twice (refused 400, as ingress does); an Expect the
+ * gateway does not know.
  *
  * Whatever is forwarded must reach the bank signed (the harness verifies it) and carry none of
  * the application's copies of the headers the gateway writes; whatever is refused is a
@@ -66,6 +67,7 @@ interface Variant {
   /** Bytes to send instead of the serialised request. */
   readonly bytes?: Buffer;
   readonly allow5xx?: readonly number[];
+  readonly refusedWith?: ExpectedRequest["refusedWith"];
 }
 
 function variant(ctx: EgressCaseContext): Variant {
@@ -222,8 +224,9 @@ function variant(ctx: EgressCaseContext): Variant {
           request: { ...app.request, headers },
           backendTarget: `${bankBase}${below}`,
         },
-        // Node keeps the first Host; a second one is not read (any outcome, still checked).
-        expect: route === undefined ? (twice ? "any" : "refuse") : twice ? "any" : "forward",
+        // Two Host lines: refused at the host step before any bank is picked (RFC 9112 3.2).
+        expect: twice || route === undefined ? "refuse" : "forward",
+        ...(twice ? { refusedWith: { status: 400, code: "FORMAT_ERROR" } } : {}),
       };
     }
     default: {
@@ -252,6 +255,7 @@ export const egressHeaders: EgressFamily = {
       ...(v.spoofed ? { spoofed: v.spoofed } : {}),
       ...(v.backendHeaders ? { backendHeaders: v.backendHeaders } : {}),
       ...(v.allow5xx ? { allow5xx: v.allow5xx } : {}),
+      ...(v.refusedWith ? { refusedWith: v.refusedWith } : {}),
     };
     await ctx.exchange({ requests: [expected], writes: [{ data: v.bytes ?? bytesOf(v.app) }] });
   },

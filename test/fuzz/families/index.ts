@@ -12,6 +12,7 @@ import { egressHeaders } from "./egress-headers.js";
 import { egressIdle } from "./egress-idle.js";
 import { egressPaths } from "./egress-paths.js";
 import { egressPipelining } from "./egress-pipelining.js";
+import { egressResponseReq } from "./egress-response-req.js";
 import { forged } from "./forged.js";
 import { headers } from "./headers.js";
 import { idle } from "./idle.js";
@@ -55,4 +56,5 @@ export const ALL_FAMILIES: readonly AnyFamily[] = [
   egressPipelining,
   egressConnection,
   egressIdle,
+  egressResponseReq,
 ];

@@ -5,8 +5,10 @@
  * huge and down) and `keys.files` (TPP A's QSealC). A kid the directory lists, or a certificate
  * kept, is forwarded; an unknown kid, a wrong hash, another TPP's key, a directory slow, huge or down,
  * an `iss` that would move the URL, an unknown thumbprint: each refused, nothing reaches the backend.
- * (A key removed from a JWKS, refused after its 24 h, needs a clock the test moves:
- * test/unit/trust/key-resolver.test.ts.)
+ * A key removed (or rotated away) from its JWKS: forwarded while listed, refused once the fuzz
+ * gateway's short `keys.keyTtlSeconds` has passed since the removal, never forwarded after it
+ * (its own document per case, so that cases in flight do not meet; the 24 h default with a clock
+ * the test moves: test/unit/trust/key-resolver.test.ts).
  */
 
 import { createHash, randomBytes, randomUUID, sign } from "node:crypto";
@@ -34,7 +36,8 @@ type Kind =
   | "bad-directory"
   | "hostile-iss"
   | "x5t-kept"
-  | "x5t-unknown";
+  | "x5t-unknown"
+  | "removed";
 
 const thumbprint = (der: Uint8Array) => createHash("sha256").update(der).digest("base64url");
 
@@ -127,6 +130,7 @@ export const keys: Family = {
       [2, "hostile-iss"],
       [3, "x5t-kept"],
       [2, "x5t-unknown"],
+      [2, "removed"],
     ]);
     switch (kind) {
       case "kid": {
@@ -204,6 +208,8 @@ export const keys: Family = {
           A,
           jades(A, thumbprint(A.der)),
         );
+      case "removed":
+        return removed(ctx);
       case "x5t-unknown": {
         const untrusted = tpps.untrusted;
         const x5t = rng.chance(0.5) ? thumbprint(untrusted.der) : randomBytes(32).toString("base64url");
@@ -218,3 +224,35 @@ export const keys: Family = {
     }
   },
 };
+
+/**
+ * A key the directory lists, then removes (or rotates away: a new kid in its place): forwarded while
+ * listed; right after the removal either way (the gateway may still hold it); refused once its cache
+ * time has passed. A fetch that listed it was asked before the removal and ended within
+ * `keys.timeoutSeconds` (1 s) of it, so the key is stale at most TTL + 1 s after the removal.
+ */
+async function removed(ctx: CaseContext): Promise<void> {
+  const { rng, tpps, keyDirectory } = ctx;
+  const { A } = tpps;
+  const software = `${KEY_DIRECTORY.removedPrefix}${ctx.caseIndex}`;
+  const path = `/${A.organizationId}/${software}.jwks`;
+  const kid = `gone-${ctx.caseIndex}`;
+  const iss = `${A.organizationId}/${software}`;
+  keyDirectory.publish(path, [{ kid, der: A.der }]);
+  await send(ctx, `UK OB kid ${kid} while its JWKS lists it`, "forward", A, ukOb(A, kid, iss));
+  const rotated = rng.chance(0.5);
+  keyDirectory.publish(path, rotated ? [{ kid: `${kid}-next`, der: A.der }] : []);
+  const how = rotated ? "rotated away" : "removed";
+  if (rng.chance(0.5))
+    await send(ctx, `UK OB kid ${kid} just ${how} (may still be cached)`, "any", A, ukOb(A, kid, iss));
+  await new Promise((r) => setTimeout(r, (KEY_DIRECTORY.keyTtlSeconds + 1) * 1000 + 300));
+  const after = rng.range(1, 3);
+  for (let i = 0; i < after; i++)
+    await send(
+      ctx,
+      `UK OB kid ${kid} ${how} from its JWKS ${KEY_DIRECTORY.keyTtlSeconds} s (keys.keyTtlSeconds) ago`,
+      "refuse",
+      A,
+      ukOb(A, kid, iss),
+    );
+}
