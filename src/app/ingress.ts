@@ -19,6 +19,7 @@ import type { ReadinessCheck, ValidationReports } from "../observability/admin.j
 import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
 import { recordRequest } from "../observability/request-log.js";
+import type { KeyDirectoryResolver } from "../trust/key-resolver.js";
 import type { TrustSourceStatus } from "../trust/source-status.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
 import { answerTrustReports, answerValidationReports } from "./cluster.js";
@@ -235,14 +236,17 @@ async function startComponents(
     });
   let verifier = verifierFor(config, trust);
   verifierLater = verifier;
-  // Keys a JWS names instead of sending: fetched, like trust documents, once for all workers (restart-only).
-  const keys = keyResolverOf(config, {
-    now,
-    ...(deps.clusterWorker ? { fetch: fetchThroughPrimary } : {}),
-    onFetch: (host, outcome, detail) => {
-      if (outcome === "failed") logger.warn({ host, err: detail }, "key directory could not be read");
-    },
-  });
+  // Keys a JWS names instead of sending: fetched, like trust documents, once for all workers. A
+  // reload that changes `keys` builds a new resolver: what the old one fetched or saw is dropped.
+  const keysOf = (c: GatewayConfig) =>
+    keyResolverOf(c, {
+      now,
+      ...(deps.clusterWorker ? { fetch: fetchThroughPrimary } : {}),
+      onFetch: (host, outcome, detail) => {
+        if (outcome === "failed") logger.warn({ host, err: detail }, "key directory could not be read");
+      },
+    });
+  let keys = keysOf(config);
 
   const storeOf = (c: GatewayConfig) =>
     createLimitStore(c.store, c.replay.maxEntries, {
@@ -357,12 +361,12 @@ async function startComponents(
   metrics.backendPools.watch(() => [[backend.host, backend]]);
 
   // The request path: the one builder, again on a configuration reload.
-  const pathOf = (c: GatewayConfig, b: Backend, v: TppVerifier, st: LimitStore) =>
+  const pathOf = (c: GatewayConfig, b: Backend, v: TppVerifier, st: LimitStore, k: KeyDirectoryResolver) =>
     requestPathOf(c, {
       now,
       // Each certificate it trusts is remembered for a JWS naming it by x5t#S256 later.
-      certificates: rememberingTrusted(v, keys),
-      keys,
+      certificates: rememberingTrusted(v, k),
+      keys: k,
       store: st,
       onStoreError,
       onReplayRefused: () => metrics.replayRefusals.inc(),
@@ -384,7 +388,7 @@ async function startComponents(
     });
   let running = config;
   const components: Components = {
-    path: pathOf(config, backend, verifier, store),
+    path: pathOf(config, backend, verifier, store, keys),
     get verifier() {
       return verifier;
     },
@@ -473,7 +477,9 @@ async function startComponents(
         if (nextStore !== store) made.push(() => nextStore.close());
         const nextBackend = sameBackend(running, next) ? backend : backendOf(next);
         if (nextBackend !== backend) made.push(() => nextBackend.close());
-        const path = pathOf(next, nextBackend, nextVerifier, nextStore);
+        // A key file that does not load fails the reload here, keeping the running resolver.
+        const nextKeys = sameKeys(running, next, ["keys"]) ? keys : keysOf(next);
+        const path = pathOf(next, nextBackend, nextVerifier, nextStore, nextKeys);
         return {
           commit: () => {
             const old = { backend, trust, store, grace: running.shutdown.graceSeconds * 1000 };
@@ -483,6 +489,7 @@ async function startComponents(
             verifier = nextVerifier;
             verifierLater = nextVerifier;
             store = nextStore;
+            keys = nextKeys;
             components.path = path;
             // Requests under way finish on the old pool; it closes once none holds it.
             if (old.backend !== nextBackend) void old.backend.retire();

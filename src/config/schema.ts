@@ -927,7 +927,8 @@ export const configSchema = z
     identityHeaders: identityHeaders.prefault({}),
     replay: replay.prefault({}),
     /** Keys a JWS names by kid or x5t#S256 instead of sending x5c (JAdES, UK OB). */
-    keys: restartOnly(keys.prefault({}), "the key resolver and its caches start with the gateway"),
+    // A reload builds a new resolver: the old one's fetched and seen keys are dropped.
+    keys: keys.prefault({}),
     /** Absent: responses pass unsigned. */
     responseSigning: responseSigning.optional(),
     /** Absent: no evidence is kept. */

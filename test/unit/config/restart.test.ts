@@ -21,7 +21,6 @@ describe("keys a reload cannot take over, read from the schema", () => {
       "listen.tls",
       "listen.clientCertificate",
       "replay.maxEntries",
-      "keys",
       "evidence",
       "sandbox",
       "demoQtsp",
@@ -69,6 +68,7 @@ describe("keys a reload cannot take over, read from the schema", () => {
       [],
     ],
     ["the store's fail-open (swapped)", { store: { failOpen: true } }, []],
+    ["the key files (a new resolver)", { keys: { files: ["/tpp.pem"] } }, []],
     [
       "where the memory store's state is kept",
       { store: { snapshotFile: "/limits.json" } },
