@@ -544,16 +544,23 @@ async function startComponents(
   /** The trust folders and TLS files of the configuration in force, polled; a reload may move the folders. */
   let watch: FileWatch | undefined;
   let watchedPaths = "";
+  let watchedPollMs = 0;
   const watchTrustFiles = () => {
     const paths = [
       ...(running.trust.caDir ? [running.trust.caDir] : []),
       ...(running.trust.crlDir ? [running.trust.crlDir] : []),
       ...(running.listen.tls ? [running.listen.tls.cert, running.listen.tls.key] : []),
     ];
-    if (watch && JSON.stringify(paths) === watchedPaths) return;
+    const pollMs = running.reload.pollSeconds * 1000;
+    if (watch && JSON.stringify(paths) === watchedPaths) {
+      if (pollMs !== watchedPollMs) watch.pace(pollMs);
+      watchedPollMs = pollMs;
+      return;
+    }
     watch?.stop();
     watchedPaths = JSON.stringify(paths);
-    watch = watchFiles(paths, config.reload.pollSeconds * 1000, () => tryReload("files changed"));
+    watchedPollMs = pollMs;
+    watch = watchFiles(paths, pollMs, () => tryReload("files changed"));
   };
   watchTrustFiles();
   started.add(() => watch?.stop());

@@ -994,13 +994,11 @@ export const configSchema = z
     /** The operations listener: /metrics, /healthz, /readyz. Keep it off the TPP-facing network. */
     admin: restartOnly(adminSchema(9090), ADMIN),
     /** Trust store, CRLs and TLS certificates are reloaded when their files change (and on SIGHUP). */
-    reload: restartOnly(
-      z
-        .object({ pollSeconds: z.number().positive().default(10) })
-        .strict()
-        .prefault({}),
-      "the file watch polls at the pace it started with",
-    ),
+    // A reload sets the watches' pace (app/file-watch.ts `pace`).
+    reload: z
+      .object({ pollSeconds: z.number().positive().default(10) })
+      .strict()
+      .prefault({}),
     /** On SIGTERM/SIGINT: stop accepting, let requests in flight finish for at most this long. */
     shutdown: z
       .object({ graceSeconds: z.number().min(0).default(25) })
@@ -1260,13 +1258,11 @@ export const egressConfigSchema = z
      */
     workers: restartOnly(z.number().int().min(1).max(64).default(1), WORKERS),
     /** How often the config file is checked for changes (it is also read again on SIGHUP). */
-    reload: restartOnly(
-      z
-        .object({ pollSeconds: z.number().positive().default(10) })
-        .strict()
-        .prefault({}),
-      "the file watch polls at the pace it started with",
-    ),
+    // A reload sets the watches' pace (app/file-watch.ts `pace`).
+    reload: z
+      .object({ pollSeconds: z.number().positive().default(10) })
+      .strict()
+      .prefault({}),
     banks: z
       .array(bankProfile)
       .min(1)

@@ -33,7 +33,6 @@ describe("keys a reload cannot take over, read from the schema", () => {
       "store.snapshotFile",
       "workers",
       "admin",
-      "reload",
     ]);
     expect(restartOnlyKeys(egressConfigSchema)).toEqual([
       "mode",
@@ -41,7 +40,6 @@ describe("keys a reload cannot take over, read from the schema", () => {
       "listen.port",
       "listen.socket",
       "workers",
-      "reload",
       "admin",
     ]);
   });
@@ -69,6 +67,7 @@ describe("keys a reload cannot take over, read from the schema", () => {
     ],
     ["the store's fail-open (swapped)", { store: { failOpen: true } }, []],
     ["the key files (a new resolver)", { keys: { files: ["/tpp.pem"] } }, []],
+    ["the watches' pace", { reload: { pollSeconds: 1 } }, []],
     [
       "where the memory store's state is kept",
       { store: { snapshotFile: "/limits.json" } },
