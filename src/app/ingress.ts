@@ -310,20 +310,30 @@ async function startComponents(
   subscribe(DEFECT_CHANNEL, onDefect);
   started.add(() => unsubscribe(DEFECT_CHANNEL, onDefect));
 
-  const evidence = config.evidence?.enabled
-    ? await startEvidence(config.evidence, {
-        qseal,
-        metrics,
-        logger,
-        now,
-        clusterWorker: deps.clusterWorker ?? false,
-        reports,
-        // The trust in force when each record is written (a reload swaps it).
-        trust: () => trust,
-      })
-    : undefined;
+  const evidenceOf = (c: GatewayConfig) =>
+    c.evidence?.enabled
+      ? startEvidence(c.evidence, {
+          // The checkpoints are signed with the QSealC of the configuration the store opens with.
+          qseal:
+            c === config
+              ? qseal
+              : c.responseSigning && loadCredentials(c.responseSigning.qseal, "responseSigning.qseal"),
+          metrics,
+          logger,
+          now,
+          clusterWorker: deps.clusterWorker ?? false,
+          reports,
+          // The trust in force when each record is written (a reload swaps it).
+          trust: () => trust,
+        })
+      : Promise.resolve(undefined);
+  let evidence = await evidenceOf(config);
+  /** A reload's old evidence stores, taking the records of requests that began on them until closed. */
+  const retiredEvidence = new Set<NonNullable<typeof evidence>>();
   // Closed after the listener drained: what was queued is written, with a last checkpoint.
-  if (evidence) started.add(() => evidence.close());
+  started.add(async () => {
+    await Promise.all([evidence?.close(), ...[...retiredEvidence].map((e) => e.close())]);
+  });
 
   const onStoreError = (error: unknown) =>
     logger.warn({ err: (error as Error).message }, "limit store unreachable");
@@ -361,7 +371,14 @@ async function startComponents(
   metrics.backendPools.watch(() => [[backend.host, backend]]);
 
   // The request path: the one builder, again on a configuration reload.
-  const pathOf = (c: GatewayConfig, b: Backend, v: TppVerifier, st: LimitStore, k: KeyDirectoryResolver) =>
+  const pathOf = (
+    c: GatewayConfig,
+    b: Backend,
+    v: TppVerifier,
+    st: LimitStore,
+    k: KeyDirectoryResolver,
+    e: typeof evidence,
+  ) =>
     requestPathOf(c, {
       now,
       // Each certificate it trusts is remembered for a JWS naming it by x5t#S256 later.
@@ -374,7 +391,7 @@ async function startComponents(
         metrics.unattendedRejections.inc({ class: limitClass, source }),
       onUnattendedAdmitted: (limitClass, source) =>
         metrics.unattendedCalls.inc({ class: limitClass, source }),
-      ...(evidence ? { evidence } : {}),
+      ...(e ? { evidence: e } : {}),
       backend: b,
       // The demo bank's proof that a call came through this gateway; a real backend gets none.
       ...(c.backend.url === "sandbox" && demoBank?.forwardHeaders
@@ -388,7 +405,7 @@ async function startComponents(
     });
   let running = config;
   const components: Components = {
-    path: pathOf(config, backend, verifier, store, keys),
+    path: pathOf(config, backend, verifier, store, keys, evidence),
     get verifier() {
       return verifier;
     },
@@ -479,10 +496,13 @@ async function startComponents(
         if (nextBackend !== backend) made.push(() => nextBackend.close());
         // A key file that does not load fails the reload here, keeping the running resolver.
         const nextKeys = sameKeys(running, next, ["keys"]) ? keys : keysOf(next);
-        const path = pathOf(next, nextBackend, nextVerifier, nextStore, nextKeys);
+        // Only what the store is opened with needs a new one (bodies and onFailure are the chain's).
+        const nextEvidence = sameEvidenceStore(running, next) ? evidence : await evidenceOf(next);
+        if (nextEvidence && nextEvidence !== evidence) made.push(() => nextEvidence.close());
+        const path = pathOf(next, nextBackend, nextVerifier, nextStore, nextKeys, nextEvidence);
         return {
           commit: () => {
-            const old = { backend, trust, store, grace: running.shutdown.graceSeconds * 1000 };
+            const old = { backend, trust, store, evidence, grace: running.shutdown.graceSeconds * 1000 };
             running = next;
             backend = nextBackend;
             trust = nextTrust;
@@ -490,12 +510,14 @@ async function startComponents(
             verifierLater = nextVerifier;
             store = nextStore;
             keys = nextKeys;
+            evidence = nextEvidence;
             components.path = path;
             // Requests under way finish on the old pool; it closes once none holds it.
             if (old.backend !== nextBackend) void old.backend.retire();
             // The old sources stop polling; a verdict under way reads what they hold.
             if (old.trust !== nextTrust) old.trust.stop();
             if (old.store !== nextStore) retireStore(old.store, old.grace);
+            if (old.evidence && old.evidence !== nextEvidence) retireEvidence(old.evidence, old.grace);
             watchTrustFiles();
           },
         };
@@ -510,6 +532,21 @@ async function startComponents(
     retiredStores.add(old);
     setTimeout(() => {
       if (retiredStores.delete(old)) void old.close().catch(() => {});
+    }, graceMs).unref();
+  };
+  /**
+   * A replaced evidence store: requests that began on it keep offering it their records for the
+   * shutdown grace; then it writes its queue and closes its chain with a checkpoint. Nothing it
+   * acknowledged is lost; a request still under way after that meets a closed store (`onFailure`).
+   */
+  const retireEvidence = (old: NonNullable<typeof evidence>, graceMs: number) => {
+    retiredEvidence.add(old);
+    setTimeout(() => {
+      if (retiredEvidence.delete(old))
+        void old.close().then(
+          () => logger.info({ chain: old.status().chain }, "evidence: the replaced store closed its chain"),
+          (error: Error) => logger.warn({ err: error.message }, "evidence: the replaced store did not close"),
+        );
     }, graceMs).unref();
   };
   chainLater = () => components.path.chain;
@@ -565,6 +602,29 @@ async function startComponents(
   watchTrustFiles();
   started.add(() => watch?.stop());
   return components;
+}
+
+/**
+ * The evidence store of `b` is the one `a` opened: the same block but for what the chain reads
+ * (`bodies`, `onFailure`). A new store opens a new chain; one whose configured instanceId and folder
+ * are the running chain's would write over it, so that reload is refused, saying what to change.
+ */
+function sameEvidenceStore(a: GatewayConfig, b: GatewayConfig): boolean {
+  const storeOf = (c: GatewayConfig) =>
+    c.evidence?.enabled ? { ...c.evidence, bodies: undefined, onFailure: undefined } : undefined;
+  if (JSON.stringify(storeOf(a)) === JSON.stringify(storeOf(b))) return true;
+  const [from, to] = [a.evidence, b.evidence];
+  if (
+    from?.enabled &&
+    to?.enabled &&
+    to.instanceId !== undefined &&
+    to.instanceId === from.instanceId &&
+    to.folder === from.folder
+  )
+    throw new Error(
+      `evidence: a changed store opens a new chain, and instanceId '${to.instanceId}' names the running one in ${to.folder}; give evidence.instanceId another value (or none) with the change`,
+    );
+  return false;
 }
 
 /** The backend block is the same (a new pool is made only when it changed). */

@@ -932,7 +932,8 @@ export const configSchema = z
     /** Absent: responses pass unsigned. */
     responseSigning: responseSigning.optional(),
     /** Absent: no evidence is kept. */
-    evidence: restartOnly(evidence.optional(), "the evidence store is opened at start"),
+    // A reload that changes the store's settings opens a new store; the old one closes after the grace.
+    evidence: evidence.optional(),
     /** The built-in demo bank, when `backend.url` is `sandbox`. */
     sandbox: restartOnly(
       z

@@ -21,7 +21,6 @@ describe("keys a reload cannot take over, read from the schema", () => {
       "listen.tls",
       "listen.clientCertificate",
       "replay.maxEntries",
-      "evidence",
       "sandbox",
       "demoQtsp",
       "store.type",
@@ -68,6 +67,7 @@ describe("keys a reload cannot take over, read from the schema", () => {
     ["the store's fail-open (swapped)", { store: { failOpen: true } }, []],
     ["the key files (a new resolver)", { keys: { files: ["/tpp.pem"] } }, []],
     ["the watches' pace", { reload: { pollSeconds: 1 } }, []],
+    ["the evidence store (a new one)", { evidence: { folder: "/evidence" } }, []],
     [
       "where the memory store's state is kept",
       { store: { snapshotFile: "/limits.json" } },
