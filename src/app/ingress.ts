@@ -9,12 +9,12 @@ import { randomBytes, X509Certificate } from "node:crypto";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
-import type { Chain, CheckContext } from "../checks/index.js";
+import { type Chain, type CheckContext, REPLAY_CLOCK_MARGIN_MS } from "../checks/index.js";
 import { configSchema, type GatewayConfig } from "../config/schema.js";
 import { DEFECT_CHANNEL, type DefectEvent, type TppRegister, type TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
-import type { LimitStore, StoreReadiness } from "../limits/index.js";
+import { HandOverStore, type LimitStore, type StoreReadiness, WindowedStore } from "../limits/index.js";
 import type { ReadinessCheck, ValidationReports } from "../observability/admin.js";
 import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
@@ -248,20 +248,66 @@ async function startComponents(
     });
   let keys = keysOf(config);
 
-  const storeOf = (c: GatewayConfig) =>
-    createLimitStore(c.store, c.replay.maxEntries, {
-      now,
-      onEvict: (what, key) =>
-        logger.warn(
-          { what, key: key.slice(0, 12) },
-          "limit store evicted an entry before its time; raise store.maxWindows or use redis",
+  // Each store remembers the longest window it was asked to keep: a store replacing it consults it that long.
+  const storeOf = async (c: GatewayConfig) =>
+    new WindowedStore(
+      await createLimitStore(c.store, c.replay.maxEntries, {
+        now,
+        onEvict: (what, key) =>
+          logger.warn(
+            { what, key: key.slice(0, 12) },
+            "limit store evicted an entry before its time; raise store.maxWindows or use redis",
+          ),
+        onSnapshotProblem: (message) => logger.error(message),
+        onConnectionError: throttled(30_000, (error: Error) =>
+          logger.warn({ err: error.message }, "limit store connection failed; retrying"),
         ),
-      onSnapshotProblem: (message) => logger.error(message),
-      onConnectionError: throttled(30_000, (error: Error) =>
-        logger.warn({ err: error.message }, "limit store connection failed; retrying"),
-      ),
+      }),
+    );
+  let store: LimitStore = deps.store ?? (await storeOf(config));
+  /**
+   * The store `to` needs, and whether it hands the running one over: the running store (a memory
+   * store whose state stays, or nothing of it changed), a new connection to the same state (Redis
+   * credentials), or a new store, the running one consulted beside it until its longest window has
+   * passed (src/limits/hand-over.ts). One hand-over at a time.
+   */
+  const storeFor = async (
+    from: GatewayConfig,
+    to: GatewayConfig,
+  ): Promise<{ store: LimitStore; fresh?: LimitStore; handsOver: boolean }> => {
+    const sameState = sameStoreState(from, to);
+    if (deps.store || (sameState && (to.store.type === "memory" || sameKeys(from, to, ["store"]))))
+      return { store, handsOver: false };
+    const handing =
+      store instanceof WindowedStore && store.inner instanceof HandOverStore ? store.inner : undefined;
+    if (handing?.handingOver)
+      throw new Error(
+        `store: the store replaced by an earlier reload is consulted until ${new Date(handing.untilMs).toISOString()} (its longest window); change the store again after that, or restart`,
+      );
+    if (sameState) {
+      const fresh = await storeOf(to);
+      return { store: fresh, fresh, handsOver: false };
+    }
+    const snapshot = to.store.type === "memory" ? to.store.snapshotFile : undefined;
+    if (from.store.type === "memory" && snapshot !== undefined && snapshot === from.store.snapshotFile)
+      throw new Error(
+        `store: the running memory store writes its snapshot to ${snapshot}; give store.snapshotFile another path with the change, or restart`,
+      );
+    const fresh = await storeOf(to);
+    const running_ = store as WindowedStore;
+    const untilMs = now() + Math.max(running_.longestMs, longestWindowMs(from));
+    const handOver = new HandOverStore(fresh, running_, {
+      untilMs,
+      now,
+      onHandedOver: () =>
+        logger.info("limit store: the replaced store's last window has passed; it is closed"),
     });
-  let store = deps.store ?? (await storeOf(config));
+    logger.info(
+      { until: new Date(untilMs).toISOString() },
+      "limit store: a new store takes every write; the replaced one is consulted until its last window has passed",
+    );
+    return { store: new WindowedStore(handOver), fresh, handsOver: true };
+  };
   /** A reload's old store connections, closed once the requests that began on them had their grace. */
   const retiredStores = new Set<LimitStore>();
   if (!deps.store)
@@ -486,12 +532,8 @@ async function startComponents(
             JSON.stringify(next.verification.certificateKinds)
             ? verifierFor(next, nextTrust)
             : verifier;
-        // A memory store holds the replay records and limit windows: the same instance serves on.
-        const nextStore =
-          deps.store || next.store.type === "memory" || sameKeys(running, next, ["store"])
-            ? store
-            : await storeOf(next);
-        if (nextStore !== store) made.push(() => nextStore.close());
+        const { store: nextStore, fresh, handsOver } = await storeFor(running, next);
+        if (fresh) made.push(() => fresh.close());
         const nextBackend = sameBackend(running, next) ? backend : backendOf(next);
         if (nextBackend !== backend) made.push(() => nextBackend.close());
         // A key file that does not load fails the reload here, keeping the running resolver.
@@ -516,7 +558,8 @@ async function startComponents(
             if (old.backend !== nextBackend) void old.backend.retire();
             // The old sources stop polling; a verdict under way reads what they hold.
             if (old.trust !== nextTrust) old.trust.stop();
-            if (old.store !== nextStore) retireStore(old.store, old.grace);
+            // A store handed over is closed by its successor once its last window has passed.
+            if (old.store !== nextStore && !handsOver) retireStore(old.store, old.grace);
             if (old.evidence && old.evidence !== nextEvidence) retireEvidence(old.evidence, old.grace);
             watchTrustFiles();
           },
@@ -602,6 +645,35 @@ async function startComponents(
   watchTrustFiles();
   started.add(() => watch?.stop());
   return components;
+}
+
+/** Where the store's state lives, and its bounds, are the same: no hand-over is needed. */
+function sameStoreState(a: GatewayConfig, b: GatewayConfig): boolean {
+  const stateOf = ({ store: s, replay }: GatewayConfig) => [
+    s.type,
+    s.url,
+    s.sentinels,
+    s.name,
+    s.cluster,
+    s.maxWindows,
+    s.snapshotFile,
+    replay.maxEntries,
+  ];
+  return JSON.stringify(stateOf(a)) === JSON.stringify(stateOf(b));
+}
+
+/**
+ * The longest a record or slot of a store written under `c` can matter: the unattended window, the
+ * replay window, a Date-bound signature's acceptance either side of the clock. A store that saw
+ * longer (a dialect's own window) says so itself (WindowedStore).
+ */
+function longestWindowMs(c: GatewayConfig): number {
+  const seconds = Math.max(
+    c.limits.unattended.windowSeconds,
+    c.replay.windowSeconds ?? 0,
+    2 * c.verification.dateToleranceSeconds,
+  );
+  return seconds * 1000 + REPLAY_CLOCK_MARGIN_MS;
 }
 
 /**
