@@ -10,6 +10,9 @@
 import type { LimitStore, MaybePromise, Reservation, StoreReadiness, StoreStats } from "./store.js";
 
 /** `f` of `value`, at once when the value is there, after it when it is a promise. */
+/** setTimeout's longest delay (2^31 − 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 function then<T, U>(value: MaybePromise<T>, f: (v: T) => MaybePromise<U>): MaybePromise<U> {
   return value instanceof Promise ? value.then(f) : f(value);
 }
@@ -65,7 +68,7 @@ export interface HandOverOptions {
 
 export class HandOverStore implements LimitStore {
   private previous: LimitStore | undefined;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly next: LimitStore,
@@ -73,7 +76,17 @@ export class HandOverStore implements LimitStore {
     private readonly options: HandOverOptions,
   ) {
     this.previous = previous;
-    this.timer = setTimeout(() => void this.handedOver(), Math.max(0, options.untilMs - options.now()));
+    this.wake();
+  }
+
+  /** Closes the old store at `untilMs`, in steps of at most MAX_TIMER_MS (a longer timer fires at once). */
+  private wake(): void {
+    const left = this.options.untilMs - this.options.now();
+    if (left <= 0) {
+      void this.handedOver();
+      return;
+    }
+    this.timer = setTimeout(() => this.wake(), Math.min(left, MAX_TIMER_MS));
     this.timer.unref();
   }
 
