@@ -274,10 +274,10 @@ async function startComponents(
   const storeFor = async (
     from: GatewayConfig,
     to: GatewayConfig,
-  ): Promise<{ store: LimitStore; fresh?: LimitStore; handsOver: boolean }> => {
+  ): Promise<{ store: LimitStore; fresh?: LimitStore; handOver?: HandOverStore }> => {
     const sameState = sameStoreState(from, to);
     if (deps.store || (sameState && (to.store.type === "memory" || sameKeys(from, to, ["store"]))))
-      return { store, handsOver: false };
+      return { store };
     const handing =
       store instanceof WindowedStore && store.inner instanceof HandOverStore ? store.inner : undefined;
     if (handing?.handingOver)
@@ -286,7 +286,7 @@ async function startComponents(
       );
     if (sameState) {
       const fresh = await storeOf(to);
-      return { store: fresh, fresh, handsOver: false };
+      return { store: fresh, fresh };
     }
     const snapshot = to.store.type === "memory" ? to.store.snapshotFile : undefined;
     if (from.store.type === "memory" && snapshot !== undefined && snapshot === from.store.snapshotFile)
@@ -302,11 +302,7 @@ async function startComponents(
       onHandedOver: () =>
         logger.info("limit store: the replaced store's last window has passed; it is closed"),
     });
-    logger.info(
-      { until: new Date(untilMs).toISOString() },
-      "limit store: a new store takes every write; the replaced one is consulted until its last window has passed",
-    );
-    return { store: new WindowedStore(handOver), fresh, handsOver: true };
+    return { store: new WindowedStore(handOver), fresh, handOver };
   };
   /** A reload's old store connections, closed once the requests that began on them had their grace. */
   const retiredStores = new Set<LimitStore>();
@@ -532,8 +528,12 @@ async function startComponents(
             JSON.stringify(next.verification.certificateKinds)
             ? verifierFor(next, nextTrust)
             : verifier;
-        const { store: nextStore, fresh, handsOver } = await storeFor(running, next);
-        if (fresh) made.push(() => fresh.close());
+        const { store: nextStore, fresh, handOver } = await storeFor(running, next);
+        if (fresh)
+          made.push(() => {
+            handOver?.abandon();
+            return fresh.close();
+          });
         const nextBackend = sameBackend(running, next) ? backend : backendOf(next);
         if (nextBackend !== backend) made.push(() => nextBackend.close());
         // A key file that does not load fails the reload here, keeping the running resolver.
@@ -559,7 +559,12 @@ async function startComponents(
             // The old sources stop polling; a verdict under way reads what they hold.
             if (old.trust !== nextTrust) old.trust.stop();
             // A store handed over is closed by its successor once its last window has passed.
-            if (old.store !== nextStore && !handsOver) retireStore(old.store, old.grace);
+            if (handOver)
+              logger.info(
+                { until: new Date(handOver.untilMs).toISOString() },
+                "limit store: a new store takes every write; the replaced one is consulted until its last window has passed",
+              );
+            else if (old.store !== nextStore) retireStore(old.store, old.grace);
             if (old.evidence && old.evidence !== nextEvidence) retireEvidence(old.evidence, old.grace);
             watchTrustFiles();
           },

@@ -90,6 +90,12 @@ export class HandOverStore implements LimitStore {
     this.timer.unref();
   }
 
+  /** A reload that failed after building this: stops without closing the old store, which still serves. */
+  abandon(): void {
+    clearTimeout(this.timer);
+    this.previous = undefined;
+  }
+
   /** Whether the old store is still consulted. */
   get handingOver(): boolean {
     return this.old !== undefined;

@@ -89,3 +89,18 @@ describe("a store handed over by a reload", () => {
     await store.close();
   });
 });
+
+describe("a hand-over a failed reload built", () => {
+  it("is abandoned without closing the old store, which still serves", async () => {
+    const s = setUp();
+    s.old.checkAndRecord("rp|a", 5 * MINUTE);
+    const store = s.handOver();
+    store.abandon();
+    s.advance(10 * MINUTE);
+    expect(store.handingOver).toBe(false);
+    await new Promise((r) => setImmediate(r));
+    expect(s.closed()).toBe(false);
+    expect(s.old.checkAndRecord("rp|b", 5 * MINUTE)).toBe(false);
+    expect(s.old.checkAndRecord("rp|b", 5 * MINUTE)).toBe(true);
+  });
+});
