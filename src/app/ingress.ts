@@ -278,6 +278,11 @@ async function startComponents(
     const sameState = sameStoreState(from, to);
     if (deps.store || (sameState && (to.store.type === "memory" || sameKeys(from, to, ["store"]))))
       return { store };
+    // `workers` is the running one (restart-only): the file's own check could not see it.
+    if (to.workers > 1 && to.store.type !== "redis")
+      throw new Error(
+        `store: ${to.workers} workers run, and with the memory store each would count limits on its own; keep store.type: redis (workers change at a restart)`,
+      );
     const handing =
       store instanceof WindowedStore && store.inner instanceof HandOverStore ? store.inner : undefined;
     if (handing?.handingOver)

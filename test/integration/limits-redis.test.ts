@@ -141,4 +141,23 @@ describeWithRedis("a reload that moves the limit store from memory to Redis", ()
       await redis.stop();
     }
   });
+  it("refuses to move the store of several workers to memory, where each would count on its own", async () => {
+    const redis = await startRedisServer();
+    const backend = await startRecordingBackend();
+    const gw = await startTestGateway({
+      backendUrl: backend.url,
+      config: { workers: 2, store: { type: "redis", url: redis.url } },
+    });
+    try {
+      const shared = gw.gateway.store;
+      await expect(
+        gw.gateway.reconfigure({ ...gw.config, store: { ...gw.config.store, type: "memory" } }),
+      ).rejects.toThrow(/2 workers run, and with the memory store each would count limits on its own/);
+      expect(gw.gateway.store).toBe(shared);
+    } finally {
+      await gw.close();
+      await backend.close();
+      await redis.stop();
+    }
+  });
 });
