@@ -22,3 +22,11 @@ export class Kept<K, V> {
     this.entries.clear();
   }
 }
+
+/**
+ * A copy that shares no memory with the request's header string (V8 keeps a slice's parent alive):
+ * what a memo keys on must not hold a whole request head.
+ */
+export function detached(text: string): string {
+  return JSON.parse(JSON.stringify(text)) as string;
+}

@@ -29,17 +29,34 @@ function fingerprint(paths: readonly string[]): string {
 
 export interface FileWatch {
   stop(): void;
+  /** Polls every `pollMs` from now on, comparing with what it last saw (a reload's `reload.pollSeconds`). */
+  pace(pollMs: number): void;
 }
 
 /** Calls `onChange` (at most once per poll) whenever anything under `paths` changed since the last look. */
 export function watchFiles(paths: readonly string[], pollMs: number, onChange: () => void): FileWatch {
   let last = fingerprint(paths);
-  const timer = setInterval(() => {
-    const now = fingerprint(paths);
-    if (now === last) return;
-    last = now;
-    onChange();
-  }, pollMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  let stopped = false;
+  const every = (ms: number) => {
+    const t = setInterval(() => {
+      const now = fingerprint(paths);
+      if (now === last) return;
+      last = now;
+      onChange();
+    }, ms);
+    t.unref();
+    return t;
+  };
+  let timer = every(pollMs);
+  return {
+    stop: () => {
+      stopped = true;
+      clearInterval(timer);
+    },
+    pace: (ms) => {
+      if (stopped) return;
+      clearInterval(timer);
+      timer = every(ms);
+    },
+  };
 }

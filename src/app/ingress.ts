@@ -9,16 +9,17 @@ import { randomBytes, X509Certificate } from "node:crypto";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
-import type { Chain, CheckContext } from "../checks/index.js";
+import { type Chain, type CheckContext, REPLAY_CLOCK_MARGIN_MS } from "../checks/index.js";
 import { configSchema, type GatewayConfig } from "../config/schema.js";
 import { DEFECT_CHANNEL, type DefectEvent, type TppRegister, type TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
-import type { LimitStore, StoreReadiness } from "../limits/index.js";
+import { HandOverStore, type LimitStore, type StoreReadiness, WindowedStore } from "../limits/index.js";
 import type { ReadinessCheck, ValidationReports } from "../observability/admin.js";
 import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
 import { recordRequest } from "../observability/request-log.js";
+import type { KeyDirectoryResolver } from "../trust/key-resolver.js";
 import type { TrustSourceStatus } from "../trust/source-status.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
 import { answerTrustReports, answerValidationReports } from "./cluster.js";
@@ -235,30 +236,80 @@ async function startComponents(
     });
   let verifier = verifierFor(config, trust);
   verifierLater = verifier;
-  // Keys a JWS names instead of sending: fetched, like trust documents, once for all workers (restart-only).
-  const keys = keyResolverOf(config, {
-    now,
-    ...(deps.clusterWorker ? { fetch: fetchThroughPrimary } : {}),
-    onFetch: (host, outcome, detail) => {
-      metricsLater?.keyDirectoryFetches.inc({ result: outcome });
-      if (outcome === "failed") logger.warn({ host, err: detail }, "key directory could not be read");
-    },
-  });
-
-  const storeOf = (c: GatewayConfig) =>
-    createLimitStore(c.store, c.replay.maxEntries, {
+  // Keys a JWS names instead of sending: fetched, like trust documents, once for all workers. A
+  // reload that changes `keys` builds a new resolver: what the old one fetched or saw is dropped.
+  const keysOf = (c: GatewayConfig) =>
+    keyResolverOf(c, {
       now,
-      onEvict: (what, key) =>
-        logger.warn(
-          { what, key: key.slice(0, 12) },
-          "limit store evicted an entry before its time; raise store.maxWindows or use redis",
-        ),
-      onSnapshotProblem: (message) => logger.error(message),
-      onConnectionError: throttled(30_000, (error: Error) =>
-        logger.warn({ err: error.message }, "limit store connection failed; retrying"),
-      ),
+      ...(deps.clusterWorker ? { fetch: fetchThroughPrimary } : {}),
+      onFetch: (host, outcome, detail) => {
+        metricsLater?.keyDirectoryFetches.inc({ result: outcome });
+        if (outcome === "failed") logger.warn({ host, err: detail }, "key directory could not be read");
+      },
     });
-  let store = deps.store ?? (await storeOf(config));
+  let keys = keysOf(config);
+
+  // Each store remembers the longest window it was asked to keep: a store replacing it consults it that long.
+  const storeOf = async (c: GatewayConfig) =>
+    new WindowedStore(
+      await createLimitStore(c.store, c.replay.maxEntries, {
+        now,
+        onEvict: (what, key) =>
+          logger.warn(
+            { what, key: key.slice(0, 12) },
+            "limit store evicted an entry before its time; raise store.maxWindows or use redis",
+          ),
+        onSnapshotProblem: (message) => logger.error(message),
+        onConnectionError: throttled(30_000, (error: Error) =>
+          logger.warn({ err: error.message }, "limit store connection failed; retrying"),
+        ),
+      }),
+    );
+  let store: LimitStore = deps.store ?? (await storeOf(config));
+  /**
+   * The store `to` needs, and whether it hands the running one over: the running store (a memory
+   * store whose state stays, or nothing of it changed), a new connection to the same state (Redis
+   * credentials), or a new store, the running one consulted beside it until its longest window has
+   * passed (src/limits/hand-over.ts). One hand-over at a time.
+   */
+  const storeFor = async (
+    from: GatewayConfig,
+    to: GatewayConfig,
+  ): Promise<{ store: LimitStore; fresh?: LimitStore; handOver?: HandOverStore }> => {
+    const sameState = sameStoreState(from, to);
+    if (deps.store || (sameState && (to.store.type === "memory" || sameKeys(from, to, ["store"]))))
+      return { store };
+    // `workers` is the running one (restart-only): the file's own check could not see it.
+    if (to.workers > 1 && to.store.type !== "redis")
+      throw new Error(
+        `store: ${to.workers} workers run, and with the memory store each would count limits on its own; keep store.type: redis (workers change at a restart)`,
+      );
+    const handing =
+      store instanceof WindowedStore && store.inner instanceof HandOverStore ? store.inner : undefined;
+    if (handing?.handingOver)
+      throw new Error(
+        `store: the store replaced by an earlier reload is consulted until ${new Date(handing.untilMs).toISOString()} (its longest window); change the store again after that, or restart`,
+      );
+    if (sameState) {
+      const fresh = await storeOf(to);
+      return { store: fresh, fresh };
+    }
+    const snapshot = to.store.type === "memory" ? to.store.snapshotFile : undefined;
+    if (from.store.type === "memory" && snapshot !== undefined && snapshot === from.store.snapshotFile)
+      throw new Error(
+        `store: the running memory store writes its snapshot to ${snapshot}; give store.snapshotFile another path with the change, or restart`,
+      );
+    const fresh = await storeOf(to);
+    const running_ = store as WindowedStore;
+    const untilMs = now() + Math.max(running_.longestMs, longestWindowMs(from));
+    const handOver = new HandOverStore(fresh, running_, {
+      untilMs,
+      now,
+      onHandedOver: () =>
+        logger.info("limit store: the replaced store's last window has passed; it is closed"),
+    });
+    return { store: new WindowedStore(handOver), fresh, handOver };
+  };
   /** A reload's old store connections, closed once the requests that began on them had their grace. */
   const retiredStores = new Set<LimitStore>();
   if (!deps.store)
@@ -307,20 +358,30 @@ async function startComponents(
   subscribe(DEFECT_CHANNEL, onDefect);
   started.add(() => unsubscribe(DEFECT_CHANNEL, onDefect));
 
-  const evidence = config.evidence?.enabled
-    ? await startEvidence(config.evidence, {
-        qseal,
-        metrics,
-        logger,
-        now,
-        clusterWorker: deps.clusterWorker ?? false,
-        reports,
-        // The trust in force when each record is written (a reload swaps it).
-        trust: () => trust,
-      })
-    : undefined;
+  const evidenceOf = (c: GatewayConfig) =>
+    c.evidence?.enabled
+      ? startEvidence(c.evidence, {
+          // The checkpoints are signed with the QSealC of the configuration the store opens with.
+          qseal:
+            c === config
+              ? qseal
+              : c.responseSigning && loadCredentials(c.responseSigning.qseal, "responseSigning.qseal"),
+          metrics,
+          logger,
+          now,
+          clusterWorker: deps.clusterWorker ?? false,
+          reports,
+          // The trust in force when each record is written (a reload swaps it).
+          trust: () => trust,
+        })
+      : Promise.resolve(undefined);
+  let evidence = await evidenceOf(config);
+  /** A reload's old evidence stores, taking the records of requests that began on them until closed. */
+  const retiredEvidence = new Set<NonNullable<typeof evidence>>();
   // Closed after the listener drained: what was queued is written, with a last checkpoint.
-  if (evidence) started.add(() => evidence.close());
+  started.add(async () => {
+    await Promise.all([evidence?.close(), ...[...retiredEvidence].map((e) => e.close())]);
+  });
 
   const onStoreError = (error: unknown) =>
     logger.warn({ err: (error as Error).message }, "limit store unreachable");
@@ -358,12 +419,19 @@ async function startComponents(
   metrics.backendPools.watch(() => [[backend.host, backend]]);
 
   // The request path: the one builder, again on a configuration reload.
-  const pathOf = (c: GatewayConfig, b: Backend, v: TppVerifier, st: LimitStore) =>
+  const pathOf = (
+    c: GatewayConfig,
+    b: Backend,
+    v: TppVerifier,
+    st: LimitStore,
+    k: KeyDirectoryResolver,
+    e: typeof evidence,
+  ) =>
     requestPathOf(c, {
       now,
       // Each certificate it trusts is remembered for a JWS naming it by x5t#S256 later.
-      certificates: rememberingTrusted(v, keys),
-      keys,
+      certificates: rememberingTrusted(v, k),
+      keys: k,
       store: st,
       onStoreError,
       onReplayRefused: () => metrics.replayRefusals.inc(),
@@ -371,7 +439,7 @@ async function startComponents(
         metrics.unattendedRejections.inc({ class: limitClass, source }),
       onUnattendedAdmitted: (limitClass, source) =>
         metrics.unattendedCalls.inc({ class: limitClass, source }),
-      ...(evidence ? { evidence } : {}),
+      ...(e ? { evidence: e } : {}),
       backend: b,
       // The demo bank's proof that a call came through this gateway; a real backend gets none.
       ...(c.backend.url === "sandbox" && demoBank?.forwardHeaders
@@ -385,7 +453,7 @@ async function startComponents(
     });
   let running = config;
   const components: Components = {
-    path: pathOf(config, backend, verifier, store),
+    path: pathOf(config, backend, verifier, store, keys, evidence),
     get verifier() {
       return verifier;
     },
@@ -466,30 +534,44 @@ async function startComponents(
             JSON.stringify(next.verification.certificateKinds)
             ? verifierFor(next, nextTrust)
             : verifier;
-        // A memory store holds the replay records and limit windows: the same instance serves on.
-        const nextStore =
-          deps.store || next.store.type === "memory" || sameKeys(running, next, ["store"])
-            ? store
-            : await storeOf(next);
-        if (nextStore !== store) made.push(() => nextStore.close());
+        const { store: nextStore, fresh, handOver } = await storeFor(running, next);
+        if (fresh)
+          made.push(() => {
+            handOver?.abandon();
+            return fresh.close();
+          });
         const nextBackend = sameBackend(running, next) ? backend : backendOf(next);
         if (nextBackend !== backend) made.push(() => nextBackend.close());
-        const path = pathOf(next, nextBackend, nextVerifier, nextStore);
+        // A key file that does not load fails the reload here, keeping the running resolver.
+        const nextKeys = sameKeys(running, next, ["keys"]) ? keys : keysOf(next);
+        // Only what the store is opened with needs a new one (bodies and onFailure are the chain's).
+        const nextEvidence = sameEvidenceStore(running, next) ? evidence : await evidenceOf(next);
+        if (nextEvidence && nextEvidence !== evidence) made.push(() => nextEvidence.close());
+        const path = pathOf(next, nextBackend, nextVerifier, nextStore, nextKeys, nextEvidence);
         return {
           commit: () => {
-            const old = { backend, trust, store, grace: running.shutdown.graceSeconds * 1000 };
+            const old = { backend, trust, store, evidence, grace: running.shutdown.graceSeconds * 1000 };
             running = next;
             backend = nextBackend;
             trust = nextTrust;
             verifier = nextVerifier;
             verifierLater = nextVerifier;
             store = nextStore;
+            keys = nextKeys;
+            evidence = nextEvidence;
             components.path = path;
             // Requests under way finish on the old pool; it closes once none holds it.
             if (old.backend !== nextBackend) void old.backend.retire();
             // The old sources stop polling; a verdict under way reads what they hold.
             if (old.trust !== nextTrust) old.trust.stop();
-            if (old.store !== nextStore) retireStore(old.store, old.grace);
+            // A store handed over is closed by its successor once its last window has passed.
+            if (handOver)
+              logger.info(
+                { until: new Date(handOver.untilMs).toISOString() },
+                "limit store: a new store takes every write; the replaced one is consulted until its last window has passed",
+              );
+            else if (old.store !== nextStore) retireStore(old.store, old.grace);
+            if (old.evidence && old.evidence !== nextEvidence) retireEvidence(old.evidence, old.grace);
             watchTrustFiles();
           },
         };
@@ -504,6 +586,21 @@ async function startComponents(
     retiredStores.add(old);
     setTimeout(() => {
       if (retiredStores.delete(old)) void old.close().catch(() => {});
+    }, graceMs).unref();
+  };
+  /**
+   * A replaced evidence store: requests that began on it keep offering it their records for the
+   * shutdown grace; then it writes its queue and closes its chain with a checkpoint. Nothing it
+   * acknowledged is lost; a request still under way after that meets a closed store (`onFailure`).
+   */
+  const retireEvidence = (old: NonNullable<typeof evidence>, graceMs: number) => {
+    retiredEvidence.add(old);
+    setTimeout(() => {
+      if (retiredEvidence.delete(old))
+        void old.close().then(
+          () => logger.info({ chain: old.status().chain }, "evidence: the replaced store closed its chain"),
+          (error: Error) => logger.warn({ err: error.message }, "evidence: the replaced store did not close"),
+        );
     }, graceMs).unref();
   };
   chainLater = () => components.path.chain;
@@ -538,20 +635,79 @@ async function startComponents(
   /** The trust folders and TLS files of the configuration in force, polled; a reload may move the folders. */
   let watch: FileWatch | undefined;
   let watchedPaths = "";
+  let watchedPollMs = 0;
   const watchTrustFiles = () => {
     const paths = [
       ...(running.trust.caDir ? [running.trust.caDir] : []),
       ...(running.trust.crlDir ? [running.trust.crlDir] : []),
       ...(running.listen.tls ? [running.listen.tls.cert, running.listen.tls.key] : []),
     ];
-    if (watch && JSON.stringify(paths) === watchedPaths) return;
+    const pollMs = running.reload.pollSeconds * 1000;
+    if (watch && JSON.stringify(paths) === watchedPaths) {
+      if (pollMs !== watchedPollMs) watch.pace(pollMs);
+      watchedPollMs = pollMs;
+      return;
+    }
     watch?.stop();
     watchedPaths = JSON.stringify(paths);
-    watch = watchFiles(paths, config.reload.pollSeconds * 1000, () => tryReload("files changed"));
+    watchedPollMs = pollMs;
+    watch = watchFiles(paths, pollMs, () => tryReload("files changed"));
   };
   watchTrustFiles();
   started.add(() => watch?.stop());
   return components;
+}
+
+/** Where the store's state lives, and its bounds, are the same: no hand-over is needed. */
+function sameStoreState(a: GatewayConfig, b: GatewayConfig): boolean {
+  const stateOf = ({ store: s, replay }: GatewayConfig) => [
+    s.type,
+    s.url,
+    s.sentinels,
+    s.name,
+    s.cluster,
+    s.maxWindows,
+    s.snapshotFile,
+    replay.maxEntries,
+  ];
+  return JSON.stringify(stateOf(a)) === JSON.stringify(stateOf(b));
+}
+
+/**
+ * The longest a record or slot of a store written under `c` can matter: the unattended window, the
+ * replay window, a Date-bound signature's acceptance either side of the clock. A store that saw
+ * longer (a dialect's own window) says so itself (WindowedStore).
+ */
+function longestWindowMs(c: GatewayConfig): number {
+  const seconds = Math.max(
+    c.limits.unattended.windowSeconds,
+    c.replay.windowSeconds ?? 0,
+    2 * c.verification.dateToleranceSeconds,
+  );
+  return seconds * 1000 + REPLAY_CLOCK_MARGIN_MS;
+}
+
+/**
+ * The evidence store of `b` is the one `a` opened: the same block but for what the chain reads
+ * (`bodies`, `onFailure`). A new store opens a new chain; one whose configured instanceId and folder
+ * are the running chain's would write over it, so that reload is refused, saying what to change.
+ */
+function sameEvidenceStore(a: GatewayConfig, b: GatewayConfig): boolean {
+  const storeOf = (c: GatewayConfig) =>
+    c.evidence?.enabled ? { ...c.evidence, bodies: undefined, onFailure: undefined } : undefined;
+  if (JSON.stringify(storeOf(a)) === JSON.stringify(storeOf(b))) return true;
+  const [from, to] = [a.evidence, b.evidence];
+  if (
+    from?.enabled &&
+    to?.enabled &&
+    to.instanceId !== undefined &&
+    to.instanceId === from.instanceId &&
+    to.folder === from.folder
+  )
+    throw new Error(
+      `evidence: a changed store opens a new chain, and instanceId '${to.instanceId}' names the running one in ${to.folder}; give evidence.instanceId another value (or none) with the change`,
+    );
+  return false;
 }
 
 /** The backend block is the same (a new pool is made only when it changed). */

@@ -203,6 +203,7 @@ export async function runMode<C extends GatewayConfig | EgressConfig, P extends 
     if (admin) logger.info({ url: admin.url }, "admin listener: /metrics, /healthz, /readyz");
 
     const running_ = parts;
+    let configWatch: FileWatch | undefined;
     const reloads = metrics.configReloads.reporter(logger, now);
     const takeOver = async (requested: C): Promise<string[]> => {
       const needsRestart = [
@@ -213,6 +214,9 @@ export async function runMode<C extends GatewayConfig | EgressConfig, P extends 
       const next = mode.keep ? mode.keep(running, kept) : kept;
       const prepared = await running_.prepareReload(running, next);
       prepared.commit();
+      // The config file's watch polls at the new pace; what it last saw stays, so no change is missed.
+      if (next.reload.pollSeconds !== running.reload.pollSeconds)
+        configWatch?.pace(next.reload.pollSeconds * 1000);
       running = next;
       // The log level and the shutdown grace apply at once (close() reads the running config).
       logger.level = next.log.level;
@@ -248,12 +252,12 @@ export async function runMode<C extends GatewayConfig | EgressConfig, P extends 
       reloading = run;
       return run;
     };
-    const configWatch: FileWatch | undefined = deps.configFile
+    configWatch = deps.configFile
       ? watchFiles([deps.configFile.path], config.reload.pollSeconds * 1000, () => {
           void reloadConfiguration("the config file changed");
         })
       : undefined;
-    if (configWatch) started.add(() => configWatch.stop());
+    started.add(() => configWatch?.stop());
 
     return {
       listener,

@@ -13,7 +13,7 @@ import type { AgreedLimit, HeldSlot } from "../limits/index.js";
 import type { DigestValue, KeyIdTarget } from "../signature/index.js";
 import type { Authority } from "./authority.js";
 import type { Utf8Scanner } from "./characters.js";
-import type { Dialect } from "./dialects/names.js";
+import type { Dialect } from "./dialect-names.js";
 import type { StepTrace } from "./runner.js";
 
 /** Who the TPP is, once its certificate has been checked against the trust store and the register. */
@@ -135,4 +135,16 @@ export class CheckContext implements StepTrace {
   get psuPresent(): boolean {
     return this.headers["psu-ip-address"] !== undefined;
   }
+}
+
+/** Implemented by the eIDAS layer's verdict cache: a value at once on a hit, a promise on a miss. */
+export interface CertificateVerifier {
+  /**
+   * `qseal` for the signing certificate (the default), `qwac` for the TLS client certificate: a
+   * CA on a trusted list may be granted for one kind and not the other.
+   */
+  verify(
+    headerValue: string,
+    purpose?: "qseal" | "qwac",
+  ): TrustedCertificate | Rejection | Promise<TrustedCertificate | Rejection>;
 }

@@ -12,12 +12,12 @@
 
 import type { IncomingHttpHeaders } from "node:http";
 import { type Rejection, reject } from "../errors.js";
+import type { Dialect } from "./dialect-names.js";
 import { dialectUnit, dialectUnits } from "./dialects/index.js";
-import type { Dialect } from "./dialects/names.js";
 import type { DialectUnit } from "./dialects/unit.js";
 import { underPrefix } from "./routes.js";
 
-export type { Authenticates, Dialect } from "./dialects/names.js";
+export type { Authenticates, Dialect } from "./dialect-names.js";
 
 /** The unit of a dialect the table holds; a name from outside it is a configuration error. */
 function unitOf(dialect: Dialect): DialectUnit {

@@ -4,7 +4,13 @@
  */
 
 export { type CharacterPolicy, checkHeaderCharacters, PERMISSIVE_POLICY, Utf8Scanner } from "./characters.js";
-export { CheckContext, type Route, type TppIdentity, type TrustedCertificate } from "./context.js";
+export {
+  type CertificateVerifier,
+  CheckContext,
+  type Route,
+  type TppIdentity,
+  type TrustedCertificate,
+} from "./context.js";
 export { describeCavage, type SignedParts } from "./dialects/cavage.js";
 export {
   type CavageResponseOptions,
@@ -61,9 +67,9 @@ export {
   type StepTrace,
 } from "./runner.js";
 export {
-  type CertificateVerifier,
   type CheckOptions,
   type ClientCertificatePolicy,
+  REPLAY_CLOCK_MARGIN_MS,
   RESPONSE_SIGNING,
   type ResponseSigner,
   requestChecks,

@@ -4,10 +4,14 @@ import type { IncomingHttpHeaders } from "node:http";
 import { isIP } from "node:net";
 import { type Rejection, reject } from "../errors.js";
 import { Kept } from "../kept.js";
-import type { DialectUnit } from "./dialects/unit.js";
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+
+/** What a dialect's unit adds to the headers every request carries (unit.ts `requiredHeaders`). */
+export interface DialectHeaders {
+  requiredHeaders?(headers: IncomingHttpHeaders, withBody: boolean): Rejection | undefined;
+}
 
 export interface RequiredHeaderOptions {
   readonly requireRedirectUri: boolean;
@@ -26,7 +30,7 @@ export function hasBody(headers: IncomingHttpHeaders): boolean {
  */
 export function checkRequiredHeaders(
   headers: IncomingHttpHeaders,
-  dialect: Pick<DialectUnit, "requiredHeaders"> | undefined,
+  dialect: DialectHeaders | undefined,
   options: RequiredHeaderOptions,
 ): Rejection | undefined {
   const requestId = single(headers["x-request-id"]);

@@ -20,7 +20,7 @@ import {
 import { type AlgorithmName, expectedKeyId, headerValue } from "../signature/index.js";
 import { parseAuthority, servedAuthority } from "./authority.js";
 import { type CharacterPolicy, checkHeaderCharacters, Utf8Scanner } from "./characters.js";
-import type { CheckContext, TrustedCertificate } from "./context.js";
+import type { CertificateVerifier, CheckContext, TrustedCertificate } from "./context.js";
 import {
   type CavageOptions,
   type Dialect,
@@ -44,18 +44,6 @@ import { overrideChecker } from "./overrides.js";
 import { checkRequiredHeaders } from "./required-headers.js";
 import { ambiguousPath, underPrefix } from "./routes.js";
 import type { MaybePromise, Step, StepResult } from "./runner.js";
-
-/** Implemented by the eIDAS layer's verdict cache: a value at once on a hit, a promise on a miss. */
-export interface CertificateVerifier {
-  /**
-   * `qseal` for the signing certificate (the default), `qwac` for the TLS client certificate: a
-   * CA on a trusted list may be granted for one kind and not the other.
-   */
-  verify(
-    headerValue: string,
-    purpose?: "qseal" | "qwac",
-  ): TrustedCertificate | Rejection | Promise<TrustedCertificate | Rejection>;
-}
 
 export interface ClientCertificatePolicy {
   /**

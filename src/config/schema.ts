@@ -19,9 +19,6 @@ const seconds = (def: number) => z.number().positive().default(def);
 const LISTENER = "the listener is bound once, at start";
 const WORKERS = "the processes are forked at start";
 const ADMIN = "the admin listener is bound once, at start";
-/** Replay records and limit windows live in the store: another store (or a new memory one) would forget them. */
-const STORE_STATE =
-  "replay records and limit windows live in the running store; another would start without them";
 /** The folder relative file paths are resolved against while a config is parsed (see parseConfig). */
 let baseDir: string | undefined;
 
@@ -638,7 +635,7 @@ const replay = z
      */
     windowSeconds: z.number().positive().optional(),
     /** Replay keys the memory store keeps. */
-    maxEntries: restartOnly(z.number().int().positive().default(1_000_000), STORE_STATE),
+    maxEntries: z.number().int().positive().default(1_000_000),
   })
   .strict();
 
@@ -730,23 +727,20 @@ const redisNode = z
 const store = z
   .object({
     /** `memory` (one process) or `redis` (several gateways share one limit). */
-    type: restartOnly(z.enum(["memory", "redis"]).default("memory"), STORE_STATE),
+    type: z.enum(["memory", "redis"]).default("memory"),
     /** For `redis`, one Redis: redis://host:port/db or rediss://… */
-    url: restartOnly(
-      z
-        .string()
-        .regex(/^rediss?:\/\//, "a redis:// or rediss:// URL")
-        .optional(),
-      STORE_STATE,
-    ),
+    url: z
+      .string()
+      .regex(/^rediss?:\/\//, "a redis:// or rediss:// URL")
+      .optional(),
     /** For `redis` behind Redis Sentinel: the Sentinels to ask where the primary of `name` is. */
-    sentinels: restartOnly(z.array(redisNode).min(1, "list at least one Sentinel").optional(), STORE_STATE),
+    sentinels: z.array(redisNode).min(1, "list at least one Sentinel").optional(),
     /** With `sentinels`: the master group's name (`sentinel monitor <name> …`). */
-    name: restartOnly(z.string().min(1).optional(), STORE_STATE),
+    name: z.string().min(1).optional(),
     /** With `sentinels`: the Sentinels' own password (`requirepass` in sentinel.conf), if any. */
     sentinelPassword: z.string().min(1).optional(),
     /** For `redis` on Redis Cluster: startup nodes (any few; the rest is discovered). */
-    cluster: restartOnly(z.array(redisNode).min(1, "list at least one Cluster node").optional(), STORE_STATE),
+    cluster: z.array(redisNode).min(1, "list at least one Cluster node").optional(),
     /** With `sentinels` or `cluster`: the data nodes' password (with `url` it sits in the URL). */
     password: z.string().min(1).optional(),
     /**
@@ -755,9 +749,9 @@ const store = z
      */
     replicaAcks: z.number().int().min(0).optional(),
     /** Memory store: limit windows kept; evictions are counted and logged. */
-    maxWindows: restartOnly(z.number().int().positive().default(500_000), STORE_STATE),
+    maxWindows: z.number().int().positive().default(500_000),
     /** Memory store: written on shutdown and read at start, so a restart keeps every TPP's quota. */
-    snapshotFile: restartOnly(path.optional(), STORE_STATE),
+    snapshotFile: path.optional(),
     /** When the store cannot be reached: refuse with 503 (default) or let limited calls through. */
     failOpen: z.boolean().default(false),
   })
@@ -927,11 +921,13 @@ export const configSchema = z
     identityHeaders: identityHeaders.prefault({}),
     replay: replay.prefault({}),
     /** Keys a JWS names by kid or x5t#S256 instead of sending x5c (JAdES, UK OB). */
-    keys: restartOnly(keys.prefault({}), "the key resolver and its caches start with the gateway"),
+    // A reload builds a new resolver: the old one's fetched and seen keys are dropped.
+    keys: keys.prefault({}),
     /** Absent: responses pass unsigned. */
     responseSigning: responseSigning.optional(),
     /** Absent: no evidence is kept. */
-    evidence: restartOnly(evidence.optional(), "the evidence store is opened at start"),
+    // A reload that changes the store's settings opens a new store; the old one closes after the grace.
+    evidence: evidence.optional(),
     /** The built-in demo bank, when `backend.url` is `sandbox`. */
     sandbox: restartOnly(
       z
@@ -985,7 +981,8 @@ export const configSchema = z
       .object({ unattended: unattended.prefault({}) })
       .strict()
       .prefault({}),
-    // A reload connects anew with changed credentials; where the state lives stays (its keys are marked).
+    // A reload connects anew with changed credentials; a new place for the state gets a new store, the
+    // running one consulted beside it until its longest window has passed (app/ingress.ts `storeFor`).
     store: store.prefault({}),
     /** Processes to run (node:cluster); more than 1 needs the redis store, or limits would split between them. */
     workers: restartOnly(z.number().int().min(1).max(64).default(1), WORKERS),
@@ -993,13 +990,11 @@ export const configSchema = z
     /** The operations listener: /metrics, /healthz, /readyz. Keep it off the TPP-facing network. */
     admin: restartOnly(adminSchema(9090), ADMIN),
     /** Trust store, CRLs and TLS certificates are reloaded when their files change (and on SIGHUP). */
-    reload: restartOnly(
-      z
-        .object({ pollSeconds: z.number().positive().default(10) })
-        .strict()
-        .prefault({}),
-      "the file watch polls at the pace it started with",
-    ),
+    // A reload sets the watches' pace (app/file-watch.ts `pace`).
+    reload: z
+      .object({ pollSeconds: z.number().positive().default(10) })
+      .strict()
+      .prefault({}),
     /** On SIGTERM/SIGINT: stop accepting, let requests in flight finish for at most this long. */
     shutdown: z
       .object({ graceSeconds: z.number().min(0).default(25) })
@@ -1259,13 +1254,11 @@ export const egressConfigSchema = z
      */
     workers: restartOnly(z.number().int().min(1).max(64).default(1), WORKERS),
     /** How often the config file is checked for changes (it is also read again on SIGHUP). */
-    reload: restartOnly(
-      z
-        .object({ pollSeconds: z.number().positive().default(10) })
-        .strict()
-        .prefault({}),
-      "the file watch polls at the pace it started with",
-    ),
+    // A reload sets the watches' pace (app/file-watch.ts `pace`).
+    reload: z
+      .object({ pollSeconds: z.number().positive().default(10) })
+      .strict()
+      .prefault({}),
     banks: z
       .array(bankProfile)
       .min(1)

@@ -6,16 +6,7 @@
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { ResponseVerifying } from "../checks/index.js";
-import {
-  Chain,
-  type Dialect,
-  hasBody,
-  type RequestSigning,
-  type Step,
-  type StepResult,
-  type StepTrace,
-} from "../checks/index.js";
+import { Chain, hasBody, type Step, type StepResult, type StepTrace } from "../checks/index.js";
 import { type Rejection, reject, statusFor } from "../errors.js";
 import { type EgressEvent, unparsedRequestEvent } from "../events.js";
 import type { Backend } from "../forward/backend.js";
@@ -34,32 +25,13 @@ import { MALFORMED_REQUEST } from "../listener/listener.js";
 import { rawRejection, writeRejection } from "../listener/respond.js";
 import type { ReceivedHeaders } from "../response-inspector.js";
 import { lowerCasedHeaders } from "../signature/index.js";
+import type { BankProfile } from "./profile.js";
 import { RESPONSE_SIGNATURE_STEP, ResponseSignatureCheck } from "./response-signature.js";
 import type { BankRouter } from "./router.js";
 
 export const ORIGIN_HEADER = "psd2-gateway-origin";
 
-/** A bank profile's request signer, whatever its dialect: the headers to add to a request. */
-export type { RequestSigning } from "../checks/index.js";
-
-export type ResponseVerificationMode = "off" | "advisory" | "enforce";
-
-export interface BankProfile {
-  readonly name: string;
-  readonly prefix?: string | undefined;
-  readonly host?: string | undefined;
-  readonly backend: Backend;
-  readonly signer: RequestSigning;
-  /** The signing dialect of its requests, and of the responses it checks. */
-  readonly dialect: Dialect;
-  /** Lower-case names → values added when the application's request does not carry them. */
-  readonly defaultHeaders: Readonly<Record<string, string>>;
-  /** Lower-case names the application may not set: the gateway writes them. */
-  readonly gatewayHeaders: ReadonlySet<string>;
-  readonly responseMode: ResponseVerificationMode;
-  readonly responseVerifier?: ResponseVerifying;
-  readonly maxResponseBytes: number;
-}
+export type { BankProfile, RequestSigning, ResponseVerificationMode } from "./profile.js";
 
 export interface EgressHandlerOptions {
   readonly router: Pick<BankRouter<BankProfile>, "route" | "describe">;

@@ -11,7 +11,7 @@ import { type Rejection, reject } from "../errors.js";
 import type { ResponseSignatureStatus } from "../events.js";
 import type { Headers } from "../forward/forwarder.js";
 import type { ReceivedHeaders } from "../response-inspector.js";
-import type { BankProfile } from "./handler.js";
+import type { BankProfile } from "./profile.js";
 
 export const RESPONSE_SIGNATURE_HEADER = "psd2-gateway-response-signature";
 /** The step a withheld bank answer is logged under. */

@@ -11,6 +11,7 @@ export {
   type LimitAgreement,
   type LimitSource,
 } from "./agreements.js";
+export { type HandOverOptions, HandOverStore, WindowedStore } from "./hand-over.js";
 export { MemoryLimitStore, type MemoryStoreOptions } from "./memory-store.js";
 export type { RedisLimitStoreOptions } from "./redis-store.js";
 export { checkReplay, type ReplayOptions, type ReplayStore, replayKeyFor } from "./replay.js";

@@ -4,9 +4,8 @@
  */
 
 import { isRejection, type Rejection, reject } from "../errors.js";
-import { Kept } from "../kept.js";
+import { detached, Kept } from "../kept.js";
 import { isBase64 } from "./base64.js";
-import { detached } from "./keyid.js";
 import { decodeEncodedWords } from "./rfc2047.js";
 
 export interface SignatureParams {

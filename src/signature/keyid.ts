@@ -6,6 +6,7 @@
 import { isUtf8 } from "node:buffer";
 import { readCertificateFields, serialToBigInt, serialToHex } from "../asn1/certificate.js";
 import { type Rejection, reject } from "../errors.js";
+import { detached } from "../kept.js";
 import { type DistinguishedName, dnStringMatches, formatRfc2253, readName } from "../x500/name.js";
 import type { SignatureParams } from "./header.js";
 
@@ -161,11 +162,6 @@ function memoOf(target: KeyIdTarget): KeyIdMemo {
 /** The certificate's own keyId (`SN=…,CA=…` as buildKeyId writes it), worked out once per target. */
 export function expectedKeyId(target: KeyIdTarget): string {
   return memoOf(target).expected;
-}
-
-/** A copy that shares no memory with the request's header string (V8 keeps a slice's parent alive). */
-export function detached(text: string): string {
-  return JSON.parse(JSON.stringify(text)) as string;
 }
 
 const HIGH_LATIN1 = /[\x80-\xff]/;

@@ -216,6 +216,54 @@ describe("an ingress gateway watching its config file", () => {
   });
 });
 
+describe("an ingress gateway whose reload changes reload.pollSeconds", () => {
+  let gateway: IngressGateway;
+  let file: string;
+
+  beforeAll(async () => {
+    file = join(mkdtempSync(join(tmpdir(), "config-pace-")), "gateway.yaml");
+    writeFileSync(
+      file,
+      stringify({
+        listen: { host: "127.0.0.1", port: 0 },
+        backend: { url: backend.url },
+        trust: { caDir: pki.paths.trustDir },
+        register: { file: pki.paths.register },
+        log: { level: "silent" },
+        admin: { enabled: false },
+        // Not polled within the test until a reload says otherwise.
+        reload: { pollSeconds: 3600 },
+      }),
+    );
+    gateway = await startGateway(loadConfigFile(file) as GatewayConfig, {
+      logger: createLogger("silent"),
+      configFile: { path: file, read: () => loadConfigFile(file) },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await gateway?.close(0);
+  });
+
+  const applied = async () =>
+    new Scrape(await gateway.metrics.registry.metrics()).only("psd2_gateway_config_reloads_total", {
+      outcome: "applied",
+    });
+
+  it("watches the config file at the new pace: a later change is taken over without a signal", async () => {
+    rewrite(file, (c) => {
+      c.reload = { pollSeconds: 0.1 };
+    });
+    await gateway.reload();
+    expect(await applied()).toBe(1);
+    rewrite(file, (c) => {
+      c.shutdown = { graceSeconds: 3 };
+    });
+    // At the pace it started with (an hour), this change would not be seen within the test's time.
+    await vi.waitFor(async () => expect(await applied()).toBe(2), { timeout: 10_000, interval: 100 });
+  });
+});
+
 describe("an egress gateway on reload", () => {
   let egress: EgressGateway;
   let file: string;

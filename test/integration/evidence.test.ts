@@ -11,9 +11,18 @@ import { createHash, randomUUID } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PassThrough } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runCli } from "../helpers/cli.js";
-import { signedCall, startTestGateway, type TestGateway, testPki } from "../helpers/gateway-fixture.js";
+import {
+  prepareSignedCall,
+  send,
+  signedCall,
+  startTestGateway,
+  type TestGateway,
+  testPki,
+} from "../helpers/gateway-fixture.js";
+import { Scrape } from "../helpers/prometheus-text.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 
 const folder = mkdtempSync(join(tmpdir(), "psd2-evidence-"));
@@ -415,5 +424,84 @@ describe("with responseSigning: the response's record, and a bundle with the cer
     // A tampered signing string does not verify: the check can fail.
     writeFileSync(join(out, "response-signed-bytes.bin"), "x-request-id: forged");
     expect(() => openssl(command("openssl dgst -sha256 -verify bank-public.pem"), out)).toThrow();
+  }, 60_000);
+});
+
+describe("a configuration reload of evidence", () => {
+  it("opens the new store for new requests; the old one keeps the records of requests under way, then closes its chain with a checkpoint", async () => {
+    const first = mkdtempSync(join(tmpdir(), "psd2-evidence-before-"));
+    const second = mkdtempSync(join(tmpdir(), "psd2-evidence-after-"));
+    const bank = await startRecordingBackend();
+    const gateway = await startTestGateway({
+      backendUrl: bank.url,
+      // The grace lets the request under way end on the old store before it closes.
+      config: { evidence: { folder: first, instanceId: "gw" }, shutdown: { graceSeconds: 3 } },
+    });
+    try {
+      const before = randomUUID();
+      const underWay = randomUUID();
+      const after = randomUUID();
+      const paid = (id: string) =>
+        prepareSignedCall({
+          signer: gateway.pki.tppA.qseal,
+          method: "POST",
+          target: "/v1/payments/sepa-credit-transfers",
+          headers: { "X-Request-ID": id },
+          body,
+        });
+      const sent = await paid(before);
+      expect((await send(gateway, sent.method, sent.target, sent.headers, sent.body)).status).toBe(200);
+      // A payment whose body is still arriving when the reload comes: its record is made at the body's end.
+      const streaming = await paid(underWay);
+      const bodyStream = new PassThrough();
+      const bytes = Buffer.from(streaming.body!);
+      bodyStream.write(bytes.subarray(0, 10));
+      const pending = send(gateway, streaming.method, streaming.target, streaming.headers, bodyStream);
+      // Its head judged (the certificate step passed a second time): the request runs on the path it began on.
+      const certificatesPassed = async () =>
+        new Scrape(await gateway.gateway.metrics.registry.metrics()).only("psd2_gateway_steps_total", {
+          step: "certificate",
+          outcome: "passed",
+        });
+      await vi.waitFor(async () => expect(await certificatesPassed()).toBe(2), { timeout: 10_000 });
+
+      const { config } = gateway;
+      // The running chain's instanceId in the same folder: refused, saying what to change.
+      await expect(
+        gateway.gateway.reconfigure({ ...config, evidence: { ...config.evidence!, fsync: "every" } }),
+      ).rejects.toThrow(/instanceId 'gw' names the running one/);
+      const needsRestart = await gateway.gateway.reconfigure({
+        ...config,
+        evidence: { ...config.evidence!, folder: second },
+      });
+      expect(needsRestart).toEqual([]);
+      bodyStream.end(bytes.subarray(10));
+      expect((await pending).status).toBe(200);
+      const next = await paid(after);
+      expect((await send(gateway, next.method, next.target, next.headers, next.body)).status).toBe(200);
+
+      const chainLines = (folder: string) => {
+        const file = join(folder, "chains", "gw", "000001.jsonl");
+        return readFileSync(file, "utf8")
+          .trimEnd()
+          .split("\n")
+          .map((l) => JSON.parse(l) as { type: string; requestId?: string });
+      };
+      // After the grace the old store writes its queue and ends its chain with a checkpoint.
+      await vi.waitFor(() => expect(chainLines(first).at(-1)?.type).toBe("checkpoint"), {
+        timeout: 30_000,
+        interval: 100,
+      });
+      const ids = (folder: string) => chainLines(folder).flatMap((l) => (l.requestId ? [l.requestId] : []));
+      expect(ids(first)).toEqual([before, underWay]);
+      const verified = await runCli(["evidence", "verify", first]);
+      expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+      await gateway.close(1_000);
+      expect(ids(second)).toEqual([after]);
+      expect((await runCli(["evidence", "verify", second])).code).toBe(0);
+    } finally {
+      await gateway.close(0).catch(() => {});
+      await bank.close();
+    }
   }, 60_000);
 });

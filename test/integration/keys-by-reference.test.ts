@@ -199,3 +199,21 @@ describe("UK OB naming its key by kid only", () => {
     expect(env.backend.requests).toHaveLength(0);
   });
 });
+
+// Last: it changes the running configuration.
+describe("a configuration reload of keys", () => {
+  it("builds a new resolver: a certificate taken out of keys.files is refused, and what the old one saw is dropped", async () => {
+    // TPP A's certificate came in x5c above, TPP B's is in keys.files: both verify by x5t#S256.
+    expect((await jades(env.gw, env.gw.pki.tppA.qseal, "x5t#S256")).status).toBe(200);
+    expect((await jades(env.gw, env.gw.pki.tppB.qseal, "x5t#S256")).status).toBe(200);
+    const { config } = env.gw;
+    const needsRestart = await env.gw.gateway.reconfigure({ ...config, keys: { ...config.keys, files: [] } });
+    expect(needsRestart).toEqual([]);
+    const b = await jades(env.gw, env.gw.pki.tppB.qseal, "x5t#S256");
+    expectRejected(b, { status: 400, code: "CERTIFICATE_MISSING", text: ["x5t#S256", "send the QSealC"] });
+    const a = await jades(env.gw, env.gw.pki.tppA.qseal, "x5t#S256");
+    expectRejected(a, { status: 400, code: "CERTIFICATE_MISSING", text: ["x5t#S256"] });
+    await env.gw.gateway.reconfigure(config);
+    expect((await jades(env.gw, env.gw.pki.tppB.qseal, "x5t#S256")).status).toBe(200);
+  });
+});

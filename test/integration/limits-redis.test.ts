@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
-import { signedCall, startTestGateway, type TestGateway } from "../helpers/gateway-fixture.js";
+import {
+  type PreparedCall,
+  prepareSignedCall,
+  send,
+  signedCall,
+  startTestGateway,
+  type TestGateway,
+} from "../helpers/gateway-fixture.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 import { describeWithRedis, type RedisServer, startRedisServer } from "../helpers/redis-server.js";
 import {
@@ -93,5 +100,64 @@ describeWithRedis("failing open when configured", () => {
     });
     expect(r.status).toBe(200);
     await redis.start();
+  });
+});
+
+describeWithRedis("a reload that moves the limit store from memory to Redis", () => {
+  it("hands the memory store over: its unattended calls still count and its replay records still refuse", async () => {
+    const redis = await startRedisServer();
+    const backend = await startRecordingBackend();
+    const gw = await startTestGateway({ backendUrl: backend.url });
+    try {
+      const call = () =>
+        prepareSignedCall({
+          signer: gw.pki.tppA.qseal,
+          target: "/v1/accounts/acc-7/balances",
+          ...UNATTENDED,
+        });
+      const before = await call();
+      const sendIt = (p: PreparedCall) => send(gw, p.method, p.target, p.headers);
+      expect((await sendIt(before)).status).toBe(200);
+      expect((await sendIt(await call())).status).toBe(200);
+      expect((await sendIt(await call())).status).toBe(200);
+      const memory = gw.gateway.store;
+      const needsRestart = await gw.gateway.reconfigure({
+        ...gw.config,
+        store: { ...gw.config.store, type: "redis", url: redis.url },
+      });
+      expect(needsRestart).toEqual([]);
+      expect(gw.gateway.store).not.toBe(memory);
+      // Recorded in memory before the reload: a replay.
+      expect(await sendIt(before)).toMatchObject({ status: 400 });
+      // Three of four counted in memory: one more passes (taken in Redis), the next is refused.
+      expect((await sendIt(await call())).status).toBe(200);
+      const fifth = await sendIt(await call());
+      expect(fifth.status).toBe(429);
+      expect(fifth.json.tppMessages?.[0]?.code).toBe("ACCESS_EXCEEDED");
+      expect(backend.requests).toHaveLength(4);
+    } finally {
+      await gw.close();
+      await backend.close();
+      await redis.stop();
+    }
+  });
+  it("refuses to move the store of several workers to memory, where each would count on its own", async () => {
+    const redis = await startRedisServer();
+    const backend = await startRecordingBackend();
+    const gw = await startTestGateway({
+      backendUrl: backend.url,
+      config: { workers: 2, store: { type: "redis", url: redis.url } },
+    });
+    try {
+      const shared = gw.gateway.store;
+      await expect(
+        gw.gateway.reconfigure({ ...gw.config, store: { ...gw.config.store, type: "memory" } }),
+      ).rejects.toThrow(/2 workers run, and with the memory store each would count limits on its own/);
+      expect(gw.gateway.store).toBe(shared);
+    } finally {
+      await gw.close();
+      await backend.close();
+      await redis.stop();
+    }
   });
 });

@@ -1,7 +1,7 @@
 /**
  * Issue 38, point 2: a configuration reload (SIGHUP's reload() here) swaps the trust sources, the
- * verdict cache, the store's settings and the shutdown grace for new requests, while a request
- * under way when it came finishes as it began; where the store's state lives stays until a restart.
+ * verdict cache, the store and the shutdown grace for new requests, while a request under way when
+ * it came finishes as it began; a replaced store is consulted until its longest window has passed.
  */
 
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
@@ -164,18 +164,44 @@ describe("a configuration reload swaps what a request is judged with", () => {
     expect(await call(pki.tppA.qseal)).toEqual({ status: 200, code: undefined });
   });
 
-  it("store: the memory store and its replay records carry over; where its state lives needs a restart", async () => {
+  it("store: a setting of the memory store's connection keeps it and its replay records", async () => {
     const storeBefore = gateway.store;
     const prepared = await prepareSignedCall({ signer: pki.tppA.qseal, target: "/v1/accounts" });
     expect(await sendCall(prepared)).toEqual({ status: 200, code: undefined });
     rewrite((c) => {
-      c.store = { failOpen: true, maxWindows: 1000 };
+      c.store = { failOpen: true };
     });
-    const needsRestart = await gateway.reconfigure(loadConfigFile(file) as GatewayConfig);
-    expect(needsRestart).toEqual(["store.maxWindows"]);
+    expect(await gateway.reconfigure(loadConfigFile(file) as GatewayConfig)).toEqual([]);
     expect(gateway.store).toBe(storeBefore);
     // The same signed request again: the record made before the reload still refuses it.
     expect(await sendCall(prepared)).toEqual({ status: 400, code: "SIGNATURE_INVALID" });
+  });
+
+  it("store: a new place for the state gets a new store; the old one's replay records still refuse, a second change waits", async () => {
+    const storeBefore = gateway.store;
+    const prepared = await prepareSignedCall({ signer: pki.tppA.qseal, target: "/v1/accounts" });
+    expect(await sendCall(prepared)).toEqual({ status: 200, code: undefined });
+    rewrite((c) => {
+      c.store = { failOpen: true, maxWindows: 1000, snapshotFile: join(dir, "limits.json") };
+    });
+    expect(await gateway.reconfigure(loadConfigFile(file) as GatewayConfig)).toEqual([]);
+    expect(gateway.store).not.toBe(storeBefore);
+    // Recorded in the replaced store before the reload: still a replay.
+    expect(await sendCall(prepared)).toEqual({ status: 400, code: "SIGNATURE_INVALID" });
+    // Recorded in the new store after it.
+    const fresh = await prepareSignedCall({ signer: pki.tppA.qseal, target: "/v1/accounts" });
+    expect(await sendCall(fresh)).toEqual({ status: 200, code: undefined });
+    expect(await sendCall(fresh)).toEqual({ status: 400, code: "SIGNATURE_INVALID" });
+    // The replaced store is consulted for its longest window: another change of the store is refused till then.
+    rewrite((c) => {
+      c.store = { failOpen: true, maxWindows: 2000, snapshotFile: join(dir, "limits.json") };
+    });
+    await expect(gateway.reconfigure(loadConfigFile(file) as GatewayConfig)).rejects.toThrow(
+      /store: the store replaced by an earlier reload is consulted until/,
+    );
+    rewrite((c) => {
+      c.store.maxWindows = 1000;
+    });
   });
 
   it("shutdown: close() drains with the grace of the configuration in force, not the one it started with", async () => {

@@ -14,8 +14,8 @@ import {
   verifyDigest,
   verifySignatureOver,
 } from "../../signature/index.js";
+import type { CertificateVerifier } from "../context.js";
 import type { Step } from "../runner.js";
-import type { CertificateVerifier } from "../steps.js";
 import { certificateIn, type ResponseCheck, responseOutline } from "./response-outline.js";
 
 export interface CavageResponseOptions {

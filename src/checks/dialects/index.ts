@@ -6,9 +6,9 @@
  * (a test's, a build's own) before a chain or a config is made.
  */
 
+import type { Dialect } from "../dialect-names.js";
 import { cavageDialect } from "./cavage.js";
 import { jadesDialect } from "./jades.js";
-import type { Dialect } from "./names.js";
 import { rfc9421Dialect } from "./rfc9421.js";
 import { ukObDialect } from "./uk-ob.js";
 import type { DialectUnit } from "./unit.js";
@@ -35,11 +35,11 @@ export const dialectNames = (): Dialect[] => [...UNITS.keys()];
 /** Every registered unit, in the table's order. */
 export const dialectUnits = (): IterableIterator<DialectUnit> => UNITS.values();
 
+export type { Authenticates, Dialect } from "../dialect-names.js";
 export type { CavageOptions } from "./cavage.js";
 export { type CavageResponseOptions, cavageResponseChecks } from "./cavage-response.js";
 export type { JadesDialectOptions } from "./jades.js";
 export { type JadesResponseVerifierOptions, jadesResponseChecks } from "./jades-response.js";
-export type { Authenticates, Dialect } from "./names.js";
 export {
   type RequestOfResponse,
   ResponseCheck,

@@ -19,8 +19,8 @@ import {
   signingInput,
   verifyJwsSignature,
 } from "../../signature/jws/index.js";
+import type { CertificateVerifier } from "../context.js";
 import type { Step } from "../runner.js";
-import type { CertificateVerifier } from "../steps.js";
 import { type ResponseCheck, requestIdStep, responseOutline } from "./response-outline.js";
 
 export interface JadesResponseVerifierOptions {

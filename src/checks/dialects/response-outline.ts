@@ -12,9 +12,8 @@ import { isRejection, type Rejection, reject } from "../../errors.js";
 import { type HeaderMap, headerValue, type SignatureParams } from "../../signature/index.js";
 import type { DetachedJws, JadesHeader, UkObHeader } from "../../signature/jws/index.js";
 import type { ParsedSignature } from "../../signature/rfc9421/index.js";
-import type { TrustedCertificate } from "../context.js";
+import type { CertificateVerifier, TrustedCertificate } from "../context.js";
 import { Chain, type Step, type StepCounts, type StepObserver, type StepTrace } from "../runner.js";
-import type { CertificateVerifier } from "../steps.js";
 
 /** The request a response answers: its signature must bind to it (X-Request-ID). */
 export interface RequestOfResponse {

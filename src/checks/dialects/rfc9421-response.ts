@@ -22,8 +22,8 @@ import {
   verify,
   verifyContentDigest,
 } from "../../signature/rfc9421/index.js";
+import type { CertificateVerifier } from "../context.js";
 import type { Step } from "../runner.js";
-import type { CertificateVerifier } from "../steps.js";
 import { certificateIn, type ResponseCheck, requestIdStep, responseOutline } from "./response-outline.js";
 
 export interface Rfc9421ResponseVerifierOptions {

@@ -13,8 +13,8 @@ import {
   readUkObHeader,
   verifyUkObSignature,
 } from "../../signature/jws/index.js";
+import type { CertificateVerifier } from "../context.js";
 import type { Step } from "../runner.js";
-import type { CertificateVerifier } from "../steps.js";
 import { type ResponseCheck, responseOutline } from "./response-outline.js";
 
 export interface UkObResponseVerifierOptions {

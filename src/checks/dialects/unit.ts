@@ -13,10 +13,9 @@ import type { KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Rejection } from "../../errors.js";
 import type { AlgorithmName, RequestToSign } from "../../signature/index.js";
-import type { CheckContext } from "../context.js";
+import type { CertificateVerifier, CheckContext } from "../context.js";
+import type { Authenticates, Dialect } from "../dialect-names.js";
 import type { Step } from "../runner.js";
-import type { CertificateVerifier } from "../steps.js";
-import type { Authenticates, Dialect } from "./names.js";
 import type { ResponseCheck } from "./response-outline.js";
 
 /** What every dialect's steps may read of the chain's options. */

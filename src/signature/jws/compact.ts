@@ -12,7 +12,7 @@ import {
   type KeyObject,
   X509Certificate,
 } from "node:crypto";
-import { type Rejection, reject } from "../../errors.js";
+import { isRejection, type Rejection, reject } from "../../errors.js";
 import { Kept } from "../../kept.js";
 import { isBase64 } from "../base64.js";
 import { PROCESS_SIGNING_SLOTS } from "../signing-slots.js";
@@ -109,6 +109,18 @@ export function readDetachedJws(value: string | undefined, headerName: string): 
     );
   }
   return { protectedB64, header, signature };
+}
+
+/** The detached JWS `headerName` carries and its `alg`, checked against `allowed` (both JWS dialects read it so). */
+export function readJwsAndAlgorithm(
+  value: string | undefined,
+  headerName: string,
+  allowed: readonly JwsAlgorithm[],
+): { readonly jws: DetachedJws; readonly alg: JwsAlgorithm } | Rejection {
+  const jws = readDetachedJws(value, headerName);
+  if (isRejection(jws)) return jws;
+  const alg = checkAlgorithm(jws.header, allowed);
+  return isRejection(alg) ? alg : { jws, alg };
 }
 
 /** `alg`: a string among the allowed; `none` and the HMAC family are refused whatever is allowed. */

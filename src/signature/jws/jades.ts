@@ -16,7 +16,6 @@ import { wireValue } from "../sign.js";
 import {
   algorithmFitsKey,
   type CertificateChain,
-  checkAlgorithm,
   checkCrit,
   type DetachedJws,
   encodeHeader,
@@ -24,7 +23,7 @@ import {
   JWS_ALGORITHMS,
   type JwsAlgorithm,
   keyOfCertificate,
-  readDetachedJws,
+  readJwsAndAlgorithm,
   readX5c,
   signatureMismatch,
   signingInput,
@@ -198,11 +197,10 @@ export function readJadesHeaderParts(
   value: string | undefined,
   options: JadesReadOptions,
 ): { readonly jws: DetachedJws; readonly header: JadesHeaderParts } | Rejection {
-  const jws = readDetachedJws(value, JWS_SIGNATURE_HEADER);
-  if (isRejection(jws)) return jws;
+  const read = readJwsAndAlgorithm(value, JWS_SIGNATURE_HEADER, options.algorithms ?? JWS_ALGORITHMS);
+  if (isRejection(read)) return read;
+  const { jws, alg } = read;
   const h = jws.header;
-  const alg = checkAlgorithm(h, options.algorithms ?? JWS_ALGORITHMS);
-  if (isRejection(alg)) return alg;
   if (h.b64 !== false) {
     return reject(
       "SIGNATURE_INVALID",

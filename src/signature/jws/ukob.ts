@@ -15,14 +15,13 @@ import { isRejection, type Rejection, reject } from "../../errors.js";
 import {
   algorithmFitsKey,
   type CertificateChain,
-  checkAlgorithm,
   checkCrit,
   type DetachedJws,
   encodeHeader,
   type JwsAlgorithm,
   keyOfCertificate,
   keyOptions,
-  readDetachedJws,
+  readJwsAndAlgorithm,
   readX5c,
   signatureMismatch,
   signingInput,
@@ -84,11 +83,14 @@ export function readUkObHeader(
   value: string | undefined,
   options: UkObReadOptions,
 ): { readonly jws: DetachedJws; readonly header: UkObHeader } | Rejection {
-  const jws = readDetachedJws(value, JWS_SIGNATURE_HEADER);
-  if (isRejection(jws)) return jws;
+  const read = readJwsAndAlgorithm(
+    value,
+    JWS_SIGNATURE_HEADER,
+    options.algorithms ?? DEFAULT_UKOB_ALGORITHMS,
+  );
+  if (isRejection(read)) return read;
+  const { jws, alg } = read;
   const h = jws.header;
-  const alg = checkAlgorithm(h, options.algorithms ?? DEFAULT_UKOB_ALGORITHMS);
-  if (isRejection(alg)) return alg;
   let b64 = true;
   if (Object.hasOwn(h, "b64")) {
     if (h.b64 !== false || !options.allowB64False) {

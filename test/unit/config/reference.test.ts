@@ -21,7 +21,8 @@ describe("the configuration reference (docs/CONFIGURATION.md)", () => {
     ["ingress", "log.level", { reload: "applied" }],
     ["ingress", "verification.dialects.routes[].accept", { required: true }],
     ["egress", "banks[].url", { type: "URL", required: true, reload: "applied" }],
-    ["egress", "reload.pollSeconds", { reload: "restart" }],
+    ["egress", "reload.pollSeconds", { reload: "applied" }],
+    ["egress", "workers", { reload: "restart" }],
   ] as const)("%s %s", (mode, key, expected) => {
     expect(rowsOf[mode].get(key), key).toMatchObject(expected);
   });
