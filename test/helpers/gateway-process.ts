@@ -14,10 +14,10 @@ import { dirname, join, resolve } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import { fileURLToPath } from "node:url";
 import * as x509 from "@peculiar/x509";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import type { Dispatcher } from "undici";
 import { request } from "undici";
 import { stringify as toYaml } from "yaml";
-import type { DevPki } from "../../src/dev/pki.js";
 import type { PreparedCall } from "./gateway-fixture.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);

@@ -17,10 +17,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
+import { generateDevPki } from "@psd2-gateway/dev-pki";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { validateConfig } from "../../src/config/load.js";
-import { generateDevPki } from "../../src/dev/pki.js";
 import { freeLoopbackPort, REPO_ROOT } from "../helpers/gateway-process.js";
 
 interface Example {

@@ -8,9 +8,9 @@
 
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { extname, join } from "node:path";
-import { type QtspDocument, type QtspServer, startQtspServer } from "../qtsp/server.js";
 import { ebaFileMetadata } from "./eba-register.js";
 import { QTSP_PATHS } from "./pki.js";
+import { type QtspDocument, type QtspServer, startQtspServer } from "./qtsp/server.js";
 
 const CONTENT_TYPES: Record<string, string> = {
   ".crl": "application/pkix-crl",

@@ -9,7 +9,7 @@ import {
   type PaymentRequest,
   parsePaymentRequest,
   paymentLogicalKey,
-} from "../../../src/sandbox/payment-body.js";
+} from "../src/payment-body.js";
 
 const TODAY = "2026-09-01";
 const BEFORE_ENFORCEMENT = "2026-08-12";

@@ -4,8 +4,8 @@
  */
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { worstStatus } from "../../../src/sandbox/baskets.js";
-import { type Customer, createSandboxBank, SANDBOX_ONE_TIME_CODE } from "../../../src/sandbox/index.js";
+import { worstStatus } from "../src/baskets.js";
+import { type Customer, createSandboxBank, SANDBOX_ONE_TIME_CODE } from "../src/index.js";
 import { NOW, type RunningBank, startBank, TEST_GATEWAY_SECRET } from "./helpers.js";
 import { walkSca } from "./sca-walk.js";
 

@@ -7,7 +7,7 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { API_ROUTES } from "../../../src/sandbox/routes.js";
+import { API_ROUTES } from "../src/routes.js";
 import { type Answer, type RunningBank, startBank, TODAY, throughGateway } from "./helpers.js";
 import { walkSca } from "./sca-walk.js";
 

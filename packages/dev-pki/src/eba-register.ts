@@ -6,7 +6,7 @@
 
 import { createHash } from "node:crypto";
 import { strToU8, zipSync } from "fflate";
-import { type Psd2Role, parsePsdOrganizationIdentifier } from "../eidas/index.js";
+import { type Psd2Role, parsePsdOrganizationIdentifier } from "psd2-gateway/eidas";
 
 export interface DevEbaTpp {
   /** `PSD` + country + `-` + NCA id + `-` + reference; the reference may not hold spaces or dashes (the EBA mapping drops them). */

@@ -6,7 +6,7 @@ import {
   GATEWAY_SECRET_HEADER,
   type SandboxBank,
   type SandboxBankOptions,
-} from "../../../src/sandbox/index.js";
+} from "../src/index.js";
 
 /** Thursday 13 August 2026, 10:00 UTC: every relative date in the tests is computed from it. */
 export const NOW = Date.parse("2026-08-13T10:00:00Z");

@@ -5,8 +5,8 @@
  */
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { isValidNationalId, isValidOrganisationNumber } from "../../../src/sandbox/national-id.js";
-import { mod11CheckDigit } from "../../../src/sandbox/random.js";
+import { isValidNationalId, isValidOrganisationNumber } from "../src/national-id.js";
+import { mod11CheckDigit } from "../src/random.js";
 import {
   type Answer,
   amountsIn,

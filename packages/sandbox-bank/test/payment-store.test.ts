@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { SingleDomesticPayment } from "../../../src/sandbox/payment-body.js";
-import { PaymentStore, type StoredPayment } from "../../../src/sandbox/payment-store.js";
-import { createSandboxBank } from "../../../src/sandbox/server.js";
+import type { SingleDomesticPayment } from "../src/payment-body.js";
+import { PaymentStore, type StoredPayment } from "../src/payment-store.js";
+import { createSandboxBank } from "../src/server.js";
 import { TEST_GATEWAY_SECRET } from "./helpers.js";
 
 const request: SingleDomesticPayment = {

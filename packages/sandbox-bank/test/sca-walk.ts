@@ -5,7 +5,7 @@
  * page in Chromium; this keeps the table-driven tests fast.
  */
 
-import { SANDBOX_ONE_TIME_CODE } from "../../../src/sandbox/index.js";
+import { SANDBOX_ONE_TIME_CODE } from "../src/index.js";
 
 export interface ScaChoices {
   /** The customerNumber typed at the page. */

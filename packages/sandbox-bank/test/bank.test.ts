@@ -1,7 +1,7 @@
 import { request as httpRequest } from "node:http";
 import fc from "fast-check";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { createSandboxBank, DEFAULT_IDENTITY_HEADERS } from "../../../src/sandbox/index.js";
+import { createSandboxBank, DEFAULT_IDENTITY_HEADERS } from "../src/index.js";
 import {
   type Answer,
   amountsIn,

@@ -14,7 +14,7 @@ import {
   STATE_FILE_VERSION,
   StateFileError,
   type StateSnapshot,
-} from "../../../src/sandbox/index.js";
+} from "../src/index.js";
 import {
   type Answer,
   NOW,

@@ -11,14 +11,14 @@ import { createPrivateKey, type KeyObject, webcrypto } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
-import { SignedXml } from "xml-crypto";
 import {
   SERVICE_TYPE_CA_QC,
   STATUS_GRANTED,
   STATUS_WITHDRAWN,
   TRUSTED_LIST_ALGORITHMS,
   TSL_NS,
-} from "../trust/formats/trusted-list.js";
+} from "psd2-gateway/trusted-list";
+import { SignedXml } from "xml-crypto";
 import type { DevPki } from "./pki.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);

@@ -5,13 +5,8 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { parseCardTransactions } from "../../../src/sandbox/card-transaction-input.js";
-import {
-  COUNTRY_CODE_TABLE,
-  COUNTRY_CODES,
-  CURRENCY_CODE_TABLE,
-  CURRENCY_CODES,
-} from "../../../src/sandbox/iso-codes.js";
+import { parseCardTransactions } from "../src/card-transaction-input.js";
+import { COUNTRY_CODE_TABLE, COUNTRY_CODES, CURRENCY_CODE_TABLE, CURRENCY_CODES } from "../src/iso-codes.js";
 import { NOW, TODAY } from "./helpers.js";
 
 type Body = Record<string, unknown>;

@@ -10,7 +10,7 @@ import { createPrivateKey, type KeyObject, webcrypto } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
-import { encodeQcStatements, type Psd2Role, type QcTypeName } from "../eidas/index.js";
+import { encodeQcStatements, type Psd2Role, type QcTypeName } from "psd2-gateway/eidas";
 import { ebaRegisterDocument, ebaRegisterZip } from "./eba-register.js";
 import { writeDevTrustedLists } from "./trusted-lists.js";
 

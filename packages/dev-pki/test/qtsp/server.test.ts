@@ -9,12 +9,12 @@ import { KeyObject, webcrypto } from "node:crypto";
 import * as x509 from "@peculiar/x509";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ParsedCertificate, parseCertificate } from "../../../src/eidas/index.js";
-import { isRejection } from "../../../src/errors.js";
-import type { CertificateStatus } from "../../../src/qtsp/ocsp-responder.js";
-import { type QtspServer, startQtspServer } from "../../../src/qtsp/server.js";
-import { buildOcspRequest, type OcspAnswer, readOcspResponse } from "../../../src/trust/formats/ocsp.js";
-import { named } from "../../helpers/named-rows.js";
+import { type ParsedCertificate, parseCertificate } from "../../../../src/eidas/index.js";
+import { isRejection } from "../../../../src/errors.js";
+import { buildOcspRequest, type OcspAnswer, readOcspResponse } from "../../../../src/trust/formats/ocsp.js";
+import { named } from "../../../../test/helpers/named-rows.js";
+import type { CertificateStatus } from "../../src/qtsp/ocsp-responder.js";
+import { type QtspServer, startQtspServer } from "../../src/qtsp/server.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 

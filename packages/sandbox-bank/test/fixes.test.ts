@@ -5,9 +5,9 @@
  */
 
 import { afterAll, describe, expect, it } from "vitest";
-import { buildCatalogue, catalogueFor, catalogueWithout } from "../../../src/sandbox/catalogue.js";
-import type { RequestContext } from "../../../src/sandbox/context.js";
-import { buildInitialData, DEFAULT_SEED } from "../../../src/sandbox/data.js";
+import { buildCatalogue, catalogueFor, catalogueWithout } from "../src/catalogue.js";
+import type { RequestContext } from "../src/context.js";
+import { buildInitialData, DEFAULT_SEED } from "../src/data.js";
 import {
   ALL_DEFAULT_FROM_MS,
   ALL_FIXES,
@@ -17,9 +17,9 @@ import {
   inactiveFixes,
   parseAcceptFix,
   proprietaryCashAccountType,
-} from "../../../src/sandbox/fixes.js";
-import type { BankData, CardAccount } from "../../../src/sandbox/index.js";
-import { truncateName } from "../../../src/sandbox/render.js";
+} from "../src/fixes.js";
+import type { BankData, CardAccount } from "../src/index.js";
+import { truncateName } from "../src/render.js";
 import {
   amountsIn,
   NOW,

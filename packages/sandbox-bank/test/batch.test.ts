@@ -4,8 +4,8 @@
  */
 
 import { beforeEach, describe, expect, it } from "vitest";
-import { BATCH_HOURS_UTC, nextBatchAt } from "../../../src/sandbox/batch.js";
-import type { Customer } from "../../../src/sandbox/index.js";
+import { BATCH_HOURS_UTC, nextBatchAt } from "../src/batch.js";
+import type { Customer } from "../src/index.js";
 import { NOW, type RunningBank, startBank } from "./helpers.js";
 import { walkSca } from "./sca-walk.js";
 

@@ -1,15 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { parseCardTransactions } from "../../../src/sandbox/card-transaction-input.js";
-import { buildInitialData, DEFAULT_SEED } from "../../../src/sandbox/data.js";
+import { parseCardTransactions } from "../src/card-transaction-input.js";
+import { buildInitialData, DEFAULT_SEED } from "../src/data.js";
 import {
   parseAccountTransactionInput,
   parseCardAccountInput,
   parseCustomerInput,
-} from "../../../src/sandbox/mock-input.js";
-import type { BookedTransaction, CardAccount, CardTransaction } from "../../../src/sandbox/model.js";
-import { formatMinor, parsePositiveAmount } from "../../../src/sandbox/money.js";
-import { isValidNationalId, isValidOrganisationNumber } from "../../../src/sandbox/national-id.js";
-import { mod11CheckDigit } from "../../../src/sandbox/random.js";
+} from "../src/mock-input.js";
+import type { BookedTransaction, CardAccount, CardTransaction } from "../src/model.js";
+import { formatMinor, parsePositiveAmount } from "../src/money.js";
+import { isValidNationalId, isValidOrganisationNumber } from "../src/national-id.js";
+import { mod11CheckDigit } from "../src/random.js";
 import { daysBefore, NOW, TODAY } from "./helpers.js";
 
 const data = buildInitialData(DEFAULT_SEED, NOW);

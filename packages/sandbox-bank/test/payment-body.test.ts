@@ -5,7 +5,7 @@ import {
   logicalKey,
   parseDomesticPayment,
   parsePaymentRequest,
-} from "../../../src/sandbox/payment-body.js";
+} from "../src/payment-body.js";
 
 const encode = (value: unknown) =>
   new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value));

@@ -1,20 +1,15 @@
 /** The pure side of the sandbox operations: generated customer numbers, and data copied, never changed. */
 
 import { describe, expect, it } from "vitest";
-import { buildInitialData, DEFAULT_SEED } from "../../../src/sandbox/data.js";
-import {
-  addAccountTransaction,
-  addCardAccount,
-  addCardTransactions,
-  addCustomer,
-} from "../../../src/sandbox/mock-data.js";
+import { buildInitialData, DEFAULT_SEED } from "../src/data.js";
+import { addAccountTransaction, addCardAccount, addCardTransactions, addCustomer } from "../src/mock-data.js";
 import {
   isValidNationalId,
   isValidOrganisationNumber,
   organisationNumber,
   syntheticNationalId,
-} from "../../../src/sandbox/national-id.js";
-import { SeededRandom } from "../../../src/sandbox/random.js";
+} from "../src/national-id.js";
+import { SeededRandom } from "../src/random.js";
 import { NOW, TODAY } from "./helpers.js";
 
 describe("customer numbers of created customers", () => {

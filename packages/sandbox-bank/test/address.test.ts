@@ -6,8 +6,8 @@ import {
   STRUCTURED_ADDRESS_ENFORCED_FROM,
   type StructuredAddressSubject,
   structuredAddressEnforced,
-} from "../../../src/sandbox/address.js";
-import { bicProblem, ibanProblem } from "../../../src/sandbox/payment-body/identifiers.js";
+} from "../src/address.js";
+import { bicProblem, ibanProblem } from "../src/payment-body/identifiers.js";
 
 const BEFORE = "2026-08-12";
 const FROM = STRUCTURED_ADDRESS_ENFORCED_FROM;

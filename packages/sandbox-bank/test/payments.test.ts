@@ -5,7 +5,7 @@
  */
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Customer } from "../../../src/sandbox/index.js";
+import type { Customer } from "../src/index.js";
 import { NOW, type RunningBank, startBank } from "./helpers.js";
 
 let running: RunningBank;
