@@ -3,15 +3,11 @@ import { configDefaults, defineConfig } from "vitest/config";
 /**
  * Vite's server conditions (its defaultServerConditions) with "psd2-gateway-source" first: the workspace
  * packages (packages/*) and the gateway's exports they import resolve to their TypeScript sources,
- * as tsconfig.json's customConditions does, so the tests need no build of them.
+ * as tsconfig.json's customConditions does, so the tests need no build of them. A process a test
+ * spawns from the sources (`node --import tsx src/main.ts`) passes the same to Node:
+ * --conditions=psd2-gateway-source; one that runs dist/ does not.
  */
-export const SOURCE_CONDITIONS = ["psd2-gateway-source", "module", "node", "development|production"];
-
-// The same for the processes tests spawn (`node --import tsx src/main.ts …`, which loads the
-// packages by name): Node's --conditions, inherited through the environment.
-process.env["NODE_OPTIONS"] = [process.env["NODE_OPTIONS"], "--conditions=psd2-gateway-source"]
-  .filter(Boolean)
-  .join(" ");
+const SOURCE_CONDITIONS = ["psd2-gateway-source", "module", "node", "development|production"];
 
 export default defineConfig({
   resolve: { conditions: SOURCE_CONDITIONS },

@@ -471,7 +471,7 @@ const PART_NAMES: Record<PartKey, string> = {
   read: "`readOcspResponse` (the envelope read with the gateway's DER reader, BasicOCSPResponse parsed with @peculiar/asn1-schema, `crypto.verify` RSA-2048, the checks)",
   parse: "for comparison: `parseCertificate` of the leaf (the gateway's own DER reader)",
   respond:
-    "the demo responder's `buildOcspResponse` (src/qtsp: parses the request, builds the answer with @peculiar/asn1-ocsp, RSA-2048 `crypto.sign`)",
+    "the demo responder's `buildOcspResponse` (packages/dev-pki/src/qtsp: parses the request, builds the answer with @peculiar/asn1-ocsp, RSA-2048 `crypto.sign`)",
 };
 
 // ---- the run and RESULTS.md ---------------------------------------------------------------------------

@@ -155,11 +155,15 @@ export async function spawnFuzzProcess(options: {
   writeFileSync(configFile, toYaml(options.config));
   const env = { ...process.env };
   delete env["LOG_LEVEL"];
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "start", "--config", configFile], {
-    cwd: REPO_ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    env,
-  });
+  const child = spawn(
+    process.execPath,
+    ["--conditions=psd2-gateway-source", "--import", "tsx", "src/main.ts", "start", "--config", configFile],
+    {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      env,
+    },
+  );
   const killOnExit = () => child.kill("SIGKILL");
   process.once("exit", killOnExit);
   let done = false;

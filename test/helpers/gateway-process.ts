@@ -122,11 +122,15 @@ export async function startGatewayProcess(options: GatewayProcessOptions): Promi
   const configFile = join(dir, `gateway-${port}.yaml`);
   writeFileSync(configFile, toYaml(config));
 
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "start", "--config", configFile], {
-    cwd: REPO_ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, LOG_LEVEL: "info", ...(options.env ?? {}) },
-  });
+  const child = spawn(
+    process.execPath,
+    ["--conditions=psd2-gateway-source", "--import", "tsx", "src/main.ts", "start", "--config", configFile],
+    {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, LOG_LEVEL: "info", ...(options.env ?? {}) },
+    },
+  );
   // A test that fails before its cleanup must not leave a gateway behind.
   const killOnExit = () => child.kill("SIGKILL");
   process.once("exit", killOnExit);

@@ -43,11 +43,15 @@ interface Exit {
 /** Runs the CLI until it exits (SIGKILL after `killAfterMs`: a hang is a failure, not a stuck suite). */
 function run(args: readonly string[], killAfterMs = 20_000): Promise<Exit & { child: ChildProcess }> {
   const started = performance.now();
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
-    cwd: REPO_ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, LOG_LEVEL: "info" },
-  });
+  const child = spawn(
+    process.execPath,
+    ["--conditions=psd2-gateway-source", "--import", "tsx", "src/main.ts", ...args],
+    {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, LOG_LEVEL: "info" },
+    },
+  );
   let output = "";
   child.stdout!.on("data", (c: Buffer) => {
     output += c.toString("utf8");

@@ -388,6 +388,7 @@ describe("`psd2-gateway sandbox` on its own", () => {
     const child = spawn(
       process.execPath,
       [
+        "--conditions=psd2-gateway-source",
         "--import",
         "tsx",
         "src/main.ts",
