@@ -19,7 +19,6 @@ import {
   TSL_NS,
 } from "psd2-gateway/trusted-list";
 import { SignedXml } from "xml-crypto";
-import type { DevPki } from "./pki.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
 
@@ -272,7 +271,8 @@ export interface WrittenDevTrustedLists {
  */
 export async function writeDevTrustedLists(
   dir: string,
-  pki: Pick<DevPki, "issuingCa">,
+  /** The dev PKI (pki.ts's DevPki fits): only its issuing CA's certificate is named. */
+  pki: { readonly issuingCa: { readonly der: DevCaService["certificate"] } },
   nationalListUrl: string,
   now: number = Date.now(),
 ): Promise<WrittenDevTrustedLists> {

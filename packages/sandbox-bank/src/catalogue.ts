@@ -9,7 +9,7 @@
  * when the data changes and the catalogue is replaced) and keyed by the set of inactive fixes.
  */
 
-import type { RequestContext } from "./context.js";
+import type { IncomingMessage } from "node:http";
 import { ALL_DEFAULT_FROM_MS, type FixSet, inactiveFixes } from "./fixes.js";
 import type { Account, BankData, BookedTransaction, CardAccount, Customer } from "./model.js";
 import {
@@ -189,7 +189,12 @@ export function catalogueWithout(catalogue: Catalogue, inactive: FixSet): Catalo
  * The catalogue a request reads from: its x-accept-fix header against the bank's clock (SPEC 9.2).
  * From the last default date on (every request today) this is one clock reading and a comparison.
  */
-export function catalogueFor(context: RequestContext): Catalogue {
+export function catalogueFor(context: {
+  // A RequestContext (context.ts) fits; named by shape, since context.ts holds a Catalogue.
+  readonly state: { readonly catalogue: Catalogue };
+  readonly settings: { now(): number };
+  readonly req: Pick<IncomingMessage, "headers">;
+}): Catalogue {
   const { catalogue } = context.state;
   const nowMs = context.settings.now();
   if (nowMs >= ALL_DEFAULT_FROM_MS) return catalogue;
