@@ -14,18 +14,30 @@
 ARG NODE_IMAGE=node:26-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
+# The gateway and its demo packages (npm workspaces, packages/): the image runs the demo too.
 COPY package.json package-lock.json ./
+COPY packages/dev-pki/package.json ./packages/dev-pki/
+COPY packages/sandbox-bank/package.json ./packages/sandbox-bank/
 RUN npm ci --omit=optional --omit=peer --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts/build-if-changed.mjs ./scripts/
 COPY src ./src
-RUN npm run build
+COPY packages ./packages
+# The gateway's dist/, then each package's against it.
+RUN node scripts/build-if-changed.mjs
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY packages/dev-pki/package.json ./packages/dev-pki/
+COPY packages/sandbox-bank/package.json ./packages/sandbox-bank/
+# Production dependencies of the gateway and of the demo packages, which npm links into
+# node_modules/@psd2-gateway (and the gateway as node_modules/psd2-gateway, whose exports they import).
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+COPY --from=build /app/packages/dev-pki/dist ./packages/dev-pki/dist
+COPY --from=build /app/packages/sandbox-bank/dist ./packages/sandbox-bank/dist
 COPY config ./config
 COPY deploy/docker/demo.sh ./deploy/docker/demo.sh
 # What the gateway writes, at the paths config/*.example.yaml name (the root filesystem may be

@@ -3,7 +3,7 @@
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type DevPki, generateDevPki } from "../src/dev/pki.js";
+import { type DevPki, generateDevPki } from "@psd2-gateway/dev-pki";
 import { TppRegister, TppVerifier } from "../src/eidas/index.js";
 import { parseRegisterDocument } from "../src/trust/formats/register-document.js";
 import { loadTrustMaterial } from "../src/trust/trust-material.js";

@@ -16,7 +16,7 @@ import { connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type TLSSocket, connect as tlsConnect } from "node:tls";
-import { type DevPki, generateDevPki } from "../src/dev/pki.js";
+import { type DevPki, generateDevPki } from "@psd2-gateway/dev-pki";
 import { startChild, stop } from "./harness.js";
 import { machineLine, replaceSection } from "./results-file.js";
 

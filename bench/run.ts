@@ -26,7 +26,7 @@ import { createPublicKey, type KeyObject, randomUUID, sign, verify } from "node:
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { generateDevPki } from "../src/dev/pki.js";
+import { generateDevPki } from "@psd2-gateway/dev-pki";
 import { freshCertificates } from "./fresh-certificates.js";
 import {
   factsOf,

@@ -31,7 +31,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { generateDevPki } from "../src/dev/pki.js";
+import { generateDevPki } from "@psd2-gateway/dev-pki";
 import { isRejection } from "../src/errors.js";
 import { keyIdTargetFromDer, verifyDigest, verifyRequestSignature } from "../src/signature/index.js";
 import {

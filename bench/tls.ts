@@ -32,7 +32,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ConnectionOptions } from "node:tls";
-import { generateDevPki } from "../src/dev/pki.js";
+import { generateDevPki } from "@psd2-gateway/dev-pki";
 import {
   BENCH_DIR,
   type Child,

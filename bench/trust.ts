@@ -37,13 +37,13 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import * as x509 from "@peculiar/x509";
+import { buildOcspResponse } from "@psd2-gateway/dev-pki";
 import { request } from "undici";
 import { startTrust } from "../src/app/trust.js";
 import { validateConfig } from "../src/config/load.js";
 import { type ParsedCertificate, parseCertificate, TppVerifier } from "../src/eidas/index.js";
 import { isRejection } from "../src/errors.js";
 import { createLogger } from "../src/observability/logger.js";
-import { buildOcspResponse } from "../src/qtsp/ocsp-responder.js";
 import { buildOcspRequest, readOcspResponse } from "../src/trust/formats/ocsp.js";
 import { revocationSourcesOf } from "../src/trust/revocation-sources.js";
 import { loadTrustMaterial } from "../src/trust/trust-material.js";
@@ -471,7 +471,7 @@ const PART_NAMES: Record<PartKey, string> = {
   read: "`readOcspResponse` (the envelope read with the gateway's DER reader, BasicOCSPResponse parsed with @peculiar/asn1-schema, `crypto.verify` RSA-2048, the checks)",
   parse: "for comparison: `parseCertificate` of the leaf (the gateway's own DER reader)",
   respond:
-    "the demo responder's `buildOcspResponse` (src/qtsp: parses the request, builds the answer with @peculiar/asn1-ocsp, RSA-2048 `crypto.sign`)",
+    "the demo responder's `buildOcspResponse` (packages/dev-pki/src/qtsp: parses the request, builds the answer with @peculiar/asn1-ocsp, RSA-2048 `crypto.sign`)",
 };
 
 // ---- the run and RESULTS.md ---------------------------------------------------------------------------
@@ -614,7 +614,7 @@ ${rowsA.join("\n")}
 
 Gateway CPU per request, HEAD − before: ${cpuDelta("head-live")} µs (live revocation), ${cpuDelta("head-default")} µs (as default.yaml).${wrapped ? "\n\n**The presigned pool wrapped round during a run: some requests were replays (raise BENCH_POOL).**" : ""}
 
-**(b) Never-seen certificates.** In the bench process (pinned to core 1), one check at a time, awaited: ${n} certificates per series and round (after 20 not counted, which open the keep-alive connection and warm the JIT), ${ROUNDS} rounds, the series interleaved and rotated, each certificate used once (never seen by any cache). They are issued for the run by the dev issuing CA with @peculiar/x509, all on TPP A's key with TPP A's QSealC extensions (QCStatements, CDP, AIA naming the loopback responder), distinct serials. The responder (bench/servers/qtsp.ts \`good\`: src/qtsp/server.ts signing each answer with the issuing CA's RSA-2048 key, "good" for every serial) runs in its own process on core 0. \`LiveRevocation\` is built by \`startTrust\` (src/app/trust.ts) with the other trust sources from a validated config, order \`ocsp\`, as the gateway builds it. Times per check; the p99 and max are per round (of ${n} checks), then the median over rounds. "This process's CPU" is the bench process's CPU time per check (client side, all threads); "responder CPU" the QTSP process's per OCSP answer.
+**(b) Never-seen certificates.** In the bench process (pinned to core 1), one check at a time, awaited: ${n} certificates per series and round (after 20 not counted, which open the keep-alive connection and warm the JIT), ${ROUNDS} rounds, the series interleaved and rotated, each certificate used once (never seen by any cache). They are issued for the run by the dev issuing CA with @peculiar/x509, all on TPP A's key with TPP A's QSealC extensions (QCStatements, CDP, AIA naming the loopback responder), distinct serials. The responder (bench/servers/qtsp.ts \`good\`: packages/dev-pki/src/qtsp/server.ts signing each answer with the issuing CA's RSA-2048 key, "good" for every serial) runs in its own process on core 0. \`LiveRevocation\` is built by \`startTrust\` (src/app/trust.ts) with the other trust sources from a validated config, order \`ocsp\`, as the gateway builds it. Times per check; the p99 and max are per round (of ${n} checks), then the median over rounds. "This process's CPU" is the bench process's CPU time per check (client side, all threads); "responder CPU" the QTSP process's per OCSP answer.
 
 | series | median ms per round | median ms | p99 ms | max ms | this process's CPU µs/check | responder CPU µs/answer | failed |
 |---|---|---:|---:|---:|---:|---:|---:|

@@ -3,6 +3,9 @@
  * What `npm start`, `demo`, `egress`, `certs`, `sign` and `npm pack` run first: builds dist/ (afresh) with tsc only when
  * what it is built from differs from what the last build here was made from, and says so on
  * stderr while it builds. tsc takes 10-20 s even with nothing to do; this check takes milliseconds.
+ * Then the same for each workspace package (packages/<name>/dist/, from its own src/ and
+ * tsconfig.build.json), after the gateway since they build against its exported declarations:
+ * a new gateway build counts as a changed input of theirs.
  *
  * The inputs are every file under src/ (by content, so an edit, an added or a deleted file counts
  * and a mere touch does not), the tsconfig files, package.json and the TypeScript version. Their
@@ -25,7 +28,7 @@ const CONFIG_FILES = ["tsconfig.json", "tsconfig.build.json", "package.json"];
 const TYPESCRIPT = "(typescript)";
 
 /** Every input's fingerprint by its path, plus the TypeScript version (undefined when it is not installed). */
-function inputsOf(root) {
+function inputsOf(root, typescriptRoot = root) {
   const inputs = {};
   const add = (path) => {
     inputs[path] = createHash("sha256")
@@ -42,7 +45,7 @@ function inputsOf(root) {
   };
   if (existsSync(join(root, "src"))) walk("src");
   for (const file of CONFIG_FILES) if (existsSync(join(root, file))) add(file);
-  const typescript = typescriptOf(root);
+  const typescript = typescriptOf(typescriptRoot);
   // Left out when not installed (npm ci --omit=dev): an up-to-date dist/ still starts.
   if (typescript) inputs[TYPESCRIPT] = typescript.version;
   return inputs;
@@ -80,34 +83,75 @@ function typescriptOf(root) {
   }
 }
 
-/** Builds when needed; the exit code is tsc's (0 when nothing was to do). */
-function main(root) {
+/** The key of the gateway's last build among a package's inputs. */
+const GATEWAY = "(gateway dist)";
+
+/**
+ * Builds `dir` (the package root, or packages/<name>) when needed; the exit code is tsc's (0 when
+ * nothing was to do). `label` names its dist/ in what it says; `extra` adds inputs of its own.
+ */
+function build(dir, label, typescriptRoot, extra = {}) {
   // Taken before the build: a file edited while tsc runs builds again next time.
-  const inputs = inputsOf(root);
-  const why = whyBuild(root, inputs);
+  const inputs = { ...inputsOf(dir, typescriptRoot), ...extra };
+  const why = whyBuild(dir, inputs);
   if (why === undefined) return 0;
-  const typescript = typescriptOf(root);
+  const typescript = typescriptOf(typescriptRoot);
   if (!typescript) {
     console.error(
-      `cannot build dist/ (${why}): TypeScript is not installed here; npm ci installs it with the dev dependencies`,
+      `cannot build ${label} (${why}): TypeScript is not installed here; npm ci installs it with the dev dependencies`,
     );
     return 1;
   }
-  console.error(`building dist/ (${why})…`);
+  console.error(`building ${label} (${why})…`);
   const started = Date.now();
   // Afresh: tsc leaves the output of a deleted source behind, and npm pack would ship it.
-  rmSync(join(root, "dist"), { recursive: true, force: true });
+  rmSync(join(dir, "dist"), { recursive: true, force: true });
   const tsc = spawnSync(process.execPath, [typescript.tsc, "-p", "tsconfig.build.json"], {
-    cwd: root,
+    cwd: dir,
     stdio: "inherit",
   });
   if (tsc.status !== 0) {
-    console.error(`building dist/ failed (tsc exit ${tsc.status ?? tsc.signal}): see tsc's errors above`);
+    console.error(`building ${label} failed (tsc exit ${tsc.status ?? tsc.signal}): see tsc's errors above`);
     return tsc.status || 1;
   }
-  writeFileSync(join(root, RECORD), `${JSON.stringify(inputs, null, 1)}\n`);
-  console.error(`built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  writeFileSync(join(dir, RECORD), `${JSON.stringify(inputs, null, 1)}\n`);
+  console.error(`built ${label} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return 0;
+}
+
+/** The workspace packages that build (packages/<name> with a tsconfig.build.json), by name. */
+function packagesOf(root) {
+  if (!existsSync(join(root, "packages"))) return [];
+  return readdirSync(join(root, "packages"), { withFileTypes: true })
+    .filter(
+      (entry) => entry.isDirectory() && existsSync(join(root, "packages", entry.name, "tsconfig.build.json")),
+    )
+    .map((entry) => entry.name)
+    .sort();
+}
+
+function main(root) {
+  const gateway = build(root, "dist/", root);
+  if (gateway !== 0) return gateway;
+  // The gateway's record changes with every build of it: the packages' declarations come from it.
+  const record = createHash("sha256")
+    .update(readFileSync(join(root, RECORD)))
+    .digest("base64url");
+  for (const name of packagesOf(root)) {
+    const dir = join(root, "packages", name);
+    // The root tsconfig.json, which each package's tsconfig.build.json extends, counts too.
+    const code = build(dir, `packages/${name}/dist/`, root, { [GATEWAY]: record, ...rootTsconfig(root) });
+    if (code !== 0) return code;
+  }
+  return 0;
+}
+
+function rootTsconfig(root) {
+  return {
+    "(tsconfig.json)": createHash("sha256")
+      .update(readFileSync(join(root, "tsconfig.json")))
+      .digest("base64url"),
+  };
 }
 
 process.exitCode = main(process.cwd());

@@ -1,9 +1,9 @@
 /**
  * The QTSP of bench/trust.ts, in a process of its own on the loopback port the bench PKI's
  * certificates name (their AIA OCSP responder and CRL distribution point):
- * - `demo`: the demo QTSP `npm start` runs (src/dev/demo-qtsp.ts): CRL, OCSP from the PKI's
+ * - `demo`: the demo QTSP `npm start` runs (packages/dev-pki/src/demo-qtsp.ts): CRL, OCSP from the PKI's
  *   status.json, trusted lists, the EBA-format register;
- * - `good`: a bare OCSP responder (src/qtsp/server.ts) signing with the issuing CA's key and
+ * - `good`: a bare OCSP responder (packages/dev-pki/src/qtsp/server.ts) signing with the issuing CA's key and
  *   answering "good" for every serial, as test/helpers/test-qtsp.ts's startTestQtsp does by default
  *   (certificates issued during the run are in no status.json);
  * - `reuse`: the same, serving an answer made once per request again (RFC 5019 6: answers made
@@ -14,9 +14,7 @@
 import "reflect-metadata";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { startDemoQtsp } from "../../src/dev/demo-qtsp.js";
-import { QTSP_PATHS } from "../../src/dev/pki.js";
-import { type QtspServer, startQtspServer } from "../../src/qtsp/server.js";
+import { QTSP_PATHS, type QtspServer, startDemoQtsp, startQtspServer } from "@psd2-gateway/dev-pki";
 
 const [mode, pkiDir, port] = process.argv.slice(2) as [string, string, string];
 

@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { defineCommand } from "./command.js";
+import { loadSandboxBank } from "./demo-packages.js";
 
 /** Not 9090, which is the gateway's admin listener, nor 8443 (ingress) or 8090 (egress). */
 export const DEFAULT_SANDBOX_PORT = 8081;
@@ -57,7 +58,7 @@ export const sandboxCommand = defineCommand({
       );
       return 2;
     }
-    const { createSandboxBank, GATEWAY_SECRET_HEADER } = await import("../sandbox/index.js");
+    const { createSandboxBank, GATEWAY_SECRET_HEADER } = await loadSandboxBank("psd2-gateway sandbox");
     const stateFile = values["state-file"];
     const apiSocket = values["api-socket"];
     let bank: ReturnType<typeof createSandboxBank>;

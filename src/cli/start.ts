@@ -7,6 +7,7 @@ import { type DemoBankRequest, type Gateway, type StartedBackend, startGateway }
 import { loadConfigFile } from "../config/load.js";
 import { createLogger, type Logger } from "../observability/logger.js";
 import { defineCommand } from "./command.js";
+import { loadDevPki, loadSandboxBank } from "./demo-packages.js";
 import { DEFAULT_CONFIG, DEV_CERTS_DIR, EGRESS_EXAMPLE_CONFIG } from "./paths.js";
 
 /** Generates the development PKI unless it is there already; true when it generated it. */
@@ -24,7 +25,7 @@ export async function ensureDevCertificates(
   )
     return false;
   log(`generating development certificates in ${out} …`);
-  const { generateDevPki } = await import("../dev/pki.js");
+  const { generateDevPki } = await loadDevPki("generating the development certificates");
   await generateDevPki(out, Date.now(), { qtspUrl: DEMO_QTSP_URL });
   log(`development certificates written to ${out} (private keys stay there; never commit them)`);
   return true;
@@ -43,7 +44,9 @@ export async function startDemoBank(
   /** The bank's clock (tests move it to expire SCA links); default the system's. */
   clock?: () => number,
 ): Promise<StartedBackend> {
-  const { createSandboxBank, GATEWAY_SECRET_HEADER } = await import("../sandbox/index.js");
+  const { createSandboxBank, GATEWAY_SECRET_HEADER } = await loadSandboxBank(
+    "backend.url: sandbox (the demo bank)",
+  );
   const { sandbox, identityHeaders, gatewaySecret } = request;
   const bank = createSandboxBank({
     gatewaySecret,
@@ -97,8 +100,8 @@ config key, unreadable certificates), with the reason on stderr.`,
     // Once per machine, before the gateway that fetches from it (a cluster's workers find it running).
     const demoQtsp = config.mode === "ingress" ? config.demoQtsp : undefined;
     if (demoQtsp && !isWorker()) {
-      const { startDemoQtsp } = await import("../dev/demo-qtsp.js");
       try {
+        const { startDemoQtsp } = await loadDevPki("demoQtsp (the demo QTSP)");
         const qtsp = await startDemoQtsp({ pkiDir: demoQtsp.pki, ...demoQtsp });
         logger.info(
           { url: qtsp.url },

@@ -23,7 +23,7 @@
 
 import { type KeyObject, X509Certificate } from "node:crypto";
 import { join } from "node:path";
-import type { DevPki } from "../../src/dev/pki.js";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { isRejection, statusFor } from "../../src/errors.js";
 import {
   formatCertificateHeader,

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
-import type { DevPki } from "../../src/dev/pki.js";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { isRejection } from "../../src/errors.js";
 import { buildKeyId, keyIdTargetFromDer } from "../../src/signature/index.js";
 import {

@@ -11,8 +11,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { appendFileSync, writeFileSync } from "node:fs";
 import { get as httpGet, Server } from "node:http";
 import { join } from "node:path";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { stringify as toYaml } from "yaml";
-import type { DevPki } from "../../src/dev/pki.js";
 import { TIMEOUT_CHECK_INTERVAL_MS } from "../../src/listener/guard.js";
 import { freeLoopbackPort, REPO_ROOT } from "../helpers/gateway-process.js";
 import type { ListenLimits } from "./types.js";
@@ -163,14 +163,14 @@ export async function spawnFuzzProcess(options: {
   writeFileSync(configFile, toYaml(options.config));
   const env = { ...process.env };
   delete env["LOG_LEVEL"];
-  // The heap the shipped pod gives V8 (deploy/kubernetes/base/deployment.yaml's NODE_OPTIONS): on a
-  // big machine V8 lets garbage grow to gigabytes before a full collection, and the RSS bound would
-  // measure that laziness rather than memory that grows with input. A live heap that outgrows it
-  // crashes the gateway, which the harness reports as a violation.
+  // V8's old space bounded, as the shipped pod bounds it (deploy/kubernetes/base/deployment.yaml's
+  // NODE_OPTIONS, 512 MB there; the fuzz stores hold a few thousand entries): on a big machine V8 lets
+  // garbage grow for hundreds of MB before a full collection, and the RSS bound would measure that
+  // rather than memory that grows with input. A live heap that outgrows it crashes the gateway, a violation.
   const heap = `--max-old-space-size=${fuzzHeapMb()}`;
   const child = spawn(
     process.execPath,
-    [heap, "--import", "tsx", "src/main.ts", "start", "--config", configFile],
+    [heap, "--conditions=psd2-gateway-source", "--import", "tsx", "src/main.ts", "start", "--config", configFile],
     {
       cwd: REPO_ROOT,
       stdio: ["ignore", "pipe", "pipe"],

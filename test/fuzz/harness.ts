@@ -13,7 +13,7 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { get as httpGet } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type DevPki, generateDevPki } from "../../src/dev/pki.js";
+import { type DevPki, generateDevPki } from "@psd2-gateway/dev-pki";
 import type { FuzzBackend } from "./backend.js";
 import { type EgressSide, EgressTarget, startEgressSide } from "./egress.js";
 import { checkEvidence, evidenceFolderOf } from "./evidence.js";

@@ -24,6 +24,7 @@
 
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import {
   cavageResponseChecks,
   jadesResponseChecks,
@@ -31,7 +32,6 @@ import {
   StepsResponseVerifier,
   ukObResponseChecks,
 } from "../../src/checks/index.js";
-import type { DevPki } from "../../src/dev/pki.js";
 import { TppVerifier } from "../../src/eidas/index.js";
 import { loadTrustMaterial } from "../../src/trust/trust-material.js";
 import { type KeyDirectoryServer, startKeyDirectory } from "../helpers/key-directory.js";

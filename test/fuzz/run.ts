@@ -9,8 +9,8 @@
  *   FUZZ_FAMILIES      comma list of families (default: all; e.g. egress-headers,responses)
  *   FUZZ_CASE          run only this case index of each family (a reproduction)
  *   FUZZ_RSS_LIMIT_MB  each gateway process's VmRSS bound (default 400)
- *   FUZZ_HEAP_MB       each gateway's V8 old-space bound, --max-old-space-size (default 256: what the
- *                      shipped pod sets, so that RSS measures memory kept, not garbage not yet collected)
+ *   FUZZ_HEAP_MB       each gateway's V8 old-space bound, --max-old-space-size (default 256; the shipped
+ *                      pod sets 512), so that RSS measures memory kept, not garbage not yet collected
  *   FUZZ_CONCURRENCY   connections in flight (default 16)
  *   FUZZ_EAGER         per mille of ingress requests the backend answers on the head, before the
  *                      body, as a legacy core's GET or DELETE handler does (default 100; 1000: all)

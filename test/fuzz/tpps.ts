@@ -7,7 +7,7 @@
 import "reflect-metadata";
 import { createPrivateKey, type KeyObject, webcrypto } from "node:crypto";
 import * as x509 from "@peculiar/x509";
-import type { DevPki, IssuedCertificate } from "../../src/dev/pki.js";
+import type { DevPki, IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { encodeQcStatements } from "../../src/eidas/index.js";
 import { RequestSigner } from "../../src/signature/index.js";
 

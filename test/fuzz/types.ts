@@ -6,7 +6,7 @@
  * which signs what it is sent.
  */
 
-import type { DevPki } from "../../src/dev/pki.js";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import type { KeyDirectoryServer } from "../helpers/key-directory.js";
 import type { Rng } from "./prng.js";
 import type { ExchangeOutcome, ParsedResponse, Write } from "./raw-client.js";

@@ -23,7 +23,14 @@ export interface CliOptions {
 export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliRun> {
   const timeoutMs = options.timeoutMs ?? 20_000;
   return new Promise((resolve, reject) => {
-    const command = [process.execPath, "--import", "tsx", "src/main.ts", ...args];
+    const command = [
+      process.execPath,
+      "--conditions=psd2-gateway-source",
+      "--import",
+      "tsx",
+      "src/main.ts",
+      ...args,
+    ];
     const [file, ...rest] = options.withoutFileOverride
       ? ["setpriv", "--bounding-set=-dac_override,-dac_read_search", ...command]
       : command;

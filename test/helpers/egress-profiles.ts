@@ -6,7 +6,7 @@
 
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import type { DevPki } from "../../src/dev/pki.js";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 
 /** The dev TPP A's QSealC and QWAC files, and the root CA of the ingress gateway's TLS certificate. */
 export function tppFiles(pki: DevPki) {

@@ -10,8 +10,8 @@
  *     });
  */
 
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { afterAll, beforeAll, beforeEach } from "vitest";
-import type { DevPki } from "../../src/dev/pki.js";
 import { type GatewayOptions, startTestGateway, type TestGateway, testPki } from "./gateway-fixture.js";
 import { type RecordingBackend, startRecordingBackend } from "./recording-backend.js";
 import { type RedisServer, startRedisServer } from "./redis-server.js";

@@ -14,10 +14,10 @@ import { dirname, join, resolve } from "node:path";
 import { connect as tlsConnect } from "node:tls";
 import { fileURLToPath } from "node:url";
 import * as x509 from "@peculiar/x509";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import type { Dispatcher } from "undici";
 import { request } from "undici";
 import { stringify as toYaml } from "yaml";
-import type { DevPki } from "../../src/dev/pki.js";
 import type { PreparedCall } from "./gateway-fixture.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
@@ -122,11 +122,15 @@ export async function startGatewayProcess(options: GatewayProcessOptions): Promi
   const configFile = join(dir, `gateway-${port}.yaml`);
   writeFileSync(configFile, toYaml(config));
 
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "start", "--config", configFile], {
-    cwd: REPO_ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, LOG_LEVEL: "info", ...(options.env ?? {}) },
-  });
+  const child = spawn(
+    process.execPath,
+    ["--conditions=psd2-gateway-source", "--import", "tsx", "src/main.ts", "start", "--config", configFile],
+    {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, LOG_LEVEL: "info", ...(options.env ?? {}) },
+    },
+  );
   // A test that fails before its cleanup must not leave a gateway behind.
   const killOnExit = () => child.kill("SIGKILL");
   process.once("exit", killOnExit);

@@ -5,8 +5,8 @@
  */
 
 import { randomBytes, randomUUID } from "node:crypto";
+import type { DevPki, IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { expect } from "vitest";
-import type { DevPki, IssuedCertificate } from "../../src/dev/pki.js";
 import {
   buildKeyId,
   computeDigestHeader,

@@ -7,7 +7,7 @@
 import { createHash, X509Certificate } from "node:crypto";
 import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
-import type { DevPki } from "../../src/dev/pki.js";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 
 export interface DirectoryKey {
   readonly kid: string;

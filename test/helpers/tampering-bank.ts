@@ -6,7 +6,7 @@
 import { createPrivateKey, X509Certificate } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
-import type { DevPki } from "../../src/dev/pki.js";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { RequestSigner } from "../../src/signature/index.js";
 
 /** A bank that signs its answer like ingress does; see the file's comment for what each path does. */

@@ -10,9 +10,15 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
-import { type DevPki, generateDevPki, QTSP_PATHS } from "../../src/dev/pki.js";
-import type { CertificateStatus } from "../../src/qtsp/ocsp-responder.js";
-import { type QtspServer, type QtspServerOptions, startQtspServer } from "../../src/qtsp/server.js";
+import type { CertificateStatus } from "@psd2-gateway/dev-pki";
+import {
+  type DevPki,
+  generateDevPki,
+  QTSP_PATHS,
+  type QtspServer,
+  type QtspServerOptions,
+  startQtspServer,
+} from "@psd2-gateway/dev-pki";
 import { freeLoopbackPort } from "./free-port.js";
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);

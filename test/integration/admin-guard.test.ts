@@ -11,11 +11,11 @@ import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type EgressGateway, startGateway } from "../../src/app.js";
 import { startDemoBank } from "../../src/cli/start.js";
 import { validateConfig, validateEgressConfig } from "../../src/config/load.js";
-import type { DevPki } from "../../src/dev/pki.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { tppFiles } from "../helpers/egress-profiles.js";
 import {

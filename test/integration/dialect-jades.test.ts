@@ -6,8 +6,8 @@
  */
 
 import { randomUUID } from "node:crypto";
+import type { IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { describe, expect, it } from "vitest";
-import type { IssuedCertificate } from "../../src/dev/pki.js";
 import { isRejection } from "../../src/errors.js";
 import { computeDigestHeader } from "../../src/signature/index.js";
 import {

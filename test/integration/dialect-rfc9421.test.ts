@@ -6,9 +6,9 @@
  */
 
 import { createPublicKey, randomUUID } from "node:crypto";
+import type { IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { createSigner, httpbis } from "http-message-signatures";
 import { describe, expect, it } from "vitest";
-import type { IssuedCertificate } from "../../src/dev/pki.js";
 import { isRejection } from "../../src/errors.js";
 import { buildKeyId, keyIdTargetFromDer } from "../../src/signature/index.js";
 import {

@@ -8,8 +8,8 @@
  */
 
 import { randomUUID } from "node:crypto";
+import type { IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { describe, expect, it } from "vitest";
-import type { IssuedCertificate } from "../../src/dev/pki.js";
 import { isRejection } from "../../src/errors.js";
 import { signUkOb, UKOB_IAT, UKOB_ISS, UKOB_TAN, verifyUkOb } from "../../src/signature/jws/index.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";

@@ -17,10 +17,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
+import { generateDevPki } from "@psd2-gateway/dev-pki";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml, stringify as toYaml } from "yaml";
 import { validateConfig } from "../../src/config/load.js";
-import { generateDevPki } from "../../src/dev/pki.js";
 import { freeLoopbackPort, REPO_ROOT } from "../helpers/gateway-process.js";
 
 interface Example {
@@ -137,7 +137,7 @@ const SHELL_EXAMPLES: Record<string, ShellRun> = {
       "Every check passed.",
     ],
   },
-  "import-rules": { shows: ["src/cli/start.ts"], printsExactly: "src/cli/start.ts\n" },
+  "import-rules": { shows: ["src/cli/demo-packages.ts"], printsExactly: "src/cli/demo-packages.ts\n" },
   "uk-ob-verify": {
     shows: [
       "POST /v1/payments/norwegian-domestic-credit-transfers",
@@ -218,6 +218,8 @@ const EXEMPT = [
   // docs/ARCHITECTURE.md, docs/development.md
   "src-layout",
   "import-arrows",
+  "packages-layout",
+  "missing-demo-package", // its text is test/unit/cli/demo-packages.test.ts's
   "fuzz-failure-output",
   // docs/operations.md
   "start-production",
@@ -417,6 +419,7 @@ describe("the documentation's shell examples, run against npm start and npm run 
     cpSync(join(REPO_ROOT, "dist"), join(scratch, "dist"), { recursive: true });
     symlinkSync(join(REPO_ROOT, "node_modules"), join(scratch, "node_modules"));
     symlinkSync(join(REPO_ROOT, "src"), join(scratch, "src"));
+    symlinkSync(join(REPO_ROOT, "packages"), join(scratch, "packages"));
     cpSync(join(REPO_ROOT, "config"), join(scratch, "config"), { recursive: true });
     for (const file of ["default.yaml", "egress.example.yaml"]) {
       const path = join(scratch, "config", file);

@@ -11,11 +11,11 @@ import type { Server } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EgressGateway, startGateway } from "../../src/app.js";
 import { validateEgressConfig } from "../../src/config/load.js";
-import type { DevPki } from "../../src/dev/pki.js";
 import { createLogger } from "../../src/observability/logger.js";
 import {
   enforcedResponses,

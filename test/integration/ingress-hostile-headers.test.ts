@@ -13,8 +13,8 @@
  * Everything is sent over a raw TLS connection, byte for byte as written here.
  */
 
+import type { IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { describe, expect, it } from "vitest";
-import type { IssuedCertificate } from "../../src/dev/pki.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import {
   expectRejected,

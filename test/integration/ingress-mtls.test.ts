@@ -10,9 +10,9 @@
 
 import { setTimeout as sleep } from "node:timers/promises";
 import { connect as tlsConnect } from "node:tls";
+import type { DevPki, IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { describe, expect, it } from "vitest";
 import { validateConfig } from "../../src/config/load.js";
-import type { DevPki, IssuedCertificate } from "../../src/dev/pki.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import {
   expectRejected,

@@ -5,8 +5,8 @@
  */
 
 import { createPrivateKey, generateKeyPairSync, type KeyObject, sign } from "node:crypto";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { describe, expect, it } from "vitest";
-import type { DevPki } from "../../src/dev/pki.js";
 import {
   buildSigningString,
   formatSignatureHeader,

@@ -10,8 +10,8 @@ import { randomUUID, sign } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
-import type { IssuedCertificate } from "../../src/dev/pki.js";
 import { computeDigestHeader } from "../../src/signature/index.js";
 import {
   buildHttpHeadersPayload,

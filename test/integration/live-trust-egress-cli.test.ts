@@ -9,15 +9,13 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { CertificateStatus, IssuedCertificate, QtspServer } from "@psd2-gateway/dev-pki";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { responseVerifierForProfile } from "../../src/app/bank-profile.js";
 import { responseSignerFrom } from "../../src/app/request-path.js";
 import { CheckContext } from "../../src/checks/index.js";
 import { validateConfig } from "../../src/config/load.js";
 import { parseEgressConfig, type RevocationConfig } from "../../src/config/schema.js";
-import type { IssuedCertificate } from "../../src/dev/pki.js";
-import type { CertificateStatus } from "../../src/qtsp/ocsp-responder.js";
-import type { QtspServer } from "../../src/qtsp/server.js";
 import { runCli } from "../helpers/cli.js";
 import { issuingCaCrl, type QtspPki, qtspPki, startTestQtsp } from "../helpers/test-qtsp.js";
 

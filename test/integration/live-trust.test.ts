@@ -8,11 +8,14 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { DevPki, QtspServer } from "@psd2-gateway/dev-pki";
+import {
+  buildTrustedLists,
+  ebaRegisterDocument,
+  ebaRegisterZip,
+  generateTrustedListSigner,
+} from "@psd2-gateway/dev-pki";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ebaRegisterDocument, ebaRegisterZip } from "../../src/dev/eba-register.js";
-import type { DevPki } from "../../src/dev/pki.js";
-import { buildTrustedLists, generateTrustedListSigner } from "../../src/dev/trusted-lists.js";
-import type { QtspServer } from "../../src/qtsp/server.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import { type CallResult, signedCall, type TestGateway } from "../helpers/gateway-fixture.js";
 import { callUntil, PAYMENT } from "../helpers/live-trust-calls.js";

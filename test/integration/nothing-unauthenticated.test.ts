@@ -15,9 +15,9 @@
 import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { IssuedCertificate } from "@psd2-gateway/dev-pki";
 import type { Agent } from "undici";
 import { describe, expect, it } from "vitest";
-import type { IssuedCertificate } from "../../src/dev/pki.js";
 import { RequestSigner } from "../../src/signature/index.js";
 import { JadesRequestSigner } from "../../src/signature/jws/request-signer.js";
 import { UkObRequestSigner } from "../../src/signature/jws/ukob-request-signer.js";

@@ -11,9 +11,9 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { Agent } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DevPki } from "../../src/dev/pki.js";
 import {
   type PreparedCall,
   prepareSignedCall,

@@ -11,9 +11,9 @@ import { X509Certificate } from "node:crypto";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { Agent } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DevPki } from "../../src/dev/pki.js";
 import { prepareSignedCall, testPki } from "../helpers/gateway-fixture.js";
 import {
   type GatewayProcess,

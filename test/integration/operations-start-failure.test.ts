@@ -13,10 +13,10 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { createServer, type Server, connect as tcpConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { beforeAll, describe, expect, it } from "vitest";
 import { startGateway } from "../../src/app.js";
 import { validateConfig } from "../../src/config/load.js";
-import type { DevPki } from "../../src/dev/pki.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { testPki } from "../helpers/gateway-fixture.js";
 import { freeLoopbackPort, REPO_ROOT } from "../helpers/gateway-process.js";
@@ -43,11 +43,15 @@ interface Exit {
 /** Runs the CLI until it exits (SIGKILL after `killAfterMs`: a hang is a failure, not a stuck suite). */
 function run(args: readonly string[], killAfterMs = 20_000): Promise<Exit & { child: ChildProcess }> {
   const started = performance.now();
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", ...args], {
-    cwd: REPO_ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, LOG_LEVEL: "info" },
-  });
+  const child = spawn(
+    process.execPath,
+    ["--conditions=psd2-gateway-source", "--import", "tsx", "src/main.ts", ...args],
+    {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, LOG_LEVEL: "info" },
+    },
+  );
   let output = "";
   child.stdout!.on("data", (c: Buffer) => {
     output += c.toString("utf8");

@@ -235,6 +235,16 @@ describe("the documentation's code run against the packed package", () => {
     await run("npm", ["pack", "--pack-destination", work], { cwd: REPO_ROOT, env });
     const tarball = readdirSync(work).find((f) => f.endsWith(".tgz"));
     if (!tarball) throw new Error(`npm pack wrote no tarball into ${work}`);
+    // The dev PKI is a package of its own (packages/dev-pki, built by the pack above), installed
+    // next to the gateway for `psd2-gateway certs`, as its message when missing says.
+    const pkiWork = join(work, "dev-pki");
+    mkdirSync(pkiWork);
+    await run("npm", ["pack", "--workspace", "@psd2-gateway/dev-pki", "--pack-destination", pkiWork], {
+      cwd: REPO_ROOT,
+      env,
+    });
+    const pkiTarball = readdirSync(pkiWork).find((f) => f.endsWith(".tgz"));
+    if (!pkiTarball) throw new Error(`npm pack wrote no tarball of the dev PKI into ${pkiWork}`);
 
     mkdirSync(project);
     writeFileSync(
@@ -245,7 +255,15 @@ describe("the documentation's code run against the packed package", () => {
     // left out (200 MB, and the snippets run on this Node).
     await run(
       "npm",
-      ["install", join(work, tarball), "--no-audit", "--no-fund", "--prefer-offline", "--omit=optional"],
+      [
+        "install",
+        join(work, tarball),
+        join(pkiWork, pkiTarball),
+        "--no-audit",
+        "--no-fund",
+        "--prefer-offline",
+        "--omit=optional",
+      ],
       { cwd: project, env },
     );
     // The installed command line makes the dev PKI; its demo TPP's QSealC is the snippets' qseal.pem.

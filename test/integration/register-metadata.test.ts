@@ -11,11 +11,15 @@
 import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { QtspServer } from "@psd2-gateway/dev-pki";
+import {
+  ebaFileMetadata,
+  ebaRegisterDocument,
+  ebaRegisterZip,
+  QTSP_PATHS,
+  startDemoQtsp,
+} from "@psd2-gateway/dev-pki";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDemoQtsp } from "../../src/dev/demo-qtsp.js";
-import { ebaFileMetadata, ebaRegisterDocument, ebaRegisterZip } from "../../src/dev/eba-register.js";
-import { QTSP_PATHS } from "../../src/dev/pki.js";
-import type { QtspServer } from "../../src/qtsp/server.js";
 import { parseEbaFileMetadata } from "../../src/trust/formats/eba-file-metadata.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import { signedCall } from "../helpers/gateway-fixture.js";

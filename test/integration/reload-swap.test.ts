@@ -7,13 +7,13 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { DevPki, IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parse, stringify } from "yaml";
 import { type EgressGateway, type IngressGateway, startGateway } from "../../src/app.js";
 import { loadConfigFile } from "../../src/config/load.js";
 import type { EgressConfig, GatewayConfig } from "../../src/config/schema.js";
-import type { DevPki, IssuedCertificate } from "../../src/dev/pki.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { tppFiles } from "../helpers/egress-profiles.js";
 import { type PreparedCall, prepareSignedCall, testPki } from "../helpers/gateway-fixture.js";

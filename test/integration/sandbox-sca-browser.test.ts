@@ -11,10 +11,10 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
+import { type Customer, createSandboxBank, SANDBOX_ONE_TIME_CODE } from "@psd2-gateway/sandbox-bank";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startDemoBank } from "../../src/cli/start.js";
-import { type Customer, createSandboxBank, SANDBOX_ONE_TIME_CODE } from "../../src/sandbox/index.js";
 import { describeWithBrowser, launchBrowser } from "../helpers/browser.js";
 import {
   type CallResult,

@@ -10,11 +10,12 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { DevPki } from "@psd2-gateway/dev-pki";
+import { createSandboxBank, GATEWAY_SECRET_HEADER } from "@psd2-gateway/sandbox-bank";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { walkSca } from "../../packages/sandbox-bank/test/sca-walk.js";
 import type { StartedBackend } from "../../src/app.js";
 import { startDemoBank } from "../../src/cli/start.js";
-import type { DevPki } from "../../src/dev/pki.js";
-import { createSandboxBank, GATEWAY_SECRET_HEADER } from "../../src/sandbox/index.js";
 import {
   type CallResult,
   type GatewayOptions,
@@ -26,7 +27,6 @@ import {
 } from "../helpers/gateway-fixture.js";
 import { freeLoopbackPort, REPO_ROOT } from "../helpers/gateway-process.js";
 import { startRecordingBackend } from "../helpers/recording-backend.js";
-import { walkSca } from "../unit/sandbox/sca-walk.js";
 
 type ConfigOverrides = NonNullable<GatewayOptions["config"]>;
 
@@ -388,6 +388,7 @@ describe("`psd2-gateway sandbox` on its own", () => {
     const child = spawn(
       process.execPath,
       [
+        "--conditions=psd2-gateway-source",
         "--import",
         "tsx",
         "src/main.ts",

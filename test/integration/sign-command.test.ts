@@ -13,10 +13,10 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stringify as toYaml } from "yaml";
 import { explain, parseRequestDump, withFraming } from "../../src/cli/verify.js";
-import type { DevPki } from "../../src/dev/pki.js";
 import {
   enforcedResponses,
   HOST_SIGNING,

@@ -11,12 +11,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as x509 from "@peculiar/x509";
+import type { QtspServer } from "@psd2-gateway/dev-pki";
+import { type DevPki, QTSP_PATHS } from "@psd2-gateway/dev-pki";
 import { Agent } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, QTSP_PATHS } from "../../src/dev/pki.js";
 import { parseCertificate } from "../../src/eidas/index.js";
 import { isRejection } from "../../src/errors.js";
-import type { QtspServer } from "../../src/qtsp/server.js";
 import { runCli } from "../helpers/cli.js";
 import { prepareSignedCall, testPki } from "../helpers/gateway-fixture.js";
 import {

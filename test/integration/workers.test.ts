@@ -20,11 +20,15 @@ async function startCluster(
 ): Promise<{ child: ChildProcess; lines: string[] }> {
   writeFileSync(file, config.join("\n"));
   const lines: string[] = [];
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts", "start", "--config", file], {
-    cwd: new URL("../../", import.meta.url).pathname,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, LOG_LEVEL: "info" },
-  });
+  const child = spawn(
+    process.execPath,
+    ["--conditions=psd2-gateway-source", "--import", "tsx", "src/main.ts", "start", "--config", file],
+    {
+      cwd: new URL("../../", import.meta.url).pathname,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, LOG_LEVEL: "info" },
+    },
+  );
   const collect = (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean));
   child.stdout!.on("data", collect);
   child.stderr!.on("data", collect);

@@ -8,10 +8,10 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type DevPki, generateDevPki } from "@psd2-gateway/dev-pki";
 import { beforeAll, describe, expect, it } from "vitest";
 import { profileSigner, responseVerifierForProfile } from "../../../src/app/bank-profile.js";
 import { type BankProfileConfig, parseEgressConfig } from "../../../src/config/schema.js";
-import { type DevPki, generateDevPki } from "../../../src/dev/pki.js";
 import { isRejection } from "../../../src/errors.js";
 import { readJadesHeader, readUkObHeader, signUkOb } from "../../../src/signature/jws/index.js";
 import { parseSignatures } from "../../../src/signature/rfc9421/index.js";

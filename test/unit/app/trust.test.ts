@@ -11,11 +11,16 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import {
+  type DevPki,
+  ebaFileMetadata,
+  ebaRegisterDocument,
+  ebaRegisterZip,
+  generateDevPki,
+} from "@psd2-gateway/dev-pki";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startTrust, type Trust } from "../../../src/app/trust.js";
 import { validateConfig } from "../../../src/config/load.js";
-import { ebaFileMetadata, ebaRegisterDocument, ebaRegisterZip } from "../../../src/dev/eba-register.js";
-import { type DevPki, generateDevPki } from "../../../src/dev/pki.js";
 import { parseCertificate } from "../../../src/eidas/index.js";
 import { isRejection } from "../../../src/errors.js";
 import { createLogger } from "../../../src/observability/logger.js";

@@ -8,13 +8,13 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type DevPki, generateDevPki, type IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { beforeAll, describe, expect, it } from "vitest";
 import { stringify as toYaml } from "yaml";
 import { responseSignerFrom } from "../../../src/app/request-path.js";
 import { CheckContext, type Dialect } from "../../../src/checks/index.js";
 import { explainResponse, parseDump, render } from "../../../src/cli/verify.js";
 import { validateConfig } from "../../../src/config/load.js";
-import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
 
 let pki: DevPki;
 let dir: string;

@@ -8,9 +8,9 @@ import { createPrivateKey } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type DevPki, generateDevPki, type IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { beforeAll, describe, expect, it } from "vitest";
 import { explain, parseRequestDump, render, withFraming } from "../../../src/cli/verify.js";
-import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
 import { formatHttpDate, RequestSigner } from "../../../src/signature/index.js";
 
 let pki: DevPki;

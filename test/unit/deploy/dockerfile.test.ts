@@ -255,6 +255,62 @@ function defaultsProblems(dockerfile: string): string[] {
   return problems;
 }
 
+/**
+ * What the Dockerfile lacks of the workspace packages (packages/<name>): each package.json before
+ * each stage's npm ci, the build stage's packages/ and build, each dist/ in the runtime stage.
+ */
+function workspaceProblems(dockerfile: string, packages: readonly string[]): string[] {
+  const stages = dockerfile
+    .replace(/\\\r?\n/g, " ")
+    .split(/^FROM /m)
+    .slice(1);
+  const problems: string[] = [];
+  for (const [i, stage] of stages.entries()) {
+    const ci = stage.indexOf("npm ci");
+    for (const name of packages) {
+      const manifest = stage.indexOf(`COPY packages/${name}/package.json ./packages/${name}/`);
+      if (manifest < 0 || manifest > ci)
+        problems.push(`stage ${i}: packages/${name}/package.json not copied before npm ci`);
+    }
+  }
+  const [build, runtime] = [stages[0] ?? "", stages.at(-1) ?? ""];
+  if (!build.includes("COPY packages ./packages")) problems.push("build stage: packages/ not copied");
+  if (!build.includes("RUN node scripts/build-if-changed.mjs"))
+    problems.push("build stage: packages not built");
+  for (const name of packages)
+    if (!runtime.includes(`COPY --from=build /app/packages/${name}/dist ./packages/${name}/dist`))
+      problems.push(`runtime stage: packages/${name}/dist not copied`);
+  return problems;
+}
+
+const PACKAGES = readdirSync(join(root, "packages")).sort();
+
+describe("Dockerfile: the demo packages (npm workspaces) are in the image", () => {
+  it("packages/ has the sandbox bank and the dev PKI", () => {
+    expect(PACKAGES).toEqual(["dev-pki", "sandbox-bank"]);
+  });
+
+  it("each package's manifest before npm ci in both stages, built, and its dist/ in the image", () => {
+    expect(workspaceProblems(DOCKERFILE, PACKAGES)).toEqual([]);
+  });
+
+  it("fails on a Dockerfile without a package's dist/ or manifest", () => {
+    const noDist = DOCKERFILE.replace(
+      "COPY --from=build /app/packages/dev-pki/dist ./packages/dev-pki/dist\n",
+      "",
+    );
+    expect(workspaceProblems(noDist, PACKAGES)).toEqual(["runtime stage: packages/dev-pki/dist not copied"]);
+    const noManifest = DOCKERFILE.replaceAll(
+      "COPY packages/sandbox-bank/package.json ./packages/sandbox-bank/\n",
+      "",
+    );
+    expect(workspaceProblems(noManifest, PACKAGES)).toEqual([
+      "stage 0: packages/sandbox-bank/package.json not copied before npm ci",
+      "stage 1: packages/sandbox-bank/package.json not copied before npm ci",
+    ]);
+  });
+});
+
 describe("Dockerfile: a config by default, the demo in one docker run, one pinnable base", () => {
   it("runs the embedded default without a command, copies the demo script, takes its base from NODE_IMAGE", () => {
     expect(defaultsProblems(DOCKERFILE)).toEqual([]);

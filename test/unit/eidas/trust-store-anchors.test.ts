@@ -1,14 +1,16 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
 import {
   buildTrustedLists,
   type DevCaService,
+  type DevPki,
+  generateDevPki,
   generateTrustedListSigner,
+  type IssuedCertificate,
   type TrustedListSigner,
-} from "../../../src/dev/trusted-lists.js";
+} from "@psd2-gateway/dev-pki";
+import { beforeAll, describe, expect, it } from "vitest";
 import { parseCertificate } from "../../../src/eidas/certificate.js";
 import { TppVerifier } from "../../../src/eidas/tpp-verifier.js";
 import { type ChainPurpose, TrustStore } from "../../../src/eidas/trust-store.js";

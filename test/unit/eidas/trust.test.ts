@@ -1,8 +1,8 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type DevPki, generateDevPki, type IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
 import { parseCertificate } from "../../../src/eidas/certificate.js";
 import { checkPath, type RevocationStatus } from "../../../src/eidas/revocation.js";
 import type { TrustStore } from "../../../src/eidas/trust-store.js";

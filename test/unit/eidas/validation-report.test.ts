@@ -1,8 +1,8 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type DevPki, generateDevPki, type IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, generateDevPki, type IssuedCertificate } from "../../../src/dev/pki.js";
 import { TppRegister } from "../../../src/eidas/register.js";
 import { TppVerifier } from "../../../src/eidas/tpp-verifier.js";
 import type { ValidationReport } from "../../../src/eidas/validation-report.js";

@@ -1,8 +1,8 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type DevPki, generateDevPki } from "@psd2-gateway/dev-pki";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, generateDevPki } from "../../../src/dev/pki.js";
 import { TppRegister } from "../../../src/eidas/register.js";
 import { TppVerifier } from "../../../src/eidas/tpp-verifier.js";
 import { VerdictCache } from "../../../src/eidas/verdict-cache.js";

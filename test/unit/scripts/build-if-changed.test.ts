@@ -185,4 +185,65 @@ describe("build-if-changed", () => {
       "cannot build dist/ (src/main.ts changed): TypeScript is not installed here; npm ci installs it with the dev dependencies\n",
     );
   });
+
+  describe("a workspace package (packages/<name> with a tsconfig.build.json)", () => {
+    const lines = (outcome: ReturnType<typeof run>) =>
+      outcome.stderr.split("\n").map((line) => line.replace(/ in \d+\.\d s$/, " in … s"));
+    beforeEach(() => {
+      write("packages/bank/package.json", '{ "type": "module" }\n');
+      write("packages/bank/tsconfig.build.json", '{ "extends": "../../tsconfig.json" }\n');
+      write("packages/bank/src/index.ts", "export {};\n");
+      write("packages/notes/README.md", "not a package that builds\n");
+    });
+
+    it("builds after the gateway, in its own folder, then not again while nothing changed", () => {
+      const first = run();
+      expect(first.code).toBe(0);
+      expect(lines(first)).toEqual([
+        "building dist/ (no dist/ yet)…",
+        "built dist/ in … s",
+        "building packages/bank/dist/ (no dist/ yet)…",
+        "built packages/bank/dist/ in … s",
+        "",
+      ]);
+      expect(readFileSync(join(root, "packages/bank/tsc-runs.log"), "utf8")).toBe("-p tsconfig.build.json\n");
+      expectNothing(run());
+    });
+
+    it("its own source changed: only it builds; the gateway's: both (it builds against the gateway's declarations)", () => {
+      run();
+      write("packages/bank/src/index.ts", "export const a = 1;\n");
+      const own = run();
+      expect(own.built).toBe(false); // the gateway's tsc did not run
+      expect(lines(own)).toEqual([
+        "building packages/bank/dist/ (src/index.ts changed)…",
+        "built packages/bank/dist/ in … s",
+        "",
+      ]);
+      write("src/main.ts", "export const b = 1;\n");
+      expect(lines(run())).toEqual([
+        "building dist/ (src/main.ts changed)…",
+        "built dist/ in … s",
+        "building packages/bank/dist/ ((gateway dist) changed)…",
+        "built packages/bank/dist/ in … s",
+        "",
+      ]);
+      expectNothing(run());
+    });
+
+    it("a failed package build: tsc's exit code, and the next start tries it again", () => {
+      run();
+      write("packages/bank/src/index.ts", "export const a: number = 'x';\n");
+      const failed = run({ FAKE_TSC_EXIT: "2" });
+      expect(failed.code).toBe(2);
+      expect(failed.stderr).toBe(
+        "building packages/bank/dist/ (src/index.ts changed)…\nbuilding packages/bank/dist/ failed (tsc exit 2): see tsc's errors above\n",
+      );
+      expect(lines(run())).toEqual([
+        "building packages/bank/dist/ (no dist/ yet)…",
+        "built packages/bank/dist/ in … s",
+        "",
+      ]);
+    });
+  });
 });

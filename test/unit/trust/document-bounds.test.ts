@@ -12,9 +12,13 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import {
+  buildTrustedLists,
+  ebaRegisterDocument,
+  ebaRegisterZip,
+  generateTrustedListSigner,
+} from "@psd2-gateway/dev-pki";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ebaRegisterDocument, ebaRegisterZip } from "../../../src/dev/eba-register.js";
-import { buildTrustedLists, generateTrustedListSigner } from "../../../src/dev/trusted-lists.js";
 import { type ParsedCertificate, parseCertificate, TppRegister } from "../../../src/eidas/index.js";
 import { isRejection } from "../../../src/errors.js";
 import { DocumentRefused, type RefusalReason, refusalOf } from "../../../src/trust/bounds.js";

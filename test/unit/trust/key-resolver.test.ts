@@ -4,8 +4,8 @@
  * and that nothing but the listed hosts is ever contacted.
  */
 
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { DevPki } from "../../../src/dev/pki.js";
 import type { KeyReference, ResolvedKey } from "../../../src/eidas/index.js";
 import { isRejection, type Rejection } from "../../../src/errors.js";
 import {

@@ -7,12 +7,12 @@
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { QtspServer } from "@psd2-gateway/dev-pki";
+import { QTSP_PATHS } from "@psd2-gateway/dev-pki";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { QTSP_PATHS } from "../../../src/dev/pki.js";
 import type { RevocationList, RevocationStatus } from "../../../src/eidas/index.js";
 import { type ParsedCertificate, parseCertificate } from "../../../src/eidas/index.js";
 import { isRejection } from "../../../src/errors.js";
-import type { QtspServer } from "../../../src/qtsp/server.js";
 import { CrlCache } from "../../../src/trust/crl-cache.js";
 import { fetchDocument } from "../../../src/trust/http-fetch.js";
 import { LiveRevocation, type RevocationOrder } from "../../../src/trust/live-revocation.js";

@@ -7,8 +7,8 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type DevPki, generateDevPki } from "@psd2-gateway/dev-pki";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type DevPki, generateDevPki } from "../../../src/dev/pki.js";
 import {
   CrlRevocationChecker,
   type ParsedCertificate,

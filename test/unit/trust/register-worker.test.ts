@@ -4,9 +4,9 @@
  */
 
 import { createHash } from "node:crypto";
+import { ebaRegisterDocument, ebaRegisterZip } from "@psd2-gateway/dev-pki";
 import { strToU8, unzipSync, zipSync } from "fflate";
 import { describe, expect, it } from "vitest";
-import { ebaRegisterDocument, ebaRegisterZip } from "../../../src/dev/eba-register.js";
 import { decodeRegister } from "../../../src/trust/register-worker.js";
 
 const json = strToU8(

@@ -7,9 +7,9 @@
  */
 
 import { deflateRawSync } from "node:zlib";
+import { ebaRegisterDocument, ebaRegisterZip } from "@psd2-gateway/dev-pki";
 import { strToU8, Zip, ZipDeflate, zipSync } from "fflate";
 import { describe, expect, it } from "vitest";
-import { ebaRegisterDocument, ebaRegisterZip } from "../../../src/dev/eba-register.js";
 import { DocumentRefused, refusalOf } from "../../../src/trust/bounds.js";
 import { loadRegister } from "../../../src/trust/register-loading.js";
 import { decodeRegister } from "../../../src/trust/register-worker.js";

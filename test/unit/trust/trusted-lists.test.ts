@@ -4,12 +4,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { buildTrustedLists, generateTrustedListSigner, type TrustedListSigner } from "@psd2-gateway/dev-pki";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  buildTrustedLists,
-  generateTrustedListSigner,
-  type TrustedListSigner,
-} from "../../../src/dev/trusted-lists.js";
 import { loadTrustedLists, TrustedListSet } from "../../../src/trust/trusted-lists.js";
 
 const DAY = 24 * 3600 * 1000;

@@ -7,6 +7,7 @@
  */
 
 import { constants, sign as cryptoSign } from "node:crypto";
+import type { DevPki } from "@psd2-gateway/dev-pki";
 import { createSigner, httpbis } from "http-message-signatures";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
@@ -15,7 +16,6 @@ import {
   rfc9421ResponseChecks,
   StepsResponseVerifier,
 } from "../../../../src/checks/index.js";
-import type { DevPki } from "../../../../src/dev/pki.js";
 import { TppVerifier } from "../../../../src/eidas/index.js";
 import { isRejection } from "../../../../src/errors.js";
 import { buildKeyId, keyIdTargetFromDer } from "../../../../src/signature/index.js";

@@ -3,9 +3,9 @@
  * the EBA publishes them; each says which register entry (or which skip) it becomes.
  */
 
+import { ebaRegisterDocument, ebaRegisterZip } from "@psd2-gateway/dev-pki";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ebaRegisterDocument, ebaRegisterZip } from "../../../../src/dev/eba-register.js";
 import type { RegisterEntry } from "../../../../src/eidas/index.js";
 import { mapEbaEntity, mapEbaRegister } from "../../../../src/trust/formats/eba-register.js";
 import { decodeRegister } from "../../../../src/trust/register-worker.js";

@@ -1,6 +1,6 @@
 /**
  * OCSP as the gateway reads it: requests built here, answered by the demo QTSP's responder (an
- * independent writer, src/qtsp/), read back with readOcspResponse. Real keys and signatures: a CA,
+ * independent writer, packages/dev-pki/src/qtsp/), read back with readOcspResponse. Real keys and signatures: a CA,
  * its delegated responders (with and without id-kp-OCSPSigning, expired), a responder of another
  * CA, generated with @peculiar/x509 at test time.
  */
@@ -20,16 +20,16 @@ import {
 import { AsnConvert, OctetString } from "@peculiar/asn1-schema";
 import { AlgorithmIdentifier, CRLReasons, SubjectPublicKeyInfo } from "@peculiar/asn1-x509";
 import * as x509 from "@peculiar/x509";
-import fc from "fast-check";
-import { beforeAll, describe, expect, it } from "vitest";
-import { type ParsedCertificate, parseCertificate } from "../../../../src/eidas/index.js";
-import { isRejection } from "../../../../src/errors.js";
 import {
   type BuildOcspResponseOptions,
   buildOcspResponse,
   type CertificateStatus,
   ocspErrorResponse,
-} from "../../../../src/qtsp/ocsp-responder.js";
+} from "@psd2-gateway/dev-pki";
+import fc from "fast-check";
+import { beforeAll, describe, expect, it } from "vitest";
+import { type ParsedCertificate, parseCertificate } from "../../../../src/eidas/index.js";
+import { isRejection } from "../../../../src/errors.js";
 import {
   buildOcspRequest,
   type OcspAnswer,

@@ -1,11 +1,11 @@
-import fc from "fast-check";
-import { beforeAll, describe, expect, it } from "vitest";
 import {
   buildTrustedLists,
   type DevTrustedLists,
   generateTrustedListSigner,
   type TrustedListSigner,
-} from "../../../../src/dev/trusted-lists.js";
+} from "@psd2-gateway/dev-pki";
+import fc from "fast-check";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   type CaService,
   grantedAt,

@@ -9,6 +9,7 @@
  */
 
 import { randomUUID } from "node:crypto";
+import type { IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { describe, expect, it } from "vitest";
 import { profileSigner, responseVerifierForProfile } from "../../../../../src/app/bank-profile.js";
 import {
@@ -21,7 +22,6 @@ import { type ExplainOptions, explain } from "../../../../../src/cli/explain-req
 import { render } from "../../../../../src/cli/explanation.js";
 import { validateConfig, validateEgressConfig } from "../../../../../src/config/load.js";
 import { parseSigningRules } from "../../../../../src/config/schema.js";
-import type { IssuedCertificate } from "../../../../../src/dev/pki.js";
 import { TppVerifier } from "../../../../../src/eidas/index.js";
 import { reject } from "../../../../../src/errors.js";
 import { loadTrustMaterial } from "../../../../../src/trust/trust-material.js";
