@@ -22,14 +22,17 @@ export {
 } from "./checkpoint.js";
 export {
   defaultInstanceId,
-  type EvidenceEvents,
   type EvidenceFolder,
-  type EvidenceStoreStatus,
   FileEvidenceStore,
   type FileStoreOptions,
   readEvidenceFolder,
   type ValidationEvidence,
 } from "./file-store.js";
+export {
+  type EvidenceEvents,
+  type EvidenceStoreStatus,
+  QueuedEvidenceStore,
+} from "./queued-store.js";
 export {
   type BodyPolicy,
   canonicalJson,
