@@ -29,6 +29,14 @@ export {
   type ValidationEvidence,
 } from "./file-store.js";
 export {
+  isPostgresUrl,
+  PostgresEvidenceStore,
+  type PostgresStoreOptions,
+  postgresFailureReason,
+  readPostgresEvidence,
+  redactedUrl,
+} from "./postgres-store.js";
+export {
   type EvidenceEvents,
   type EvidenceStoreStatus,
   QueuedEvidenceStore,
@@ -60,4 +68,4 @@ export {
   type FailurePolicy,
   keepsBody,
 } from "./step.js";
-export { type ChainReport, chainLines, type Problem, publicKeyOf, verifyChain } from "./verify.js";
+export { type ChainReport, chainLines, type Problem, placeOf, publicKeyOf, verifyChain } from "./verify.js";
