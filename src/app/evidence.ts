@@ -28,7 +28,8 @@ export async function startEvidence(
   config: NonNullable<GatewayConfig["evidence"]>,
   parts: {
     readonly qseal: Credentials | undefined;
-    readonly metrics: GatewayMetrics;
+    /** Ingress's or egress's: both carry the evidence metrics. */
+    readonly metrics: Pick<GatewayMetrics, "evidence">;
     readonly logger: Logger;
     readonly now: () => number;
     readonly clusterWorker: boolean;

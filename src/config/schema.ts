@@ -1286,6 +1286,8 @@ export const egressConfigSchema = z
       .array(bankProfile)
       .min(1)
       .refine((banks) => new Set(banks.map((b) => b.name)).size === banks.length, "bank names must differ"),
+    /** Absent: no evidence is kept. A record of every bank answer whose signature was checked (responses.mode advisory or enforce). */
+    evidence: restartOnly(evidence.optional(), "the evidence store is opened at start"),
     ...sharedOperations,
   })
   .strict();

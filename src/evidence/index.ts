@@ -58,6 +58,7 @@ export {
   type ResponseEvidenceOptions,
   type ResponseEvidenceSink,
   signedResponseEvidence,
+  verifiedResponseEvidence,
   withResponseEvidence,
 } from "./response.js";
 export {

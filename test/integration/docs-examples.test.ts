@@ -211,6 +211,7 @@ const CONFIG_EXAMPLES = [
   "register-sources-config",
   "evidence-config",
   "evidence-postgres-config",
+  "egress-evidence-config",
   "keys-config",
 ];
 

@@ -43,6 +43,7 @@ describe("keys a reload cannot take over, read from the schema", () => {
       "listen.socket",
       "workers",
       "reload",
+      "evidence",
       "admin",
     ]);
   });
