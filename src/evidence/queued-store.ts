@@ -291,6 +291,9 @@ export abstract class QueuedEvidenceStore implements EvidenceSink, ResponseEvide
 
   private async writeAll(): Promise<void> {
     try {
+      // A rotation whose next segment could not be opened: open it before any line takes a seq, so
+      // that its `file` line comes first.
+      if (!this.segmentOpen) await this.openNext();
       while (this.queue.length > 0 || this.droppedSince > 0) {
         const started = performance.now();
         const batch = this.queue.slice(0, BATCH);
@@ -347,7 +350,6 @@ export abstract class QueuedEvidenceStore implements EvidenceSink, ResponseEvide
   }
 
   private async append(lines: readonly ChainedText[]): Promise<void> {
-    if (!this.segmentOpen) await this.openNext();
     await this.writeLines(lines, this.segment);
     for (const l of lines) this.segmentBytes += Buffer.byteLength(l.text) + 1;
   }
