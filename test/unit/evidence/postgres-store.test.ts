@@ -13,7 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   PostgresEvidenceStore,
   type PostgresStoreOptions,
+  postgresFailureReason,
   readPostgresEvidence,
+  redactedUrl,
 } from "../../../src/evidence/postgres-store.js";
 import { publicKeyOf, verifyChain } from "../../../src/evidence/verify.js";
 import {
@@ -210,4 +212,24 @@ describeWithPostgres("the PostgreSQL evidence store", () => {
     for (const id of refused) expect(kept).not.toContain(id);
     expect((await verified(server.url, store.chainId)).problem).toBeUndefined();
   }, 60_000);
+});
+
+describe("what a failed query means, and the URL as logged", () => {
+  it.each([
+    ["ECONNREFUSED", "gone"],
+    ["57P01", "gone"], // admin_shutdown: the server stopped
+    ["08006", "gone"],
+    ["53100", "disk-full"],
+    ["25006", "read-only"],
+    ["42501", "read-only"], // insufficient_privilege: a user without INSERT
+    ["23505", "conflict"],
+    ["42P01", "io"],
+  ])("%s is %s", (code, reason) => {
+    expect(postgresFailureReason(Object.assign(new Error("x"), { code }))).toBe(reason);
+  });
+
+  it("never shows the password", () => {
+    expect(redactedUrl("postgres://gw:s3cret@db:5432/e")).toBe("postgres://gw:***@db:5432/e");
+    expect(redactedUrl("postgres://gw:s3cret@db:5432/e")).not.toContain("s3cret");
+  });
 });
