@@ -121,7 +121,9 @@ export function verifyChain(
       problem = {
         kind: "removed",
         where,
-        text: `files ${chainFileNameOf(files[f - 1]!.number + 1)} to ${chainFileNameOf(file.number - 1)} are missing before ${where}`,
+        text: chain.locate
+          ? `segments ${files[f - 1]!.number + 1} to ${file.number - 1} are missing before ${where}`
+          : `files ${chainFileNameOf(files[f - 1]!.number + 1)} to ${chainFileNameOf(file.number - 1)} are missing before ${where}`,
       };
       break;
     }

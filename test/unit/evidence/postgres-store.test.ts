@@ -102,6 +102,24 @@ describeWithPostgres("the PostgreSQL evidence store", () => {
     expect(report.records).toBe(6);
   });
 
+  it("a whole segment deleted from the middle of a chain: verify says which segments are missing", async () => {
+    // One record per write, so that each rotates: segments 1, 2, 3, …
+    const store = await open(server, { rotateBytes: 600 });
+    for (const id of ["a", "b", "c", "d"]) {
+      expect(store.offer(request(id), true)).toBe(true);
+      for (let i = 0; i < 100 && store.status().written < "abcd".indexOf(id) + 1; i++)
+        await new Promise((r) => setTimeout(r, 10));
+    }
+    await store.close();
+    const chain = store.chainId;
+    const segments = await sql.query("SELECT DISTINCT segment FROM evidence_lines WHERE chain = $1", [chain]);
+    expect(segments.rowCount).toBeGreaterThan(2);
+    await sql.query("DELETE FROM evidence_lines WHERE chain = $1 AND segment = 2", [chain]);
+    const problem = (await verified(server.url, chain)).problem!;
+    expect(problem.kind).toBe("removed");
+    expect(problem.text).toContain("segments 2 to 2 are missing before evidence_lines");
+  });
+
   it("keeps each validation report and certificate once, by id and fingerprint", async () => {
     const pem = readFileSync(
       "test/fixtures/interop/certs/ext-adorsys-fakeca-leading-zero-serial.pem",
