@@ -144,13 +144,13 @@ function verifyFolder(read: EvidenceFolder, json: boolean): number {
 }
 
 function show(read: EvidenceFolder, requestId: string, json: boolean): number {
-  const found = findRecords(read.chains, requestId);
+  // The request's record, then the response's (signed by ingress) when there is one; egress keeps responses only.
+  const found = [...findRecords(read.chains, requestId), ...findResponses(read.chains, requestId)];
   if (found.length === 0) {
     console.error(`psd2-gateway evidence: no record has X-Request-ID ${requestId}`);
     return 1;
   }
-  // The request's record, then the response's (signed by the gateway) when there is one.
-  for (const f of [...found, ...findResponses(read.chains, requestId)]) {
+  for (const f of found) {
     if (json) console.log(f.at.text);
     else {
       console.log(`# ${placeOf(f.chain, f.at.file, f.at.lineNumber)}`);

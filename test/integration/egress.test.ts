@@ -289,6 +289,21 @@ describe("evidence of the bank answers egress checks", () => {
     await recordOf(verifiedAgain);
     expect(lines().filter((l) => l.requestId === uncheckedId)).toEqual([]);
 
+    const shown = await runCli([
+      "evidence",
+      "show",
+      "--request-id",
+      verifiedId,
+      "--folder",
+      evidenceFolder,
+      "--json",
+    ]);
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      type: "response",
+      verdict: "verified",
+      requestId: verifiedId,
+    });
     const verify = await runCli(["evidence", "verify", evidenceFolder]);
     expect(verify.stdout).toMatch(/^ok {5}\S+: \d+ records in 1 file/m);
     expect(verify.code).toBe(0);
