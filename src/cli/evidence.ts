@@ -96,7 +96,8 @@ status   each chain's files, records, last record and last checkpoint; exits 1 w
 
 function folderOfConfig(file: string | undefined): string | undefined {
   const config = loadConfigFile(file ?? DEFAULT_CONFIG);
-  const evidence = config.mode === "ingress" ? config.evidence : undefined;
+  // Both modes keep evidence: ingress of requests and signed responses, egress of checked bank answers.
+  const evidence = config.evidence;
   const folder = evidence?.store === "postgres" ? evidence.postgres?.url : evidence?.folder;
   if (folder === undefined)
     console.error(
@@ -191,7 +192,7 @@ function status(read: EvidenceFolder, configFile: string | undefined, json: bool
   let checkpointSeconds = 60;
   try {
     const config = loadConfigFile(configFile ?? DEFAULT_CONFIG);
-    if (config.mode === "ingress" && config.evidence) checkpointSeconds = config.evidence.checkpointSeconds;
+    if (config.evidence) checkpointSeconds = config.evidence.checkpointSeconds;
   } catch {
     // The folder alone: the default interval.
   }
