@@ -15,7 +15,9 @@ import {
   egressRequestChain,
   GATEWAY_WRITTEN_HEADERS,
 } from "../egress/index.js";
+import type { CheckedResponse } from "../egress/response-signature.js";
 import type { EgressEvent } from "../events.js";
+import { type BodyPolicy, type QueuedEvidenceStore, verifiedResponseEvidence } from "../evidence/index.js";
 import { Backend } from "../forward/backend.js";
 import type { ReadinessCheck } from "../observability/admin.js";
 import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
@@ -24,6 +26,7 @@ import type { DocumentFetcher } from "../trust/http-fetch.js";
 import { type ProfileResponseVerifier, profileSigner, responseVerifierForProfile } from "./bank-profile.js";
 import { type CertificateSummary, summaryOf } from "./certificate-summary.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
+import { startEvidence } from "./evidence.js";
 import { fetchThroughPrimary } from "./fetch-relay.js";
 import { type ConfigFile, type ModeContext, type ModeParts, runMode } from "./mode.js";
 
@@ -123,6 +126,20 @@ async function startParts(
   );
   let modes = new Map(profiles.map((p) => [p.name, p.responseMode]));
 
+  // Evidence of each bank answer whose signature was checked; checkpoints signed with the store's own key.
+  const evidence = config.evidence?.enabled
+    ? await startEvidence(config.evidence, {
+        qseal: undefined,
+        metrics,
+        logger,
+        now,
+        clusterWorker: deps.clusterWorker ?? false,
+      })
+    : undefined;
+  if (evidence) started.add(() => evidence.close());
+  const keepResponse =
+    evidence && config.evidence ? responseKeeper(evidence, config.evidence.bodies, now) : undefined;
+
   // One chain of request steps for the gateway's life: its counters survive reloads.
   const requestChain = egressRequestChain();
   metrics.watchRequestSteps(() => requestChain.counts());
@@ -134,6 +151,7 @@ async function startParts(
         describe: () => router.describe(),
       },
       maxBodyBytes: c.maxBodyBytes,
+      ...(keepResponse ? { keepResponse } : {}),
       onRequest: (event) => {
         recordEgressRequest(event, logger, metrics, (bank) => modes.get(bank) ?? "off");
         deps.onRequest?.(event);
@@ -238,6 +256,32 @@ function loadProfile(
     maxResponseBytes: responses.maxBodyBytes,
     qseal,
     qwac,
+  };
+}
+
+/** Each checked bank answer queued as a `response` record (never refused: the call has happened). */
+function responseKeeper(
+  sink: QueuedEvidenceStore,
+  bodies: BodyPolicy,
+  now: () => number,
+): (checked: CheckedResponse) => void {
+  return (checked) => {
+    const identity = checked.signer?.identity;
+    if (identity && checked.signerCertificate && !sink.hasCertificate(identity.fingerprint))
+      sink.putCertificate(identity.fingerprint, Buffer.from(checked.signerCertificate, "base64"));
+    sink.offerResponse(
+      verifiedResponseEvidence({
+        at: now(),
+        request: checked.request,
+        status: checked.status,
+        headers: checked.headers,
+        body: checked.body,
+        verdict: checked.verdict,
+        dialect: checked.dialect,
+        ...(identity ? { certificate: identity.fingerprint, organizationId: identity.organizationId } : {}),
+        bodies,
+      }),
+    );
   };
 }
 

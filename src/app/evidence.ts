@@ -1,16 +1,21 @@
 /**
- * The evidence store from the config (src/evidence/): its checkpoints signed with the
- * response-signing QSealC when there is one, otherwise the folder's own key; its events to the
- * metrics and the log. One chain per process: a cluster worker's instance id is its own.
+ * The evidence store from the config (src/evidence/): a folder, or PostgreSQL (`store: postgres`);
+ * its checkpoints signed with the response-signing QSealC when there is one, otherwise the store's
+ * own key; its events to the metrics and the log. One chain per process: a cluster worker's
+ * instance id is its own.
  */
 
 import type { GatewayConfig } from "../config/schema.js";
 import type { TrustStore } from "../eidas/index.js";
 import {
   checkpointKeyOf,
+  type EvidenceEvents,
   type EvidenceStoreStatus,
   type FailurePolicy,
   FileEvidenceStore,
+  PostgresEvidenceStore,
+  type QueuedEvidenceStore,
+  redactedUrl,
   type ValidationEvidence,
 } from "../evidence/index.js";
 import type { Logger } from "../observability/logger.js";
@@ -23,7 +28,8 @@ export async function startEvidence(
   config: NonNullable<GatewayConfig["evidence"]>,
   parts: {
     readonly qseal: Credentials | undefined;
-    readonly metrics: GatewayMetrics;
+    /** Ingress's or egress's: both carry the evidence metrics. */
+    readonly metrics: Pick<GatewayMetrics, "evidence">;
     readonly logger: Logger;
     readonly now: () => number;
     readonly clusterWorker: boolean;
@@ -32,15 +38,31 @@ export async function startEvidence(
     /** The trust in force (a reload swaps it): read at each record. */
     readonly trust?: () => Trust;
   },
-): Promise<FileEvidenceStore> {
+): Promise<QueuedEvidenceStore> {
   const { metrics, logger, qseal } = parts;
   const lastWarned = new Map<string, number>();
-  const store = await FileEvidenceStore.open({
-    folder: config.folder!,
+  const events: EvidenceEvents = {
+    written: (records, seconds) => {
+      metrics.evidence.written.inc(records);
+      metrics.evidence.writeDuration.observe(seconds);
+    },
+    failed: (reason, error) => {
+      metrics.evidence.failures.inc({ reason });
+      // One line per reason every 10 s: a full queue under load must not flood the log.
+      const now = Date.now();
+      if (now - (lastWarned.get(reason) ?? 0) < 10_000) return;
+      lastWarned.set(reason, now);
+      logger.warn(
+        { reason, ...(error ? { err: error.message } : {}) },
+        "evidence: a record could not be kept or written",
+      );
+    },
+    recovered: () => logger.info("evidence: the store writes again"),
+  };
+  const shared = {
     ...(config.instanceId !== undefined
       ? { instanceId: parts.clusterWorker ? `${config.instanceId}-${process.pid}` : config.instanceId }
       : {}),
-    fsync: config.fsync,
     rotateBytes: config.rotateBytes,
     rotateSeconds: config.rotateSeconds,
     retainDays: config.retainDays,
@@ -49,33 +71,23 @@ export async function startEvidence(
     ...(qseal ? { key: checkpointKeyOf(qseal.privateKey, qseal.certificate.toString()) } : {}),
     now: parts.now,
     ...(parts.reports && parts.trust ? { validation: validationOf(parts.reports, parts.trust) } : {}),
-    events: {
-      written: (records, seconds) => {
-        metrics.evidence.written.inc(records);
-        metrics.evidence.writeDuration.observe(seconds);
-      },
-      failed: (reason, error) => {
-        metrics.evidence.failures.inc({ reason });
-        // One line per reason every 10 s: a full queue under load must not flood the log.
-        const now = Date.now();
-        if (now - (lastWarned.get(reason) ?? 0) < 10_000) return;
-        lastWarned.set(reason, now);
-        logger.warn(
-          { reason, ...(error ? { err: error.message } : {}) },
-          "evidence: a record could not be kept or written",
-        );
-      },
-      recovered: () => logger.info("evidence: the store writes again"),
-    },
-  });
+    events,
+  };
+  const store =
+    config.store === "postgres"
+      ? await PostgresEvidenceStore.open({ ...shared, url: config.postgres!.url })
+      : await FileEvidenceStore.open({ ...shared, folder: config.folder!, fsync: config.fsync });
   metrics.evidence.watch(() => store.status());
   logger.info(
     {
-      folder: config.folder,
+      ...(config.store === "postgres"
+        ? { postgres: redactedUrl(config.postgres!.url) }
+        : { folder: config.folder, fsync: config.fsync }),
       chain: store.chainId,
-      checkpointKey: qseal ? "responseSigning.qseal" : "the folder's own",
+      checkpointKey: qseal
+        ? "responseSigning.qseal"
+        : `the ${config.store === "postgres" ? "database" : "folder"}'s own`,
       bodies: config.bodies,
-      fsync: config.fsync,
       onFailure: config.onFailure,
     },
     "evidence kept",

@@ -10,9 +10,10 @@ import { type ParseArgsConfig, parseArgs } from "node:util";
 
 /**
  * What a path option names: an existing file or folder to read, or where a file or folder will be
- * written (its folder must exist; the path, when it exists, must be of that kind).
+ * written (its folder must exist; the path, when it exists, must be of that kind);
+ * `folder-or-database`: a folder, or a postgres:// URL (not a path: tried when it is read).
  */
-export type PathKind = "file" | "folder" | "new-file" | "new-folder";
+export type PathKind = "file" | "folder" | "new-file" | "new-folder" | "folder-or-database";
 
 /** parseArgs's option, and what it names when it is a path (parseArgs ignores the extra key). */
 type Option = NonNullable<ParseArgsConfig["options"]>[string] & { readonly path?: PathKind };
@@ -97,7 +98,9 @@ function checkPaths(command: Command<Options>, values: Record<string, unknown>, 
 }
 
 /** What is wrong with `path` as a `kind`, in a few words; undefined when nothing is. */
-function pathProblem(path: string, kind: PathKind): string | undefined {
+function pathProblem(path: string, given: PathKind): string | undefined {
+  if (given === "folder-or-database" && /^postgres(ql)?:\/\//.test(path)) return undefined;
+  const kind = given === "folder-or-database" ? "folder" : given;
   const folder = kind === "folder" || kind === "new-folder";
   let stats: ReturnType<typeof statSync>;
   try {

@@ -1,5 +1,6 @@
 /**
- * `psd2-gateway evidence`: the evidence folder read back (src/evidence/). `verify` checks every
+ * `psd2-gateway evidence`: the evidence folder, or the PostgreSQL database, read back
+ * (src/evidence/). `verify` checks every
  * chain and checkpoint and names the first record altered, removed or reordered; `show` prints a
  * record; `bundle` writes a dispute bundle that openssl alone can check; `status` says how fresh
  * each chain is.
@@ -14,8 +15,11 @@ import {
   type EvidenceFolder,
   findRecords,
   findResponses,
+  isPostgresUrl,
+  placeOf,
   publicKeyOf,
   readEvidenceFolder,
+  readPostgresEvidence,
   verifyChain,
 } from "../evidence/index.js";
 import { defineCommand, USAGE_ERROR, UsageError } from "./command.js";
@@ -26,12 +30,13 @@ const SUBCOMMANDS = ["verify", "show", "bundle", "status"] as const;
 export const evidenceCommand = defineCommand({
   name: "evidence",
   summary: "check, show and bundle the evidence kept of accepted requests",
-  usage: `psd2-gateway evidence verify [<folder>] [--config <file>] [--json]
-psd2-gateway evidence show --request-id <id> [--folder <folder>] [--config <file>] [--json]
-psd2-gateway evidence bundle --request-id <id> --out <dir> [--folder <folder>] [--config <file>]
-psd2-gateway evidence status [--folder <folder>] [--config <file>] [--json]
+  usage: `psd2-gateway evidence verify [<folder>|<postgres-url>] [--config <file>] [--json]
+psd2-gateway evidence show --request-id <id> [--folder <folder>|<postgres-url>] [--config <file>] [--json]
+psd2-gateway evidence bundle --request-id <id> --out <dir> [--folder <folder>|<postgres-url>] [--config <file>]
+psd2-gateway evidence status [--folder <folder>|<postgres-url>] [--config <file>] [--json]
 
-  <folder>, --folder    the evidence folder; default evidence.folder of --config
+  <folder>, --folder    the evidence folder, or the database (postgres://user:password@host/db);
+                        default evidence.folder or evidence.postgres.url of --config
   --config <file>       the gateway's configuration; default config/default.yaml
   --request-id <id>     the X-Request-ID of the record
   --out <dir>           where the dispute bundle is written (made; must not hold one already)
@@ -49,7 +54,7 @@ status   each chain's files, records, last record and last checkpoint; exits 1 w
          problem or the newest chain's last checkpoint is older than twice evidence.checkpointSeconds.`,
   options: {
     config: { type: "string", path: "file" },
-    folder: { type: "string", path: "folder" },
+    folder: { type: "string", path: "folder-or-database" },
     "request-id": { type: "string" },
     out: { type: "string", path: "new-folder" },
     json: { type: "boolean", default: false },
@@ -71,7 +76,7 @@ status   each chain's files, records, last record and last checkpoint; exits 1 w
     if (folder === undefined) return USAGE_ERROR;
     let read: EvidenceFolder;
     try {
-      read = readEvidenceFolder(folder);
+      read = isPostgresUrl(folder) ? await readPostgresEvidence(folder) : readEvidenceFolder(folder);
     } catch (error) {
       console.error(`psd2-gateway evidence: ${(error as Error).message}`);
       return 1;
@@ -91,10 +96,12 @@ status   each chain's files, records, last record and last checkpoint; exits 1 w
 
 function folderOfConfig(file: string | undefined): string | undefined {
   const config = loadConfigFile(file ?? DEFAULT_CONFIG);
-  const folder = config.mode === "ingress" ? config.evidence?.folder : undefined;
+  // Both modes keep evidence: ingress of requests and signed responses, egress of checked bank answers.
+  const evidence = config.evidence;
+  const folder = evidence?.store === "postgres" ? evidence.postgres?.url : evidence?.folder;
   if (folder === undefined)
     console.error(
-      `psd2-gateway evidence: ${file ?? DEFAULT_CONFIG} keeps no evidence (no evidence.folder); name the folder`,
+      `psd2-gateway evidence: ${file ?? DEFAULT_CONFIG} keeps no evidence (no evidence.folder or evidence.postgres.url); name the folder or database`,
     );
   return folder;
 }
@@ -138,16 +145,16 @@ function verifyFolder(read: EvidenceFolder, json: boolean): number {
 }
 
 function show(read: EvidenceFolder, requestId: string, json: boolean): number {
-  const found = findRecords(read.chains, requestId);
+  // The request's record, then the response's (signed by ingress) when there is one; egress keeps responses only.
+  const found = [...findRecords(read.chains, requestId), ...findResponses(read.chains, requestId)];
   if (found.length === 0) {
     console.error(`psd2-gateway evidence: no record has X-Request-ID ${requestId}`);
     return 1;
   }
-  // The request's record, then the response's (signed by the gateway) when there is one.
-  for (const f of [...found, ...findResponses(read.chains, requestId)]) {
+  for (const f of found) {
     if (json) console.log(f.at.text);
     else {
-      console.log(`# chains/${f.chain.id}/${f.at.file.name}:${f.at.lineNumber}`);
+      console.log(`# ${placeOf(f.chain, f.at.file, f.at.lineNumber)}`);
       console.log(JSON.stringify(f.at.line, null, 2));
     }
   }
@@ -185,7 +192,7 @@ function status(read: EvidenceFolder, configFile: string | undefined, json: bool
   let checkpointSeconds = 60;
   try {
     const config = loadConfigFile(configFile ?? DEFAULT_CONFIG);
-    if (config.mode === "ingress" && config.evidence) checkpointSeconds = config.evidence.checkpointSeconds;
+    if (config.evidence) checkpointSeconds = config.evidence.checkpointSeconds;
   } catch {
     // The folder alone: the default interval.
   }

@@ -804,8 +804,18 @@ const evidence = z
   .object({
     /** On when the block is there; false keeps the block but writes nothing. */
     enabled: z.boolean().default(true),
+    /** Where the chains go: `file` (evidence.folder) or `postgres` (evidence.postgres.url); default postgres when evidence.postgres is given, otherwise file. */
+    store: z.enum(["file", "postgres"]).optional(),
     /** The folder (made when missing): chains/, certificates/, keys/, the checkpoint key. */
     folder: path.optional(),
+    /** For `store: postgres`: the database, one table of rows per line keyed (instance, chain, seq). */
+    postgres: z
+      .object({
+        /** postgres://user:password@host:5432/database (the password sits in the URL, as with store.url). */
+        url: z.string().regex(/^postgres(ql)?:\/\//, "a postgres:// or postgresql:// URL"),
+      })
+      .strict()
+      .optional(),
     /** Bodies kept whole: of payment calls (POST/PUT/PATCH/DELETE on PSP_PI routes), of every call, or none. */
     bodies: z.enum(["payments", "all", "none"]).default("payments"),
     /** `every`: each batch written is fsynced; `interval`: once a second (a crash may lose up to a second). */
@@ -847,9 +857,15 @@ const evidence = z
       .optional(),
   })
   .strict()
-  .refine((e) => !e.enabled || e.folder !== undefined, {
-    message: "evidence.folder is needed while evidence is enabled",
+  .transform((e) => ({ ...e, store: e.store ?? (e.postgres ? ("postgres" as const) : ("file" as const)) }))
+  .refine((e) => !e.enabled || e.store !== "file" || e.folder !== undefined, {
+    message:
+      "evidence.folder is needed while evidence is enabled (or store: postgres with evidence.postgres.url)",
     path: ["folder"],
+  })
+  .refine((e) => !e.enabled || e.store !== "postgres" || e.postgres !== undefined, {
+    message: "evidence.store postgres needs evidence.postgres.url",
+    path: ["postgres"],
   });
 
 /** A key and its certificate: PEM files, or a PKCS#12 bundle whose password is in an env variable or a file. */
@@ -1263,6 +1279,8 @@ export const egressConfigSchema = z
       .array(bankProfile)
       .min(1)
       .refine((banks) => new Set(banks.map((b) => b.name)).size === banks.length, "bank names must differ"),
+    /** Absent: no evidence is kept. A record of every bank answer whose signature was checked (responses.mode advisory or enforce). */
+    evidence: restartOnly(evidence.optional(), "the evidence store is opened at start"),
     ...sharedOperations,
   })
   .strict();

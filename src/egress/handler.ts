@@ -26,7 +26,11 @@ import { rawRejection, writeRejection } from "../listener/respond.js";
 import type { ReceivedHeaders } from "../response-inspector.js";
 import { lowerCasedHeaders } from "../signature/index.js";
 import type { BankProfile } from "./profile.js";
-import { RESPONSE_SIGNATURE_STEP, ResponseSignatureCheck } from "./response-signature.js";
+import {
+  type CheckedResponse,
+  RESPONSE_SIGNATURE_STEP,
+  ResponseSignatureCheck,
+} from "./response-signature.js";
 import type { BankRouter } from "./router.js";
 
 export const ORIGIN_HEADER = "psd2-gateway-origin";
@@ -39,6 +43,8 @@ export interface EgressHandlerOptions {
   readonly onRequest?: (event: EgressEvent) => void;
   /** The request steps' chain, kept across reloads so that its counters cover the whole run. */
   readonly chain?: EgressRequestChain;
+  /** Each bank answer whose signature was checked: evidence, when the config keeps it. */
+  readonly keepResponse?: (checked: CheckedResponse) => void;
 }
 
 const GATEWAY_ORIGIN = { [ORIGIN_HEADER]: "gateway" } as const;
@@ -439,17 +445,21 @@ async function signRequest(c: EgressExchange): Promise<StepResult> {
   }
   c.requestId = signed["X-Request-ID"];
   c.upstream = { method: c.method, target: c.routeTarget, headers, body: sendsBody ? body : null };
-  c.signatureCheck = new ResponseSignatureCheck(profile, {
-    method: c.method,
-    target,
-    requestId: c.requestId ?? "",
-    // RFC 9421 binds the answer to the request (`;req`): what was sent, lower-cased.
-    ...(profile.dialect === "rfc9421"
-      ? {
-          targetUri: `${profile.backend.origin.slice(0, profile.backend.origin.indexOf(":"))}://${profile.backend.host}${target}`,
-          headers: lowerCasedHeaders(headers),
-        }
-      : {}),
-  });
+  c.signatureCheck = new ResponseSignatureCheck(
+    profile,
+    {
+      method: c.method,
+      target,
+      requestId: c.requestId ?? "",
+      // RFC 9421 binds the answer to the request (`;req`): what was sent, lower-cased.
+      ...(profile.dialect === "rfc9421"
+        ? {
+            targetUri: `${profile.backend.origin.slice(0, profile.backend.origin.indexOf(":"))}://${profile.backend.host}${target}`,
+            headers: lowerCasedHeaders(headers),
+          }
+        : {}),
+    },
+    c.options.keepResponse,
+  );
   return undefined;
 }

@@ -6,7 +6,7 @@
  * signature that is there and fails is never passed under `enforce`.
  */
 
-import type { RequestOfResponse } from "../checks/index.js";
+import type { RequestOfResponse, TrustedCertificate } from "../checks/index.js";
 import { type Rejection, reject } from "../errors.js";
 import type { ResponseSignatureStatus } from "../events.js";
 import type { Headers } from "../forward/forwarder.js";
@@ -16,6 +16,20 @@ import type { BankProfile } from "./profile.js";
 export const RESPONSE_SIGNATURE_HEADER = "psd2-gateway-response-signature";
 /** The step a withheld bank answer is logged under. */
 export const RESPONSE_SIGNATURE_STEP = "response-signature";
+
+/** A bank's answer whose signature was checked: what its evidence record is made of (app/egress.ts). */
+export interface CheckedResponse {
+  readonly bank: string;
+  readonly dialect: BankProfile["dialect"];
+  readonly request: RequestOfResponse;
+  readonly status: number;
+  readonly headers: ReceivedHeaders;
+  readonly body: Buffer;
+  readonly verdict: "verified" | "invalid";
+  /** The bank's certificate, when it passed (an invalid answer may fail before or after it), and its base64 DER. */
+  readonly signer: TrustedCertificate | undefined;
+  readonly signerCertificate: string | undefined;
+}
 
 export class ResponseSignatureCheck {
   /** The mark sent with the answer and logged: undefined until the bank answers. */
@@ -27,6 +41,8 @@ export class ResponseSignatureCheck {
   constructor(
     private readonly profile: BankProfile,
     private readonly request: RequestOfResponse,
+    /** Each answer whose signature was checked (evidence), whatever the verdict. */
+    private readonly keep?: (checked: CheckedResponse) => void,
   ) {}
 
   /** The largest body held to be checked (the profile's responses.maxBodyBytes). */
@@ -66,11 +82,32 @@ export class ResponseSignatureCheck {
 
   /** The whole body: verified, or invalid (withheld under `enforce`). */
   async body(body: Buffer, received: ReceivedHeaders, send: Headers): Promise<Rejection | undefined> {
+    let signer: TrustedCertificate | undefined;
+    let signerCertificate: string | undefined;
     const verdict = await this.profile.responseVerifier!.verify({
       headers: received,
       body,
       status: this.bankStatus,
       request: this.request,
+      ...(this.keep
+        ? {
+            onBank: (bank: TrustedCertificate, der: string | undefined) => {
+              signer = bank;
+              signerCertificate = der;
+            },
+          }
+        : {}),
+    });
+    this.keep?.({
+      bank: this.profile.name,
+      dialect: this.profile.dialect,
+      request: this.request,
+      status: this.bankStatus,
+      headers: received,
+      body,
+      verdict: verdict === true ? "verified" : "invalid",
+      signer,
+      signerCertificate,
     });
     if (verdict === true) {
       this.mark("verified", send);

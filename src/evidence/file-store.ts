@@ -1,7 +1,7 @@
 /**
  * The evidence folder: the one module of evidence/ that touches the disk. Append-only files, one
- * chain per process, written by one async writer behind a bounded queue, so the request path never
- * waits for the disk:
+ * chain per process, written by the shared async writer behind a bounded queue (queued-store.ts),
+ * so the request path never waits for the disk:
  *
  *     <folder>/chains/<instance>/000001.jsonl   the chain's files, in order; each starts with a
  *                                               `file` line and ends (rotated, closed) with a checkpoint
@@ -30,38 +30,19 @@ import {
 import { type FileHandle, mkdir, open, readdir, rename, stat, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { type CheckpointKey, checkpointKeyOf, newCheckpointKey, signedCheckpoint } from "./checkpoint.js";
-import {
-  type CheckpointLine,
-  EvidenceChain,
-  type FileLine,
-  type GapLine,
-  type RecordLine,
-  type RequestEvidence,
-  type ResponseEvidence,
-  type ResponseLine,
-  sha256Hex,
-} from "./record.js";
-import type { ResponseEvidenceSink } from "./response.js";
-import type { EvidenceSink } from "./step.js";
+import { type CheckpointKey, checkpointKeyOf, newCheckpointKey } from "./checkpoint.js";
+import { type ChainedText, QueuedEvidenceStore, type QueueOptions } from "./queued-store.js";
+import { sha256Hex } from "./record.js";
 import type { ChainFile, ChainFolder } from "./verify.js";
 
-export interface FileStoreOptions {
+export interface FileStoreOptions extends QueueOptions {
   readonly folder: string;
   /** Names this process's chain; default host, pid and start time. */
   readonly instanceId?: string;
   readonly fsync: "every" | "interval";
   readonly fsyncIntervalMs?: number;
-  readonly rotateBytes: number;
-  readonly rotateSeconds: number;
-  /** Files whose last write is older are removed; 0 keeps them for ever. */
-  readonly retainDays: number;
-  readonly queueLength: number;
-  readonly checkpointSeconds: number;
   /** The response-signing QSealC's key (and certificate); otherwise the folder's own key. */
   readonly key?: CheckpointKey;
-  readonly now?: () => number;
-  readonly events?: EvidenceEvents;
   /**
    * The validation report a record names and the DER of the CAs on its path (the gateway's recent
    * reports and trust store): written once each, so that a bundle holds the certificate's chain
@@ -76,43 +57,12 @@ export interface ValidationEvidence {
   readonly issuers: readonly Uint8Array[];
 }
 
-/** What metrics and logs hear of. */
-export interface EvidenceEvents {
-  /** A batch of `records` lines reached the file (synced, with `fsync: every`) in `seconds`. */
-  written?(records: number, seconds: number): void;
-  /**
-   * A record not kept or a write that failed: `queue-full`, `store-failing`, `disk-full`,
-   * `read-only`, `gone`, `io`, `certificate`, `report`.
-   */
-  failed?(reason: string, error?: Error): void;
-  /** The store works again after failing. */
-  recovered?(): void;
-}
-
-export interface EvidenceStoreStatus {
-  readonly folder: string;
-  readonly chain: string;
-  readonly file: string;
-  readonly queued: number;
-  readonly queueLength: number;
-  readonly written: number;
-  readonly dropped: number;
-  /** When the last checkpoint was written (epoch ms), if any. */
-  readonly lastCheckpoint: number | undefined;
-  readonly failing: { readonly reason: string; readonly message: string; readonly since: number } | undefined;
-}
-
 export const CHAINS = "chains";
 export const CERTIFICATES = "certificates";
 export const KEYS = "keys";
 export const REPORTS = "reports";
 export const OWN_KEY = "checkpoint-key.pem";
 export const OWN_PUBLIC_KEY = "checkpoint-public.pem";
-
-/** Lines per write: a long queue is written in a few large writes, not one huge one. */
-const BATCH = 512;
-const MAX_KNOWN_CERTIFICATES = 100_000;
-const RETENTION_SWEEP_MS = 3600_000;
 
 export function defaultInstanceId(now = Date.now()): string {
   const host = hostname().replace(/[^A-Za-z0-9.-]/g, "_") || "host";
@@ -169,48 +119,21 @@ export function folderCheckpointKey(folder: string): CheckpointKey {
   return key;
 }
 
-export class FileEvidenceStore implements EvidenceSink, ResponseEvidenceSink {
-  readonly chainId: string;
+export class FileEvidenceStore extends QueuedEvidenceStore {
   private readonly dir: string;
-  private readonly key: CheckpointKey;
-  private readonly now: () => number;
-  private readonly events: EvidenceEvents;
-  private chain: EvidenceChain;
-  private queue: (RequestEvidence | ResponseEvidence)[] = [];
   private handle: FileHandle | undefined;
-  private fileNumber = 0;
-  private fileOpened = 0;
   /** Bytes of the current file known to be written whole. */
   private size = 0;
   private dirty = false;
   private lastSync = 0;
-  private lastCheckpointAt: number | undefined;
-  private checkpointDue = false;
-  private rotateDue = false;
-  private writing: Promise<void> | undefined;
-  private scheduled = false;
-  private closed = false;
-  private timer: NodeJS.Timeout | undefined;
-  private lastSweep = 0;
-  private written = 0;
-  /** Records not kept since the last gap line (and in all). */
-  private droppedSince = 0;
-  private droppedReason = "";
-  private dropped = 0;
-  private failing: EvidenceStoreStatus["failing"];
-  private readonly certificates = new Set<string>();
-  private readonly reports = new Set<string>();
 
   private constructor(
     private readonly options: FileStoreOptions,
     key: CheckpointKey,
   ) {
-    this.now = options.now ?? Date.now;
-    this.chainId = options.instanceId ?? defaultInstanceId(this.now());
+    const chainId = options.instanceId ?? defaultInstanceId((options.now ?? Date.now)());
+    super(chainId, key, options);
     this.dir = join(options.folder, CHAINS, this.chainId);
-    this.key = key;
-    this.events = options.events ?? {};
-    this.chain = new EvidenceChain(this.chainId);
   }
 
   /** Makes the folders, the key and the chain's first file; throws (nothing started) when it cannot. */
@@ -221,221 +144,38 @@ export class FileEvidenceStore implements EvidenceSink, ResponseEvidenceSink {
     await mkdir(join(options.folder, CERTIFICATES), { recursive: true });
     await mkdir(join(options.folder, REPORTS), { recursive: true });
     await store.writePublicKey();
-    await store.openNext();
-    await store.flush();
-    store.timer = setInterval(() => store.tick(), 1000);
-    store.timer.unref();
-    void store.sweep();
+    await store.begin();
     return store;
   }
 
-  // EvidenceSink: called on the request path; never waits.
-  offer(evidence: RequestEvidence, mustKeep: boolean): boolean {
-    const full = this.queue.length >= this.options.queueLength;
-    if (this.closed || full || (mustKeep && this.failing)) {
-      const reason = full ? "queue-full" : "store-failing";
-      this.events.failed?.(reason);
-      if (!mustKeep) {
-        this.droppedSince += 1;
-        this.dropped += 1;
-        this.droppedReason = reason;
-      }
-      return false;
-    }
-    this.queue.push(evidence);
-    const report = evidence.validationReport;
-    if (report !== undefined && this.options.validation && !this.reports.has(report)) this.putReport(report);
-    this.schedule();
-    return true;
+  protected where(): { folder: string; file: string } {
+    return { folder: this.options.folder, file: join(this.dir, chainFileName(this.segment)) };
+  }
+
+  protected failureReason(error: unknown): string {
+    return failureReason(error);
   }
 
   /** reports/<id>.json and the path's CAs, once (the report is the gateway's, from memory). */
-  private putReport(id: string): void {
-    if (this.reports.size >= MAX_KNOWN_CERTIFICATES) this.reports.clear();
-    this.reports.add(id);
+  protected async storeReport(id: string): Promise<void> {
     const found = this.options.validation?.(id);
     if (!found || !/^[A-Za-z0-9_-]{1,100}$/.test(id)) return;
     for (const der of found.issuers) {
       const fingerprint = sha256Hex(Buffer.from(der));
-      if (!this.certificates.has(fingerprint)) this.putCertificate(fingerprint, der);
+      if (!this.hasCertificate(fingerprint)) this.putCertificate(fingerprint, der);
     }
-    void writeOnce(
+    await writeOnce(
       join(this.options.folder, REPORTS, `${id}.json`),
       `${JSON.stringify(found.report, null, 2)}\n`,
-    ).catch((error: Error) => {
-      this.reports.delete(id);
-      this.events.failed?.("report", error);
-    });
+    );
   }
 
-  /**
-   * A response's record is never grounds to withhold the bank's answer (the call has happened):
-   * one that cannot be queued is counted, and the chain gets a gap line.
-   */
-  offerResponse(evidence: ResponseEvidence): boolean {
-    if (this.closed || this.failing || this.queue.length >= this.options.queueLength) {
-      const reason = this.queue.length >= this.options.queueLength ? "queue-full" : "store-failing";
-      this.events.failed?.(reason);
-      this.droppedSince += 1;
-      this.dropped += 1;
-      this.droppedReason = reason;
-      return false;
-    }
-    this.queue.push(evidence);
-    this.schedule();
-    return true;
+  protected async storeCertificate(fingerprint: string, der: Uint8Array): Promise<void> {
+    await writeOnce(join(this.options.folder, CERTIFICATES, `${fingerprint}.pem`), pemOf(der));
   }
 
-  accepting(): boolean {
-    return !this.closed && !this.failing && this.queue.length < this.options.queueLength;
-  }
-
-  hasCertificate(fingerprint: string): boolean {
-    return this.certificates.has(fingerprint);
-  }
-
-  putCertificate(fingerprint: string, der: Uint8Array): void {
-    if (this.certificates.size >= MAX_KNOWN_CERTIFICATES) this.certificates.clear();
-    this.certificates.add(fingerprint);
-    const path = join(this.options.folder, CERTIFICATES, `${fingerprint}.pem`);
-    void writeOnce(path, pemOf(der)).catch((error: Error) => {
-      this.certificates.delete(fingerprint);
-      this.events.failed?.("certificate", error);
-    });
-  }
-
-  status(): EvidenceStoreStatus {
-    return {
-      folder: this.options.folder,
-      chain: this.chainId,
-      file: join(this.dir, chainFileName(this.fileNumber)),
-      queued: this.queue.length,
-      queueLength: this.options.queueLength,
-      written: this.written,
-      dropped: this.dropped,
-      lastCheckpoint: this.lastCheckpointAt,
-      failing: this.failing,
-    };
-  }
-
-  /** Writes what is queued, a last checkpoint, syncs and closes the file. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    if (this.timer) clearInterval(this.timer);
-    await this.writing;
-    this.checkpointDue = true;
-    await this.flush();
-    try {
-      await this.handle?.datasync();
-      await this.handle?.close();
-    } catch (error) {
-      this.events.failed?.(failureReason(error), error as Error);
-    }
-    this.handle = undefined;
-  }
-
-  private tick(): void {
-    const now = this.now();
-    if (
-      this.lastCheckpointAt === undefined ||
-      now - this.lastCheckpointAt >= this.options.checkpointSeconds * 1000
-    )
-      this.checkpointDue = true;
-    if (now - this.fileOpened >= this.options.rotateSeconds * 1000) this.rotateDue = true;
-    // A failing store is tried again with a checkpoint: it works again once that is written.
-    if (this.failing) this.checkpointDue = true;
-    if (this.options.retainDays > 0 && now - this.lastSweep >= RETENTION_SWEEP_MS) void this.sweep();
-    if (
-      this.checkpointDue ||
-      this.rotateDue ||
-      this.failing ||
-      this.droppedSince > 0 ||
-      (this.dirty && now - this.lastSync >= (this.options.fsyncIntervalMs ?? 1000))
-    )
-      this.schedule();
-  }
-
-  private schedule(): void {
-    if (this.scheduled || this.writing) return;
-    this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      void this.flush();
-    });
-  }
-
-  /** The one writer: queued records, gap, checkpoint and rotation lines, in chain order. */
-  private flush(): Promise<void> {
-    if (this.writing) return this.writing;
-    this.writing = this.writeAll().finally(() => {
-      this.writing = undefined;
-      // Offered while the last batch was being written.
-      if (this.queue.length > 0 && !this.failing && !this.closed) this.schedule();
-    });
-    return this.writing;
-  }
-
-  private async writeAll(): Promise<void> {
-    try {
-      while (this.queue.length > 0 || this.droppedSince > 0) {
-        const started = performance.now();
-        const batch = this.queue.slice(0, BATCH);
-        const saved = this.chain.state;
-        const lines: string[] = [];
-        const dropped = this.droppedSince;
-        if (dropped > 0) {
-          lines.push(
-            this.chain.append<GapLine>({
-              type: "gap",
-              time: this.iso(),
-              dropped,
-              reason: this.droppedReason,
-            }),
-          );
-        }
-        for (const evidence of batch)
-          lines.push(
-            "type" in evidence
-              ? this.chain.append<ResponseLine>(evidence)
-              : this.chain.append<RecordLine>({ type: "request", ...evidence }),
-          );
-        try {
-          await this.append(lines);
-        } catch (error) {
-          this.chain = new EvidenceChain(this.chainId, saved);
-          throw error;
-        }
-        this.queue.splice(0, batch.length);
-        this.droppedSince -= dropped;
-        this.written += batch.length;
-        this.events.written?.(batch.length, (performance.now() - started) / 1000);
-        if (this.size >= this.options.rotateBytes) this.rotateDue = true;
-      }
-      if (this.rotateDue) {
-        await this.rotate();
-      } else if (this.checkpointDue) {
-        await this.writeCheckpoint();
-      }
-      if (this.dirty && (this.closed || this.now() - this.lastSync >= (this.options.fsyncIntervalMs ?? 1000)))
-        await this.sync();
-      if (this.failing) {
-        this.failing = undefined;
-        this.events.recovered?.();
-      }
-    } catch (error) {
-      const reason = failureReason(error);
-      if (!this.failing || this.failing.reason !== reason)
-        this.failing = { reason, message: (error as Error).message, since: this.now() };
-      this.events.failed?.(reason, error as Error);
-      // A line cut short by the failure is taken back; the next attempt writes it whole.
-      await this.handle?.truncate(this.size).catch(() => undefined);
-    }
-  }
-
-  private async append(lines: readonly string[]): Promise<void> {
-    if (!this.handle) await this.openNext();
-    const text = Buffer.from(`${lines.join("\n")}\n`, "utf8");
+  protected async writeLines(lines: readonly ChainedText[]): Promise<void> {
+    const text = Buffer.from(`${lines.map((l) => l.text).join("\n")}\n`, "utf8");
     let offset = 0;
     while (offset < text.length) {
       const { bytesWritten } = await this.handle!.write(
@@ -451,58 +191,40 @@ export class FileEvidenceStore implements EvidenceSink, ResponseEvidenceSink {
     if (this.options.fsync === "every") await this.sync();
   }
 
+  protected override settleDue(now: number): boolean {
+    return this.dirty && now - this.lastSync >= (this.options.fsyncIntervalMs ?? 1000);
+  }
+
+  protected async settle(closing: boolean): Promise<void> {
+    if (this.dirty && (closing || this.settleDue(this.now()))) await this.sync();
+  }
+
+  protected async undoPartial(): Promise<void> {
+    await this.handle?.truncate(this.size);
+  }
+
   private async sync(): Promise<void> {
     await this.handle?.datasync();
     this.dirty = false;
     this.lastSync = this.now();
   }
 
-  private async writeCheckpoint(): Promise<void> {
-    const saved = this.chain.state;
-    const line = this.chain.append<CheckpointLine>(signedCheckpoint(this.chain, this.key, this.iso()));
-    try {
-      await this.append([line]);
-    } catch (error) {
-      this.chain = new EvidenceChain(this.chainId, saved);
-      throw error;
-    }
-    this.checkpointDue = false;
-    this.lastCheckpointAt = this.now();
-  }
-
-  /** The current file ends with a checkpoint, synced; the next one starts. */
-  private async rotate(): Promise<void> {
-    await this.writeCheckpoint();
+  protected async closeSegment(): Promise<void> {
     await this.sync();
     await this.handle?.close();
     this.handle = undefined;
-    await this.openNext();
   }
 
-  private async openNext(): Promise<void> {
-    const next = this.fileNumber + 1;
+  protected async openSegment(n: number): Promise<void> {
     await mkdir(this.dir, { recursive: true });
-    const handle = await open(join(this.dir, chainFileName(next)), "wx");
-    this.handle = handle;
-    this.fileNumber = next;
-    this.fileOpened = this.now();
+    this.handle = await open(join(this.dir, chainFileName(n)), "wx");
     this.size = 0;
-    this.rotateDue = false;
-    const { count } = this.chain.state;
-    const saved = this.chain.state;
-    const line = this.chain.append<FileLine>({
-      type: "file",
-      time: this.iso(),
-      file: next,
-      count,
-      retainDays: this.options.retainDays,
-    });
-    try {
-      await this.append([line]);
-    } catch (error) {
-      this.chain = new EvidenceChain(this.chainId, saved);
-      throw error;
-    }
+  }
+
+  protected async release(): Promise<void> {
+    await this.handle?.datasync();
+    await this.handle?.close();
+    this.handle = undefined;
   }
 
   private async writePublicKey(): Promise<void> {
@@ -516,29 +238,18 @@ export class FileEvidenceStore implements EvidenceSink, ResponseEvidenceSink {
       await writeOnce(join(dir, `${this.key.id}.cert.pem`), this.key.certificatePem);
   }
 
-  /** Removes chain files last written more than retainDays ago (never this chain's current file). */
-  private async sweep(): Promise<void> {
-    this.lastSweep = this.now();
-    if (this.options.retainDays <= 0) return;
-    const before = this.now() - this.options.retainDays * 86_400_000;
+  /** Removes chain files last written before `before` (never this chain's current file). */
+  protected async sweep(before: number): Promise<void> {
     const root = join(this.options.folder, CHAINS);
-    try {
-      for (const chain of await readdir(root)) {
-        const dir = join(root, chain);
-        for (const name of (await readdir(dir)).sort()) {
-          const path = join(dir, name);
-          if (chain === this.chainId && name === chainFileName(this.fileNumber)) continue;
-          const info = await stat(path);
-          if (info.mtimeMs < before) await unlink(path);
-        }
+    for (const chain of await readdir(root)) {
+      const dir = join(root, chain);
+      for (const name of (await readdir(dir)).sort()) {
+        const path = join(dir, name);
+        if (chain === this.chainId && name === chainFileName(this.segment)) continue;
+        const info = await stat(path);
+        if (info.mtimeMs < before) await unlink(path);
       }
-    } catch {
-      // Another worker swept the same file, or the folder is failing: the writer reports that.
     }
-  }
-
-  private iso(): string {
-    return new Date(this.now()).toISOString();
   }
 }
 

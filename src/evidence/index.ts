@@ -22,14 +22,25 @@ export {
 } from "./checkpoint.js";
 export {
   defaultInstanceId,
-  type EvidenceEvents,
   type EvidenceFolder,
-  type EvidenceStoreStatus,
   FileEvidenceStore,
   type FileStoreOptions,
   readEvidenceFolder,
   type ValidationEvidence,
 } from "./file-store.js";
+export {
+  isPostgresUrl,
+  PostgresEvidenceStore,
+  type PostgresStoreOptions,
+  postgresFailureReason,
+  readPostgresEvidence,
+  redactedUrl,
+} from "./postgres-store.js";
+export {
+  type EvidenceEvents,
+  type EvidenceStoreStatus,
+  QueuedEvidenceStore,
+} from "./queued-store.js";
 export {
   type BodyPolicy,
   canonicalJson,
@@ -47,6 +58,7 @@ export {
   type ResponseEvidenceOptions,
   type ResponseEvidenceSink,
   signedResponseEvidence,
+  verifiedResponseEvidence,
   withResponseEvidence,
 } from "./response.js";
 export {
@@ -57,4 +69,4 @@ export {
   type FailurePolicy,
   keepsBody,
 } from "./step.js";
-export { type ChainReport, chainLines, type Problem, publicKeyOf, verifyChain } from "./verify.js";
+export { type ChainReport, chainLines, type Problem, placeOf, publicKeyOf, verifyChain } from "./verify.js";

@@ -113,6 +113,59 @@ export function signedResponseEvidence(parts: {
   };
 }
 
+/**
+ * The record of a bank's answer egress checked (`verified` or `invalid`): pure, from the headers
+ * as received. Its body is kept as a request's would be: `all`, or `payments` for a write
+ * (POST/PUT/PATCH/DELETE) to a payment path (`/payments`, `/bulk-payments`, `/periodic-payments`).
+ */
+export function verifiedResponseEvidence(parts: {
+  readonly at: number;
+  readonly request: { readonly method: string; readonly target: string; readonly requestId: string };
+  readonly traceparent?: string;
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
+  readonly body: Buffer;
+  readonly verdict: "verified" | "invalid";
+  readonly dialect: string;
+  readonly certificate?: string;
+  readonly organizationId?: string;
+  readonly bodies: BodyPolicy;
+}): ResponseEvidence {
+  const all: Record<string, string> = {};
+  for (const [name, value] of Object.entries(parts.headers))
+    if (value !== undefined) all[name.toLowerCase()] = typeof value === "string" ? value : value.join(", ");
+  const signatureHeaders: Record<string, string> = {};
+  for (const name of Object.keys(all).sort())
+    if (SIGNATURE_HEADERS.has(name)) signatureHeaders[name] = all[name]!;
+  const cavage = parts.dialect === "cavage" && all.signature !== undefined ? cavageSigned(all) : undefined;
+  const { method, target } = parts.request;
+  const keep =
+    parts.bodies === "all" ||
+    (parts.bodies === "payments" &&
+      WRITES.has(method) &&
+      /\/(bulk-|periodic-)?payments(\/|\?|$)/.test(target));
+  return {
+    type: "response",
+    time: new Date(parts.at).toISOString(),
+    requestId: parts.request.requestId || undefined,
+    traceId: traceIdOf(parts.traceparent),
+    method,
+    target,
+    status: parts.status,
+    verdict: parts.verdict,
+    dialect: parts.dialect,
+    organizationId: parts.organizationId,
+    certificate: parts.certificate,
+    signatureHeaders,
+    signedBytes: cavage?.signedBytes,
+    signature: cavage?.signature,
+    bodyDigest: `sha-256=:${createHash("sha256").update(parts.body).digest("base64")}:`,
+    body: keep ? parts.body.toString("base64") : undefined,
+  };
+}
+
+const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
 /** draft-cavage's signing string of a response (no request target), rebuilt from its headers. */
 function cavageSigned(
   headers: Record<string, string>,

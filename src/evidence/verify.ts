@@ -20,6 +20,18 @@ export interface ChainFile {
 export interface ChainFolder {
   readonly id: string;
   readonly files: readonly ChainFile[];
+  /**
+   * How a file, or a line of it (1-based), is named in problems; default `chains/<id>/<file>:<line>`.
+   * A database names its row instead.
+   */
+  readonly locate?: (file: ChainFile, lineNumber?: number) => string;
+}
+
+/** Where a file or one of its lines is, as its chain names it. */
+export function placeOf(chain: ChainFolder, file: ChainFile, lineNumber?: number): string {
+  if (chain.locate) return chain.locate(file, lineNumber);
+  const where = `chains/${chain.id}/${file.name}`;
+  return lineNumber === undefined ? where : `${where}:${lineNumber}`;
 }
 
 export type ProblemKind = "altered" | "removed" | "reordered" | "checkpoint" | "cut-short";
@@ -97,20 +109,21 @@ export function verifyChain(
   // Every seq present, to tell a line moved from one removed.
   const present = new Map<number, string>();
   for (const p of chainLines({ id: chain.id, files }))
-    if (typeof p.line.seq === "number")
-      present.set(p.line.seq, `${locate(chain.id, p.file)}:${p.lineNumber}`);
+    if (typeof p.line.seq === "number") present.set(p.line.seq, placeOf(chain, p.file, p.lineNumber));
 
   const named = (seq: number | undefined, requestId: string | undefined) =>
     `${seq !== undefined ? `seq ${seq}` : "a line"}${requestId !== undefined ? ` (X-Request-ID ${requestId})` : ""}`;
 
   outer: for (let f = 0; f < files.length; f++) {
     const file = files[f]!;
-    const where = locate(chain.id, file);
+    const where = placeOf(chain, file);
     if (f > 0 && file.number !== files[f - 1]!.number + 1) {
       problem = {
         kind: "removed",
         where,
-        text: `files ${chainFileNameOf(files[f - 1]!.number + 1)} to ${chainFileNameOf(file.number - 1)} are missing before ${where}`,
+        text: chain.locate
+          ? `segments ${files[f - 1]!.number + 1} to ${file.number - 1} are missing before ${where}`
+          : `files ${chainFileNameOf(files[f - 1]!.number + 1)} to ${chainFileNameOf(file.number - 1)} are missing before ${where}`,
       };
       break;
     }
@@ -119,14 +132,14 @@ export function verifyChain(
     if (last !== "") {
       problem = {
         kind: "cut-short",
-        where: `${where}:${texts.length + 1}`,
+        where: placeOf(chain, file, texts.length + 1),
         text: `${where} ends in a line cut short (no newline): written when the gateway stopped mid-write, or edited`,
       };
       // The complete lines before it are still checked.
     }
     for (let i = 0; i < texts.length; i++) {
       const text = texts[i]!;
-      const at = `${where}:${i + 1}`;
+      const at = placeOf(chain, file, i + 1);
       let line: EvidenceLine;
       try {
         line = JSON.parse(text) as EvidenceLine;
@@ -269,10 +282,6 @@ function checkpointTrouble(
   if (!key) return `is signed with key ${line.key}, whose public key is not in keys/`;
   if (!checkpointSignatureHolds(line, key)) return "signature does not hold: the checkpoint was altered";
   return undefined;
-}
-
-function locate(chain: string, file: ChainFile): string {
-  return `chains/${chain}/${file.name}`;
 }
 
 function chainFileNameOf(n: number): string {

@@ -7,6 +7,7 @@
 import { Counter, Histogram } from "prom-client";
 import type { StepCounts } from "../checks/index.js";
 import type { EgressEvent } from "../events.js";
+import { EvidenceMetrics } from "./evidence-metrics.js";
 import type { Logger } from "./logger.js";
 import { type CertificateExpiries, ModeMetrics, stepCounter } from "./mode-metrics.js";
 import { accessLine } from "./request-log.js";
@@ -15,6 +16,8 @@ const SIGNING_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export class EgressMetrics extends ModeMetrics {
+  /** The evidence store of checked bank answers (`evidence:`), as ingress's. */
+  readonly evidence = new EvidenceMetrics(this.registry);
   readonly requests = new Counter({
     name: "psd2_gateway_egress_requests_total",
     help: "Requests sent on by egress mode, by bank profile, status and who answered (bank or gateway)",

@@ -5,7 +5,7 @@
 
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
-/** What the store says at scrape time (FileEvidenceStore.status()). */
+/** What the store says at scrape time (the file or PostgreSQL store's status()). */
 export interface EvidenceGauges {
   readonly queued: number;
   readonly queueLength: number;
@@ -38,7 +38,7 @@ export class EvidenceMetrics {
     });
     this.failures = new Counter({
       name: "psd2_gateway_evidence_failures_total",
-      help: "Evidence not kept or not written, by reason: queue-full, store-failing (a record offered while the store fails), disk-full, read-only, gone, io, certificate",
+      help: "Evidence not kept or not written, by reason: queue-full, store-failing (a record offered while the store fails), disk-full, read-only, gone, io, certificate, report, conflict (PostgreSQL: another process writes the same chain)",
       labelNames: ["reason"] as const,
       registers: [registry],
     });

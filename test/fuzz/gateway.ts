@@ -170,7 +170,16 @@ export async function spawnFuzzProcess(options: {
   const heap = `--max-old-space-size=${fuzzHeapMb()}`;
   const child = spawn(
     process.execPath,
-    [heap, "--conditions=psd2-gateway-source", "--import", "tsx", "src/main.ts", "start", "--config", configFile],
+    [
+      heap,
+      "--conditions=psd2-gateway-source",
+      "--import",
+      "tsx",
+      "src/main.ts",
+      "start",
+      "--config",
+      configFile,
+    ],
     {
       cwd: REPO_ROOT,
       stdio: ["ignore", "pipe", "pipe"],

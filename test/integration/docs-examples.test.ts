@@ -206,7 +206,14 @@ const SHELL_EXAMPLES: Record<string, ShellRun> = {
 };
 
 /** Configuration fragments: each merged over config/default.yaml (its top-level keys replaced) and validated. */
-const CONFIG_EXAMPLES = ["dialects-config", "register-sources-config", "evidence-config", "keys-config"];
+const CONFIG_EXAMPLES = [
+  "dialects-config",
+  "register-sources-config",
+  "evidence-config",
+  "evidence-postgres-config",
+  "egress-evidence-config",
+  "keys-config",
+];
 
 /** Blocks not run here, each with its reason in the docs' marker. Adding one means adding it here. */
 const EXEMPT = [
@@ -232,6 +239,7 @@ const EXEMPT = [
   "kubernetes-apply",
   "kubernetes-overlay",
   "evidence-commands",
+  "evidence-postgres-commands",
   // docs/dialects.md
   "keys-refusal-output",
   // docs/sandbox.md

@@ -6,7 +6,7 @@
  * that is down, a PKCS#12 QSealC, and the limits of what egress accepts.
  */
 
-import { copyFileSync, mkdtempSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type EgressGateway, startGateway } from "../../src/app.js";
 import { validateEgressConfig } from "../../src/config/load.js";
 import { createLogger } from "../../src/observability/logger.js";
+import { runCli } from "../helpers/cli.js";
 import {
   enforcedResponses,
   HOST_SIGNING,
@@ -35,6 +36,8 @@ let backend: RecordingBackend;
 let ingress: GatewayProcess;
 let tampering: Server;
 let egress: EgressGateway;
+/** Egress keeps a record of each bank answer it checks (issue 40). */
+const evidenceFolder = mkdtempSync(join(tmpdir(), "psd2-egress-evidence-"));
 
 const P12_PASSWORD_ENV = "PSD2_TEST_QSEAL_P12_PASSWORD";
 
@@ -72,6 +75,7 @@ beforeAll(async () => {
     admin: { enabled: false },
     maxBodyBytes: 64 * 1024,
     log: { level: "silent" },
+    evidence: { folder: evidenceFolder },
     banks: [
       { name: "bank", prefix: "/bank", ...bank },
       { name: "java-style", prefix: "/java", ...bank, signing: JAVA_STYLE_SIGNING },
@@ -228,6 +232,82 @@ describe("a response whose body was changed after signing", () => {
       /psd2_gateway_egress_response_steps_total\{bank="tampered-advisory",step="signature-header",outcome="passed"\} 1\n/,
     );
   });
+});
+
+describe("evidence of the bank answers egress checks", () => {
+  const lines = () => {
+    const [chain] = readdirSync(join(evidenceFolder, "chains"));
+    return readFileSync(join(evidenceFolder, "chains", chain!, "000001.jsonl"), "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+  };
+  const recordOf = async (requestId: string) => {
+    for (let i = 0; i < 100; i++) {
+      const found = lines().find((l) => l.type === "response" && l.requestId === requestId);
+      if (found) return found;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`no response record for ${requestId}`);
+  };
+
+  it("keeps a record of a verified answer, and of an invalid one passed under advisory; none of an unchecked one", async () => {
+    const verifiedId = "8a1d6f8e-1c0b-4d39-9a4e-5b7f0f1e2a01";
+    const payment = JSON.stringify({ instructedAmount: { currency: "NOK", amount: "12.50" } });
+    const ok = await call("/bank/v1/payments/sepa-credit-transfers", {
+      method: "POST",
+      headers: { "x-request-id": verifiedId, "content-type": "application/json" },
+      body: payment,
+    });
+    expect(ok.headers["psd2-gateway-response-signature"]).toBe("verified");
+    const verified = await recordOf(verifiedId);
+    expect(verified).toMatchObject({
+      type: "response",
+      verdict: "verified",
+      status: 200,
+      method: "POST",
+      target: "/v1/payments/sepa-credit-transfers",
+      dialect: "cavage",
+    });
+    expect(verified.certificate).toMatch(/^[0-9a-f]{64}$/);
+    expect(verified.signatureHeaders.signature).toContain("signature=");
+    // The bank's answer to a payment is kept whole (evidence.bodies: payments), its signing string with it.
+    expect(Buffer.from(verified.body, "base64").toString()).toBe(ok.text);
+    expect(verified.signedBytes).toBeDefined();
+    expect(readdirSync(join(evidenceFolder, "certificates"))).toContain(`${verified.certificate}.pem`);
+
+    const invalidId = "8a1d6f8e-1c0b-4d39-9a4e-5b7f0f1e2a02";
+    const tampered = await call("/ta/v1/payments/1", { headers: { "x-request-id": invalidId } });
+    expect(tampered.headers["psd2-gateway-response-signature"]).toBe("invalid");
+    expect(await recordOf(invalidId)).toMatchObject({ verdict: "invalid", status: 200 });
+
+    const uncheckedId = "8a1d6f8e-1c0b-4d39-9a4e-5b7f0f1e2a03";
+    const unchecked = await call("/off/v1/payments/1", { headers: { "x-request-id": uncheckedId } });
+    expect(unchecked.headers["psd2-gateway-response-signature"]).toBe("not-checked");
+    const verifiedAgain = "8a1d6f8e-1c0b-4d39-9a4e-5b7f0f1e2a04";
+    await call("/bank/v1/accounts", { headers: { "x-request-id": verifiedAgain } });
+    await recordOf(verifiedAgain);
+    expect(lines().filter((l) => l.requestId === uncheckedId)).toEqual([]);
+
+    const shown = await runCli([
+      "evidence",
+      "show",
+      "--request-id",
+      verifiedId,
+      "--folder",
+      evidenceFolder,
+      "--json",
+    ]);
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      type: "response",
+      verdict: "verified",
+      requestId: verifiedId,
+    });
+    const verify = await runCli(["evidence", "verify", evidenceFolder]);
+    expect(verify.stdout).toMatch(/^ok {5}\S+: \d+ records in 1 file/m);
+    expect(verify.code).toBe(0);
+  }, 60_000);
 });
 
 describe("what the profile's response checking makes of the bank's answer", () => {

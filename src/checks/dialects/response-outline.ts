@@ -33,6 +33,8 @@ export interface ResponseToVerify {
   readonly status?: number;
   /** The request it answers: its X-Request-ID must come back, and (request-target) is the request's. */
   readonly request: RequestOfResponse;
+  /** Told the bank's certificate (and its base64 DER, as it travelled) once it passed: egress's evidence. */
+  readonly onBank?: (bank: TrustedCertificate, certificate: string | undefined) => void;
 }
 
 /** One response under check: what the steps found so far (each dialect's own signature, read). */
@@ -82,10 +84,12 @@ export class StepsResponseVerifier implements ResponseVerifying {
 export function keepBank(
   c: ResponseCheck,
   verdict: TrustedCertificate | Rejection | Promise<TrustedCertificate | Rejection>,
+  certificate?: string,
 ): Rejection | undefined | Promise<Rejection | undefined> {
   const keep = (bank: TrustedCertificate | Rejection) => {
     if (isRejection(bank)) return bank;
     c.bank = bank;
+    c.response.onBank?.(bank, certificate);
     return undefined;
   };
   return verdict instanceof Promise ? verdict.then(keep) : keep(verdict);
@@ -127,7 +131,7 @@ export function responseOutline(
       name: "certificate",
       run: (c) => {
         const value = slots.certificate(c);
-        return isRejection(value) ? value : keepBank(c, certificates.verify(value));
+        return isRejection(value) ? value : keepBank(c, certificates.verify(value), value);
       },
     },
     ...slots.verify,

@@ -110,6 +110,29 @@ describe("configuration validation", () => {
   });
 });
 
+describe("the evidence store", () => {
+  const evidence = (e: object) => validateConfig({ ...BASE, evidence: e }).evidence!;
+
+  it("is the folder by default, PostgreSQL when evidence.postgres is given or store says so", () => {
+    expect(evidence({ folder: "/ev" }).store).toBe("file");
+    const url = "postgres://gw:secret@db.internal:5432/evidence";
+    expect(evidence({ postgres: { url } })).toMatchObject({ store: "postgres", postgres: { url } });
+    expect(evidence({ store: "postgres", postgres: { url } }).store).toBe("postgres");
+  });
+
+  it.each([
+    [{}, /evidence\.folder: evidence\.folder is needed/],
+    [{ store: "postgres" }, /evidence\.postgres: evidence\.store postgres needs evidence\.postgres\.url/],
+    [{ store: "file", postgres: { url: "postgres://db/e" } }, /evidence\.folder/],
+    [
+      { postgres: { url: "mysql://db/e" } },
+      /evidence\.postgres\.url: a postgres:\/\/ or postgresql:\/\/ URL/,
+    ],
+  ])("refuses %j, naming the key", (e, message) => {
+    expect(() => evidence(e)).toThrow(message);
+  });
+});
+
 describe("a register source by the EBA's metadata URL", () => {
   const METADATA = "https://euclid.eba.europa.eu/register/api/filemetadata";
   const withRegister = (register: unknown) => validateConfig({ trust: { caDir: "/t" }, register });

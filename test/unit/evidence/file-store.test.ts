@@ -145,6 +145,38 @@ describe("the file store", () => {
   });
 });
 
+describe("a next file that cannot be made at rotation (the folder turned read-only)", () => {
+  it("refuses while it fails; once it can, the new file starts with its file line and nothing acknowledged is lost", async () => {
+    const dir = folder();
+    const store = await open({ folder: dir, rotateBytes: 400 });
+    // @ts-expect-error the test reaches in: the next file cannot be opened, once
+    const openSegment = store.openSegment.bind(store);
+    let fail = true;
+    // @ts-expect-error as above
+    store.openSegment = (n: number) =>
+      fail
+        ? Promise.reject(Object.assign(new Error("read-only file system"), { code: "EROFS" }))
+        : openSegment(n);
+    expect(store.offer(request("a"), true)).toBe(true);
+    for (let i = 0; i < 50 && !store.status().failing; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(store.status().failing?.reason).toBe("read-only");
+    expect(store.offer(request("refused"), true)).toBe(false);
+    fail = false;
+    expect(store.offer(request("b"), true)).toBe(false); // still failing until a retry works
+    for (let i = 0; i < 300 && store.status().failing; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(store.offer(request("c"), true)).toBe(true);
+    await store.close();
+    const second = readFileSync(chainFile(dir, 2), "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(second[0].type).toBe("file");
+    const [report] = verified(dir);
+    expect(report!.problem).toBeUndefined();
+    expect(report!.records).toBe(2);
+  });
+});
+
 describe("evidence verify names what was changed", () => {
   async function tampered(change: (lines: string[]) => string[]) {
     const dir = folder();

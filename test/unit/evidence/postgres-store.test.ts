@@ -1,0 +1,253 @@
+/**
+ * The evidence store in PostgreSQL (src/evidence/postgres-store.ts), against a real PostgreSQL on
+ * loopback: the same chain as the folder's, read back and checked by the same verify.ts; the
+ * certificate once per fingerprint; rows edited, deleted or swapped in the table named by their
+ * key; and the database stopped mid-run: nothing offered with mustKeep is taken while it is down,
+ * and nothing acknowledged is lost once it is back.
+ */
+
+import { createHash, X509Certificate } from "node:crypto";
+import { readFileSync } from "node:fs";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  PostgresEvidenceStore,
+  type PostgresStoreOptions,
+  postgresFailureReason,
+  readPostgresEvidence,
+  redactedUrl,
+} from "../../../src/evidence/postgres-store.js";
+import { publicKeyOf, verifyChain } from "../../../src/evidence/verify.js";
+import {
+  describeWithPostgres,
+  type PostgresServer,
+  startPostgresServer,
+} from "../../helpers/postgres-server.js";
+import { request } from "./evidence-fixtures.js";
+
+let n = 0;
+function open(server: PostgresServer, options: Partial<PostgresStoreOptions> = {}) {
+  n += 1;
+  return PostgresEvidenceStore.open({
+    url: server.url,
+    instance: "gw",
+    instanceId: `chain-${n}`,
+    rotateBytes: 1024 * 1024,
+    rotateSeconds: 3600,
+    retainDays: 0,
+    queueLength: 100,
+    checkpointSeconds: 60,
+    queryTimeoutMs: 2000,
+    ...options,
+  });
+}
+
+async function verified(url: string, chain: string) {
+  const read = await readPostgresEvidence(url);
+  const found = read.chains.find((c) => c.id === chain);
+  if (!found) throw new Error(`no chain ${chain}`);
+  return verifyChain(found, (id) => {
+    const pem = read.publicKeyPem(id);
+    return pem ? publicKeyOf(pem) : undefined;
+  });
+}
+
+describeWithPostgres("the PostgreSQL evidence store", () => {
+  let server: PostgresServer;
+  let sql: pg.Pool;
+  beforeAll(async () => {
+    server = await startPostgresServer();
+    sql = new pg.Pool({ connectionString: server.url, max: 1 });
+    sql.on("error", () => undefined);
+  }, 60_000);
+  afterAll(async () => {
+    await sql?.end();
+    await server?.remove();
+  });
+
+  async function storeWith(ids: readonly string[], options: Partial<PostgresStoreOptions> = {}) {
+    const store = await open(server, options);
+    for (const id of ids) expect(store.offer(request(id), true)).toBe(true);
+    await store.close();
+    return store.chainId;
+  }
+
+  const rows = async (chain: string) =>
+    (
+      await sql.query<{ seq: string; line: string }>(
+        "SELECT seq, line FROM evidence_lines WHERE chain = $1 ORDER BY seq",
+        [chain],
+      )
+    ).rows;
+
+  it("writes each record once, a row per line keyed (instance, chain, seq), a checkpoint at close: verify passes", async () => {
+    const chain = await storeWith(["a", "b", "c"]);
+    const lines = (await rows(chain)).map((r) => JSON.parse(r.line));
+    expect(lines.map((l) => l.type)).toEqual(["file", "request", "request", "request", "checkpoint"]);
+    expect(lines.map((l) => l.seq)).toEqual([0, 1, 2, 3, 4]);
+    const report = await verified(server.url, chain);
+    expect(report).toMatchObject({ records: 3, checkpoints: 1, uncovered: 0, endsWithCheckpoint: true });
+    expect(report.problem).toBeUndefined();
+  });
+
+  it("rotates by size into segments, each closed by a checkpoint; verify follows the chain across them", async () => {
+    const chain = await storeWith(["a", "b", "c", "d", "e", "f"], { rotateBytes: 600 });
+    const segments = await sql.query<{ segment: number }>(
+      "SELECT DISTINCT segment FROM evidence_lines WHERE chain = $1 ORDER BY segment",
+      [chain],
+    );
+    expect(segments.rows.length).toBeGreaterThan(1);
+    const report = await verified(server.url, chain);
+    expect(report.problem).toBeUndefined();
+    expect(report.records).toBe(6);
+  });
+
+  it("a whole segment deleted from the middle of a chain: verify says which segments are missing", async () => {
+    // One record per write, so that each rotates: segments 1, 2, 3, …
+    const store = await open(server, { rotateBytes: 600 });
+    for (const id of ["a", "b", "c", "d"]) {
+      expect(store.offer(request(id), true)).toBe(true);
+      for (let i = 0; i < 100 && store.status().written < "abcd".indexOf(id) + 1; i++)
+        await new Promise((r) => setTimeout(r, 10));
+    }
+    await store.close();
+    const chain = store.chainId;
+    const segments = await sql.query("SELECT DISTINCT segment FROM evidence_lines WHERE chain = $1", [chain]);
+    expect(segments.rowCount).toBeGreaterThan(2);
+    await sql.query("DELETE FROM evidence_lines WHERE chain = $1 AND segment = 2", [chain]);
+    const problem = (await verified(server.url, chain)).problem!;
+    expect(problem.kind).toBe("removed");
+    expect(problem.text).toContain("segments 2 to 2 are missing before evidence_lines");
+  });
+
+  it("keeps each validation report and certificate once, by id and fingerprint", async () => {
+    const pem = readFileSync(
+      "test/fixtures/interop/certs/ext-adorsys-fakeca-leading-zero-serial.pem",
+      "utf8",
+    );
+    const ca = Buffer.from(new X509Certificate(pem).raw);
+    const fingerprint = createHash("sha256").update(ca).digest("hex");
+    const asked: string[] = [];
+    const store = await open(server, {
+      validation: (id) => {
+        asked.push(id);
+        return { report: { id, indication: "TOTAL_PASSED" }, issuers: [ca] };
+      },
+    });
+    expect(store.offer(request("a", { validationReport: "r-1" }), true)).toBe(true);
+    expect(store.offer(request("b", { validationReport: "r-1" }), true)).toBe(true);
+    store.putCertificate(fingerprint, ca);
+    await store.close();
+    expect(asked).toEqual(["r-1"]);
+    const read = await readPostgresEvidence(server.url);
+    expect(read.reportJson("r-1")).toContain("TOTAL_PASSED");
+    expect(read.certificatePem(fingerprint)).toBe(new X509Certificate(ca).toString());
+    const count = await sql.query("SELECT 1 FROM evidence_certificates WHERE fingerprint = $1", [
+      fingerprint,
+    ]);
+    expect(count.rowCount).toBe(1);
+  });
+
+  it("refuses a second process on the same chain: each gateway process needs its own", async () => {
+    await storeWith(["x"], { instanceId: "taken" });
+    await expect(storeWith(["y"], { instanceId: "taken" })).rejects.toThrow(/already holds chain taken/);
+  });
+
+  describe("evidence verify names the row that was changed", () => {
+    // rows: file (0), a (1), b (2), c (3), d (4), checkpoint (5)
+    async function tampered(change: (chain: string) => Promise<void>) {
+      const chain = await storeWith(["a", "b", "c", "d"]);
+      await change(chain);
+      return (await verified(server.url, chain)).problem!;
+    }
+
+    it("a row edited", async () => {
+      const problem = await tampered(async (chain) => {
+        await sql.query(
+          'UPDATE evidence_lines SET line = replace(line, \'"method":"POST"\', \'"method":"PUT"\') WHERE chain = $1 AND seq = 2',
+          [chain],
+        );
+      });
+      expect(problem).toMatchObject({ kind: "altered", requestId: "b", seq: 2 });
+      expect(problem.text).toContain("chain 'chain-");
+      expect(problem.text).toContain("seq 2)");
+    });
+
+    it("a row deleted", async () => {
+      const problem = await tampered(async (chain) => {
+        await sql.query("DELETE FROM evidence_lines WHERE chain = $1 AND seq = 3", [chain]);
+      });
+      expect(problem).toMatchObject({ kind: "removed", seq: 3 });
+      expect(problem.text).toContain("seq 3 removed");
+    });
+
+    it("two rows' lines swapped", async () => {
+      const problem = await tampered(async (chain) => {
+        await sql.query(
+          `UPDATE evidence_lines e SET line = o.line FROM evidence_lines o
+           WHERE e.chain = $1 AND o.chain = $1 AND ((e.seq = 2 AND o.seq = 3) OR (e.seq = 3 AND o.seq = 2))`,
+          [chain],
+        );
+      });
+      expect(problem).toMatchObject({ kind: "reordered", seq: 3, requestId: "c" });
+      expect(problem.text).toContain("seq 2)");
+      expect(problem.text).toContain("out of order");
+    });
+  });
+
+  it("PostgreSQL stopped mid-run: nothing kept-only is taken while it is down, nothing acknowledged is lost", async () => {
+    const failures: string[] = [];
+    const recovered: number[] = [];
+    const store = await open(server, {
+      events: { failed: (reason) => failures.push(reason), recovered: () => recovered.push(1) },
+    });
+    const acknowledged: string[] = [];
+    const refused: string[] = [];
+    const offer = (id: string) => (store.offer(request(id), true) ? acknowledged : refused).push(id);
+    for (let i = 0; i < 20; i++) offer(`before-${i}`);
+    await server.stop();
+    // Offered while it goes down: queued (acknowledged) until the store finds out, refused after.
+    for (let i = 0; i < 50 && !store.status().failing; i++) {
+      offer(`during-${i}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(store.status().failing?.reason).toBe("gone");
+    for (let i = 0; i < 5; i++) offer(`down-${i}`);
+    expect(refused).toEqual(expect.arrayContaining(["down-0", "down-4"]));
+    expect(failures).toContain("gone");
+    expect(failures).toContain("store-failing");
+    await server.start();
+    for (let i = 0; i < 100 && store.status().failing; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(store.status().failing).toBeUndefined();
+    expect(recovered.length).toBeGreaterThan(0);
+    offer("after");
+    await store.close();
+    const kept = (await rows(store.chainId))
+      .map((r) => JSON.parse(r.line))
+      .filter((l) => l.type === "request")
+      .map((l) => l.requestId);
+    expect(kept).toEqual(acknowledged);
+    for (const id of refused) expect(kept).not.toContain(id);
+    expect((await verified(server.url, store.chainId)).problem).toBeUndefined();
+  }, 60_000);
+});
+
+describe("what a failed query means, and the URL as logged", () => {
+  it.each([
+    ["ECONNREFUSED", "gone"],
+    ["57P01", "gone"], // admin_shutdown: the server stopped
+    ["08006", "gone"],
+    ["53100", "disk-full"],
+    ["25006", "read-only"],
+    ["42501", "read-only"], // insufficient_privilege: a user without INSERT
+    ["23505", "conflict"],
+    ["42P01", "io"],
+  ])("%s is %s", (code, reason) => {
+    expect(postgresFailureReason(Object.assign(new Error("x"), { code }))).toBe(reason);
+  });
+
+  it("never shows the password", () => {
+    expect(redactedUrl("postgres://gw:s3cret@db:5432/e")).toBe("postgres://gw:***@db:5432/e");
+    expect(redactedUrl("postgres://gw:s3cret@db:5432/e")).not.toContain("s3cret");
+  });
+});
