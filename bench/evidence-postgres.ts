@@ -15,28 +15,18 @@ import { PostgresEvidenceStore } from "../src/evidence/postgres-store.js";
 import type { QueuedEvidenceStore } from "../src/evidence/queued-store.js";
 import type { RequestEvidence } from "../src/evidence/record.js";
 import { startPostgresServer } from "../test/helpers/postgres-server.js";
+import { request } from "../test/unit/evidence/evidence-fixtures.js";
 
 const seconds = Number(process.argv[2] ?? 3);
 const QUEUE = 10_000;
 
+/** A request's record at typical sizes: a draft-cavage signing string (~400 bytes) and an RSA-2048 signature. */
 function record(i: number): RequestEvidence {
-  return {
+  return request(`bench-${i}`, {
     time: new Date().toISOString(),
-    requestId: `bench-${i}`,
-    method: "POST",
-    target: "/v1/payments/sepa-credit-transfers",
-    role: "PSP_PI",
-    organizationId: "PSDXX-NCA-TPPA",
-    certificate: "ab".repeat(32),
-    dialect: "cavage",
-    signedWith: "rsa-sha256",
-    // A typical draft-cavage signing string (~400 bytes) and RSA-2048 signature, as a record holds them.
     signedBytes: Buffer.alloc(400, 0x61).toString("base64"),
     signature: Buffer.alloc(256, 0x62).toString("base64"),
-    bodyDigest: "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:",
-    indication: "TOTAL_PASSED",
-    verdict: "accepted",
-  };
+  });
 }
 
 /** Offers records for `seconds` whenever the queue has room, then closes: records written per second. */

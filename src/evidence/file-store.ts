@@ -158,12 +158,8 @@ export class FileEvidenceStore extends QueuedEvidenceStore {
 
   /** reports/<id>.json and the path's CAs, once (the report is the gateway's, from memory). */
   protected async storeReport(id: string): Promise<void> {
-    const found = this.options.validation?.(id);
-    if (!found || !/^[A-Za-z0-9_-]{1,100}$/.test(id)) return;
-    for (const der of found.issuers) {
-      const fingerprint = sha256Hex(Buffer.from(der));
-      if (!this.hasCertificate(fingerprint)) this.putCertificate(fingerprint, der);
-    }
+    const found = reportToKeep(this, this.options.validation, id);
+    if (!found) return;
     await writeOnce(
       join(this.options.folder, REPORTS, `${id}.json`),
       `${JSON.stringify(found.report, null, 2)}\n`,
@@ -256,6 +252,24 @@ export class FileEvidenceStore extends QueuedEvidenceStore {
 /** PEM of a certificate's DER. */
 export function pemOf(der: Uint8Array): string {
   return new X509Certificate(der).toString();
+}
+
+/**
+ * The validation report `id` if the gateway still has it and `id` is a safe name (it becomes a
+ * file name or key); the CAs of its path are queued once on the way. Both stores keep reports so.
+ */
+export function reportToKeep(
+  store: QueuedEvidenceStore,
+  validation: ((reportId: string) => ValidationEvidence | undefined) | undefined,
+  id: string,
+): ValidationEvidence | undefined {
+  const found = validation?.(id);
+  if (!found || !/^[A-Za-z0-9_-]{1,100}$/.test(id)) return undefined;
+  for (const der of found.issuers) {
+    const fingerprint = sha256Hex(Buffer.from(der));
+    if (!store.hasCertificate(fingerprint)) store.putCertificate(fingerprint, der);
+  }
+  return found;
 }
 
 /** Writes `path` whole (through a temporary name) unless it is there already. */

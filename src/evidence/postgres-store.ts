@@ -22,9 +22,14 @@ import { createPrivateKey } from "node:crypto";
 import { hostname } from "node:os";
 import pg from "pg";
 import { type CheckpointKey, checkpointKeyOf, newCheckpointKey } from "./checkpoint.js";
-import { defaultInstanceId, type EvidenceFolder, pemOf, type ValidationEvidence } from "./file-store.js";
+import {
+  defaultInstanceId,
+  type EvidenceFolder,
+  pemOf,
+  reportToKeep,
+  type ValidationEvidence,
+} from "./file-store.js";
 import { type ChainedText, QueuedEvidenceStore, type QueueOptions } from "./queued-store.js";
-import { sha256Hex } from "./record.js";
 import type { ChainFile, ChainFolder } from "./verify.js";
 
 export interface PostgresStoreOptions extends QueueOptions {
@@ -203,12 +208,8 @@ export class PostgresEvidenceStore extends QueuedEvidenceStore {
   }
 
   protected async storeReport(id: string): Promise<void> {
-    const found = this.options.validation?.(id);
-    if (!found || !/^[A-Za-z0-9_-]{1,100}$/.test(id)) return;
-    for (const der of found.issuers) {
-      const fingerprint = sha256Hex(Buffer.from(der));
-      if (!this.hasCertificate(fingerprint)) this.putCertificate(fingerprint, der);
-    }
+    const found = reportToKeep(this, this.options.validation, id);
+    if (!found) return;
     await this.aside(
       this.pool.query(
         "INSERT INTO evidence_reports (id, report) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",

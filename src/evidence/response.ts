@@ -89,13 +89,8 @@ export function signedResponseEvidence(parts: {
   for (const [name, value] of Object.entries(parts.sent))
     all[name.toLowerCase()] = typeof value === "string" ? value : value.join(", ");
   for (const [name, value] of Object.entries(added)) all[name.toLowerCase()] = value;
-  const signatureHeaders: Record<string, string> = {};
-  for (const name of Object.keys(all).sort())
-    if (SIGNATURE_HEADERS.has(name)) signatureHeaders[name] = all[name]!;
-  const cavage = request.dialect === "cavage" ? cavageSigned(all) : undefined;
-  return {
-    type: "response",
-    time: new Date(parts.at).toISOString(),
+  return responseRecord(all, {
+    at: parts.at,
     requestId: headerValue(request.headers, "x-request-id"),
     traceId: traceIdOf(headerValue(request.headers, "traceparent")),
     method: request.method,
@@ -105,11 +100,57 @@ export function signedResponseEvidence(parts: {
     dialect: request.dialect,
     organizationId: parts.organizationId,
     certificate: parts.certificate,
+    cavage: request.dialect === "cavage",
+    body: parts.body,
+    keepBody: keepsBody(parts.bodies, request),
+  });
+}
+
+/**
+ * The record of a response, signed or verified, from its headers (`all`: lower-case names, as sent
+ * or received): the signature headers picked out, cavage's signed bytes rebuilt, the body digested.
+ * The fields stay in this order: it is the order of the JSON line in the chain.
+ */
+function responseRecord(
+  all: Readonly<Record<string, string>>,
+  r: {
+    readonly at: number;
+    readonly requestId: string | undefined;
+    readonly traceId: string | undefined;
+    readonly method: string;
+    readonly target: string;
+    readonly status: number;
+    readonly verdict: ResponseEvidence["verdict"];
+    readonly dialect: string;
+    readonly organizationId: string | undefined;
+    readonly certificate: string | undefined;
+    /** Rebuild the cavage signing string (`signedBytes`, `signature`). */
+    readonly cavage: boolean;
+    readonly body: Buffer;
+    readonly keepBody: boolean;
+  },
+): ResponseEvidence {
+  const signatureHeaders: Record<string, string> = {};
+  for (const name of Object.keys(all).sort())
+    if (SIGNATURE_HEADERS.has(name)) signatureHeaders[name] = all[name]!;
+  const cavage = r.cavage ? cavageSigned(all) : undefined;
+  return {
+    type: "response",
+    time: new Date(r.at).toISOString(),
+    requestId: r.requestId,
+    traceId: r.traceId,
+    method: r.method,
+    target: r.target,
+    status: r.status,
+    verdict: r.verdict,
+    dialect: r.dialect,
+    organizationId: r.organizationId,
+    certificate: r.certificate,
     signatureHeaders,
     signedBytes: cavage?.signedBytes,
     signature: cavage?.signature,
-    bodyDigest: `sha-256=:${createHash("sha256").update(parts.body).digest("base64")}:`,
-    body: keepsBody(parts.bodies, request) ? parts.body.toString("base64") : undefined,
+    bodyDigest: `sha-256=:${createHash("sha256").update(r.body).digest("base64")}:`,
+    body: r.keepBody ? r.body.toString("base64") : undefined,
   };
 }
 
@@ -134,19 +175,14 @@ export function verifiedResponseEvidence(parts: {
   const all: Record<string, string> = {};
   for (const [name, value] of Object.entries(parts.headers))
     if (value !== undefined) all[name.toLowerCase()] = typeof value === "string" ? value : value.join(", ");
-  const signatureHeaders: Record<string, string> = {};
-  for (const name of Object.keys(all).sort())
-    if (SIGNATURE_HEADERS.has(name)) signatureHeaders[name] = all[name]!;
-  const cavage = parts.dialect === "cavage" && all.signature !== undefined ? cavageSigned(all) : undefined;
   const { method, target } = parts.request;
   const keep =
     parts.bodies === "all" ||
     (parts.bodies === "payments" &&
       WRITES.has(method) &&
       /\/(bulk-|periodic-)?payments(\/|\?|$)/.test(target));
-  return {
-    type: "response",
-    time: new Date(parts.at).toISOString(),
+  return responseRecord(all, {
+    at: parts.at,
     requestId: parts.request.requestId || undefined,
     traceId: traceIdOf(parts.traceparent),
     method,
@@ -156,12 +192,10 @@ export function verifiedResponseEvidence(parts: {
     dialect: parts.dialect,
     organizationId: parts.organizationId,
     certificate: parts.certificate,
-    signatureHeaders,
-    signedBytes: cavage?.signedBytes,
-    signature: cavage?.signature,
-    bodyDigest: `sha-256=:${createHash("sha256").update(parts.body).digest("base64")}:`,
-    body: keep ? parts.body.toString("base64") : undefined,
-  };
+    cavage: parts.dialect === "cavage" && all.signature !== undefined,
+    body: parts.body,
+    keepBody: keep,
+  });
 }
 
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parse, stringify } from "yaml";
 import { type EgressGateway, type IngressGateway, startGateway } from "../../src/app.js";
 import { loadConfigFile } from "../../src/config/load.js";
-import type { EgressConfig, GatewayConfig } from "../../src/config/schema.js";
+import type { EgressConfig } from "../../src/config/schema.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { tppFiles } from "../helpers/egress-profiles.js";
 import { prepareSignedCall, testPki } from "../helpers/gateway-fixture.js";
@@ -25,8 +25,9 @@ import {
   sendPrepared,
   startGatewayProcess,
 } from "../helpers/gateway-process.js";
-import { Scrape, scrape } from "../helpers/prometheus-text.js";
+import { scrape } from "../helpers/prometheus-text.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+import { reloadsApplied, startWatchedConfigGateway } from "../helpers/watched-config.js";
 
 let pki: DevPki;
 let backend: RecordingBackend;
@@ -168,33 +169,17 @@ describe("an ingress gateway watching its config file", () => {
   let file: string;
 
   beforeAll(async () => {
-    file = join(mkdtempSync(join(tmpdir(), "config-watch-")), "gateway.yaml");
-    writeFileSync(
-      file,
-      stringify({
-        listen: { host: "127.0.0.1", port: 0, maxConnectionsPerAddress: 50 },
-        backend: { url: backend.url },
-        trust: { caDir: pki.paths.trustDir },
-        register: { file: pki.paths.register },
-        log: { level: "silent" },
-        admin: { enabled: false },
-        reload: { pollSeconds: 0.2 },
-      }),
-    );
-    gateway = await startGateway(loadConfigFile(file) as GatewayConfig, {
-      logger: createLogger("silent"),
-      configFile: { path: file, read: () => loadConfigFile(file) },
-    });
+    ({ gateway, file } = await startWatchedConfigGateway("config-watch-", pki, backend.url, {
+      listen: { host: "127.0.0.1", port: 0, maxConnectionsPerAddress: 50 },
+      reload: { pollSeconds: 0.2 },
+    }));
   }, 60_000);
 
   afterAll(async () => {
     await gateway?.close(0);
   });
 
-  const applied = async () =>
-    new Scrape(await gateway.metrics.registry.metrics()).only("psd2_gateway_config_reloads_total", {
-      outcome: "applied",
-    });
+  const applied = () => reloadsApplied(gateway);
 
   it("takes over changed connection limits once the file changes, without a signal", async () => {
     const port = Number(new URL(gateway.url).port);
@@ -221,34 +206,17 @@ describe("an ingress gateway whose reload changes reload.pollSeconds", () => {
   let file: string;
 
   beforeAll(async () => {
-    file = join(mkdtempSync(join(tmpdir(), "config-pace-")), "gateway.yaml");
-    writeFileSync(
-      file,
-      stringify({
-        listen: { host: "127.0.0.1", port: 0 },
-        backend: { url: backend.url },
-        trust: { caDir: pki.paths.trustDir },
-        register: { file: pki.paths.register },
-        log: { level: "silent" },
-        admin: { enabled: false },
-        // Not polled within the test until a reload says otherwise.
-        reload: { pollSeconds: 3600 },
-      }),
-    );
-    gateway = await startGateway(loadConfigFile(file) as GatewayConfig, {
-      logger: createLogger("silent"),
-      configFile: { path: file, read: () => loadConfigFile(file) },
-    });
+    ({ gateway, file } = await startWatchedConfigGateway("config-pace-", pki, backend.url, {
+      // Not polled within the test until a reload says otherwise.
+      reload: { pollSeconds: 3600 },
+    }));
   }, 60_000);
 
   afterAll(async () => {
     await gateway?.close(0);
   });
 
-  const applied = async () =>
-    new Scrape(await gateway.metrics.registry.metrics()).only("psd2_gateway_config_reloads_total", {
-      outcome: "applied",
-    });
+  const applied = () => reloadsApplied(gateway);
 
   it("watches the config file at the new pace: a later change is taken over without a signal", async () => {
     rewrite(file, (c) => {

@@ -24,6 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
+import { paymentRun } from "../helpers/evidence-payments.js";
 import { signedCall, startTestGateway, type TestGateway } from "../helpers/gateway-fixture.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 
@@ -40,43 +41,19 @@ function mounted(): boolean {
 const canMount = mounted();
 if (!canMount) console.warn("skipping evidence-faults.test.ts: mounting a tmpfs needs root");
 
-const body = JSON.stringify({
-  instructedAmount: { currency: "EUR", amount: "10.00" },
-  creditorName: "Merchant",
-  creditorAccount: { iban: "DE02100100109307118603" },
-});
-
 describe.skipIf(!canMount)("the evidence folder's disk fills up mid-run", () => {
   const folder = join(mountPoint, "evidence");
   const filler = join(mountPoint, "filler");
   let backend: RecordingBackend;
   let gw: TestGateway;
-  const acknowledged: string[] = [];
-  const refused: string[] = [];
-  let refusal: Awaited<ReturnType<typeof signedCall>> | undefined;
   let passedWhileFailing = 0;
   const READS = 6;
   const reads: string[] = [];
   let readyWhileFailing = 0;
   let metricsWhileFailing = "";
 
-  const metricsText = async () => (await fetch(`${gw.gateway.adminUrl}/metrics`)).text();
-  const until = async (line: string) => {
-    let text = "";
-    for (let i = 0; i < 100 && !text.includes(line); i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      text = await metricsText();
-    }
-    return text;
-  };
-  const pay = (id: string) =>
-    signedCall(gw, {
-      signer: gw.pki.tppA.qseal,
-      method: "POST",
-      target: "/v1/payments/sepa-credit-transfers",
-      headers: { "X-Request-ID": id },
-      body,
-    });
+  const run = paymentRun(() => gw);
+  const { acknowledged, refused, metricsText, until, pay } = run;
 
   beforeAll(async () => {
     mkdirSync(folder);
@@ -98,16 +75,7 @@ describe.skipIf(!canMount)("the evidence folder's disk fills up mid-run", () => 
       expect((error as NodeJS.ErrnoException).code).toBe("ENOSPC");
     }
     // Payments go on while their records are queued; the first write that fails turns them away.
-    for (let i = 0; i < 40 && refusal === undefined; i++) {
-      const id = randomUUID();
-      const answer = await pay(id);
-      if (answer.status === 200) acknowledged.push(id);
-      else {
-        refusal = answer;
-        refused.push(id);
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await run.payUntilRefused(40);
     metricsWhileFailing = await until("psd2_gateway_evidence_store_failing 1");
     const more = randomUUID();
     expect((await pay(more)).status).toBe(503);
@@ -150,9 +118,12 @@ describe.skipIf(!canMount)("the evidence folder's disk fills up mid-run", () => 
   };
 
   it("refuses payments with a Berlin Group 503 while it cannot keep their records; the backend never sees them", () => {
-    expect(refusal?.status).toBe(503);
-    expect(refusal?.json.tppMessages?.[0]).toMatchObject({ category: "ERROR", code: "SERVICE_UNAVAILABLE" });
-    expect(refusal?.json.tppMessages?.[0]?.text).toContain("could not keep the evidence");
+    expect(run.refusal?.status).toBe(503);
+    expect(run.refusal?.json.tppMessages?.[0]).toMatchObject({
+      category: "ERROR",
+      code: "SERVICE_UNAVAILABLE",
+    });
+    expect(run.refusal?.json.tppMessages?.[0]?.text).toContain("could not keep the evidence");
     const forwarded = backend.requests.map((r) => r.headers["x-request-id"]);
     for (const id of refused) expect(forwarded).not.toContain(id);
     for (const id of acknowledged) expect(forwarded).toContain(id);

@@ -14,7 +14,8 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
-import { signedCall, startTestGateway, type TestGateway } from "../helpers/gateway-fixture.js";
+import { paymentRun } from "../helpers/evidence-payments.js";
+import { startTestGateway, type TestGateway } from "../helpers/gateway-fixture.js";
 import {
   describeWithPostgres,
   type PostgresServer,
@@ -22,40 +23,16 @@ import {
 } from "../helpers/postgres-server.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 
-const body = JSON.stringify({
-  instructedAmount: { currency: "EUR", amount: "10.00" },
-  creditorName: "Merchant",
-  creditorAccount: { iban: "DE02100100109307118603" },
-});
-
 describeWithPostgres("evidence kept in PostgreSQL by a running gateway", () => {
   let server: PostgresServer;
   let sql: pg.Pool;
   let backend: RecordingBackend;
   let gw: TestGateway;
-  const acknowledged: string[] = [];
-  const refused: string[] = [];
-  let refusal: Awaited<ReturnType<typeof signedCall>> | undefined;
   let readyWhileDown = 0;
   let metricsWhileDown = "";
 
-  const metricsText = async () => (await fetch(`${gw.gateway.adminUrl}/metrics`)).text();
-  const until = async (line: string) => {
-    let text = "";
-    for (let i = 0; i < 200 && !text.includes(line); i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      text = await metricsText();
-    }
-    return text;
-  };
-  const pay = (id: string) =>
-    signedCall(gw, {
-      signer: gw.pki.tppA.qseal,
-      method: "POST",
-      target: "/v1/payments/sepa-credit-transfers",
-      headers: { "X-Request-ID": id },
-      body,
-    });
+  const run = paymentRun(() => gw, 200);
+  const { acknowledged, refused, until, pay } = run;
 
   beforeAll(async () => {
     server = await startPostgresServer();
@@ -73,16 +50,7 @@ describeWithPostgres("evidence kept in PostgreSQL by a running gateway", () => {
 
     await server.stop();
     // Payments go on while their records are queued; the first write that fails turns them away.
-    for (let i = 0; i < 100 && refusal === undefined; i++) {
-      const id = randomUUID();
-      const answer = await pay(id);
-      if (answer.status === 200) acknowledged.push(id);
-      else {
-        refusal = answer;
-        refused.push(id);
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await run.payUntilRefused(100);
     metricsWhileDown = await until("psd2_gateway_evidence_store_failing 1");
     const more = randomUUID();
     expect((await pay(more)).status).toBe(503);
@@ -112,9 +80,12 @@ describeWithPostgres("evidence kept in PostgreSQL by a running gateway", () => {
     ).rows;
 
   it("refuses payments with a Berlin Group 503 while PostgreSQL is down; the backend never sees them; not ready", () => {
-    expect(refusal?.status).toBe(503);
-    expect(refusal?.json.tppMessages?.[0]).toMatchObject({ category: "ERROR", code: "SERVICE_UNAVAILABLE" });
-    expect(refusal?.json.tppMessages?.[0]?.text).toContain("could not keep the evidence");
+    expect(run.refusal?.status).toBe(503);
+    expect(run.refusal?.json.tppMessages?.[0]).toMatchObject({
+      category: "ERROR",
+      code: "SERVICE_UNAVAILABLE",
+    });
+    expect(run.refusal?.json.tppMessages?.[0]?.text).toContain("could not keep the evidence");
     const forwarded = backend.requests.map((r) => r.headers["x-request-id"]);
     for (const id of refused) expect(forwarded).not.toContain(id);
     for (const id of acknowledged) expect(forwarded).toContain(id);

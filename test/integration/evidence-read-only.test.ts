@@ -16,7 +16,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../helpers/cli.js";
-import { signedCall, startTestGateway, type TestGateway } from "../helpers/gateway-fixture.js";
+import { paymentRun } from "../helpers/evidence-payments.js";
+import { startTestGateway, type TestGateway } from "../helpers/gateway-fixture.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 
 const folder = mkdtempSync(join(tmpdir(), "psd2-evidence-ro-"));
@@ -33,38 +34,14 @@ function canBindMount(): boolean {
 const canMount = canBindMount();
 if (!canMount) console.warn("skipping evidence-read-only.test.ts: a read-only bind mount needs root");
 
-const body = JSON.stringify({
-  instructedAmount: { currency: "EUR", amount: "10.00" },
-  creditorName: "Merchant",
-  creditorAccount: { iban: "DE02100100109307118603" },
-});
-
 describe.skipIf(!canMount)("the evidence folder turns read-only mid-run", () => {
   let backend: RecordingBackend;
   let gw: TestGateway;
   let readOnly = false;
-  const acknowledged: string[] = [];
-  const refused: string[] = [];
-  let refusal: Awaited<ReturnType<typeof signedCall>> | undefined;
   let metricsWhileFailing = "";
 
-  const metricsText = async () => (await fetch(`${gw.gateway.adminUrl}/metrics`)).text();
-  const until = async (line: string) => {
-    let text = "";
-    for (let i = 0; i < 100 && !text.includes(line); i++) {
-      await new Promise((r) => setTimeout(r, 50));
-      text = await metricsText();
-    }
-    return text;
-  };
-  const pay = (id: string) =>
-    signedCall(gw, {
-      signer: gw.pki.tppA.qseal,
-      method: "POST",
-      target: "/v1/payments/sepa-credit-transfers",
-      headers: { "X-Request-ID": id },
-      body,
-    });
+  const run = paymentRun(() => gw);
+  const { acknowledged, refused, until, pay } = run;
 
   beforeAll(async () => {
     backend = await startRecordingBackend();
@@ -81,16 +58,7 @@ describe.skipIf(!canMount)("the evidence folder turns read-only mid-run", () => 
     execFileSync("mount", ["-o", "remount,bind,ro", folder]);
     readOnly = true;
     // Payments go on while the open file takes them; the next file cannot be made: they are refused.
-    for (let i = 0; i < 100 && refusal === undefined; i++) {
-      const id = randomUUID();
-      const answer = await pay(id);
-      if (answer.status === 200) acknowledged.push(id);
-      else {
-        refusal = answer;
-        refused.push(id);
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await run.payUntilRefused(100);
     metricsWhileFailing = await until("psd2_gateway_evidence_store_failing 1");
     const more = randomUUID();
     expect((await pay(more)).status).toBe(503);
@@ -113,9 +81,12 @@ describe.skipIf(!canMount)("the evidence folder turns read-only mid-run", () => 
   });
 
   it("refuses payments with a Berlin Group 503 while it cannot keep their records; the backend never sees them", () => {
-    expect(refusal?.status).toBe(503);
-    expect(refusal?.json.tppMessages?.[0]).toMatchObject({ category: "ERROR", code: "SERVICE_UNAVAILABLE" });
-    expect(refusal?.json.tppMessages?.[0]?.text).toContain("could not keep the evidence");
+    expect(run.refusal?.status).toBe(503);
+    expect(run.refusal?.json.tppMessages?.[0]).toMatchObject({
+      category: "ERROR",
+      code: "SERVICE_UNAVAILABLE",
+    });
+    expect(run.refusal?.json.tppMessages?.[0]?.text).toContain("could not keep the evidence");
     const forwarded = backend.requests.map((r) => r.headers["x-request-id"]);
     for (const id of refused) expect(forwarded).not.toContain(id);
     for (const id of acknowledged) expect(forwarded).toContain(id);

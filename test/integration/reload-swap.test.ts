@@ -4,8 +4,7 @@
  * it came finishes as it began; a replaced store is consulted until its longest window has passed.
  */
 
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { DevPki, IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { request } from "undici";
@@ -18,8 +17,8 @@ import { createLogger } from "../../src/observability/logger.js";
 import { tppFiles } from "../helpers/egress-profiles.js";
 import { type PreparedCall, prepareSignedCall, testPki } from "../helpers/gateway-fixture.js";
 import { replaceFileAtomically } from "../helpers/gateway-process.js";
-import { Scrape } from "../helpers/prometheus-text.js";
 import { answerOk, type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+import { reloadsApplied, startWatchedConfigGateway } from "../helpers/watched-config.js";
 
 let pki: DevPki;
 let backend: RecordingBackend;
@@ -31,26 +30,11 @@ let closed = false;
 beforeAll(async () => {
   pki = await testPki();
   backend = await startRecordingBackend();
-  dir = mkdtempSync(join(tmpdir(), "reload-swap-"));
-  file = join(dir, "gateway.yaml");
-  writeFileSync(
-    file,
-    stringify({
-      listen: { host: "127.0.0.1", port: 0 },
-      backend: { url: backend.url },
-      trust: { caDir: pki.paths.trustDir },
-      register: { file: pki.paths.register },
-      log: { level: "silent" },
-      admin: { enabled: false },
-      // Only reload() reloads here: the file is not polled within the test.
-      reload: { pollSeconds: 3600 },
-      shutdown: { graceSeconds: 3600 },
-    }),
-  );
-  gateway = await startGateway(loadConfigFile(file) as GatewayConfig, {
-    logger: createLogger("silent"),
-    configFile: { path: file, read: () => loadConfigFile(file) },
-  });
+  ({ gateway, dir, file } = await startWatchedConfigGateway("reload-swap-", pki, backend.url, {
+    // Only reload() reloads here: the file is not polled within the test.
+    reload: { pollSeconds: 3600 },
+    shutdown: { graceSeconds: 3600 },
+  }));
 }, 60_000);
 
 afterAll(async () => {
@@ -65,10 +49,7 @@ function rewrite(change: (config: Record<string, any>) => void, at = file): void
   replaceFileAtomically(at, stringify(config));
 }
 
-const applied = async () =>
-  new Scrape(await gateway.metrics.registry.metrics()).only("psd2_gateway_config_reloads_total", {
-    outcome: "applied",
-  });
+const applied = () => reloadsApplied(gateway);
 
 /** SIGHUP's reload, waited for until its counter says it was applied. */
 async function reloadApplied(): Promise<void> {
