@@ -123,13 +123,21 @@ function metricSum(adminUrl: string, line: RegExp): Promise<number | undefined> 
  * backend pool (its connection count) and new trust sources (the CRL fetch timeout: the sources
  * started anew beside the running ones, then swapped), and every reload a new verdict cache;
  * egress rebuilds its bank profiles on every reload (new keys read, new backend pools) and gets a
- * new shutdown grace.
+ * new shutdown grace. Once, at `handOverAt`, ingress moves its limit store (another memory store):
+ * the new one takes every write and the old one is still consulted, so a replay sent across the
+ * move is refused all the same (one hand-over at a time, hence once).
  */
-function harmlessChange(name: string, n: number): (config: Record<string, unknown>) => void {
+function harmlessChange(
+  name: string,
+  n: number,
+  handOverAt: number,
+): (config: Record<string, unknown>) => void {
   return (config) => {
     const shutdown = { graceSeconds: 25 + (n % 2) };
     config["shutdown"] = shutdown;
     if (name !== "ingress") return;
+    if (n === handOverAt)
+      config["store"] = { ...((config["store"] ?? {}) as Record<string, unknown>), maxWindows: 400_000 };
     const verification = (config["verification"] ?? {}) as Record<string, unknown>;
     verification["redirectUriOptionalPrefixes"] = ["/v1/sandbox", `/v1/fuzz-reload-${n}`];
     config["verification"] = verification;
@@ -362,7 +370,9 @@ class Run implements Checker {
             this.sent >= (this.reloadsSent + 1) * reloadEvery
           ) {
             const n = ++this.reloadsSent;
-            for (const gateway of this.processes()) gateway.reconfigure(harmlessChange(gateway.name, n));
+            const handOverAt = Math.ceil(reloads / 2);
+            for (const gateway of this.processes())
+              gateway.reconfigure(harmlessChange(gateway.name, n, handOverAt));
           }
           const family = pick.weighted(weights);
           const index = caseIndexes.get(family.name) ?? 0;
