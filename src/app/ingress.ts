@@ -14,7 +14,7 @@ import { configSchema, type GatewayConfig } from "../config/schema.js";
 import { DEFECT_CHANNEL, type DefectEvent, type TppRegister, type TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
 import { Backend } from "../forward/backend.js";
-import { HandOverStore, type LimitStore, type StoreReadiness, WindowedStore } from "../limits/index.js";
+import { HandOverStore, type LimitStore, storeReadinessOf, WindowedStore } from "../limits/index.js";
 import type { ReadinessCheck, ValidationReports } from "../observability/admin.js";
 import type { Logger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
@@ -718,16 +718,6 @@ function sameBackend(a: GatewayConfig, b: GatewayConfig): boolean {
 /** The sections `keys` of two configurations are equal (what a reload need not build anew). */
 function sameKeys(a: GatewayConfig, b: GatewayConfig, keys: readonly (keyof GatewayConfig)[]): boolean {
   return keys.every((k) => JSON.stringify(a[k]) === JSON.stringify(b[k]));
-}
-
-/** The store's readiness with its reason (a store that says only yes or no: its word). */
-async function storeReadinessOf(store: LimitStore): Promise<StoreReadiness> {
-  try {
-    if (store.readiness) return await store.readiness();
-    return (await store.ready()) ? { ok: true } : { ok: false, reason: "disconnected", detail: "not ready" };
-  } catch (error) {
-    return { ok: false, reason: "write-failed", detail: (error as Error).message };
-  }
 }
 
 /**

@@ -7,12 +7,19 @@
  * store that cannot be reached fails the call as it would alone.
  */
 
-import type { LimitStore, MaybePromise, Reservation, StoreReadiness, StoreStats } from "./store.js";
+import {
+  type LimitStore,
+  type MaybePromise,
+  type Reservation,
+  type StoreReadiness,
+  type StoreStats,
+  storeReadinessOf,
+} from "./store.js";
 
-/** `f` of `value`, at once when the value is there, after it when it is a promise. */
 /** setTimeout's longest delay (2^31 − 1 ms, about 24.8 days). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** `f` of `value`, at once when the value is there, after it when it is a promise. */
 function then<T, U>(value: MaybePromise<T>, f: (v: T) => MaybePromise<U>): MaybePromise<U> {
   return value instanceof Promise ? value.then(f) : f(value);
 }
@@ -48,7 +55,7 @@ export class WindowedStore implements LimitStore {
     return this.inner.ready();
   }
   readiness(): Promise<StoreReadiness> {
-    return readinessOf(this.inner);
+    return storeReadinessOf(this.inner);
   }
   get stats(): StoreStats {
     return this.inner.stats;
@@ -168,9 +175,9 @@ export class HandOverStore implements LimitStore {
 
   async readiness(): Promise<StoreReadiness> {
     const old = this.old;
-    const next = await readinessOf(this.next);
+    const next = await storeReadinessOf(this.next);
     if (!next.ok || !old) return next;
-    const before = await readinessOf(old);
+    const before = await storeReadinessOf(old);
     return before.ok ? next : { ...before, detail: `the replaced store: ${before.detail ?? "not ready"}` };
   }
 
@@ -186,9 +193,4 @@ export class HandOverStore implements LimitStore {
     this.previous = undefined;
     await Promise.all([this.next.close(), old?.close()]);
   }
-}
-
-async function readinessOf(store: LimitStore): Promise<StoreReadiness> {
-  if (store.readiness) return store.readiness();
-  return (await store.ready()) ? { ok: true } : { ok: false, reason: "disconnected", detail: "not ready" };
 }

@@ -16,7 +16,7 @@ export { MemoryLimitStore, type MemoryStoreOptions } from "./memory-store.js";
 export type { RedisLimitStoreOptions } from "./redis-store.js";
 export { checkReplay, type ReplayOptions, type ReplayStore, replayKeyFor } from "./replay.js";
 export type { LimitStore, MaybePromise, Reservation, StoreReadiness, StoreStats } from "./store.js";
-export { STORE_RETRY_AFTER_SECONDS } from "./store.js";
+export { STORE_RETRY_AFTER_SECONDS, storeReadinessOf } from "./store.js";
 export {
   checkDateFrom,
   checkTransactionDetails,

@@ -60,3 +60,13 @@ export interface LimitStore {
   /** Flushes what must survive (the memory store's snapshot) and releases connections. */
   close(): Promise<void>;
 }
+
+/** The store's readiness with its reason (a store that says only yes or no: its word; one that throws: not ready). */
+export async function storeReadinessOf(store: LimitStore): Promise<StoreReadiness> {
+  try {
+    if (store.readiness) return await store.readiness();
+    return (await store.ready()) ? { ok: true } : { ok: false, reason: "disconnected", detail: "not ready" };
+  } catch (error) {
+    return { ok: false, reason: "write-failed", detail: (error as Error).message };
+  }
+}
