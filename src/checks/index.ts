@@ -69,6 +69,7 @@ export {
 export {
   type CheckOptions,
   type ClientCertificatePolicy,
+  moreThanOneHost,
   REPLAY_CLOCK_MARGIN_MS,
   RESPONSE_SIGNING,
   type ResponseSigner,

@@ -207,12 +207,10 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
           return reject("FORMAT_ERROR", "malformed HTTP request: no Host header; HTTP/1.1 requires one");
         }
         // Node keeps the first of two Host lines; a proxy or backend may take the other (RFC 9112 3.2).
-        if (c.rawHeaders !== undefined && hostLines(c.rawHeaders) > 1) {
+        const twoHosts = c.rawHeaders === undefined ? undefined : moreThanOneHost(c.rawHeaders);
+        if (twoHosts) {
           c.closeConnection = true;
-          return reject(
-            "FORMAT_ERROR",
-            "malformed HTTP request: more than one Host header; send exactly one (RFC 9112 3.2)",
-          );
+          return twoHosts;
         }
         // An authority and nothing more (RFC 9110 7.2), one the gateway serves when it names them.
         const authority = parseAuthority(host);
@@ -453,14 +451,22 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
 
 const UNATTENDED_PERIOD = "unattended-period";
 
-/** How many of the head's lines are Host lines (names at the even places of rawHeaders). */
-function hostLines(raw: readonly string[]): number {
+/**
+ * The refusal of a head with more than one Host line (names at the even places of rawHeaders):
+ * Node keeps the first, a proxy or backend may take another (RFC 9112 3.2). Both modes ask it.
+ */
+export function moreThanOneHost(raw: readonly string[]): Rejection | undefined {
   let count = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     if (name.length === 4 && name.toLowerCase() === "host") count++;
   }
-  return count;
+  return count > 1
+    ? reject(
+        "FORMAT_ERROR",
+        "malformed HTTP request: more than one Host header; send exactly one (RFC 9112 3.2)",
+      )
+    : undefined;
 }
 
 /**

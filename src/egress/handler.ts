@@ -6,7 +6,14 @@
  */
 
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { Chain, hasBody, type Step, type StepResult, type StepTrace } from "../checks/index.js";
+import {
+  Chain,
+  hasBody,
+  moreThanOneHost,
+  type Step,
+  type StepResult,
+  type StepTrace,
+} from "../checks/index.js";
 import { type Rejection, reject, statusFor } from "../errors.js";
 import { type EgressEvent, unparsedRequestEvent } from "../events.js";
 import type { Backend } from "../forward/backend.js";
@@ -340,15 +347,9 @@ const EGRESS_REQUEST_STEPS: readonly Step<EgressExchange>[] = [
     // hop may take the second (RFC 9112 3.2): refused as ingress's host step refuses it.
     name: "host",
     run: (c) => {
-      let lines = 0;
-      const raw = c.req.rawHeaders;
-      for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === "host") lines++;
-      if (lines <= 1) return undefined;
-      c.closeConnection = true;
-      return reject(
-        "FORMAT_ERROR",
-        "malformed HTTP request: more than one Host header; send exactly one (RFC 9112 3.2)",
-      );
+      const twoHosts = moreThanOneHost(c.req.rawHeaders);
+      if (twoHosts) c.closeConnection = true;
+      return twoHosts;
     },
   },
   {
