@@ -31,18 +31,15 @@ export class BodyRejected extends Error {
 /** Thrown when the client went away before sending its whole body. */
 export class ClientAborted extends Error {}
 
-/** A body the forwarder can stop at any moment (see StoppableBody); `ended` once read to its end. */
-export interface StopperBody extends AsyncIterable<Buffer> {
-  readonly ended: boolean;
-  stop(error: Error): void;
-}
-
 const DONE: IteratorReturnResult<undefined> = Object.freeze({ value: undefined, done: true });
 
 /**
  * A client's request body streamed upstream straight from its request stream: each chunk shown to
  * the inspectors (none when the chain inspects no body) and passed on one chunk late, the last only
- * once every inspector approved the whole body; stoppable at any moment, like StoppableBody. One
+ * once every inspector approved the whole body; stoppable at any moment (`stop`): without it, a body
+ * whose client stops sending (a request refused mid-body, answered, its stream never ended) would
+ * keep its backend connection busy for ever, since undici leaves ending an iterable body to whoever
+ * made it. One
  * iterator on the stream's own `readable` events where three async generators were stacked (Node's
  * request iterator, the inspection, the stop), which allocated about 4 KB a POST (bench/RESULTS.md).
  *
@@ -50,7 +47,7 @@ const DONE: IteratorReturnResult<undefined> = Object.freeze({ value: undefined, 
  * arriving through the request's `error` event when, and only when, someone listens), and on
  * leaving it leaves the request undestroyed: Node reads and drops what the client still sends.
  */
-export class StreamedBody implements StopperBody, AsyncIterableIterator<Buffer> {
+export class StreamedBody implements AsyncIterableIterator<Buffer> {
   ended = false;
   private held: Buffer | undefined = undefined;
   private failure: Error | undefined = undefined;
@@ -186,42 +183,5 @@ export class StreamedBody implements StopperBody, AsyncIterableIterator<Buffer> 
     this.source.off("end", this.onEnd);
     this.source.off("error", this.onError);
     this.source.off("close", this.onClose);
-  }
-}
-
-/**
- * A request body on its way upstream that the forwarder can stop at any moment, even while it
- * waits for the client's next chunk. Without it, a body whose client stops sending (a request
- * refused mid-body, answered, its stream never ended) would keep its backend connection busy for
- * ever: undici leaves ending an async-iterable body to whoever made it.
- */
-export class StoppableBody implements StopperBody {
-  private stopped: Error | undefined = undefined;
-  private wake: ((error: Error) => void) | undefined = undefined;
-  /** Read to its end: nothing left to stop (and no error worth making). */
-  ended = false;
-
-  constructor(private readonly source: AsyncIterable<Buffer>) {}
-
-  /** The next read (or the one waiting) throws `error`; undici then aborts the upstream request. */
-  stop(error: Error): void {
-    if (this.stopped) return;
-    this.stopped = error;
-    this.wake?.(error);
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<Buffer> {
-    if (this.stopped) throw this.stopped;
-    const stopped = new Promise<never>((_resolve, reject) => (this.wake = reject));
-    stopped.catch(() => {}); // read by the race below, or never
-    const chunks = this.source[Symbol.asyncIterator]();
-    for (;;) {
-      const next = await Promise.race([chunks.next(), stopped]);
-      if (next.done) {
-        this.ended = true;
-        return;
-      }
-      yield next.value;
-    }
   }
 }

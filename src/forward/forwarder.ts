@@ -13,7 +13,7 @@ import type { Dispatcher } from "undici";
 import { type Rejection, reject } from "../errors.js";
 import type { ReceivedHeaders } from "../response-inspector.js";
 import type { Backend } from "./backend.js";
-import { BodyRejected, ClientAborted, StoppableBody, type StopperBody, StreamedBody } from "./body.js";
+import { BodyRejected, ClientAborted, type StreamedBody } from "./body.js";
 import { downstreamResponseHeaders } from "./headers.js";
 
 /** The step of the gateway's answer when the backend could not be reached or was too slow. */
@@ -29,7 +29,7 @@ export interface UpstreamRequest {
   /** An object, or name/value pairs (ingress: a flat list does not grow a dictionary per request). */
   readonly headers: Headers | string[];
   /** `null` for a request without a body. */
-  readonly body: AsyncIterable<Buffer> | Buffer | null;
+  readonly body: StreamedBody | Buffer | null;
 }
 
 /** A wish to see the response body before it goes out (a step of the mode's chain). */
@@ -136,7 +136,7 @@ class Forwarding<H extends BodyHold> implements Dispatcher.DispatchHandler {
   constructor(
     private readonly backend: Backend,
     private readonly call: ForwardCall<H>,
-    private readonly body: StopperBody | undefined,
+    private readonly body: StreamedBody | undefined,
   ) {
     const { res } = call;
     res.on("close", () => {
@@ -309,12 +309,7 @@ export function forward<H extends BodyHold>(backend: Backend, call: ForwardCall<
     return;
   }
   const { upstream } = call;
-  const body =
-    upstream.body === null || Buffer.isBuffer(upstream.body)
-      ? undefined
-      : upstream.body instanceof StreamedBody
-        ? upstream.body
-        : new StoppableBody(upstream.body as AsyncIterable<Buffer>);
+  const body = upstream.body === null || Buffer.isBuffer(upstream.body) ? undefined : upstream.body;
   backend.pool.dispatch(
     {
       origin: backend.origin,
@@ -322,7 +317,7 @@ export function forward<H extends BodyHold>(backend: Backend, call: ForwardCall<
       method: upstream.method,
       headers: upstream.headers,
       // undici accepts any async iterable as a body; its typings only name Readable.
-      body: (body ?? upstream.body) as unknown as Readable | Buffer | null,
+      body: upstream.body as unknown as Readable | Buffer | null,
     },
     new Forwarding(backend, call, body),
   );
