@@ -48,6 +48,8 @@ export interface Route {
 export interface BodyDigest {
   update(chunk: Uint8Array): void;
   finish(): true | Rejection;
+  /** The SHA-256 the header states, if it states one: the body's, once `finish()` passed. */
+  readonly sha256: Uint8Array | undefined;
 }
 
 export class CheckContext implements StepTrace {

@@ -171,18 +171,18 @@ export class FileEvidenceStore extends QueuedEvidenceStore {
   }
 
   protected async writeLines(lines: readonly ChainedText[]): Promise<void> {
-    const text = Buffer.from(`${lines.map((l) => l.text).join("\n")}\n`, "utf8");
-    let offset = 0;
-    while (offset < text.length) {
-      const { bytesWritten } = await this.handle!.write(
-        text,
-        offset,
-        text.length - offset,
-        this.size + offset,
-      );
-      offset += bytesWritten;
+    // Written as a string: Node encodes it outside the JS heap (no Buffer per batch); a short
+    // write, which a regular file rarely makes, goes on from the bytes of the rest.
+    const text = `${lines.map((l) => l.text).join("\n")}\n`;
+    const length = Buffer.byteLength(text);
+    let offset = (await this.handle!.write(text, this.size, "utf8")).bytesWritten;
+    if (offset < length) {
+      const bytes = Buffer.from(text, "utf8");
+      while (offset < length) {
+        offset += (await this.handle!.write(bytes, offset, length - offset, this.size + offset)).bytesWritten;
+      }
     }
-    this.size += text.length;
+    this.size += length;
     this.dirty = true;
     if (this.options.fsync === "every") await this.sync();
   }

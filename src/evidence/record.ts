@@ -8,7 +8,7 @@
  * Pure: no I/O. The file store (file-store.ts) writes the lines; verify.ts reads them back.
  */
 
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /** What `evidence.bodies` keeps: the bodies of payment calls (POST/PUT/PATCH/DELETE on PSP_PI routes), all, or none. */
 export type BodyPolicy = "payments" | "all" | "none";
@@ -156,7 +156,8 @@ function sorted(value: unknown): unknown {
 }
 
 export function sha256Hex(data: string | Buffer): string {
-  return createHash("sha256").update(data).digest("hex");
+  // One-shot: no Hash object per line.
+  return hash("sha256", data, "hex");
 }
 
 /**

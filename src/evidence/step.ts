@@ -50,9 +50,13 @@ export const EVIDENCE_STEP = "evidence";
 
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
-/** The body as it streams: hashed always, kept when the policy (or UK OB's signing input) needs it. */
+/**
+ * The body as it streams: hashed unless the dialect's digest header states its SHA-256 (verified
+ * by the digest step before this one, so hashed once), kept when the policy (or UK OB's signing
+ * input) needs it.
+ */
 interface BodyState {
-  readonly hash: Hash;
+  readonly hash: Hash | undefined;
   readonly chunks: Buffer[] | undefined;
 }
 
@@ -111,13 +115,14 @@ export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
       if (policyOf(c) === "refuse" && !options.sink.accepting()) return refusal(c);
       // A dialect whose signed bytes hold the body (UK OB) needs it whole for the record.
       const kept = keepsBody(options.bodies, c) || dialectUnit(c.dialect)?.signedBytes !== undefined;
-      bodies.set(c, { hash: createHash("sha256"), chunks: kept ? [] : undefined });
+      const stated = c.digestVerifier?.sha256 !== undefined;
+      bodies.set(c, { hash: stated ? undefined : createHash("sha256"), chunks: kept ? [] : undefined });
       return undefined;
     },
     body: (c, chunk) => {
       const state = bodies.get(c);
       if (state) {
-        state.hash.update(chunk);
+        state.hash?.update(chunk);
         state.chunks?.push(chunk);
       }
       return undefined;
@@ -127,7 +132,9 @@ export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
       // The head phase did not reach this step (cannot happen: the chain stops at a refusal).
       if (!state) return undefined;
       bodies.delete(c);
-      const digest = `sha-256=:${state.hash.digest("base64")}:`;
+      // The digest step (earlier in the chain) has passed: the stated SHA-256 is the body's.
+      const sha256 = state.hash ? state.hash.digest() : c.digestVerifier!.sha256!;
+      const digest = `sha-256=:${Buffer.from(sha256.buffer, sha256.byteOffset, sha256.length).toString("base64")}:`;
       return keep(c, state.chunks && Buffer.concat(state.chunks), digest);
     },
   };

@@ -97,6 +97,15 @@ export abstract class BodyDigestVerifier<
     return this.received;
   }
 
+  /**
+   * The body's SHA-256 as the header states it, when it states one: once `finish()` has passed, the
+   * body's own (the evidence record takes it instead of hashing the body a second time).
+   */
+  get sha256(): Uint8Array | undefined {
+    for (const v of this.expected) if (v.algorithm === "sha-256") return v.bytes;
+    return undefined;
+  }
+
   /** True when every value matches; otherwise a rejection naming the sent and the computed value. */
   finish(): true | Rejection {
     for (let i = 0; i < this.expected.length; i++) {

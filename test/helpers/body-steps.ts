@@ -13,7 +13,7 @@ import {
 } from "../../src/checks/index.js";
 import { reject } from "../../src/errors.js";
 import type { BodyInspector } from "../../src/forward/body.js";
-import type { DigestValue } from "../../src/signature/index.js";
+import { type DigestValue, DigestVerifier } from "../../src/signature/index.js";
 
 /** Check options with nothing configured beyond what every step needs (no store, no certificate). */
 export const BASE_CHECK_OPTIONS: CheckOptions = {
@@ -55,6 +55,7 @@ function stepInspector(
 export const digestInspector = (values: readonly DigestValue[]) =>
   stepInspector("digest", {}, (c) => {
     c.digest = values;
+    c.digestVerifier = new DigestVerifier(values);
   });
 
 export const sizeInspector = (maxBytes: number) => stepInspector("body-size", { maxBodyBytes: maxBytes });

@@ -45,19 +45,17 @@ export const DIGEST_STEP: Step<CheckContext> = {
     if (isRejection(parsed)) return parsed;
     if (!hasBody(c.headers)) return checkEmptyBodyDigest(parsed);
     c.digest = parsed;
+    // The body digest's slot, which only the request's own dialect's digest step fills.
+    c.digestVerifier = new DigestVerifier(parsed);
     return undefined;
   },
   // The body is hashed as it streams; its last chunk is held back until it matches.
   body: (c, chunk) => {
-    if (c.digest === undefined) return undefined;
-    c.digestVerifier ??= new DigestVerifier(c.digest);
-    c.digestVerifier.update(chunk);
+    c.digestVerifier?.update(chunk);
     return undefined;
   },
   bodyEnd: (c) => {
-    if (c.digest === undefined) return undefined;
-    c.digestVerifier ??= new DigestVerifier(c.digest);
-    const verdict = c.digestVerifier.finish();
-    return verdict === true ? undefined : verdict;
+    const verdict = c.digestVerifier?.finish();
+    return verdict === undefined || verdict === true ? undefined : verdict;
   },
 };

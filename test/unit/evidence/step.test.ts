@@ -9,7 +9,14 @@ import { describe, expect, it } from "vitest";
 import { CheckContext, type Route } from "../../../src/checks/index.js";
 import type { RequestEvidence } from "../../../src/evidence/record.js";
 import { type EvidenceSink, evidenceStep, type FailurePolicy } from "../../../src/evidence/step.js";
+import { computeDigestHeader, DigestVerifier, parseDigestHeader } from "../../../src/signature/digest.js";
+import {
+  ContentDigestVerifier,
+  computeContentDigest,
+  parseContentDigest,
+} from "../../../src/signature/rfc9421/content-digest.js";
 
+const BODY = Buffer.from('{"instructedAmount":{"currency":"EUR","amount":"12.30"}}');
 const PAYMENTS: Route = { path: "/v1/payments/sepa-credit-transfers", role: "PSP_PI" };
 const ACCOUNTS: Route = { path: "/v1/accounts", role: "PSP_AI" };
 
@@ -95,6 +102,38 @@ describe("the evidence step", () => {
     expect(Buffer.from(evidence.body!, "base64").toString()).toBe("hello world");
     expect(evidence.bodyDigest).toBe(
       `sha-256=:${createHash("sha256").update("hello world").digest("base64")}:`,
+    );
+  });
+
+  // The digest step runs before the evidence step and has verified the body by then: a stated
+  // SHA-256 is taken as the body's instead of hashing the body twice; any other is hashed here.
+  it.each([
+    ["Digest SHA-256", () => new DigestVerifier(parseDigestHeader(computeDigestHeader(BODY)) as never)],
+    [
+      "Digest SHA-512",
+      () => new DigestVerifier(parseDigestHeader(computeDigestHeader(BODY, "sha-512")) as never),
+    ],
+    [
+      "Content-Digest sha-256",
+      () => new ContentDigestVerifier(parseContentDigest(computeContentDigest(BODY, "sha-256")) as never),
+    ],
+    [
+      "Content-Digest sha-512",
+      () => new ContentDigestVerifier(parseContentDigest(computeContentDigest(BODY, "sha-512")) as never),
+    ],
+    ["no digest header (UK OB)", () => undefined],
+  ])("the body digest recorded is the body's SHA-256 (%s)", (_, verifier) => {
+    const sink = new Sink(true);
+    const s = step(sink);
+    const c = context("POST", PAYMENTS, { "content-length": String(BODY.length) });
+    c.digestVerifier = verifier();
+    expect(s.run!(c)).toBeUndefined();
+    c.digestVerifier?.update(BODY);
+    s.body!(c, BODY);
+    expect(c.digestVerifier?.finish() ?? true).toBe(true);
+    expect(s.bodyEnd!(c)).toBeUndefined();
+    expect(sink.offered[0]!.evidence.bodyDigest).toBe(
+      `sha-256=:${createHash("sha256").update(BODY).digest("base64")}:`,
     );
   });
 
