@@ -7,6 +7,7 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { StepCounts } from "../checks/index.js";
 import type { OcspCacheStatus, TrustSourceStatus } from "../trust/source-status.js";
+import { BoundCounter, BoundHistogram } from "./bound-metrics.js";
 import { EvidenceMetrics } from "./evidence-metrics.js";
 import { type CertificateExpiries, ModeMetrics } from "./mode-metrics.js";
 
@@ -42,7 +43,8 @@ export class GatewayMetrics extends ModeMetrics {
     this.readinessOf = read;
   }
 
-  readonly requests = new Counter({
+  // The four per-request metrics are bound once per label combination (request-log.ts).
+  readonly requests = new BoundCounter({
     name: "psd2_gateway_requests_total",
     help: "Requests handled, by mode, route class, outcome (forwarded, rejected, upstream_error) and HTTP status",
     labelNames: ["mode", "route_class", "outcome", "status"] as const,
@@ -56,7 +58,7 @@ export class GatewayMetrics extends ModeMetrics {
     registers: [this.registry],
   });
 
-  readonly requestDuration = new Histogram({
+  readonly requestDuration = new BoundHistogram({
     name: "psd2_gateway_request_duration_seconds",
     help: "Time from request start to response end, by mode and route class",
     labelNames: ["mode", "route_class"] as const,
@@ -64,7 +66,7 @@ export class GatewayMetrics extends ModeMetrics {
     registers: [this.registry],
   });
 
-  readonly gatewayDuration = new Histogram({
+  readonly gatewayDuration = new BoundHistogram({
     name: "psd2_gateway_own_duration_seconds",
     help: "The gateway's own share of each request's time (total minus the upstream's)",
     labelNames: ["mode", "route_class"] as const,
@@ -72,7 +74,7 @@ export class GatewayMetrics extends ModeMetrics {
     registers: [this.registry],
   });
 
-  readonly upstreamDuration = new Histogram({
+  readonly upstreamDuration = new BoundHistogram({
     name: "psd2_gateway_upstream_duration_seconds",
     help: "Time from forwarding to the backend's response headers",
     labelNames: ["mode", "route_class"] as const,
