@@ -232,10 +232,8 @@ export class Utf8Scanner {
 export function checkHeaderCharacters(
   headers: Readonly<Record<string, string | string[] | undefined>>,
   policy: CharacterPolicy,
-  /** The headers' names when the caller has them listed already (CheckContext.headerNames). */
-  names: readonly string[] = Object.keys(headers),
 ): Rejection | undefined {
-  for (const name of names) {
+  for (const name in headers) {
     const value = headers[name];
     if (value === undefined) continue;
     if (typeof value === "string") {

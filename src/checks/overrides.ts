@@ -63,15 +63,12 @@ function methodParameter(target: string): string | undefined {
 }
 
 /** A refusal when `headers` or `target` carry an override; `extra` are a bank's own names. */
-export function overrideChecker(extra: readonly string[] = []): (
-  headers: Readonly<Record<string, unknown>>,
-  target: string,
-  /** The headers' names when the caller has them listed already (CheckContext.headerNames). */
-  names?: readonly string[],
-) => Rejection | undefined {
+export function overrideChecker(
+  extra: readonly string[] = [],
+): (headers: Readonly<Record<string, unknown>>, target: string) => Rejection | undefined {
   const refused = new Set([...OVERRIDE_HEADERS, ...extra.map((n) => n.toLowerCase())]);
-  return (headers, target, names = Object.keys(headers)) => {
-    for (const name of names) {
+  return (headers, target) => {
+    for (const name in headers) {
       let readAs = name;
       if (!refused.has(name)) {
         if (!NOT_A_DASH.test(name)) continue;

@@ -277,7 +277,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
       // the backend could read a value nobody signed or checked.
       name: "header-names",
       run: (c) => {
-        for (const name of c.headerNames) {
+        for (const name in c.headers) {
           if (!NOT_A_DASH.test(name)) continue;
           const readAs = name.replace(NOT_A_DASH_ALL, "-");
           if (isTppHeader(readAs)) {
@@ -293,7 +293,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     {
       // Headers that make the backend serve another path or method than the one checked.
       name: "override-headers",
-      run: (c) => refuseOverrides(c.headers, c.target, c.headerNames),
+      run: (c) => refuseOverrides(c.headers, c.target),
     },
     {
       // Only 100-continue is understood (Node's own test); the listener hands the rest over here
@@ -327,7 +327,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     },
     {
       name: "header-characters",
-      run: (c) => checkHeaderCharacters(c.headers, options.characterPolicy, c.headerNames),
+      run: (c) => checkHeaderCharacters(c.headers, options.characterPolicy),
     },
     ...slot("time"),
     ...slot("digest"),

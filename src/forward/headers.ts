@@ -69,12 +69,10 @@ export function upstreamRequestHeaders(
 export function upstreamRequestHeaderList(
   incoming: IncomingHttpHeaders,
   strip: ReadonlySet<string>,
-  /** The headers' names when the caller has them listed already (CheckContext.headerNames). */
-  names: readonly string[] = Object.keys(incoming),
 ): string[] {
   const extra = connectionListed(incoming.connection);
   const out: string[] = [];
-  for (const name of names) {
+  for (const name in incoming) {
     if (!passes(name, strip, extra)) continue;
     const value = incoming[name];
     if (typeof value === "string") out.push(name, value);

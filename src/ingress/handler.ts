@@ -331,7 +331,7 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
     const names = options.identityHeaders;
     const identity = this.certificate!.identity;
     // One flat list of name/value pairs, every name the gateway writes stripped from the client's.
-    const headers = upstreamRequestHeaderList(this.headers, strip, this.headerNames);
+    const headers = upstreamRequestHeaderList(this.headers, strip);
     const values = identityHeaderValues(identity);
     headers.push(
       names.organizationId,
