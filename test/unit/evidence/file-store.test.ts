@@ -122,21 +122,48 @@ describe("the file store", () => {
     expect(report!.problem).toBeUndefined();
   });
 
+  it("a short write goes on from the bytes of the rest: the chain is whole", async () => {
+    const dir = folder();
+    const store = await open({ folder: dir });
+    // @ts-expect-error the test reaches in: the next gathered write writes only half its bytes
+    const handle = store.handle as Record<
+      "write" | "writev",
+      (...args: unknown[]) => Promise<{ bytesWritten: number }>
+    >;
+    const writev = handle.writev.bind(handle);
+    let short = 0;
+    handle.writev = (parts, position) => {
+      short += 1;
+      const all = Buffer.concat(parts as Buffer[]);
+      return handle.write(all, 0, Math.floor(all.length / 2), position);
+    };
+    for (const id of ["a", "b", "c"]) expect(store.offer(request(id), true)).toBe(true);
+    await store.close();
+    handle.writev = writev;
+    expect(short).toBeGreaterThan(0);
+    const lines = readFileSync(chainFile(dir), "utf8");
+    for (const id of ["a", "b", "c"]) expect(lines).toContain(`"requestId":"${id}"`);
+    expect(verified(dir)[0]!.problem).toBeUndefined();
+  });
+
   it("a failing disk: records are refused while it fails (mustKeep), none acknowledged is lost", async () => {
     const dir = folder();
     const failures: string[] = [];
     const store = await open({ folder: dir, events: { failed: (reason) => failures.push(reason) } });
     expect(store.offer(request("kept"), true)).toBe(true);
     // @ts-expect-error the test reaches in: the next writes fail as on a full disk
-    const handle = store.handle as { write: (...args: unknown[]) => Promise<unknown> };
+    const handle = store.handle as Record<"write" | "writev", (...args: unknown[]) => Promise<unknown>>;
     const write = handle.write.bind(handle);
-    handle.write = () => Promise.reject(Object.assign(new Error("no space left"), { code: "ENOSPC" }));
+    const writev = handle.writev.bind(handle);
+    handle.write = handle.writev = () =>
+      Promise.reject(Object.assign(new Error("no space left"), { code: "ENOSPC" }));
     await new Promise((r) => setTimeout(r, 20));
     expect(store.status().failing?.reason).toBe("disk-full");
     expect(store.offer(request("refused"), true)).toBe(false);
     expect(failures).toContain("disk-full");
     expect(failures).toContain("store-failing");
     handle.write = write;
+    handle.writev = writev;
     await store.close();
     const lines = readFileSync(chainFile(dir), "utf8");
     expect(lines).toContain('"requestId":"kept"');
