@@ -273,6 +273,7 @@ function responseKeeper(
       verifiedResponseEvidence({
         at: now(),
         request: checked.request,
+        traceId: checked.traceId,
         status: checked.status,
         headers: checked.headers,
         body: checked.body,

@@ -162,7 +162,8 @@ function responseRecord(
 export function verifiedResponseEvidence(parts: {
   readonly at: number;
   readonly request: { readonly method: string; readonly target: string; readonly requestId: string };
-  readonly traceparent?: string;
+  /** The trace id egress sent the bank (the application's traceparent's, or one it started). */
+  readonly traceId?: string;
   readonly status: number;
   readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
   readonly body: Buffer;
@@ -184,7 +185,7 @@ export function verifiedResponseEvidence(parts: {
   return responseRecord(all, {
     at: parts.at,
     requestId: parts.request.requestId || undefined,
-    traceId: traceIdOf(parts.traceparent),
+    traceId: parts.traceId || undefined,
     method,
     target,
     status: parts.status,
