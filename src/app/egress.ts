@@ -22,6 +22,7 @@ import { Backend } from "../forward/backend.js";
 import type { ReadinessCheck } from "../observability/admin.js";
 import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
 import type { Logger } from "../observability/logger.js";
+import type { HttpHeadersPayloadStyle } from "../signature/jws/index.js";
 import type { DocumentFetcher } from "../trust/http-fetch.js";
 import { type ProfileResponseVerifier, profileSigner, responseVerifierForProfile } from "./bank-profile.js";
 import { type CertificateSummary, summaryOf } from "./certificate-summary.js";
@@ -138,7 +139,16 @@ async function startParts(
     : undefined;
   if (evidence) started.add(() => evidence.close());
   const keepResponse =
-    evidence && config.evidence ? responseKeeper(evidence, config.evidence.bodies, now) : undefined;
+    evidence && config.evidence
+      ? responseKeeper(
+          evidence,
+          config.evidence.bodies,
+          now,
+          (bank) =>
+            // The running profiles' (a reload swaps them): how a JAdES answer's payload is rebuilt.
+            running.banks.find((b) => b.name === bank)?.signing.jades?.payloadStyle,
+        )
+      : undefined;
 
   // One chain of request steps for the gateway's life: its counters survive reloads.
   const requestChain = egressRequestChain();
@@ -264,6 +274,7 @@ function responseKeeper(
   sink: QueuedEvidenceStore,
   bodies: BodyPolicy,
   now: () => number,
+  payloadStyleOf: (bank: string) => HttpHeadersPayloadStyle | undefined,
 ): (checked: CheckedResponse) => void {
   return (checked) => {
     const identity = checked.signer?.identity;
@@ -279,6 +290,8 @@ function responseKeeper(
         body: checked.body,
         verdict: checked.verdict,
         dialect: checked.dialect,
+        ...(checked.dialect === "jades" ? { payloadStyle: payloadStyleOf(checked.bank) } : {}),
+        ...(checked.signer ? { key: checked.signer.publicKey } : {}),
         ...(identity ? { certificate: identity.fingerprint, organizationId: identity.organizationId } : {}),
         bodies,
       }),

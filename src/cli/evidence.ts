@@ -20,42 +20,51 @@ import {
   publicKeyOf,
   readEvidenceFolder,
   readPostgresEvidence,
+  responseBundle,
   verifyChain,
 } from "../evidence/index.js";
 import { defineCommand, USAGE_ERROR, UsageError } from "./command.js";
 import { DEFAULT_CONFIG } from "./paths.js";
 
 const SUBCOMMANDS = ["verify", "show", "bundle", "status"] as const;
+/** A request and its response share an X-Request-ID: --kind picks one. */
+const KINDS = ["request", "response"] as const;
+type Kind = (typeof KINDS)[number];
 
 export const evidenceCommand = defineCommand({
   name: "evidence",
   summary: "check, show and bundle the evidence kept of accepted requests",
   usage: `psd2-gateway evidence verify [<folder>|<postgres-url>] [--config <file>] [--json]
-psd2-gateway evidence show --request-id <id> [--folder <folder>|<postgres-url>] [--config <file>] [--json]
-psd2-gateway evidence bundle --request-id <id> --out <dir> [--folder <folder>|<postgres-url>] [--config <file>]
+psd2-gateway evidence show --request-id <id> [--kind request|response] [--folder <folder>|<postgres-url>] [--config <file>] [--json]
+psd2-gateway evidence bundle --request-id <id> --out <dir> [--kind request|response] [--folder <folder>|<postgres-url>] [--config <file>]
 psd2-gateway evidence status [--folder <folder>|<postgres-url>] [--config <file>] [--json]
 
   <folder>, --folder    the evidence folder, or the database (postgres://user:password@host/db);
                         default evidence.folder or evidence.postgres.url of --config
   --config <file>       the gateway's configuration; default config/default.yaml
   --request-id <id>     the X-Request-ID of the record
+  --kind <kind>         request or response: which of the records sharing the X-Request-ID (a request
+                        and the response that answers it) show prints or bundle bundles
   --out <dir>           where the dispute bundle is written (made; must not hold one already)
   --json                print JSON
 
 verify   checks every chain: each line canonical and holding the SHA-256 of the line before it,
          seq and files without gaps, every checkpoint's record count and signature. Names the
          first record altered, removed or reordered in each chain; exits 1 when there is one.
-show     prints the record(s) with this X-Request-ID: the request's, then its response's.
-bundle   writes the record, the TPP's certificate and public key, the signed bytes and the
+show     prints the records with this X-Request-ID: the request's, then its response's (--kind: one).
+bundle   writes the record, the signer's certificate and public key, the signed bytes and the
          signature, the body when kept, the chain from the record to the checkpoint covering it,
          the certificate's CAs and validation report, the checkpoint's statement, signature and
-         public key, the signed response, and a README.txt saying how to check each with openssl alone.
+         public key, and a README.txt saying how to check each with openssl alone. By default the
+         request's record (ingress: with the response it signed), or, when there is none, the
+         response's (egress: the bank's answer it checked); --kind response bundles the response.
 status   each chain's files, records, last record and last checkpoint; exits 1 when a chain has a
          problem or the newest chain's last checkpoint is older than twice evidence.checkpointSeconds.`,
   options: {
     config: { type: "string", path: "file" },
     folder: { type: "string", path: "folder-or-database" },
     "request-id": { type: "string" },
+    kind: { type: "string" },
     out: { type: "string", path: "new-folder" },
     json: { type: "boolean", default: false },
   },
@@ -69,6 +78,10 @@ status   each chain's files, records, last record and last checkpoint; exits 1 w
     if ((sub === "show" || sub === "bundle") && values["request-id"] === undefined)
       throw new UsageError(`${sub} needs --request-id`);
     if (sub === "bundle" && values.out === undefined) throw new UsageError("bundle needs --out <dir>");
+    if (values.kind !== undefined && !(KINDS as readonly string[]).includes(values.kind))
+      throw new UsageError(`--kind is request or response, not '${values.kind}'`);
+    if (values.kind !== undefined && sub !== "show" && sub !== "bundle")
+      throw new UsageError("--kind goes with show and bundle");
   },
   async run(values, positionals) {
     const [sub, given] = positionals as [(typeof SUBCOMMANDS)[number], string | undefined];
@@ -85,9 +98,9 @@ status   each chain's files, records, last record and last checkpoint; exits 1 w
       case "verify":
         return verifyFolder(read, values.json ?? false);
       case "show":
-        return show(read, values["request-id"]!, values.json ?? false);
+        return show(read, values["request-id"]!, values.kind as Kind | undefined, values.json ?? false);
       case "bundle":
-        return bundle(read, values["request-id"]!, values.out!);
+        return bundle(read, values["request-id"]!, values.kind as Kind | undefined, values.out!);
       case "status":
         return status(read, values.config, values.json ?? false);
     }
@@ -144,11 +157,14 @@ function verifyFolder(read: EvidenceFolder, json: boolean): number {
   return failed.length === 0 ? 0 : 1;
 }
 
-function show(read: EvidenceFolder, requestId: string, json: boolean): number {
+function show(read: EvidenceFolder, requestId: string, kind: Kind | undefined, json: boolean): number {
   // The request's record, then the response's (signed by ingress) when there is one; egress keeps responses only.
-  const found = [...findRecords(read.chains, requestId), ...findResponses(read.chains, requestId)];
+  const found = [
+    ...(kind !== "response" ? findRecords(read.chains, requestId) : []),
+    ...(kind !== "request" ? findResponses(read.chains, requestId) : []),
+  ];
   if (found.length === 0) {
-    console.error(`psd2-gateway evidence: no record has X-Request-ID ${requestId}`);
+    console.error(`psd2-gateway evidence: no ${kind ? `${kind} ` : ""}record has X-Request-ID ${requestId}`);
     return 1;
   }
   for (const f of found) {
@@ -161,17 +177,20 @@ function show(read: EvidenceFolder, requestId: string, json: boolean): number {
   return 0;
 }
 
-function bundle(read: EvidenceFolder, requestId: string, out: string): number {
-  const found = findRecords(read.chains, requestId);
+function bundle(read: EvidenceFolder, requestId: string, kind: Kind | undefined, out: string): number {
+  const requests = kind === "response" ? [] : findRecords(read.chains, requestId);
+  // Without --kind, the request's record when there is one; egress keeps only the bank's answers.
+  const responses = kind === "request" || requests.length > 0 ? [] : findResponses(read.chains, requestId);
+  const found = requests.length > 0 ? requests : responses;
   if (found.length === 0) {
-    console.error(`psd2-gateway evidence: no record has X-Request-ID ${requestId}`);
+    console.error(`psd2-gateway evidence: no ${kind ? `${kind} ` : ""}record has X-Request-ID ${requestId}`);
     return 1;
   }
   if (found.length > 1)
     console.error(
-      `psd2-gateway evidence: ${found.length} records have X-Request-ID ${requestId}; bundling the first (chains/${found[0]!.chain.id})`,
+      `psd2-gateway evidence: ${found.length} ${requests.length > 0 ? "request" : "response"} records have X-Request-ID ${requestId}; bundling the first (chains/${found[0]!.chain.id})`,
     );
-  const files = disputeBundle(read, found[0]!);
+  const files = requests.length > 0 ? disputeBundle(read, requests[0]!) : responseBundle(read, responses[0]!);
   if (typeof files === "string") {
     console.error(`psd2-gateway evidence: ${files}`);
     return 1;

@@ -8,10 +8,12 @@
 export {
   disputeBundle,
   type FoundRecord,
+  type FoundResponse,
   findRecords,
   findResponses,
   opensslCheck,
   rawEcdsaToDer,
+  responseBundle,
 } from "./bundle.js";
 export {
   type CheckpointKey,

@@ -240,6 +240,8 @@ const EXEMPT = [
   "kubernetes-overlay",
   "evidence-commands",
   "evidence-postgres-commands",
+  // docs/egress.md
+  "egress-evidence-bundle",
   // docs/dialects.md
   "keys-refusal-output",
   // docs/sandbox.md
