@@ -6,20 +6,24 @@
  * each chain is.
  */
 
+import type { KeyObject } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { loadConfigFile } from "../config/load.js";
 import {
+  type ChainHead,
   type ChainReport,
   disputeBundle,
   type EvidenceFolder,
+  eachPostgresChain,
   findRecords,
   findResponses,
   isPostgresUrl,
   placeOf,
+  postgresChainHeads,
   publicKeyOf,
   readEvidenceFolder,
-  readPostgresEvidence,
+  readPostgresEvidenceOf,
   responseBundle,
   verifyChain,
 } from "../evidence/index.js";
@@ -87,22 +91,45 @@ status   each chain's files, records, last record and last checkpoint; exits 1 w
     const [sub, given] = positionals as [(typeof SUBCOMMANDS)[number], string | undefined];
     const folder = given ?? values.folder ?? folderOfConfig(values.config);
     if (folder === undefined) return USAGE_ERROR;
-    let read: EvidenceFolder;
+    const json = values.json ?? false;
+    const requestId = values["request-id"]!;
+    const kind = values.kind as Kind | undefined;
     try {
-      read = isPostgresUrl(folder) ? await readPostgresEvidence(folder) : readEvidenceFolder(folder);
+      if (isPostgresUrl(folder)) {
+        // A bank's table grows to millions of rows: show and bundle read by request id, status the
+        // chains' heads, verify one chain at a time in pages.
+        switch (sub) {
+          case "verify": {
+            const all: ChainReport[] = [];
+            const read = await eachPostgresChain(folder, (chain, sources) =>
+              all.push(verifyChain(chain, keyOf(sources))),
+            );
+            return verifyFolder(read.folder, all, json);
+          }
+          case "show":
+            return show(await readPostgresEvidenceOf(folder, requestId), requestId, kind, json);
+          case "bundle":
+            return bundle(await readPostgresEvidenceOf(folder, requestId), requestId, kind, values.out!);
+          case "status": {
+            const read = await postgresChainHeads(folder, publicKeyOf);
+            return status(read.folder, read.heads, values.config, json);
+          }
+        }
+      }
+      const read = readEvidenceFolder(folder);
+      switch (sub) {
+        case "verify":
+          return verifyFolder(read.folder, reports(read), json);
+        case "show":
+          return show(read, requestId, kind, json);
+        case "bundle":
+          return bundle(read, requestId, kind, values.out!);
+        case "status":
+          return status(read.folder, reports(read), values.config, json);
+      }
     } catch (error) {
       console.error(`psd2-gateway evidence: ${(error as Error).message}`);
       return 1;
-    }
-    switch (sub) {
-      case "verify":
-        return verifyFolder(read, values.json ?? false);
-      case "show":
-        return show(read, values["request-id"]!, values.kind as Kind | undefined, values.json ?? false);
-      case "bundle":
-        return bundle(read, values["request-id"]!, values.kind as Kind | undefined, values.out!);
-      case "status":
-        return status(read, values.config, values.json ?? false);
     }
   },
 });
@@ -119,22 +146,26 @@ function folderOfConfig(file: string | undefined): string | undefined {
   return folder;
 }
 
-function reports(read: EvidenceFolder): ChainReport[] {
-  const key = (id: string) => {
+/** The checkpoint keys of a folder or database, as verify takes them. */
+function keyOf(read: Pick<EvidenceFolder, "publicKeyPem">): (id: string) => KeyObject | undefined {
+  return (id) => {
     const pem = read.publicKeyPem(id);
     return pem === undefined ? undefined : publicKeyOf(pem);
   };
+}
+
+function reports(read: EvidenceFolder): ChainReport[] {
+  const key = keyOf(read);
   return read.chains.map((chain) => verifyChain(chain, key));
 }
 
-function verifyFolder(read: EvidenceFolder, json: boolean): number {
-  const all = reports(read);
+function verifyFolder(folder: string, all: readonly ChainReport[], json: boolean): number {
   const failed = all.filter((r) => r.problem);
   if (json) {
-    console.log(JSON.stringify({ folder: read.folder, ok: failed.length === 0, chains: all }, null, 2));
+    console.log(JSON.stringify({ folder, ok: failed.length === 0, chains: all }, null, 2));
     return failed.length === 0 ? 0 : 1;
   }
-  if (all.length === 0) console.log(`${read.folder}: no chains yet`);
+  if (all.length === 0) console.log(`${folder}: no chains yet`);
   for (const r of all) {
     if (r.problem) {
       console.log(`FAILED ${r.chain}: ${r.problem.text}`);
@@ -207,7 +238,18 @@ function bundle(read: EvidenceFolder, requestId: string, kind: Kind | undefined,
   return 0;
 }
 
-function status(read: EvidenceFolder, configFile: string | undefined, json: boolean): number {
+/**
+ * What status reads of a chain: a folder's whole report, or a database's chain head (whose gap
+ * lines only `verify` counts).
+ */
+type ChainStatus = ChainHead & { readonly dropped?: number };
+
+function status(
+  folder: string,
+  all: readonly ChainStatus[],
+  configFile: string | undefined,
+  json: boolean,
+): number {
   let checkpointSeconds = 60;
   try {
     const config = loadConfigFile(configFile ?? DEFAULT_CONFIG);
@@ -216,11 +258,10 @@ function status(read: EvidenceFolder, configFile: string | undefined, json: bool
     // The folder alone: the default interval.
   }
   const now = Date.now();
-  const all = reports(read);
   const newest = [...all].sort((a, b) =>
     (b.lastCheckpointTime ?? "").localeCompare(a.lastCheckpointTime ?? ""),
   )[0];
-  const age = (r: ChainReport) =>
+  const age = (r: ChainStatus) =>
     r.lastCheckpointTime === undefined
       ? undefined
       : Math.round((now - Date.parse(r.lastCheckpointTime)) / 1000);
@@ -230,14 +271,14 @@ function status(read: EvidenceFolder, configFile: string | undefined, json: bool
   if (json) {
     console.log(
       JSON.stringify(
-        { folder: read.folder, ok, chains: all.map((r) => ({ ...r, checkpointAgeSeconds: age(r) })) },
+        { folder, ok, chains: all.map((r) => ({ ...r, checkpointAgeSeconds: age(r) })) },
         null,
         2,
       ),
     );
     return ok ? 0 : 1;
   }
-  if (all.length === 0) console.log(`${read.folder}: no chains yet`);
+  if (all.length === 0) console.log(`${folder}: no chains yet`);
   for (const r of all) {
     const state = r.problem
       ? "FAILED"
@@ -252,7 +293,7 @@ function status(read: EvidenceFolder, configFile: string | undefined, json: bool
         r.lastCheckpointTime === undefined ? "none" : `${r.lastCheckpointTime} (${age(r)} s ago)`
       }`,
     );
-    if (r.dropped > 0) console.log(`${INDENT}${r.dropped} records not kept (onFailure: continue)`);
+    if ((r.dropped ?? 0) > 0) console.log(`${INDENT}${r.dropped} records not kept (onFailure: continue)`);
     if (r.problem) console.log(`${INDENT}${r.problem.text}`);
   }
   if (stale)
