@@ -238,6 +238,7 @@ const EXEMPT = [
   "docker-run",
   "kubernetes-apply",
   "kubernetes-overlay",
+  "kubernetes-evidence-postgres",
   "evidence-commands",
   "evidence-postgres-commands",
   // docs/egress.md
