@@ -280,6 +280,12 @@ export function isPostgresUrl(location: string): boolean {
   return /^postgres(ql)?:\/\//.test(location);
 }
 
+/*
+ * A line's kind is matched as text (`"type":"checkpoint"`), not cast to jsonb: a row edited into
+ * something that is not JSON must not fail the query (verify names it). Canonical lines are flat
+ * but for a response's signature headers, whose keys are header names, so the text is the kind.
+ */
+
 /** Rows read per query by `verify`: a bank's table grows to millions of rows, read a page at a time. */
 const PAGE_ROWS = 10_000;
 
@@ -408,7 +414,7 @@ export async function readPostgresEvidenceOf(url: string, requestId: string): Pr
     for (const f of found.rows) {
       const checkpoint = await pool.query<{ seq: string }>(
         `SELECT seq FROM evidence_lines WHERE instance = $1 AND chain = $2 AND seq > $3::bigint
-           AND (line::jsonb)->>'type' = 'checkpoint' ORDER BY seq LIMIT 1`,
+           AND line LIKE '%"type":"checkpoint"%' ORDER BY seq LIMIT 1`,
         [f.instance, f.chain, f.last],
       );
       const to = checkpoint.rows[0]?.seq ?? null;
@@ -495,22 +501,22 @@ export async function postgresChainHeads(
          counted.line AS counted,
          (SELECT count(*) FROM evidence_lines e
            WHERE e.instance = c.instance AND e.chain = c.chain AND e.seq > coalesce(counted.seq, -1)
-             AND (e.line::jsonb)->>'type' IN ('request', 'response')) AS after_counted
+             AND (e.line LIKE '%"type":"request"%' OR e.line LIKE '%"type":"response"%')) AS after_counted
        FROM chains c
        CROSS JOIN LATERAL (SELECT segment FROM evidence_lines e
          WHERE e.instance = c.instance AND e.chain = c.chain ORDER BY seq LIMIT 1) first
        CROSS JOIN LATERAL (SELECT segment, line FROM evidence_lines e
          WHERE e.instance = c.instance AND e.chain = c.chain ORDER BY seq DESC LIMIT 1) last
        LEFT JOIN LATERAL (SELECT line FROM evidence_lines e
-         WHERE e.instance = c.instance AND e.chain = c.chain AND (e.line::jsonb)->>'type' = 'checkpoint'
+         WHERE e.instance = c.instance AND e.chain = c.chain AND e.line LIKE '%"type":"checkpoint"%'
          ORDER BY seq DESC LIMIT 1) ck ON true
        LEFT JOIN LATERAL (SELECT line FROM evidence_lines e
          WHERE e.instance = c.instance AND e.chain = c.chain
-           AND (e.line::jsonb)->>'type' IN ('request', 'response')
+           AND (e.line LIKE '%"type":"request"%' OR e.line LIKE '%"type":"response"%')
          ORDER BY seq DESC LIMIT 1) rec ON true
        LEFT JOIN LATERAL (SELECT seq, line FROM evidence_lines e
          WHERE e.instance = c.instance AND e.chain = c.chain
-           AND (e.line::jsonb)->>'type' IN ('checkpoint', 'file')
+           AND (e.line LIKE '%"type":"checkpoint"%' OR e.line LIKE '%"type":"file"%')
          ORDER BY seq DESC LIMIT 1) counted ON true
        ORDER BY c.instance, c.chain`,
     );

@@ -277,6 +277,15 @@ describeWithPostgres("the PostgreSQL evidence store", () => {
       )!;
       expect(altered.problem?.kind).toBe("checkpoint");
       expect(altered.problem?.text).toContain("signature does not hold");
+      // A row edited into something that is not JSON: status and show still answer (verify names it).
+      // The last row: the one each walk back along the key, and the walk forward from h3, read first.
+      await sql.query(
+        "UPDATE evidence_lines SET line = 'not json' WHERE chain = $1 AND seq = (SELECT max(seq) FROM evidence_lines WHERE chain = $1)",
+        [chain],
+      );
+      expect((await postgresChainHeads(server.url, publicKeyOf)).heads.map((h) => h.chain)).toContain(chain);
+      const read = await readPostgresEvidenceOf(server.url, "h3");
+      expect(read.chains.map((c) => c.id)).toEqual([chain]);
     });
   });
 
