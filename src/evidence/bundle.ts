@@ -222,9 +222,14 @@ export function responseBundle(sources: BundleSources, found: FoundResponse): Ma
   files.set("signed-bytes.bin", Buffer.from(response.signedBytes, "base64"));
   files.set("signature.bin", check.derFromRaw ? rawEcdsaToDer(signature) : signature);
   if (response.body !== undefined) files.set("body.bin", Buffer.from(response.body, "base64"));
+  // Egress: the bank's certificate's validation report and the CAs of its path, as the profile trusted them.
+  const path = pathOf(sources, response);
+  if (path.report) files.set("validation-report.json", Buffer.from(path.report));
+  if (path.intermediates.length > 0) files.set("intermediates.pem", Buffer.from(path.intermediates.join("")));
+  if (path.anchor) files.set("trust-anchor.pem", Buffer.from(path.anchor));
   files.set(
     "README.txt",
-    Buffer.from(responseReadme(response, command, check.derFromRaw, carried.length, covered)),
+    Buffer.from(responseReadme(response, command, check.derFromRaw, carried.length, path, covered)),
   );
   return files;
 }
@@ -309,7 +314,10 @@ interface PathFiles {
 }
 
 /** The validation report and the CAs of its path, as far as the folder holds them. */
-function pathOf(sources: BundleSources, record: RecordLine): PathFiles {
+function pathOf(
+  sources: BundleSources,
+  record: { readonly validationReport?: string | undefined },
+): PathFiles {
   const report =
     record.validationReport === undefined ? undefined : sources.reportJson(record.validationReport);
   const intermediates: string[] = [];
@@ -481,10 +489,21 @@ function responseReadme(
   command: readonly string[],
   derFromRaw: boolean,
   carried: number,
+  path: PathFiles,
   covered: { readonly segment: readonly ParsedLine[]; readonly checkpoint: CheckpointLine },
 ): string {
   const attime = Math.floor(Date.parse(response.time) / 1000);
   const untrusted = carried > 0 ? "-untrusted bank-chain.pem " : "";
+  const chainCheck = path.anchor
+    ? `   It chains to the CA the gateway trusted for this bank (the profile's responses.caDir), as of the
+   answer's time (validation-report.json is the gateway's report of that check):
+
+   openssl verify -attime ${attime} -partial_chain -CAfile trust-anchor.pem ${path.intermediates.length > 0 ? "-untrusted intermediates.pem " : ""}certificate.pem
+   # prints "certificate.pem: OK"`
+    : `   It chains to the bank's CA (for egress, the profile's responses.caDir; ${carried > 0 ? "bank-chain.pem holds the CAs the bank sent with it in x5c" : "the bank sent no CAs with it"}), as of the answer's time:
+
+   openssl verify -attime ${attime} -CAfile <the bank's root CA> ${untrusted}certificate.pem
+   # prints "certificate.pem: OK"`;
   const title =
     response.verdict === "signed"
       ? "Evidence of one response psd2-gateway signed with the bank's QSealC (ingress)"
@@ -510,10 +529,7 @@ Everything below needs openssl only (1.1.1 or 3.x).
    openssl x509 -in certificate.pem -outform DER | openssl dgst -sha256
    # prints ${response.certificate}
 
-   It chains to the bank's CA (for egress, the profile's responses.caDir; ${carried > 0 ? "bank-chain.pem holds the CAs the bank sent with it in x5c" : "the bank sent no CAs with it"}), as of the answer's time:
-
-   openssl verify -attime ${attime} -CAfile <the bank's root CA> ${untrusted}certificate.pem
-   # prints "certificate.pem: OK"
+${chainCheck}
 
 2. The bank signed these bytes (signed-bytes.bin: ${SIGNED_INPUT[response.dialect] ?? "the signed bytes"}):
 

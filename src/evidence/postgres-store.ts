@@ -431,7 +431,7 @@ export async function readPostgresEvidenceOf(url: string, requestId: string): Pr
       const line = parsedOrUndefined(row.line);
       if (line?.type === "request" || line?.type === "response") {
         if (line.certificate) named.certificates.add(line.certificate);
-        if (line.type === "request" && line.validationReport) named.reports.add(line.validationReport);
+        if (line.validationReport) named.reports.add(line.validationReport);
       } else if (line?.type === "checkpoint") named.keys.add(line.key);
     }
     const sources = await sourcesOf(pool, url, {

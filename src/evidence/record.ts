@@ -91,6 +91,8 @@ export interface ResponseEvidence {
   readonly signature?: string;
   /** The dialect and algorithm, as a request record's (`rsa-sha256`, `rfc9421:rsa-pss-sha512`, `jades:PS256`). */
   readonly signedWith?: string;
+  /** Egress: the validation report of the bank's certificate (its path to the profile's CA). */
+  readonly validationReport?: string;
   /** `sha-256=:<base64>:` of the response body. */
   readonly bodyDigest: string;
   /** The body, base64, when `evidence.bodies` keeps the request's. */

@@ -126,6 +126,7 @@ function responseRecord(
     readonly dialect: string;
     readonly organizationId: string | undefined;
     readonly certificate: string | undefined;
+    readonly validationReport?: string | undefined;
     /** How to rebuild the signed bytes (`signedBytes`, `signature`, `signedWith`), when they can be. */
     readonly signing: ResponseSigning | undefined;
     readonly body: Buffer;
@@ -155,6 +156,7 @@ function responseRecord(
     signedWith: signed?.signedWith,
     bodyDigest: `sha-256=:${createHash("sha256").update(r.body).digest("base64")}:`,
     body: r.keepBody ? r.body.toString("base64") : undefined,
+    validationReport: r.validationReport,
   };
 }
 
@@ -177,6 +179,8 @@ export function verifiedResponseEvidence(parts: {
   readonly payloadStyle?: HttpHeadersPayloadStyle;
   /** The bank's public key, once its certificate passed (RFC 9421's algorithm when it names none). */
   readonly key?: KeyObject;
+  /** The validation report of the bank's certificate, once it passed. */
+  readonly validationReport?: string;
   /** The trace id egress sent the bank (the application's traceparent's, or one it started). */
   readonly traceId?: string;
   readonly status: number;
@@ -208,6 +212,7 @@ export function verifiedResponseEvidence(parts: {
     dialect: parts.dialect,
     organizationId: parts.organizationId,
     certificate: parts.certificate,
+    validationReport: parts.validationReport,
     signing: {
       dialect: parts.dialect,
       status: parts.status,

@@ -292,6 +292,18 @@ describe("`evidence bundle` of a bank's answer: what openssl alone checks, in ev
         .find((l) => l.startsWith("openssl dgst") && l.includes("-verify bank-public.pem"))!
         .split(" ");
       expect(openssl(command.slice(1), out)).toContain("Verified OK");
+      // The bank's certificate chains to the CA the profile trusted, by the README's command, as its report says.
+      const verifyChain = readme
+        .split("\n")
+        .map((l) => l.trim())
+        .find((l) => l.startsWith("openssl verify"))!
+        .split(" ");
+      expect(verifyChain).toContain("trust-anchor.pem");
+      expect(openssl(verifyChain.slice(1), out)).toContain("certificate.pem: OK");
+      expect(JSON.parse(readFileSync(join(out, "validation-report.json"), "utf8"))).toMatchObject({
+        id: record.validationReport,
+        indication: "TOTAL_PASSED",
+      });
       // The certificate is the one the record names.
       openssl(["x509", "-in", "certificate.pem", "-outform", "DER", "-out", "certificate.der"], out);
       expect(openssl(["dgst", "-sha256", "-r", "certificate.der"], out)).toContain(record.certificate);
