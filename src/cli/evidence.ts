@@ -63,7 +63,9 @@ bundle   writes the record, the signer's certificate and public key, the signed 
          request's record (ingress: with the response it signed), or, when there is none, the
          response's (egress: the bank's answer it checked); --kind response bundles the response.
 status   each chain's files, records, last record and last checkpoint; exits 1 when a chain has a
-         problem or the newest chain's last checkpoint is older than twice evidence.checkpointSeconds.`,
+         problem or the newest chain's last checkpoint is older than twice evidence.checkpointSeconds.
+         A database is read by its chains' heads (the last checkpoint's signature checked; the
+         whole chain and its gap lines are verify's), show and bundle by the request-id index.`,
   options: {
     config: { type: "string", path: "file" },
     folder: { type: "string", path: "folder-or-database" },
