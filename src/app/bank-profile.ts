@@ -12,7 +12,7 @@ import {
   StepsResponseVerifier,
 } from "../checks/index.js";
 import type { BankProfileConfig } from "../config/schema.js";
-import { TppVerifier } from "../eidas/index.js";
+import { TppVerifier, type TrustStore, type ValidationReport } from "../eidas/index.js";
 import type { DocumentFetcher } from "../trust/http-fetch.js";
 import { loadTrustMaterial } from "../trust/trust-material.js";
 import type { Credentials } from "./credentials.js";
@@ -38,8 +38,11 @@ export function profileSigner(
   });
 }
 
-/** A profile's response verifier, with the CRL refreshes of its revocation checks to stop. */
-export type ProfileResponseVerifier = ResponseVerifying & { stop(): void };
+/**
+ * A profile's response verifier, with the CRL refreshes of its revocation checks to stop, and the
+ * trust store it checks the bank's certificate against (egress's evidence keeps the path's CAs).
+ */
+export type ProfileResponseVerifier = ResponseVerifying & { stop(): void; readonly trustStore: TrustStore };
 
 /**
  * `undefined` when the profile does not check responses (`mode: off`). The bank's certificate and
@@ -52,6 +55,8 @@ export function responseVerifierForProfile(
   log?: (message: string, error?: boolean) => void,
   /** What CRLs and OCSP are fetched with: fetchDocument by default, the primary's relay in a cluster worker. */
   fetch?: DocumentFetcher,
+  /** Each validation report of a bank's certificate (egress's evidence keeps the one a record names). */
+  onReport?: (report: ValidationReport) => void,
 ): ProfileResponseVerifier | undefined {
   const responses = bank.responses;
   if (responses.mode === "off" || !responses.caDir) return undefined;
@@ -77,8 +82,12 @@ export function responseVerifierForProfile(
     cacheTtlMs: 300_000,
     failureTtlMs: 10_000,
     maxEntries: 100,
+    ...(onReport ? { onReport } : {}),
   });
-  return Object.assign(verifierOfDialect(bank, certificates, now), { stop: () => live.crls.stop() });
+  return Object.assign(verifierOfDialect(bank, certificates, now), {
+    stop: () => live.crls.stop(),
+    trustStore: trust.store,
+  });
 }
 
 /**

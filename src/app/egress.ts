@@ -16,12 +16,14 @@ import {
   GATEWAY_WRITTEN_HEADERS,
 } from "../egress/index.js";
 import type { CheckedResponse } from "../egress/response-signature.js";
+import type { ValidationReport } from "../eidas/index.js";
 import type { EgressEvent } from "../events.js";
 import { type BodyPolicy, type QueuedEvidenceStore, verifiedResponseEvidence } from "../evidence/index.js";
 import { Backend } from "../forward/backend.js";
 import type { ReadinessCheck } from "../observability/admin.js";
 import { EgressMetrics, recordEgressRequest } from "../observability/egress-metrics.js";
 import type { Logger } from "../observability/logger.js";
+import type { HttpHeadersPayloadStyle } from "../signature/jws/index.js";
 import type { DocumentFetcher } from "../trust/http-fetch.js";
 import { type ProfileResponseVerifier, profileSigner, responseVerifierForProfile } from "./bank-profile.js";
 import { type CertificateSummary, summaryOf } from "./certificate-summary.js";
@@ -29,6 +31,7 @@ import { type Credentials, loadCredentials } from "./credentials.js";
 import { startEvidence } from "./evidence.js";
 import { fetchThroughPrimary } from "./fetch-relay.js";
 import { type ConfigFile, type ModeContext, type ModeParts, runMode } from "./mode.js";
+import { RecentReports } from "./validation-reports.js";
 
 export interface EgressGateway {
   /** `http://127.0.0.1:8090`, or `unix:/path` for a socket. */
@@ -102,7 +105,11 @@ async function startParts(
   // Replaced whole by a reload; a request in flight keeps the profile it started with.
   // In a cluster the primary fetches each bank's CRLs and OCSP answers once for every worker.
   const documentFetcher = deps.clusterWorker ? fetchThroughPrimary : undefined;
-  let profiles = config.banks.map((bank) => loadProfile(bank, env, now, logger, documentFetcher));
+  // The validation reports of the banks' certificates, for the evidence records that name them.
+  const bankReports = new RecentReports();
+  let profiles = config.banks.map((bank) =>
+    loadProfile(bank, env, now, logger, documentFetcher, bankReports.add),
+  );
   let router = new BankRouter<BankProfile>(profiles);
   const retired = new Set<Promise<void>>();
   started.add(async () => {
@@ -134,11 +141,24 @@ async function startParts(
         logger,
         now,
         clusterWorker: deps.clusterWorker ?? false,
+        // Each record's validation report, and the CAs of its path from the profiles' trust stores.
+        reports: bankReports,
+        trustStores: () =>
+          profiles.flatMap((p) => (p.responseVerifier ? [p.responseVerifier.trustStore] : [])),
       })
     : undefined;
   if (evidence) started.add(() => evidence.close());
   const keepResponse =
-    evidence && config.evidence ? responseKeeper(evidence, config.evidence.bodies, now) : undefined;
+    evidence && config.evidence
+      ? responseKeeper(
+          evidence,
+          config.evidence.bodies,
+          now,
+          (bank) =>
+            // The running profiles' (a reload swaps them): how a JAdES answer's payload is rebuilt.
+            running.banks.find((b) => b.name === bank)?.signing.jades?.payloadStyle,
+        )
+      : undefined;
 
   // One chain of request steps for the gateway's life: its counters survive reloads.
   const requestChain = egressRequestChain();
@@ -162,7 +182,7 @@ async function startParts(
 
   /** Every profile is loaded before any is swapped: one bad file keeps all the old ones (it throws). */
   const loadProfiles = (banks: EgressConfig["banks"]) => {
-    const fresh = banks.map((bank) => loadProfile(bank, env, now, logger, documentFetcher));
+    const fresh = banks.map((bank) => loadProfile(bank, env, now, logger, documentFetcher, bankReports.add));
     return () => {
       const old = profiles;
       profiles = fresh;
@@ -220,6 +240,7 @@ function loadProfile(
   now: () => number,
   logger: Logger,
   fetch: DocumentFetcher | undefined,
+  onReport: (report: ValidationReport) => void,
 ): LoadedProfile {
   const qseal = loadCredentials(bank.qseal, `banks.${bank.name}.qseal`, env);
   const qwac = bank.qwac ? loadCredentials(bank.qwac, `banks.${bank.name}.qwac`, env) : undefined;
@@ -239,6 +260,7 @@ function loadProfile(
     (message, error) =>
       error ? logger.warn({ bank: bank.name }, message) : logger.info({ bank: bank.name }, message),
     fetch,
+    onReport,
   );
   return {
     name: bank.name,
@@ -264,6 +286,7 @@ function responseKeeper(
   sink: QueuedEvidenceStore,
   bodies: BodyPolicy,
   now: () => number,
+  payloadStyleOf: (bank: string) => HttpHeadersPayloadStyle | undefined,
 ): (checked: CheckedResponse) => void {
   return (checked) => {
     const identity = checked.signer?.identity;
@@ -273,11 +296,15 @@ function responseKeeper(
       verifiedResponseEvidence({
         at: now(),
         request: checked.request,
+        traceId: checked.traceId,
         status: checked.status,
         headers: checked.headers,
         body: checked.body,
         verdict: checked.verdict,
         dialect: checked.dialect,
+        ...(checked.dialect === "jades" ? { payloadStyle: payloadStyleOf(checked.bank) } : {}),
+        ...(checked.signer ? { key: checked.signer.publicKey } : {}),
+        ...(checked.signer?.reportId ? { validationReport: checked.signer.reportId } : {}),
         ...(identity ? { certificate: identity.fingerprint, organizationId: identity.organizationId } : {}),
         bodies,
       }),

@@ -21,7 +21,6 @@ import {
 import type { Logger } from "../observability/logger.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { Credentials } from "./credentials.js";
-import type { Trust } from "./trust.js";
 import type { RecentReports } from "./validation-reports.js";
 
 export async function startEvidence(
@@ -35,8 +34,8 @@ export async function startEvidence(
     readonly clusterWorker: boolean;
     /** The recent validation reports and the trust store: each record's report and CAs are kept with it. */
     readonly reports?: RecentReports;
-    /** The trust in force (a reload swaps it): read at each record. */
-    readonly trust?: () => Trust;
+    /** The trust stores in force (a reload swaps them): read at each record's report. */
+    readonly trustStores?: () => readonly TrustStore[];
   },
 ): Promise<QueuedEvidenceStore> {
   const { metrics, logger, qseal } = parts;
@@ -70,7 +69,9 @@ export async function startEvidence(
     checkpointSeconds: config.checkpointSeconds,
     ...(qseal ? { key: checkpointKeyOf(qseal.privateKey, qseal.certificate.toString()) } : {}),
     now: parts.now,
-    ...(parts.reports && parts.trust ? { validation: validationOf(parts.reports, parts.trust) } : {}),
+    ...(parts.reports && parts.trustStores
+      ? { validation: validationOf(parts.reports, parts.trustStores) }
+      : {}),
     events,
   };
   const store =
@@ -95,10 +96,10 @@ export async function startEvidence(
   return store;
 }
 
-/** A report by id and the DER of the CAs on its path that the trust store holds. */
+/** A report by id and the DER of the CAs on its path that the trust stores hold. */
 function validationOf(
   reports: RecentReports,
-  trust: () => Trust,
+  trustStores: () => readonly TrustStore[],
 ): (id: string) => ValidationEvidence | undefined {
   const byFingerprint = new WeakMap<TrustStore, Map<string, Uint8Array>>();
   const known = (store: TrustStore) => {
@@ -114,11 +115,11 @@ function validationOf(
   return (id) => {
     const report = reports.get(id);
     if (!report) return undefined;
-    const cas = known(trust().pool.trustStore);
+    const stores = trustStores().map(known);
     const issuers = report.path
       .filter((p) => p.role !== "signer")
       .flatMap((p) => {
-        const der = cas.get(p.sha256);
+        const der = stores.map((cas) => cas.get(p.sha256)).find((d) => d !== undefined);
         return der ? [der] : [];
       });
     return { report, issuers };

@@ -372,7 +372,7 @@ async function startComponents(
           clusterWorker: deps.clusterWorker ?? false,
           reports,
           // The trust in force when each record is written (a reload swaps it).
-          trust: () => trust,
+          trustStores: () => [trust.pool.trustStore],
         })
       : Promise.resolve(undefined);
   let evidence = await evidenceOf(config);

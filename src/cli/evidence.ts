@@ -6,56 +6,71 @@
  * each chain is.
  */
 
+import type { KeyObject } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { loadConfigFile } from "../config/load.js";
 import {
+  type ChainHead,
   type ChainReport,
   disputeBundle,
   type EvidenceFolder,
+  eachPostgresChain,
   findRecords,
   findResponses,
   isPostgresUrl,
   placeOf,
+  postgresChainHeads,
   publicKeyOf,
   readEvidenceFolder,
-  readPostgresEvidence,
+  readPostgresEvidenceOf,
+  responseBundle,
   verifyChain,
 } from "../evidence/index.js";
 import { defineCommand, USAGE_ERROR, UsageError } from "./command.js";
 import { DEFAULT_CONFIG } from "./paths.js";
 
 const SUBCOMMANDS = ["verify", "show", "bundle", "status"] as const;
+/** A request and its response share an X-Request-ID: --kind picks one. */
+const KINDS = ["request", "response"] as const;
+type Kind = (typeof KINDS)[number];
 
 export const evidenceCommand = defineCommand({
   name: "evidence",
   summary: "check, show and bundle the evidence kept of accepted requests",
   usage: `psd2-gateway evidence verify [<folder>|<postgres-url>] [--config <file>] [--json]
-psd2-gateway evidence show --request-id <id> [--folder <folder>|<postgres-url>] [--config <file>] [--json]
-psd2-gateway evidence bundle --request-id <id> --out <dir> [--folder <folder>|<postgres-url>] [--config <file>]
+psd2-gateway evidence show --request-id <id> [--kind request|response] [--folder <folder>|<postgres-url>] [--config <file>] [--json]
+psd2-gateway evidence bundle --request-id <id> --out <dir> [--kind request|response] [--folder <folder>|<postgres-url>] [--config <file>]
 psd2-gateway evidence status [--folder <folder>|<postgres-url>] [--config <file>] [--json]
 
   <folder>, --folder    the evidence folder, or the database (postgres://user:password@host/db);
                         default evidence.folder or evidence.postgres.url of --config
   --config <file>       the gateway's configuration; default config/default.yaml
   --request-id <id>     the X-Request-ID of the record
+  --kind <kind>         request or response: which of the records sharing the X-Request-ID (a request
+                        and the response that answers it) show prints or bundle bundles
   --out <dir>           where the dispute bundle is written (made; must not hold one already)
   --json                print JSON
 
 verify   checks every chain: each line canonical and holding the SHA-256 of the line before it,
          seq and files without gaps, every checkpoint's record count and signature. Names the
          first record altered, removed or reordered in each chain; exits 1 when there is one.
-show     prints the record(s) with this X-Request-ID: the request's, then its response's.
-bundle   writes the record, the TPP's certificate and public key, the signed bytes and the
+show     prints the records with this X-Request-ID: the request's, then its response's (--kind: one).
+bundle   writes the record, the signer's certificate and public key, the signed bytes and the
          signature, the body when kept, the chain from the record to the checkpoint covering it,
          the certificate's CAs and validation report, the checkpoint's statement, signature and
-         public key, the signed response, and a README.txt saying how to check each with openssl alone.
+         public key, and a README.txt saying how to check each with openssl alone. By default the
+         request's record (ingress: with the response it signed), or, when there is none, the
+         response's (egress: the bank's answer it checked); --kind response bundles the response.
 status   each chain's files, records, last record and last checkpoint; exits 1 when a chain has a
-         problem or the newest chain's last checkpoint is older than twice evidence.checkpointSeconds.`,
+         problem or the newest chain's last checkpoint is older than twice evidence.checkpointSeconds.
+         A database is read by its chains' heads (the last checkpoint's signature checked; the
+         whole chain and its gap lines are verify's), show and bundle by the request-id index.`,
   options: {
     config: { type: "string", path: "file" },
     folder: { type: "string", path: "folder-or-database" },
     "request-id": { type: "string" },
+    kind: { type: "string" },
     out: { type: "string", path: "new-folder" },
     json: { type: "boolean", default: false },
   },
@@ -69,27 +84,54 @@ status   each chain's files, records, last record and last checkpoint; exits 1 w
     if ((sub === "show" || sub === "bundle") && values["request-id"] === undefined)
       throw new UsageError(`${sub} needs --request-id`);
     if (sub === "bundle" && values.out === undefined) throw new UsageError("bundle needs --out <dir>");
+    if (values.kind !== undefined && !(KINDS as readonly string[]).includes(values.kind))
+      throw new UsageError(`--kind is request or response, not '${values.kind}'`);
+    if (values.kind !== undefined && sub !== "show" && sub !== "bundle")
+      throw new UsageError("--kind goes with show and bundle");
   },
   async run(values, positionals) {
     const [sub, given] = positionals as [(typeof SUBCOMMANDS)[number], string | undefined];
     const folder = given ?? values.folder ?? folderOfConfig(values.config);
     if (folder === undefined) return USAGE_ERROR;
-    let read: EvidenceFolder;
+    const json = values.json ?? false;
+    const requestId = values["request-id"]!;
+    const kind = values.kind as Kind | undefined;
     try {
-      read = isPostgresUrl(folder) ? await readPostgresEvidence(folder) : readEvidenceFolder(folder);
+      if (isPostgresUrl(folder)) {
+        // A bank's table grows to millions of rows: show and bundle read by request id, status the
+        // chains' heads, verify one chain at a time in pages.
+        switch (sub) {
+          case "verify": {
+            const all: ChainReport[] = [];
+            const read = await eachPostgresChain(folder, (chain, sources) =>
+              all.push(verifyChain(chain, keyOf(sources))),
+            );
+            return verifyFolder(read.folder, all, json);
+          }
+          case "show":
+            return show(await readPostgresEvidenceOf(folder, requestId), requestId, kind, json);
+          case "bundle":
+            return bundle(await readPostgresEvidenceOf(folder, requestId), requestId, kind, values.out!);
+          case "status": {
+            const read = await postgresChainHeads(folder, publicKeyOf);
+            return status(read.folder, read.heads, values.config, json);
+          }
+        }
+      }
+      const read = readEvidenceFolder(folder);
+      switch (sub) {
+        case "verify":
+          return verifyFolder(read.folder, reports(read), json);
+        case "show":
+          return show(read, requestId, kind, json);
+        case "bundle":
+          return bundle(read, requestId, kind, values.out!);
+        case "status":
+          return status(read.folder, reports(read), values.config, json);
+      }
     } catch (error) {
       console.error(`psd2-gateway evidence: ${(error as Error).message}`);
       return 1;
-    }
-    switch (sub) {
-      case "verify":
-        return verifyFolder(read, values.json ?? false);
-      case "show":
-        return show(read, values["request-id"]!, values.json ?? false);
-      case "bundle":
-        return bundle(read, values["request-id"]!, values.out!);
-      case "status":
-        return status(read, values.config, values.json ?? false);
     }
   },
 });
@@ -106,22 +148,26 @@ function folderOfConfig(file: string | undefined): string | undefined {
   return folder;
 }
 
-function reports(read: EvidenceFolder): ChainReport[] {
-  const key = (id: string) => {
+/** The checkpoint keys of a folder or database, as verify takes them. */
+function keyOf(read: Pick<EvidenceFolder, "publicKeyPem">): (id: string) => KeyObject | undefined {
+  return (id) => {
     const pem = read.publicKeyPem(id);
     return pem === undefined ? undefined : publicKeyOf(pem);
   };
+}
+
+function reports(read: EvidenceFolder): ChainReport[] {
+  const key = keyOf(read);
   return read.chains.map((chain) => verifyChain(chain, key));
 }
 
-function verifyFolder(read: EvidenceFolder, json: boolean): number {
-  const all = reports(read);
+function verifyFolder(folder: string, all: readonly ChainReport[], json: boolean): number {
   const failed = all.filter((r) => r.problem);
   if (json) {
-    console.log(JSON.stringify({ folder: read.folder, ok: failed.length === 0, chains: all }, null, 2));
+    console.log(JSON.stringify({ folder, ok: failed.length === 0, chains: all }, null, 2));
     return failed.length === 0 ? 0 : 1;
   }
-  if (all.length === 0) console.log(`${read.folder}: no chains yet`);
+  if (all.length === 0) console.log(`${folder}: no chains yet`);
   for (const r of all) {
     if (r.problem) {
       console.log(`FAILED ${r.chain}: ${r.problem.text}`);
@@ -144,11 +190,14 @@ function verifyFolder(read: EvidenceFolder, json: boolean): number {
   return failed.length === 0 ? 0 : 1;
 }
 
-function show(read: EvidenceFolder, requestId: string, json: boolean): number {
+function show(read: EvidenceFolder, requestId: string, kind: Kind | undefined, json: boolean): number {
   // The request's record, then the response's (signed by ingress) when there is one; egress keeps responses only.
-  const found = [...findRecords(read.chains, requestId), ...findResponses(read.chains, requestId)];
+  const found = [
+    ...(kind !== "response" ? findRecords(read.chains, requestId) : []),
+    ...(kind !== "request" ? findResponses(read.chains, requestId) : []),
+  ];
   if (found.length === 0) {
-    console.error(`psd2-gateway evidence: no record has X-Request-ID ${requestId}`);
+    console.error(`psd2-gateway evidence: no ${kind ? `${kind} ` : ""}record has X-Request-ID ${requestId}`);
     return 1;
   }
   for (const f of found) {
@@ -161,17 +210,20 @@ function show(read: EvidenceFolder, requestId: string, json: boolean): number {
   return 0;
 }
 
-function bundle(read: EvidenceFolder, requestId: string, out: string): number {
-  const found = findRecords(read.chains, requestId);
+function bundle(read: EvidenceFolder, requestId: string, kind: Kind | undefined, out: string): number {
+  const requests = kind === "response" ? [] : findRecords(read.chains, requestId);
+  // Without --kind, the request's record when there is one; egress keeps only the bank's answers.
+  const responses = kind === "request" || requests.length > 0 ? [] : findResponses(read.chains, requestId);
+  const found = requests.length > 0 ? requests : responses;
   if (found.length === 0) {
-    console.error(`psd2-gateway evidence: no record has X-Request-ID ${requestId}`);
+    console.error(`psd2-gateway evidence: no ${kind ? `${kind} ` : ""}record has X-Request-ID ${requestId}`);
     return 1;
   }
   if (found.length > 1)
     console.error(
-      `psd2-gateway evidence: ${found.length} records have X-Request-ID ${requestId}; bundling the first (chains/${found[0]!.chain.id})`,
+      `psd2-gateway evidence: ${found.length} ${requests.length > 0 ? "request" : "response"} records have X-Request-ID ${requestId}; bundling the first (chains/${found[0]!.chain.id})`,
     );
-  const files = disputeBundle(read, found[0]!);
+  const files = requests.length > 0 ? disputeBundle(read, requests[0]!) : responseBundle(read, responses[0]!);
   if (typeof files === "string") {
     console.error(`psd2-gateway evidence: ${files}`);
     return 1;
@@ -188,7 +240,18 @@ function bundle(read: EvidenceFolder, requestId: string, out: string): number {
   return 0;
 }
 
-function status(read: EvidenceFolder, configFile: string | undefined, json: boolean): number {
+/**
+ * What status reads of a chain: a folder's whole report, or a database's chain head (whose gap
+ * lines only `verify` counts).
+ */
+type ChainStatus = ChainHead & { readonly dropped?: number };
+
+function status(
+  folder: string,
+  all: readonly ChainStatus[],
+  configFile: string | undefined,
+  json: boolean,
+): number {
   let checkpointSeconds = 60;
   try {
     const config = loadConfigFile(configFile ?? DEFAULT_CONFIG);
@@ -197,11 +260,10 @@ function status(read: EvidenceFolder, configFile: string | undefined, json: bool
     // The folder alone: the default interval.
   }
   const now = Date.now();
-  const all = reports(read);
   const newest = [...all].sort((a, b) =>
     (b.lastCheckpointTime ?? "").localeCompare(a.lastCheckpointTime ?? ""),
   )[0];
-  const age = (r: ChainReport) =>
+  const age = (r: ChainStatus) =>
     r.lastCheckpointTime === undefined
       ? undefined
       : Math.round((now - Date.parse(r.lastCheckpointTime)) / 1000);
@@ -211,14 +273,14 @@ function status(read: EvidenceFolder, configFile: string | undefined, json: bool
   if (json) {
     console.log(
       JSON.stringify(
-        { folder: read.folder, ok, chains: all.map((r) => ({ ...r, checkpointAgeSeconds: age(r) })) },
+        { folder, ok, chains: all.map((r) => ({ ...r, checkpointAgeSeconds: age(r) })) },
         null,
         2,
       ),
     );
     return ok ? 0 : 1;
   }
-  if (all.length === 0) console.log(`${read.folder}: no chains yet`);
+  if (all.length === 0) console.log(`${folder}: no chains yet`);
   for (const r of all) {
     const state = r.problem
       ? "FAILED"
@@ -233,7 +295,7 @@ function status(read: EvidenceFolder, configFile: string | undefined, json: bool
         r.lastCheckpointTime === undefined ? "none" : `${r.lastCheckpointTime} (${age(r)} s ago)`
       }`,
     );
-    if (r.dropped > 0) console.log(`${INDENT}${r.dropped} records not kept (onFailure: continue)`);
+    if ((r.dropped ?? 0) > 0) console.log(`${INDENT}${r.dropped} records not kept (onFailure: continue)`);
     if (r.problem) console.log(`${INDENT}${r.problem.text}`);
   }
   if (stale)

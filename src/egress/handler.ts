@@ -461,6 +461,7 @@ async function signRequest(c: EgressExchange): Promise<StepResult> {
         : {}),
     },
     c.options.keepResponse,
+    c.trace.traceId,
   );
   return undefined;
 }

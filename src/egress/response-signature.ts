@@ -22,6 +22,8 @@ export interface CheckedResponse {
   readonly bank: string;
   readonly dialect: BankProfile["dialect"];
   readonly request: RequestOfResponse;
+  /** The trace id sent to the bank in traceparent (the application's, or the one egress started). */
+  readonly traceId: string;
   readonly status: number;
   readonly headers: ReceivedHeaders;
   readonly body: Buffer;
@@ -43,6 +45,8 @@ export class ResponseSignatureCheck {
     private readonly request: RequestOfResponse,
     /** Each answer whose signature was checked (evidence), whatever the verdict. */
     private readonly keep?: (checked: CheckedResponse) => void,
+    /** The exchange's trace id, for the evidence record. */
+    private readonly traceId = "",
   ) {}
 
   /** The largest body held to be checked (the profile's responses.maxBodyBytes). */
@@ -102,6 +106,7 @@ export class ResponseSignatureCheck {
       bank: this.profile.name,
       dialect: this.profile.dialect,
       request: this.request,
+      traceId: this.traceId,
       status: this.bankStatus,
       headers: received,
       body,

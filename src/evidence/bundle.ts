@@ -17,11 +17,17 @@
  *                            response-signed-bytes.bin, response-signature.bin, bank-public.pem and
  *                            bank-certificate.pem to check it (draft-cavage)
  *     README.txt             how to check all of it
+ *
+ * A response record's bundle (responseBundle: a bank's answer egress checked) holds record.json,
+ * certificate.pem (the bank's QSealC) and bank-public.pem, bank-chain.pem (the CAs its JWS carried in
+ * x5c, when it did), signed-bytes.bin and signature.bin, body.bin when kept, the chain files and
+ * checkpoint as above, and its README.txt.
  */
 
 import { X509Certificate } from "node:crypto";
 import { isRejection } from "../errors.js";
 import { parseSignatureHeader } from "../signature/index.js";
+import { readDetachedJws } from "../signature/jws/index.js";
 import { type CheckpointLine, checkpointStatement, type RecordLine, type ResponseLine } from "./record.js";
 import { type ChainFolder, chainLines, type ParsedLine } from "./verify.js";
 
@@ -144,28 +150,11 @@ export function disputeBundle(sources: BundleSources, found: FoundRecord): Map<s
   if (record.signedBytes === undefined)
     return `the record keeps only the SHA-256 of its signed bytes (${record.signedBytesSha256 ?? "?"}): they were larger than the inline bound`;
 
-  // The lines from the record to the first checkpoint after it and after its response, if any.
-  const segment: ParsedLine[] = [];
-  let started = false;
-  let checkpoint: CheckpointLine | undefined;
-  let response: { at: ParsedLine; line: ResponseLine } | undefined;
-  for (const p of chainLines(chain)) {
-    if (p === at || (p.file === at.file && p.lineNumber === at.lineNumber)) started = true;
-    if (!started) continue;
-    segment.push(p);
-    if (!response && p.line.type === "response" && p.line.requestId === record.requestId)
-      response = { at: p, line: p.line };
-    if (p.line.type === "checkpoint") {
-      checkpoint = p.line;
-      // The response is signed after the request is forwarded: it may come after a checkpoint.
-      if (response || !laterResponse(chain, p, record.requestId)) break;
-      checkpoint = undefined;
-    }
-  }
-  if (!checkpoint)
-    return "no checkpoint covers this record yet (one is written every evidence.checkpointSeconds and at close); try again shortly";
-  const checkpointKey = sources.publicKeyPem(checkpoint.key);
-  if (!checkpointKey) return `keys/${checkpoint.key}.pem, the checkpoint's public key, is missing`;
+  const covered = coveringSegment(chain, at, record.requestId);
+  if (typeof covered === "string") return covered;
+  const { segment, checkpoint, response } = covered;
+  const chained = chainFiles(sources, segment, checkpoint, files);
+  if (chained) return chained;
 
   const check = opensslCheck(record.signedWith, keyType);
   const signature = Buffer.from(record.signature, "base64");
@@ -178,14 +167,6 @@ export function disputeBundle(sources: BundleSources, found: FoundRecord): Map<s
   files.set("signed-bytes.bin", Buffer.from(record.signedBytes, "base64"));
   files.set("signature.bin", check.derFromRaw ? rawEcdsaToDer(signature) : signature);
   if (record.body !== undefined) files.set("body.bin", Buffer.from(record.body, "base64"));
-  segment.forEach((p, i) => {
-    files.set(`chain/${String(i + 1).padStart(4, "0")}.json`, Buffer.from(p.text));
-  });
-  files.set("checkpoint.txt", Buffer.from(checkpointStatement(checkpoint)));
-  files.set("checkpoint.sig", Buffer.from(checkpoint.signature, "base64"));
-  files.set("checkpoint-public.pem", Buffer.from(checkpointKey));
-  const keyCertificate = sources.keyCertificatePem(checkpoint.key);
-  if (keyCertificate) files.set("checkpoint-certificate.pem", Buffer.from(keyCertificate));
   const path = pathOf(sources, record);
   if (path.report) files.set("validation-report.json", Buffer.from(path.report));
   if (path.intermediates.length > 0) files.set("intermediates.pem", Buffer.from(path.intermediates.join("")));
@@ -196,6 +177,123 @@ export function disputeBundle(sources: BundleSources, found: FoundRecord): Map<s
     Buffer.from(readme(record, check, segment.length, checkpoint, path, answer, response?.at.lineNumber)),
   );
   return files;
+}
+
+export interface FoundResponse {
+  readonly chain: ChainFolder;
+  readonly at: ParsedLine;
+  readonly response: ResponseLine;
+}
+
+/**
+ * The bundle of a bank's answer egress checked (a `response` record, `verified` or `invalid`): the
+ * record, the bank's certificate and public key, the CAs its JWS carried (x5c), the signed bytes and
+ * the signature, the body when kept, the chain to the checkpoint covering it, and the README.
+ */
+export function responseBundle(sources: BundleSources, found: FoundResponse): Map<string, Buffer> | string {
+  const { response, chain, at } = found;
+  if (response.certificate === undefined)
+    return "the record names no bank certificate: the answer failed before its certificate was judged";
+  const certificatePem = sources.certificatePem(response.certificate);
+  if (!certificatePem) return `certificates/${response.certificate}.pem is missing from the evidence`;
+  const signedWith = signedWithOf(response);
+  if (response.signedBytesSha256 !== undefined)
+    return `the record keeps only the SHA-256 of its signed bytes (${response.signedBytesSha256}): they were larger than the inline bound`;
+  if (response.signature === undefined || response.signedBytes === undefined || signedWith === undefined)
+    return "the record keeps no signed bytes: its signature header did not parse, or it is a response ingress signed in a dialect other than draft-cavage (its signature headers are in record.json: use evidence show)";
+  const covered = coveringSegment(chain, at, undefined);
+  if (typeof covered === "string") return covered;
+  const files = new Map<string, Buffer>();
+  const chained = chainFiles(sources, covered.segment, covered.checkpoint, files);
+  if (chained) return chained;
+
+  const certificate = new X509Certificate(certificatePem);
+  const check = opensslCheck(signedWith, certificate.publicKey.asymmetricKeyType ?? "unknown");
+  const command = check.command.map((a) => (a === "tpp-public.pem" ? "bank-public.pem" : a));
+  const signature = Buffer.from(response.signature, "base64");
+  files.set("record.json", Buffer.from(at.text));
+  files.set("certificate.pem", Buffer.from(certificatePem));
+  files.set(
+    "bank-public.pem",
+    Buffer.from(certificate.publicKey.export({ type: "spki", format: "pem" }) as string),
+  );
+  const carried = x5cChain(response);
+  if (carried.length > 0) files.set("bank-chain.pem", Buffer.from(carried.join("")));
+  files.set("signed-bytes.bin", Buffer.from(response.signedBytes, "base64"));
+  files.set("signature.bin", check.derFromRaw ? rawEcdsaToDer(signature) : signature);
+  if (response.body !== undefined) files.set("body.bin", Buffer.from(response.body, "base64"));
+  // Egress: the bank's certificate's validation report and the CAs of its path, as the profile trusted them.
+  const path = pathOf(sources, response);
+  if (path.report) files.set("validation-report.json", Buffer.from(path.report));
+  if (path.intermediates.length > 0) files.set("intermediates.pem", Buffer.from(path.intermediates.join("")));
+  if (path.anchor) files.set("trust-anchor.pem", Buffer.from(path.anchor));
+  files.set(
+    "README.txt",
+    Buffer.from(responseReadme(response, command, check.derFromRaw, carried.length, path, covered)),
+  );
+  return files;
+}
+
+/** The CAs after the signer's certificate in a JWS's x5c, as PEM: the chain as far as the bank sent it. */
+function x5cChain(response: ResponseLine): string[] {
+  const jws = readDetachedJws(response.signatureHeaders["x-jws-signature"], "x-jws-signature");
+  if (isRejection(jws) || !Array.isArray(jws.header.x5c)) return [];
+  return jws.header.x5c.slice(1).flatMap((der) => {
+    if (typeof der !== "string") return [];
+    const lines = der.match(/.{1,64}/g) ?? [];
+    return [`-----BEGIN CERTIFICATE-----\n${lines.join("\n")}\n-----END CERTIFICATE-----\n`];
+  });
+}
+
+/** The chain's lines to the checkpoint, and the checkpoint's statement, signature and key; or why not. */
+function chainFiles(
+  sources: BundleSources,
+  segment: readonly ParsedLine[],
+  checkpoint: CheckpointLine,
+  files: Map<string, Buffer>,
+): string | undefined {
+  const checkpointKey = sources.publicKeyPem(checkpoint.key);
+  if (!checkpointKey) return `keys/${checkpoint.key}.pem, the checkpoint's public key, is missing`;
+  segment.forEach((p, i) => {
+    files.set(`chain/${String(i + 1).padStart(4, "0")}.json`, Buffer.from(p.text));
+  });
+  files.set("checkpoint.txt", Buffer.from(checkpointStatement(checkpoint)));
+  files.set("checkpoint.sig", Buffer.from(checkpoint.signature, "base64"));
+  files.set("checkpoint-public.pem", Buffer.from(checkpointKey));
+  const keyCertificate = sources.keyCertificatePem(checkpoint.key);
+  if (keyCertificate) files.set("checkpoint-certificate.pem", Buffer.from(keyCertificate));
+  return undefined;
+}
+
+/**
+ * The lines from `at` to the first checkpoint after it and, with `requestId`, after the response to
+ * that request, when the chain holds one after `at` (ingress signs it after forwarding the request:
+ * it may come after a checkpoint).
+ */
+function coveringSegment(
+  chain: ChainFolder,
+  at: ParsedLine,
+  requestId: string | undefined,
+):
+  | {
+      readonly segment: ParsedLine[];
+      readonly checkpoint: CheckpointLine;
+      readonly response: { at: ParsedLine; line: ResponseLine } | undefined;
+    }
+  | string {
+  const segment: ParsedLine[] = [];
+  let started = false;
+  let response: { at: ParsedLine; line: ResponseLine } | undefined;
+  for (const p of chainLines(chain)) {
+    if (p === at || (p.file === at.file && p.lineNumber === at.lineNumber)) started = true;
+    if (!started) continue;
+    segment.push(p);
+    if (requestId !== undefined && !response && p.line.type === "response" && p.line.requestId === requestId)
+      response = { at: p, line: p.line };
+    if (p.line.type === "checkpoint" && (response || !laterResponse(chain, p, requestId)))
+      return { segment, checkpoint: p.line, response };
+  }
+  return "no checkpoint covers this record yet (one is written every evidence.checkpointSeconds and at close); try again shortly";
 }
 
 /** Whether a response to this request comes after `from` in the chain (its segment must reach it). */
@@ -216,7 +314,10 @@ interface PathFiles {
 }
 
 /** The validation report and the CAs of its path, as far as the folder holds them. */
-function pathOf(sources: BundleSources, record: RecordLine): PathFiles {
+function pathOf(
+  sources: BundleSources,
+  record: { readonly validationReport?: string | undefined },
+): PathFiles {
   const report =
     record.validationReport === undefined ? undefined : sources.reportJson(record.validationReport);
   const intermediates: string[] = [];
@@ -248,10 +349,10 @@ function responseFiles(
   files.set("response.json", Buffer.from(at.text));
   const pem = response.certificate === undefined ? undefined : sources.certificatePem(response.certificate);
   if (!pem || response.signedBytes === undefined || response.signature === undefined) return undefined;
-  const params = parseSignatureHeader(response.signatureHeaders.signature);
-  if (isRejection(params)) return undefined;
+  const signedWith = signedWithOf(response);
+  if (signedWith === undefined) return undefined;
   const certificate = new X509Certificate(pem);
-  const check = opensslCheck(params.algorithm, certificate.publicKey.asymmetricKeyType ?? "unknown");
+  const check = opensslCheck(signedWith, certificate.publicKey.asymmetricKeyType ?? "unknown");
   const signature = Buffer.from(response.signature, "base64");
   files.set("bank-certificate.pem", Buffer.from(pem));
   files.set(
@@ -265,6 +366,13 @@ function responseFiles(
     .replace("tpp-public.pem", "bank-public.pem")
     .replace("signature.bin", "response-signature.bin")
     .replace("signed-bytes.bin", "response-signed-bytes.bin");
+}
+
+/** A response's algorithm: the record's, or (records written before it was kept) its cavage header's. */
+function signedWithOf(response: ResponseLine): string | undefined {
+  if (response.signedWith !== undefined) return response.signedWith;
+  const params = parseSignatureHeader(response.signatureHeaders.signature);
+  return isRejection(params) ? undefined : params.algorithm;
 }
 
 function readme(
@@ -287,11 +395,6 @@ ${path.report ? "   validation-report.json is the gateway's report of that check
     : path.report
       ? "\n   validation-report.json is the gateway's report of the certificate's check.\n"
       : "";
-  const last = String(lines).padStart(4, "0");
-  const checkpointCommand =
-    checkpoint.alg === "ed25519"
-      ? "openssl pkeyutl -verify -pubin -inkey checkpoint-public.pem -rawin -in checkpoint.txt -sigfile checkpoint.sig"
-      : "openssl dgst -sha256 -verify checkpoint-public.pem -signature checkpoint.sig checkpoint.txt";
   return `Evidence of one request accepted by psd2-gateway
 ================================================
 
@@ -329,21 +432,7 @@ ${check.derFromRaw ? "   # signature.bin is the ECDSA signature re-encoded from 
 3. The body was not kept (evidence.bodies); its SHA-256 is in the record: ${record.bodyDigest}
 `
 }
-4. The record is in the gateway's hash chain, up to a signed checkpoint. chain/0001.json is the
-   record's line (the same bytes as record.json); each file's "prev" is the SHA-256 of the file
-   before it, and chain/${last}.json is the checkpoint:
-
-   for f in chain/*.json; do openssl dgst -sha256 -r "$f"; done
-   # compare each digest with the "prev" of the next file
-
-5. The checkpoint is the gateway's: checkpoint.txt is made of chain/${last}.json's fields (chain,
-   seq, time, count, prev as "last", key), and its signature holds:
-
-   ${checkpointCommand}
-   # prints "Verified OK"
-   openssl pkey -pubin -in checkpoint-public.pem -outform DER | openssl dgst -sha256
-   # prints ${checkpoint.key} (the checkpoint's "key")
-${
+${chainSteps(4, lines, checkpoint)}${
   response
     ? `
 6. The bank's answer: response.json is the record of the response the gateway signed for this
@@ -360,4 +449,103 @@ ${
 `
       : ""
 }`;
+}
+
+/** The README's steps `n` and `n + 1`: the chain files' hashes, and the checkpoint's signature. */
+function chainSteps(n: number, lines: number, checkpoint: CheckpointLine): string {
+  const last = String(lines).padStart(4, "0");
+  const checkpointCommand =
+    checkpoint.alg === "ed25519"
+      ? "openssl pkeyutl -verify -pubin -inkey checkpoint-public.pem -rawin -in checkpoint.txt -sigfile checkpoint.sig"
+      : "openssl dgst -sha256 -verify checkpoint-public.pem -signature checkpoint.sig checkpoint.txt";
+  return `${n}. The record is in the gateway's hash chain, up to a signed checkpoint. chain/0001.json is the
+   record's line (the same bytes as record.json); each file's "prev" is the SHA-256 of the file
+   before it, and chain/${last}.json is the checkpoint:
+
+   for f in chain/*.json; do openssl dgst -sha256 -r "$f"; done
+   # compare each digest with the "prev" of the next file
+
+${n + 1}. The checkpoint is the gateway's: checkpoint.txt is made of chain/${last}.json's fields (chain,
+   seq, time, count, prev as "last", key), and its signature holds:
+
+   ${checkpointCommand}
+   # prints "Verified OK"
+   openssl pkey -pubin -in checkpoint-public.pem -outform DER | openssl dgst -sha256
+   # prints ${checkpoint.key} (the checkpoint's "key")
+`;
+}
+
+const SIGNED_INPUT: Record<string, string> = {
+  cavage: "the draft-cavage signing string, rebuilt from the signed headers as received",
+  rfc9421:
+    "the RFC 9421 signature base, rebuilt from the answer's headers and status and the request as sent (its ;req components)",
+  jades: "the JWS signing input: the protected header, '.', and the lines of the headers its sigD.pars lists",
+  "uk-ob":
+    "the JWS signing input: the protected header, '.', and the body (base64url, or as is with b64: false)",
+};
+
+function responseReadme(
+  response: ResponseLine,
+  command: readonly string[],
+  derFromRaw: boolean,
+  carried: number,
+  path: PathFiles,
+  covered: { readonly segment: readonly ParsedLine[]; readonly checkpoint: CheckpointLine },
+): string {
+  const attime = Math.floor(Date.parse(response.time) / 1000);
+  const untrusted = carried > 0 ? "-untrusted bank-chain.pem " : "";
+  const chainCheck = path.anchor
+    ? `   It chains to the CA the gateway trusted for this bank (the profile's responses.caDir), as of the
+   answer's time (validation-report.json is the gateway's report of that check):
+
+   openssl verify -attime ${attime} -partial_chain -CAfile trust-anchor.pem ${path.intermediates.length > 0 ? "-untrusted intermediates.pem " : ""}certificate.pem
+   # prints "certificate.pem: OK"`
+    : `   It chains to the bank's CA (for egress, the profile's responses.caDir; ${carried > 0 ? "bank-chain.pem holds the CAs the bank sent with it in x5c" : "the bank sent no CAs with it"}), as of the answer's time:
+
+   openssl verify -attime ${attime} -CAfile <the bank's root CA> ${untrusted}certificate.pem
+   # prints "certificate.pem: OK"`;
+  const title =
+    response.verdict === "signed"
+      ? "Evidence of one response psd2-gateway signed with the bank's QSealC (ingress)"
+      : "Evidence of one bank answer psd2-gateway checked (egress)";
+  return `${title}
+${"=".repeat(title.length)}
+
+Request: ${response.method} ${response.target}
+X-Request-ID: ${response.requestId ?? "(none)"}${response.traceId ? `\nTrace id: ${response.traceId}` : ""}
+Received: ${response.time}
+Status: ${response.status}
+Bank: ${response.organizationId ?? "(no organizationIdentifier)"}
+Certificate SHA-256: ${response.certificate}
+Dialect: ${response.dialect}, signed as ${response.signedWith ?? "?"}
+Body digest: ${response.bodyDigest}
+Verdict: ${response.verdict}${response.verdict === "invalid" ? " (the gateway found the signature did not hold; step 2 shows it)" : ""}
+Chain: ${response.chain}, line seq ${response.seq}; checkpoint seq ${covered.checkpoint.seq} at ${covered.checkpoint.time}
+
+Everything below needs openssl only (1.1.1 or 3.x).
+
+1. The certificate is the one the record names:
+
+   openssl x509 -in certificate.pem -outform DER | openssl dgst -sha256
+   # prints ${response.certificate}
+
+${chainCheck}
+
+2. The bank signed these bytes (signed-bytes.bin: ${SIGNED_INPUT[response.dialect] ?? "the signed bytes"}):
+
+   ${command.join(" ")}
+   # prints "Verified OK" (pkeyutl: "Signature Verified Successfully")
+${derFromRaw ? "   # signature.bin is the ECDSA signature re-encoded from r||s (as sent) to DER, as openssl reads it\n" : ""}
+${
+  response.body !== undefined
+    ? `3. The body kept is the body received (its digest is in the record; the signed bytes cover the
+   answer's Digest / Content-Digest header, or the body itself for UK Open Banking):
+
+   openssl dgst -sha256 -binary body.bin | openssl base64
+   # prints ${response.bodyDigest.slice("sha-256=:".length, -1)}
+`
+    : `3. The body was not kept (evidence.bodies); its SHA-256 is in the record: ${response.bodyDigest}
+`
+}
+${chainSteps(4, covered.segment.length, covered.checkpoint)}`;
 }

@@ -8,10 +8,12 @@
 export {
   disputeBundle,
   type FoundRecord,
+  type FoundResponse,
   findRecords,
   findResponses,
   opensslCheck,
   rawEcdsaToDer,
+  responseBundle,
 } from "./bundle.js";
 export {
   type CheckpointKey,
@@ -29,11 +31,16 @@ export {
   type ValidationEvidence,
 } from "./file-store.js";
 export {
+  type ChainHead,
+  type EvidenceSources,
+  eachPostgresChain,
   isPostgresUrl,
   PostgresEvidenceStore,
   type PostgresStoreOptions,
+  postgresChainHeads,
   postgresFailureReason,
   readPostgresEvidence,
+  readPostgresEvidenceOf,
   redactedUrl,
 } from "./postgres-store.js";
 export {

@@ -18,10 +18,15 @@
  * The only module of evidence/ that talks to PostgreSQL.
  */
 
-import { createPrivateKey } from "node:crypto";
+import { createPrivateKey, type KeyObject } from "node:crypto";
 import { hostname } from "node:os";
 import pg from "pg";
-import { type CheckpointKey, checkpointKeyOf, newCheckpointKey } from "./checkpoint.js";
+import {
+  type CheckpointKey,
+  checkpointKeyOf,
+  checkpointSignatureHolds,
+  newCheckpointKey,
+} from "./checkpoint.js";
 import {
   defaultInstanceId,
   type EvidenceFolder,
@@ -30,7 +35,8 @@ import {
   type ValidationEvidence,
 } from "./file-store.js";
 import { type ChainedText, QueuedEvidenceStore, type QueueOptions } from "./queued-store.js";
-import type { ChainFile, ChainFolder } from "./verify.js";
+import type { EvidenceLine } from "./record.js";
+import type { ChainFile, ChainFolder, Problem } from "./verify.js";
 
 export interface PostgresStoreOptions extends QueueOptions {
   /** postgres://user:password@host:port/database */
@@ -274,47 +280,287 @@ export function isPostgresUrl(location: string): boolean {
   return /^postgres(ql)?:\/\//.test(location);
 }
 
-/**
- * Every chain of the database, read back as the folder's are (the CLI's verify, show, bundle and
- * status): segments as files, and each line named by its row's key, so that `verify` names the row
- * altered, removed or reordered.
+/*
+ * A line's kind is matched as text (`"type":"checkpoint"`), not cast to jsonb: a row edited into
+ * something that is not JSON must not fail the query (verify names it). Canonical lines are flat
+ * but for a response's signature headers, whose keys are header names, so the text is the kind.
  */
-export async function readPostgresEvidence(url: string): Promise<EvidenceFolder> {
+
+/** Rows read per query by `verify`: a bank's table grows to millions of rows, read a page at a time. */
+const PAGE_ROWS = 10_000;
+
+/** What a read of the database holds besides its chains: the lookups the bundle and verify need. */
+export type EvidenceSources = Omit<EvidenceFolder, "chains">;
+
+async function openRead(url: string): Promise<pg.Pool> {
   const pool = poolOf(url, 30_000, 1);
   try {
     const tables = await pool.query("SELECT to_regclass('evidence_lines') AS t");
     if (tables.rows[0]?.t === null)
       throw new Error(`${redactedUrl(url)} holds no evidence (it has no evidence_lines table)`);
-    const rows = await pool.query<{
-      instance: string;
-      chain: string;
-      seq: string;
-      segment: number;
-      line: string;
-    }>("SELECT instance, chain, seq, segment, line FROM evidence_lines ORDER BY instance, chain, seq");
-    const certificates = await keyed(pool, "SELECT fingerprint AS k, pem AS v FROM evidence_certificates");
-    const reports = await keyed(pool, "SELECT id AS k, report AS v FROM evidence_reports");
-    const keys = await keyed(pool, "SELECT id AS k, pem AS v FROM evidence_keys");
-    const keyCertificates = await keyed(
-      pool,
-      "SELECT id AS k, certificate_pem AS v FROM evidence_keys WHERE certificate_pem IS NOT NULL",
+    return pool;
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** The lookups, each table read only for the keys asked (none asked: the whole table, for `verify`'s keys). */
+async function sourcesOf(
+  pool: pg.Pool,
+  url: string,
+  wanted:
+    | { certificates: readonly string[]; reports: readonly string[]; keys: readonly string[] }
+    | undefined,
+): Promise<EvidenceSources> {
+  const read = async (table: string, key: string, value: string, ids: readonly string[] | undefined) => {
+    const result = await pool.query<{ k: string; v: string | null }>(
+      `SELECT ${key} AS k, ${value} AS v FROM ${table}${ids === undefined ? "" : ` WHERE ${key} = ANY($1::text[])`}`,
+      ids === undefined ? [] : [ids],
     );
-    return {
-      folder: redactedUrl(url),
-      chains: chainsOf(rows.rows),
-      publicKeyPem: (id) => keys.get(id),
-      keyCertificatePem: (id) => keyCertificates.get(id),
-      certificatePem: (fp) => certificates.get(fp),
-      reportJson: (id) => reports.get(id),
-    };
+    return new Map(result.rows.flatMap((r) => (r.v === null ? [] : [[r.k, r.v] as const])));
+  };
+  const reports = await read("evidence_reports", "id", "report", wanted?.reports);
+  // A report's path names the CAs the bundle writes beside the certificate.
+  const cas = [...reports.values()].flatMap((text) => {
+    try {
+      const path = (JSON.parse(text) as { path?: { sha256?: unknown }[] }).path ?? [];
+      return path.flatMap((p) => (typeof p.sha256 === "string" ? [p.sha256] : []));
+    } catch {
+      return [];
+    }
+  });
+  const certificates = await read(
+    "evidence_certificates",
+    "fingerprint",
+    "pem",
+    wanted && [...wanted.certificates, ...cas],
+  );
+  const keys = await read("evidence_keys", "id", "pem", wanted?.keys);
+  const keyCertificates = await read("evidence_keys", "id", "certificate_pem", wanted?.keys);
+  return {
+    folder: redactedUrl(url),
+    publicKeyPem: (id) => keys.get(id),
+    keyCertificatePem: (id) => keyCertificates.get(id),
+    certificatePem: (fp) => certificates.get(fp),
+    reportJson: (id) => reports.get(id),
+  };
+}
+
+/**
+ * Every chain of the database, one at a time, for `verify`: the rows read in pages by their key
+ * (instance, chain, seq), each chain handed to `visit` once whole, so that what is held is one
+ * chain, never the table. Segments are read as files, and each line is named by its row's key, so
+ * that `verify` names the row altered, removed or reordered.
+ */
+export async function eachPostgresChain(
+  url: string,
+  visit: (chain: ChainFolder, sources: EvidenceSources) => void,
+  pageRows: number = PAGE_ROWS,
+): Promise<EvidenceSources> {
+  const pool = await openRead(url);
+  try {
+    const sources = await sourcesOf(pool, url, undefined);
+    let chain: Row[] = [];
+    let after: Row | undefined;
+    for (;;) {
+      const page = await pool.query<Row>(
+        after === undefined
+          ? "SELECT instance, chain, seq, segment, line FROM evidence_lines ORDER BY instance, chain, seq LIMIT $1"
+          : `SELECT instance, chain, seq, segment, line FROM evidence_lines
+             WHERE (instance, chain, seq) > ($2, $3, $4::bigint) ORDER BY instance, chain, seq LIMIT $1`,
+        after === undefined ? [pageRows] : [pageRows, after.instance, after.chain, after.seq],
+      );
+      for (const row of page.rows) {
+        const first = chain[0];
+        if (first && (first.instance !== row.instance || first.chain !== row.chain)) {
+          visit(chainsOf(chain)[0]!, sources);
+          chain = [];
+        }
+        chain.push(row);
+      }
+      if (page.rows.length < pageRows) break;
+      after = page.rows.at(-1);
+    }
+    if (chain.length > 0) visit(chainsOf(chain)[0]!, sources);
+    return sources;
   } finally {
     await pool.end().catch(() => undefined);
   }
 }
 
-async function keyed(pool: pg.Pool, sql: string): Promise<Map<string, string>> {
-  const result = await pool.query<{ k: string; v: string }>(sql);
-  return new Map(result.rows.map((r) => [r.k, r.v]));
+/** Every chain of the database, whole (tests, and small databases). */
+export async function readPostgresEvidence(url: string): Promise<EvidenceFolder> {
+  const chains: ChainFolder[] = [];
+  const sources = await eachPostgresChain(url, (chain) => chains.push(chain));
+  return { ...sources, chains };
+}
+
+/**
+ * The records with this X-Request-ID and what their bundle needs, found by the request_id index:
+ * in each chain that holds one, the lines from the first of them to the first checkpoint after the
+ * last (or the chain's end), and the certificates, reports and keys those lines name. `show` and
+ * `bundle` read this, never the table.
+ */
+export async function readPostgresEvidenceOf(url: string, requestId: string): Promise<EvidenceFolder> {
+  const pool = await openRead(url);
+  try {
+    const found = await pool.query<{ instance: string; chain: string; first: string; last: string }>(
+      `SELECT instance, chain, min(seq) AS first, max(seq) AS last FROM evidence_lines
+       WHERE request_id = $1 GROUP BY instance, chain ORDER BY instance, chain`,
+      [requestId],
+    );
+    const rows: Row[] = [];
+    for (const f of found.rows) {
+      const checkpoint = await pool.query<{ seq: string }>(
+        `SELECT seq FROM evidence_lines WHERE instance = $1 AND chain = $2 AND seq > $3::bigint
+           AND line LIKE '%"type":"checkpoint"%' ORDER BY seq LIMIT 1`,
+        [f.instance, f.chain, f.last],
+      );
+      const to = checkpoint.rows[0]?.seq ?? null;
+      const part = await pool.query<Row>(
+        `SELECT instance, chain, seq, segment, line FROM evidence_lines
+         WHERE instance = $1 AND chain = $2 AND seq >= $3::bigint AND ($4::bigint IS NULL OR seq <= $4::bigint)
+         ORDER BY seq`,
+        [f.instance, f.chain, f.first, to],
+      );
+      rows.push(...part.rows);
+    }
+    const named = { certificates: new Set<string>(), reports: new Set<string>(), keys: new Set<string>() };
+    for (const row of rows) {
+      const line = parsedOrUndefined(row.line);
+      if (line?.type === "request" || line?.type === "response") {
+        if (line.certificate) named.certificates.add(line.certificate);
+        if (line.validationReport) named.reports.add(line.validationReport);
+      } else if (line?.type === "checkpoint") named.keys.add(line.key);
+    }
+    const sources = await sourcesOf(pool, url, {
+      certificates: [...named.certificates],
+      reports: [...named.reports],
+      keys: [...named.keys],
+    });
+    return { ...sources, chains: chainsOf(rows) };
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
+}
+
+function parsedOrUndefined(text: string): EvidenceLine | undefined {
+  try {
+    return JSON.parse(text) as EvidenceLine;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What `status` says of a chain: read from its head, not from its every line. */
+export interface ChainHead {
+  readonly chain: string;
+  readonly files: number;
+  readonly records: number;
+  readonly lastTime: string | undefined;
+  readonly lastCheckpointTime: string | undefined;
+  readonly endsWithCheckpoint: boolean;
+  /** The last checkpoint's signature does not hold, or its key is unknown. */
+  readonly problem: Problem | undefined;
+}
+
+/**
+ * Each chain's head, for `status`: the chains found by a skip scan of the primary key, then per
+ * chain its first and last rows, its last checkpoint (its signature checked) and last record, and
+ * the records after the last `file` or checkpoint line (whose `count` says how many came before),
+ * each a short walk back along the key. A whole chain is checked by `verify`.
+ */
+export async function postgresChainHeads(
+  url: string,
+  publicKey: (pem: string) => KeyObject | undefined,
+): Promise<{ readonly folder: string; readonly heads: ChainHead[] }> {
+  const pool = await openRead(url);
+  try {
+    const heads = await pool.query<{
+      instance: string;
+      chain: string;
+      first_segment: number;
+      last_segment: number;
+      last_line: string;
+      checkpoint: string | null;
+      last_record: string | null;
+      counted: string | null;
+      after_counted: string;
+    }>(
+      `WITH RECURSIVE chains AS (
+         (SELECT instance, chain FROM evidence_lines ORDER BY instance, chain LIMIT 1)
+         UNION ALL
+         SELECT n.instance, n.chain FROM chains c CROSS JOIN LATERAL (
+           SELECT e.instance, e.chain FROM evidence_lines e
+           WHERE (e.instance, e.chain) > (c.instance, c.chain) ORDER BY e.instance, e.chain LIMIT 1
+         ) n
+       )
+       SELECT c.instance, c.chain, first.segment AS first_segment, last.segment AS last_segment,
+         last.line AS last_line, ck.line AS checkpoint, rec.line AS last_record,
+         counted.line AS counted,
+         (SELECT count(*) FROM evidence_lines e
+           WHERE e.instance = c.instance AND e.chain = c.chain AND e.seq > coalesce(counted.seq, -1)
+             AND (e.line LIKE '%"type":"request"%' OR e.line LIKE '%"type":"response"%')) AS after_counted
+       FROM chains c
+       CROSS JOIN LATERAL (SELECT segment FROM evidence_lines e
+         WHERE e.instance = c.instance AND e.chain = c.chain ORDER BY seq LIMIT 1) first
+       CROSS JOIN LATERAL (SELECT segment, line FROM evidence_lines e
+         WHERE e.instance = c.instance AND e.chain = c.chain ORDER BY seq DESC LIMIT 1) last
+       LEFT JOIN LATERAL (SELECT line FROM evidence_lines e
+         WHERE e.instance = c.instance AND e.chain = c.chain AND e.line LIKE '%"type":"checkpoint"%'
+         ORDER BY seq DESC LIMIT 1) ck ON true
+       LEFT JOIN LATERAL (SELECT line FROM evidence_lines e
+         WHERE e.instance = c.instance AND e.chain = c.chain
+           AND (e.line LIKE '%"type":"request"%' OR e.line LIKE '%"type":"response"%')
+         ORDER BY seq DESC LIMIT 1) rec ON true
+       LEFT JOIN LATERAL (SELECT seq, line FROM evidence_lines e
+         WHERE e.instance = c.instance AND e.chain = c.chain
+           AND (e.line LIKE '%"type":"checkpoint"%' OR e.line LIKE '%"type":"file"%')
+         ORDER BY seq DESC LIMIT 1) counted ON true
+       ORDER BY c.instance, c.chain`,
+    );
+    const keys = await sourcesOf(pool, url, {
+      certificates: [],
+      reports: [],
+      keys: heads.rows.flatMap((h) => {
+        const line = h.checkpoint === null ? undefined : parsedOrUndefined(h.checkpoint);
+        return line?.type === "checkpoint" ? [line.key] : [];
+      }),
+    });
+    return {
+      folder: redactedUrl(url),
+      heads: heads.rows.map((h) => {
+        const checkpoint = h.checkpoint === null ? undefined : parsedOrUndefined(h.checkpoint);
+        const counted = h.counted === null ? undefined : parsedOrUndefined(h.counted);
+        const before = counted?.type === "checkpoint" || counted?.type === "file" ? counted.count : 0;
+        const where = `evidence_lines (instance '${h.instance}', chain '${h.chain}'`;
+        let problem: Problem | undefined;
+        if (checkpoint?.type === "checkpoint") {
+          const pem = keys.publicKeyPem(checkpoint.key);
+          const key = pem === undefined ? undefined : publicKey(pem);
+          if (!key || !checkpointSignatureHolds(checkpoint, key))
+            problem = {
+              kind: "checkpoint",
+              where: `${where}, seq ${checkpoint.seq})`,
+              seq: checkpoint.seq,
+              text: `${where}, seq ${checkpoint.seq}): the last checkpoint's signature does not hold${key ? "" : " (its key is not in evidence_keys)"}; run evidence verify`,
+            };
+        }
+        return {
+          chain: h.chain,
+          files: h.last_segment - h.first_segment + 1,
+          records: before + Number(h.after_counted),
+          lastTime: h.last_record === null ? undefined : parsedOrUndefined(h.last_record)?.time,
+          lastCheckpointTime: checkpoint?.time,
+          endsWithCheckpoint: parsedOrUndefined(h.last_line)?.type === "checkpoint",
+          problem,
+        };
+      }),
+    };
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
 }
 
 interface Row {

@@ -159,17 +159,20 @@ export abstract class QueuedEvidenceStore implements EvidenceSink, ResponseEvide
       return false;
     }
     this.queue.push(evidence);
-    const report = evidence.validationReport;
-    if (report !== undefined && !this.reports.has(report)) {
-      if (this.reports.size >= MAX_KNOWN) this.reports.clear();
-      this.reports.add(report);
-      void this.storeReport(report).catch((error: Error) => {
-        this.reports.delete(report);
-        this.events.failed?.("report", error);
-      });
-    }
+    this.keepReport(evidence.validationReport);
     this.schedule();
     return true;
+  }
+
+  /** The validation report a record names, written once (with its path's CAs) for the bundle. */
+  private keepReport(report: string | undefined): void {
+    if (report === undefined || this.reports.has(report)) return;
+    if (this.reports.size >= MAX_KNOWN) this.reports.clear();
+    this.reports.add(report);
+    void this.storeReport(report).catch((error: Error) => {
+      this.reports.delete(report);
+      this.events.failed?.("report", error);
+    });
   }
 
   /**
@@ -184,6 +187,7 @@ export abstract class QueuedEvidenceStore implements EvidenceSink, ResponseEvide
       return false;
     }
     this.queue.push(evidence);
+    this.keepReport(evidence.validationReport);
     this.schedule();
     return true;
   }

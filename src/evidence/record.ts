@@ -80,9 +80,19 @@ export interface ResponseEvidence {
   readonly certificate?: string;
   /** The headers that carry and bind the signature, lower-case names, as sent (the certificate header left out: `certificate` names it). */
   readonly signatureHeaders: Readonly<Record<string, string>>;
-  /** draft-cavage: the signing string, base64, and the signature, base64. */
+  /**
+   * The exact bytes the signature covers (draft-cavage's signing string, RFC 9421's signature base,
+   * the JWS signing input), base64, rebuilt from the headers as sent or received; their SHA-256
+   * instead above SIGNED_BYTES_INLINE. Without them when the signature cannot be read.
+   */
   readonly signedBytes?: string;
+  readonly signedBytesSha256?: string;
+  /** The signature value, decoded, then base64 (ECDSA in JWS and RFC 9421 form: r||s). */
   readonly signature?: string;
+  /** The dialect and algorithm, as a request record's (`rsa-sha256`, `rfc9421:rsa-pss-sha512`, `jades:PS256`). */
+  readonly signedWith?: string;
+  /** Egress: the validation report of the bank's certificate (its path to the profile's CA). */
+  readonly validationReport?: string;
   /** `sha-256=:<base64>:` of the response body. */
   readonly bodyDigest: string;
   /** The body, base64, when `evidence.bodies` keeps the request's. */

@@ -5,11 +5,12 @@
  * could be (a gap line counts one not kept). Nothing here waits for the disk.
  */
 
-import { createHash } from "node:crypto";
+import { createHash, type KeyObject } from "node:crypto";
 import type { CheckContext, ResponseSigner } from "../checks/index.js";
-import { isRejection } from "../errors.js";
-import { buildSigningString, headerValue, parseSignatureHeader } from "../signature/index.js";
-import { type BodyPolicy, type ResponseEvidence, SIGNED_BYTES_INLINE } from "./record.js";
+import { headerValue } from "../signature/index.js";
+import type { HttpHeadersPayloadStyle } from "../signature/jws/index.js";
+import type { BodyPolicy, ResponseEvidence } from "./record.js";
+import { type ResponseSigning, responseSigned } from "./response-signed.js";
 import { keepsBody, traceIdOf } from "./step.js";
 
 /** Where response records go: the store's bounded queue. */
@@ -100,7 +101,8 @@ export function signedResponseEvidence(parts: {
     dialect: request.dialect,
     organizationId: parts.organizationId,
     certificate: parts.certificate,
-    cavage: request.dialect === "cavage",
+    // What the gateway signed is rebuilt for draft-cavage (the others' need what the signer saw).
+    signing: request.dialect === "cavage" ? { dialect: "cavage", status: parts.status } : undefined,
     body: parts.body,
     keepBody: keepsBody(parts.bodies, request),
   });
@@ -124,8 +126,9 @@ function responseRecord(
     readonly dialect: string;
     readonly organizationId: string | undefined;
     readonly certificate: string | undefined;
-    /** Rebuild the cavage signing string (`signedBytes`, `signature`). */
-    readonly cavage: boolean;
+    readonly validationReport?: string | undefined;
+    /** How to rebuild the signed bytes (`signedBytes`, `signature`, `signedWith`), when they can be. */
+    readonly signing: ResponseSigning | undefined;
     readonly body: Buffer;
     readonly keepBody: boolean;
   },
@@ -133,7 +136,7 @@ function responseRecord(
   const signatureHeaders: Record<string, string> = {};
   for (const name of Object.keys(all).sort())
     if (SIGNATURE_HEADERS.has(name)) signatureHeaders[name] = all[name]!;
-  const cavage = r.cavage ? cavageSigned(all) : undefined;
+  const signed = r.signing ? responseSigned(all, r.body, r.signing) : undefined;
   return {
     type: "response",
     time: new Date(r.at).toISOString(),
@@ -147,10 +150,13 @@ function responseRecord(
     organizationId: r.organizationId,
     certificate: r.certificate,
     signatureHeaders,
-    signedBytes: cavage?.signedBytes,
-    signature: cavage?.signature,
+    signedBytes: signed?.signedBytes,
+    signedBytesSha256: signed?.signedBytesSha256,
+    signature: signed?.signature,
+    signedWith: signed?.signedWith,
     bodyDigest: `sha-256=:${createHash("sha256").update(r.body).digest("base64")}:`,
     body: r.keepBody ? r.body.toString("base64") : undefined,
+    validationReport: r.validationReport,
   };
 }
 
@@ -161,8 +167,22 @@ function responseRecord(
  */
 export function verifiedResponseEvidence(parts: {
   readonly at: number;
-  readonly request: { readonly method: string; readonly target: string; readonly requestId: string };
-  readonly traceparent?: string;
+  readonly request: {
+    readonly method: string;
+    readonly target: string;
+    readonly requestId: string;
+    /** RFC 9421: the absolute URI and the headers as sent (its `;req` components). */
+    readonly targetUri?: string;
+    readonly headers?: Readonly<Record<string, string | readonly string[] | undefined>>;
+  };
+  /** JAdES: the profile's sigD.pars payload style. */
+  readonly payloadStyle?: HttpHeadersPayloadStyle;
+  /** The bank's public key, once its certificate passed (RFC 9421's algorithm when it names none). */
+  readonly key?: KeyObject;
+  /** The validation report of the bank's certificate, once it passed. */
+  readonly validationReport?: string;
+  /** The trace id egress sent the bank (the application's traceparent's, or one it started). */
+  readonly traceId?: string;
   readonly status: number;
   readonly headers: Readonly<Record<string, string | readonly string[] | undefined>>;
   readonly body: Buffer;
@@ -184,7 +204,7 @@ export function verifiedResponseEvidence(parts: {
   return responseRecord(all, {
     at: parts.at,
     requestId: parts.request.requestId || undefined,
-    traceId: traceIdOf(parts.traceparent),
+    traceId: parts.traceId || undefined,
     method,
     target,
     status: parts.status,
@@ -192,25 +212,19 @@ export function verifiedResponseEvidence(parts: {
     dialect: parts.dialect,
     organizationId: parts.organizationId,
     certificate: parts.certificate,
-    cavage: parts.dialect === "cavage" && all.signature !== undefined,
+    validationReport: parts.validationReport,
+    signing: {
+      dialect: parts.dialect,
+      status: parts.status,
+      ...(parts.request.targetUri !== undefined
+        ? { request: { method, targetUri: parts.request.targetUri, headers: parts.request.headers ?? {} } }
+        : {}),
+      ...(parts.payloadStyle ? { payloadStyle: parts.payloadStyle } : {}),
+      ...(parts.key ? { key: parts.key } : {}),
+    },
     body: parts.body,
     keepBody: keep,
   });
 }
 
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
-
-/** draft-cavage's signing string of a response (no request target), rebuilt from its headers. */
-function cavageSigned(
-  headers: Record<string, string>,
-): { signedBytes: string; signature: string } | undefined {
-  const params = parseSignatureHeader(headers.signature);
-  if (isRejection(params)) return undefined;
-  const signing = buildSigningString(params.headers, { method: "", target: "", headers });
-  if (isRejection(signing) || signing.length > SIGNED_BYTES_INLINE) return undefined;
-  return {
-    // Header values are one char per byte (latin1), as signed.
-    signedBytes: Buffer.from(signing, "latin1").toString("base64"),
-    signature: params.signatureBytes.toString("base64"),
-  };
-}

@@ -238,8 +238,11 @@ const EXEMPT = [
   "docker-run",
   "kubernetes-apply",
   "kubernetes-overlay",
+  "kubernetes-evidence-postgres",
   "evidence-commands",
   "evidence-postgres-commands",
+  // docs/egress.md
+  "egress-evidence-bundle",
   // docs/dialects.md
   "keys-refusal-output",
   // docs/sandbox.md

@@ -254,9 +254,14 @@ describe("evidence of the bank answers egress checks", () => {
   it("keeps a record of a verified answer, and of an invalid one passed under advisory; none of an unchecked one", async () => {
     const verifiedId = "8a1d6f8e-1c0b-4d39-9a4e-5b7f0f1e2a01";
     const payment = JSON.stringify({ instructedAmount: { currency: "NOK", amount: "12.50" } });
+    const traceId = "4bf92f3577b34da6a3ce929d0e0e4736";
     const ok = await call("/bank/v1/payments/sepa-credit-transfers", {
       method: "POST",
-      headers: { "x-request-id": verifiedId, "content-type": "application/json" },
+      headers: {
+        "x-request-id": verifiedId,
+        "content-type": "application/json",
+        traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+      },
       body: payment,
     });
     expect(ok.headers["psd2-gateway-response-signature"]).toBe("verified");
@@ -268,6 +273,8 @@ describe("evidence of the bank answers egress checks", () => {
       method: "POST",
       target: "/v1/payments/sepa-credit-transfers",
       dialect: "cavage",
+      // The application's trace, as egress passed it on to the bank.
+      traceId,
     });
     expect(verified.certificate).toMatch(/^[0-9a-f]{64}$/);
     expect(verified.signatureHeaders.signature).toContain("signature=");
@@ -286,7 +293,8 @@ describe("evidence of the bank answers egress checks", () => {
     expect(unchecked.headers["psd2-gateway-response-signature"]).toBe("not-checked");
     const verifiedAgain = "8a1d6f8e-1c0b-4d39-9a4e-5b7f0f1e2a04";
     await call("/bank/v1/accounts", { headers: { "x-request-id": verifiedAgain } });
-    await recordOf(verifiedAgain);
+    // Without a traceparent: the trace egress started and sent the bank.
+    expect((await recordOf(verifiedAgain)).traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(lines().filter((l) => l.requestId === uncheckedId)).toEqual([]);
 
     const shown = await runCli([

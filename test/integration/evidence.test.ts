@@ -425,6 +425,57 @@ describe("with responseSigning: the response's record, and a bundle with the cer
     writeFileSync(join(out, "response-signed-bytes.bin"), "x-request-id: forged");
     expect(() => openssl(command("openssl dgst -sha256 -verify bank-public.pem"), out)).toThrow();
   }, 60_000);
+  it("a request and its response share the X-Request-ID: --kind picks one for show and bundle", async () => {
+    const shown = await runCli([
+      "evidence",
+      "show",
+      "--request-id",
+      id,
+      "--kind",
+      "response",
+      "--folder",
+      dir,
+      "--json",
+    ]);
+    expect(shown.code).toBe(0);
+    expect(
+      shown.stdout
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l).type),
+    ).toEqual(["response"]);
+
+    const out = join(mkdtempSync(join(tmpdir(), "psd2-bundle-")), "bundle");
+    const made = await runCli([
+      "evidence",
+      "bundle",
+      "--request-id",
+      id,
+      "--kind",
+      "response",
+      "--out",
+      out,
+      "--folder",
+      dir,
+    ]);
+    expect(made.stderr).toBe("");
+    expect(made.code).toBe(0);
+    expect(JSON.parse(readFileSync(join(out, "record.json"), "utf8"))).toMatchObject({
+      type: "response",
+      verdict: "signed",
+    });
+    const readme = readFileSync(join(out, "README.txt"), "utf8");
+    const command = readme
+      .split("\n")
+      .map((l) => l.trim())
+      .find((l) => l.startsWith("openssl dgst") && l.includes("-verify bank-public.pem"))!
+      .split(" ");
+    expect(openssl(command.slice(1), out)).toContain("Verified OK");
+
+    const wrong = await runCli(["evidence", "show", "--request-id", id, "--kind", "answer", "--folder", dir]);
+    expect(wrong.code).toBe(2);
+    expect(wrong.stderr).toContain("--kind is request or response");
+  }, 60_000);
 });
 
 describe("a configuration reload of evidence", () => {

@@ -259,6 +259,7 @@ const NOT_PATHS = new Set([
   "verify --dialect",
   "trust --purpose",
   "evidence --request-id",
+  "evidence --kind",
   "demo --url",
   "sandbox --port",
   "sandbox --host",

@@ -138,9 +138,12 @@ const canRender = "path" in kubectl || process.env["CI"] === "true";
 const TARGETS = kustomizations();
 
 const WITH_REDIS = join("overlays", "with-redis-sentinel");
+const EVIDENCE_POSTGRES = join("overlays", "evidence-postgres");
 
-it("deploy/kubernetes has a base, the redis-sentinel overlay and the one that ships its Redis", () => {
-  expect(TARGETS).toEqual(expect.arrayContaining(["base", join("overlays", "redis-sentinel"), WITH_REDIS]));
+it("deploy/kubernetes has a base, the redis-sentinel overlay, the one that ships its Redis and evidence in PostgreSQL", () => {
+  expect(TARGETS).toEqual(
+    expect.arrayContaining(["base", join("overlays", "redis-sentinel"), WITH_REDIS, EVIDENCE_POSTGRES]),
+  );
 });
 
 describe.skipIf(!canRender)(
@@ -351,6 +354,14 @@ describe.skipIf(!canRender)(
           ["DNS over TCP", 53],
           ...storePorts.map((port): [string, number] => ["the store", port]),
           ["the bank's core (backend.url)", Number(new URL(config.backend.url).port || 443)],
+          ...(config.evidence?.store === "postgres"
+            ? [
+                ["the evidence database", Number(new URL(config.evidence.postgres!.url).port || 5432)] as [
+                  string,
+                  number,
+                ],
+              ]
+            : []),
           ["registers, trusted lists and OCSP over HTTPS", 443],
           ["CRLs and OCSP over HTTP", 80],
         ];
@@ -412,6 +423,33 @@ describe.skipIf(!canRender)(
       const { store: _b, ...baseRest } = base;
       const { store: _o, ...overlayRest } = overlay;
       expect(overlayRest).toEqual(baseRest);
+    });
+    it("the evidence-postgres overlay differs from the base only in evidence, kept in PostgreSQL, its password from a Secret", () => {
+      const base = get("base");
+      const overlay = get(EVIDENCE_POSTGRES);
+      expect(base.config.evidence?.store).toBe("file");
+      expect(overlay.config.evidence?.store).toBe("postgres");
+      const url = new URL(overlay.config.evidence!.postgres!.url);
+      // The config is a ConfigMap: the password comes from the Secret, as PGPASSWORD.
+      expect(url.password).toBe("");
+      expect(overlay.container.env).toContainEqual({
+        name: "PGPASSWORD",
+        valueFrom: { secretKeyRef: { name: "psd2-gateway-evidence-postgres", key: "password" } },
+      });
+      // The folder's claim and volume are the base's alone.
+      const claims = (r: Rendered) => objectsOf(r, "PersistentVolumeClaim");
+      expect(claims(base)).toHaveLength(1);
+      expect(claims(overlay)).toEqual([]);
+      const evidenceVolume = (r: Rendered) =>
+        r.deployment.spec!.template.spec!.volumes!.filter((v) => v.persistentVolumeClaim);
+      expect(evidenceVolume(base)).toHaveLength(1);
+      expect(evidenceVolume(overlay)).toEqual([]);
+      const { evidence: baseEvidence, ...baseRest } = base.config;
+      const { evidence: overlayEvidence, ...overlayRest } = overlay.config;
+      expect(overlayRest).toEqual(baseRest);
+      const { store: _b, folder: _f, postgres: _p, ...baseKept } = baseEvidence!;
+      const { store: _o, folder: _g, postgres: _q, ...overlayKept } = overlayEvidence!;
+      expect(overlayKept).toEqual(baseKept);
     });
   },
 );

@@ -11,19 +11,24 @@ import { readFileSync } from "node:fs";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  eachPostgresChain,
   PostgresEvidenceStore,
   type PostgresStoreOptions,
+  postgresChainHeads,
   postgresFailureReason,
   readPostgresEvidence,
+  readPostgresEvidenceOf,
   redactedUrl,
 } from "../../../src/evidence/postgres-store.js";
-import { publicKeyOf, verifyChain } from "../../../src/evidence/verify.js";
+import { chainLines, publicKeyOf, verifyChain } from "../../../src/evidence/verify.js";
 import {
   describeWithPostgres,
   type PostgresServer,
   startPostgresServer,
 } from "../../helpers/postgres-server.js";
 import { request } from "./evidence-fixtures.js";
+
+const FIXTURE_CA = "test/fixtures/interop/certs/ext-adorsys-fakeca-leading-zero-serial.pem";
 
 let n = 0;
 function open(server: PostgresServer, options: Partial<PostgresStoreOptions> = {}) {
@@ -192,6 +197,95 @@ describeWithPostgres("the PostgreSQL evidence store", () => {
       expect(problem).toMatchObject({ kind: "reordered", seq: 3, requestId: "c" });
       expect(problem.text).toContain("seq 2)");
       expect(problem.text).toContain("out of order");
+    });
+  });
+
+  describe("read without the whole table: show and bundle by request id, status by chain heads, verify in pages", () => {
+    it("the schema indexes request_id; opening the store again on existing tables keeps it", async () => {
+      await storeWith(["idx"]);
+      await storeWith(["idx-again"]);
+      const indexes = await sql.query<{ indexdef: string }>(
+        "SELECT indexdef FROM pg_indexes WHERE tablename = 'evidence_lines' AND indexname = 'evidence_lines_request_id'",
+      );
+      expect(indexes.rows.map((r) => r.indexdef)).toEqual([expect.stringContaining("(request_id)")]);
+    });
+
+    it("by request id: only the lines from the record to the checkpoint after it, and what they name", async () => {
+      // Another chain's many rows, and lines before the record in its own: none is read.
+      await storeWith(Array.from({ length: 90 }, (_, i) => `other-${i}`));
+      const store = await open(server);
+      expect(store.offer(request("first"), true)).toBe(true);
+      expect(store.offer(request("wanted"), true)).toBe(true);
+      expect(store.offer(request("after"), true)).toBe(true);
+      store.putCertificate("ab".repeat(32), new X509Certificate(readFileSync(FIXTURE_CA, "utf8")).raw);
+      await store.close();
+      const read = await readPostgresEvidenceOf(server.url, "wanted");
+      expect(read.chains.map((c) => c.id)).toEqual([store.chainId]);
+      const lines = [...chainLines(read.chains[0]!)].map((p) => p.line);
+      expect(lines.map((l) => [l.type, l.seq])).toEqual([
+        ["request", 2],
+        ["request", 3],
+        ["checkpoint", 4],
+      ]);
+      expect(read.certificatePem("ab".repeat(32))).toContain("BEGIN CERTIFICATE");
+      expect(read.publicKeyPem((lines[2] as { key: string }).key)).toContain("BEGIN PUBLIC KEY");
+      expect((await readPostgresEvidenceOf(server.url, "nobody")).chains).toEqual([]);
+    });
+
+    it("verify reads a page at a time, a chain at a time: the same reports as the whole read", async () => {
+      const chain = await storeWith(["p1", "p2", "p3", "p4", "p5"]);
+      const whole = await readPostgresEvidence(server.url);
+      const visited: string[] = [];
+      await eachPostgresChain(
+        server.url,
+        (c, sources) => {
+          visited.push(c.id);
+          const report = verifyChain(c, (id) => publicKeyOf(sources.publicKeyPem(id) ?? ""));
+          const again = verifyChain(whole.chains.find((w) => w.id === c.id)!, (id) =>
+            publicKeyOf(whole.publicKeyPem(id) ?? ""),
+          );
+          expect(report).toEqual(again);
+        },
+        2,
+      );
+      expect(visited).toEqual(whole.chains.map((c) => c.id));
+      expect(visited).toContain(chain);
+    });
+
+    it("status reads each chain's head: records, files, times, and a last checkpoint that no longer holds", async () => {
+      const chain = await storeWith(["h1", "h2", "h3"], { rotateBytes: 600 });
+      const full = await verified(server.url, chain);
+      const { heads } = await postgresChainHeads(server.url, publicKeyOf);
+      const head = heads.find((h) => h.chain === chain)!;
+      expect(head).toEqual({
+        chain,
+        files: full.files,
+        records: 3,
+        lastTime: full.lastTime,
+        lastCheckpointTime: full.lastCheckpointTime,
+        endsWithCheckpoint: full.endsWithCheckpoint,
+        problem: undefined,
+      });
+      expect(full.files).toBeGreaterThan(1);
+      await sql.query(
+        `UPDATE evidence_lines SET line = replace(line, '"time":"', '"time":"1') WHERE chain = $1 AND seq = (
+           SELECT max(seq) FROM evidence_lines WHERE chain = $1 AND line LIKE '%"type":"checkpoint"%')`,
+        [chain],
+      );
+      const altered = (await postgresChainHeads(server.url, publicKeyOf)).heads.find(
+        (h) => h.chain === chain,
+      )!;
+      expect(altered.problem?.kind).toBe("checkpoint");
+      expect(altered.problem?.text).toContain("signature does not hold");
+      // A row edited into something that is not JSON: status and show still answer (verify names it).
+      // The last row: the one each walk back along the key, and the walk forward from h3, read first.
+      await sql.query(
+        "UPDATE evidence_lines SET line = 'not json' WHERE chain = $1 AND seq = (SELECT max(seq) FROM evidence_lines WHERE chain = $1)",
+        [chain],
+      );
+      expect((await postgresChainHeads(server.url, publicKeyOf)).heads.map((h) => h.chain)).toContain(chain);
+      const read = await readPostgresEvidenceOf(server.url, "h3");
+      expect(read.chains.map((c) => c.id)).toEqual([chain]);
     });
   });
 
