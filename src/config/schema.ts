@@ -1027,6 +1027,19 @@ export const configSchema = z
     message:
       "uk-ob is accepted, and its signature covers the body only: its requests are bound to the TPP by the mutual-TLS QWAC, so set listen.clientCertificate to request or require (or stop accepting uk-ob)",
     path: ["listen", "clientCertificate"],
+  })
+  // Every answer is signed in its request's dialect: one whose unit cannot sign answers is refused
+  // here rather than answered in another dialect or unsigned.
+  .superRefine((c, ctx) => {
+    if (c.responseSigning === undefined) return;
+    for (const dialect of new Set(acceptedDialects(c))) {
+      if (dialectUnit(dialect)?.responseSigner) continue;
+      ctx.addIssue({
+        code: "custom",
+        path: ["responseSigning"],
+        message: `the signing dialect '${dialect}' cannot sign responses in this build, and responseSigning signs every answer in its request's dialect: stop accepting '${dialect}' (verification.dialects) or remove responseSigning`,
+      });
+    }
   });
 
 /** Every dialect the config accepts, anywhere. */

@@ -74,6 +74,18 @@ export const cavageDialect: DialectUnit<CavageOptions, CavageSigningRules> = {
   }),
   responseChecks: ({ responses, ...common }) =>
     cavageResponseChecks({ ...common, algorithms: responses["algorithms"] as readonly AlgorithmName[] }),
+  // An answer (SPEC 5.10): its Digest, Date and X-Request-ID as `responseSigning.headers` lists them.
+  responseSigner: ({ privateKey, certificateDer, certificateHeader, rules }) => {
+    const signer = new RequestSigner({
+      privateKey,
+      certificate: certificateDer,
+      headers: rules["headers"] as readonly string[],
+      certificateHeader: { name: certificateHeader },
+      // Header values from undici are one char per byte: keep those bytes.
+      headerEncoding: "latin1",
+    });
+    return (body, headers) => signer.sign({ method: "", target: "", headers, body });
+  },
   signer: ({ privateKey, certificateDer, rules, headerEncoding }) =>
     new RequestSigner({
       privateKey,

@@ -50,7 +50,7 @@ export {
   responseOutline,
   StepsResponseVerifier,
 } from "./response-outline.js";
-export { type Rfc9421DialectOptions, requestMessage, verifiedRequestSignature } from "./rfc9421.js";
+export type { Rfc9421DialectOptions } from "./rfc9421.js";
 export { type Rfc9421ResponseVerifierOptions, rfc9421ResponseChecks } from "./rfc9421-response.js";
 export type { UkObDialectOptions } from "./uk-ob.js";
 export { type UkObResponseVerifierOptions, ukObResponseChecks } from "./uk-ob-response.js";
@@ -60,6 +60,8 @@ export type {
   DialectUnit,
   RequestSigning,
   ResponseCheckInput,
+  ResponseSignerInput,
   SharedDialectOptions,
   SignerInput,
+  SignResponse,
 } from "./unit.js";

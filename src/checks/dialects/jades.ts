@@ -7,6 +7,7 @@
 
 import { type KeyResolver, noKeyResolver, onResolved } from "../../eidas/index.js";
 import { isRejection, reject } from "../../errors.js";
+import { computeDigestHeader, headerValue, lowerCasedHeaders } from "../../signature/index.js";
 import {
   algorithmFitsKey,
   buildHttpHeadersPayload,
@@ -20,6 +21,7 @@ import {
   readJadesHeaderParts,
   signatureMismatch,
   signingInput,
+  signJadesAsync,
   verifyJwsSignature,
 } from "../../signature/jws/index.js";
 import { JadesRequestSigner } from "../../signature/jws/request-signer.js";
@@ -202,6 +204,27 @@ export const jadesDialect: DialectUnit<JadesDialectOptions, JadesSigningRules> =
       algorithms: (responses["jadesAlgorithms"] as readonly JwsAlgorithm[] | undefined) ?? JWS_ALGORITHMS,
       ...(signing?.jades?.payloadStyle ? { payloadStyle: signing.jades.payloadStyle } : {}),
     }),
+  /**
+   * An answer: Digest and X-Request-ID, and x-jws-signature over them with the bank's QSealC in x5c
+   * (openFinance signs responses as requests, their headers in sigD.pars).
+   */
+  responseSigner: ({ privateKey, certificateDer }) => {
+    const alg = privateKey.asymmetricKeyType === "ec" ? "ES256" : "PS256";
+    return async (body, headers, _status, request) => {
+      const added: Record<string, string> = { Digest: computeDigestHeader(body) };
+      const requestId = headers["x-request-id"] ?? headerValue(request.headers, "x-request-id");
+      if (requestId !== undefined) added["X-Request-ID"] = requestId;
+      const value = await signJadesAsync({
+        key: privateKey,
+        certificateChain: [certificateDer],
+        alg,
+        pars: requestId === undefined ? ["digest"] : ["digest", "x-request-id"],
+        sigT: Date.now(),
+        message: { headers: { ...headers, ...lowerCasedHeaders(added) } },
+      });
+      return { ...added, "x-jws-signature": value };
+    };
+  },
   signer: ({ privateKey, certificateDer, rules }) =>
     new JadesRequestSigner({
       privateKey,

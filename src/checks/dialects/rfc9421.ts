@@ -7,7 +7,14 @@
  */
 
 import { isRejection, type Rejection, reject } from "../../errors.js";
-import { headerValue, type KeyIdTarget, matchKeyId } from "../../signature/index.js";
+import {
+  buildKeyId,
+  headerValue,
+  type KeyIdTarget,
+  keyIdTargetFromDer,
+  lowerCasedHeaders,
+  matchKeyId,
+} from "../../signature/index.js";
 import {
   algorithmForKey,
   ContentDigestVerifier,
@@ -16,6 +23,7 @@ import {
   FAPI_REQUEST_TAG,
   type FapiResponseProfile,
   fapiRequestComponents,
+  fapiResponseSigning,
   type ParsedSignature,
   parseContentDigest,
   parseSignatures,
@@ -23,6 +31,7 @@ import {
   RFC9421_ALGORITHMS,
   type Rfc9421Algorithm,
   selectSignature,
+  signAsync,
   signatureAcceptedUntil,
   signatureBase,
   verify,
@@ -256,6 +265,44 @@ export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions, Rfc9421SigningRu
         (responses["rfc9421Algorithms"] as readonly Rfc9421Algorithm[] | undefined) ?? RFC9421_ALGORITHMS,
       profile: (responses["rfc9421Profile"] as FapiResponseProfile | undefined) ?? "full",
     }),
+  /**
+   * An answer: a FAPI 2.0 response signature (`fapi-2-response`) over its status, Content-Digest,
+   * the certificate header and X-Request-ID, bound to the request the rfc9421 steps verified.
+   */
+  responseSigner: ({ privateKey, certificateDer, certificateHeader, rules, own }) => {
+    const certificate = Buffer.from(certificateDer).toString("base64");
+    const keyid = buildKeyId(keyIdTargetFromDer(certificateDer));
+    const profile = (rules["rfc9421Profile"] as FapiResponseProfile | undefined) ?? "full";
+    return async (body, headers, status, request) => {
+      const added: Record<string, string> = {
+        "Content-Digest": computeContentDigest(body, "sha-256"),
+        [certificateHeader]: certificate,
+      };
+      const requestId = headers["x-request-id"] ?? headerValue(request.headers, "x-request-id");
+      if (requestId !== undefined) added["X-Request-ID"] = requestId;
+      const response = { status, headers: { ...headers, ...lowerCasedHeaders(added) } };
+      const requestSignature = verifiedRequestSignature(request);
+      const signingOptions = fapiResponseSigning(response, requestMessage(request, own.scheme), {
+        privateKey,
+        keyid,
+        now: Date.now(),
+        coverAlways: [
+          certificateHeader.toLowerCase(),
+          ...(requestId === undefined ? [] : ["x-request-id"]),
+          // Always sent, so always covered: an empty body's digest too.
+          ...(profile === "full" ? ["content-digest"] : []),
+        ],
+        hasBody: body.length > 0,
+        profile,
+        // The signature the rfc9421 steps verified is the one bound.
+        ...(requestSignature ? { requestSignatureLabel: requestSignature.label } : {}),
+      });
+      if (isRejection(signingOptions)) throw new Error(signingOptions.text);
+      const signed = await signAsync(signingOptions);
+      if (isRejection(signed)) throw new Error(signed.text);
+      return { ...added, "Signature-Input": signed.signatureInput, Signature: signed.signature };
+    };
+  },
   signer: ({ privateKey, certificateDer, url, rules }) =>
     new Rfc9421RequestSigner({
       privateKey,

@@ -23,6 +23,7 @@ import {
   type JwsAlgorithm,
   readUkObHeader,
   signatureMismatch,
+  signUkObAsync,
   UkObSignature,
 } from "../../signature/jws/index.js";
 import { UkObRequestSigner } from "../../signature/jws/ukob-request-signer.js";
@@ -218,6 +219,25 @@ export const ukObDialect: DialectUnit<UkObDialectOptions, UkObSigningRules> = {
       tan: (responses["ukObTan"] as readonly string[] | undefined) ?? ["openbanking.org.uk"],
       allowB64False: responses["ukObAllowB64False"] === true,
     }),
+  // An answer: its body signed by the ASPSP; iss its organizationIdentifier, tan the request's.
+  responseSigner: ({ privateKey, certificateDer }) => {
+    const kid = buildKeyId(keyIdTargetFromDer(certificateDer));
+    const parsed = parseCertificate(certificateDer);
+    const iss = (isRejection(parsed) ? undefined : parsed.organizationIdentifier) ?? kid;
+    const alg = privateKey.asymmetricKeyType === "ec" ? "ES256" : "PS256";
+    return async (body, _headers, _status, request) => ({
+      "x-jws-signature": await signUkObAsync({
+        key: privateKey,
+        kid,
+        iss,
+        tan: ukObSignatureOf(request)?.header.tan ?? "openbanking.org.uk",
+        iat: Math.floor(Date.now() / 1000),
+        body,
+        alg,
+        certificateChain: [certificateDer],
+      }),
+    });
+  },
   signer: ({ privateKey, certificateDer, rules }) => {
     const parsed = parseCertificate(certificateDer);
     const iss = rules.ukOb.iss ?? (isRejection(parsed) ? undefined : parsed.organizationIdentifier);

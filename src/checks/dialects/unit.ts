@@ -2,7 +2,8 @@
  * What a signing dialect is to the house: one unit, listed in one table (index.ts), or added to it
  * with `registerDialect`. A unit says how a request shows it, the headers it requires, how a TPP
  * signs in it, what its signature authenticates, which of its steps verifies the signature, what
- * `verify` explains of it and how the gateway signs in it, and builds its request steps for their
+ * `verify` explains of it, how the gateway signs requests in it and answers to requests in it, and
+ * how a bank's answers in it are checked, and builds its request steps for their
  * places in the chain's generic order (steps.ts `requestChecks`): its time check before the digests,
  * its body digest, its parsing before the certificate, its keyId check after it, its coverage and
  * signature last. Its per-request state lives in the context's one `dialectState` slot, read
@@ -103,6 +104,32 @@ export interface ResponseCheckInput<Rules = unknown> {
   readonly signing?: Partial<Rules> | undefined;
 }
 
+/**
+ * What a dialect's signer of the backend's answers is made of (ingress `responseSigning`): the
+ * bank's QSealC, the config's response-signing rules and the dialect's own options.
+ */
+export interface ResponseSignerInput<Own = unknown> {
+  readonly privateKey: KeyObject;
+  readonly certificateDer: Uint8Array;
+  /** Where the bank's QSealC travels, for a dialect that sends it in a header (`responseSigning.certificateHeader`). */
+  readonly certificateHeader: string;
+  /** Config `responseSigning`: each unit reads its own keys (draft-cavage `headers`, RFC 9421 `rfc9421Profile`). */
+  readonly rules: Readonly<Record<string, unknown>>;
+  /** Its own options (config `verification.dialects.<name>`), its defaults where absent. */
+  readonly own: Own;
+}
+
+/**
+ * Signs one answer to a request verified in the dialect: the headers to add. `headers` are the
+ * answer's as they will be sent (each value one string), `request` the chain's context.
+ */
+export type SignResponse = (
+  body: Buffer,
+  headers: Readonly<Record<string, string>>,
+  status: number,
+  request: CheckContext,
+) => Promise<Record<string, string>>;
+
 export interface DialectUnit<Own = unknown, Rules = unknown> {
   readonly name: Dialect;
   /** Its name as `verify` prints it: the headers and the specification. */
@@ -141,6 +168,11 @@ export interface DialectUnit<Own = unknown, Rules = unknown> {
    * Absent: a bank profile cannot ask to verify responses in it (refused when config loads).
    */
   responseChecks?(input: ResponseCheckInput<Rules>): Step<ResponseCheck>[];
+  /**
+   * Its signer of the backend's answers to requests in it (ingress `responseSigning`), built once.
+   * Absent: a config signing responses cannot accept the dialect (refused when config loads).
+   */
+  responseSigner?(input: ResponseSignerInput<Own>): SignResponse;
 }
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });

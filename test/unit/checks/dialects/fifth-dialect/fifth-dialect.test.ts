@@ -12,7 +12,9 @@ import { randomUUID } from "node:crypto";
 import type { IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { describe, expect, it } from "vitest";
 import { profileSigner, responseVerifierForProfile } from "../../../../../src/app/bank-profile.js";
+import { responseSignerFrom } from "../../../../../src/app/request-path.js";
 import {
+  CheckContext,
   dialectNames,
   dialectUnit,
   registerDialect,
@@ -30,11 +32,11 @@ import { expectRejected, send } from "../../../../helpers/gateway-fixture.js";
 import { TEST_DIALECT, testDialect } from "./unit.js";
 
 registerDialect(testDialect);
-// The same dialect without response checks, to show a profile cannot ask to verify answers in it.
-const { responseChecks: _, ...withoutResponseChecks } = testDialect;
+// The same dialect without a response side (checks, signer), to show a config cannot ask for one.
+const { responseChecks: _, responseSigner: _signer, ...withoutResponseSide } = testDialect;
 const NO_RESPONSES = "test-sig-unanswered";
 registerDialect({
-  ...withoutResponseChecks,
+  ...withoutResponseSide,
   name: NO_RESPONSES,
   signatureStep: "unanswered-signature",
   detect: () => false,
@@ -274,6 +276,98 @@ describe("a fifth dialect registered from the test folder alone", () => {
     const profile = { ...banks[0]!, responses: { ...banks[0]!.responses, mode: "enforce" as const } };
     expect(() => responseVerifierForProfile(profile, Date.now)).toThrow(
       `the signing dialect '${dialect}' has no response checks in this build`,
+    );
+  });
+});
+
+describe("ingress answers a request in the fifth dialect signed in it (responseSigning)", () => {
+  const signing = useGatewayAndBackend((pki) => ({
+    config: {
+      verification: { dialects: { accept: [TEST_DIALECT] } },
+      responseSigning: { qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey } },
+    },
+  }));
+
+  it("signs the bank's answer with its unit's response signer: its own response checks pass it, a changed body fails", async () => {
+    const seal = signing.gw.pki.tppA.qseal;
+    const signer = profileSigner(
+      { signing: parseSigningRules({ dialect: TEST_DIALECT }), url: signing.gw.url },
+      { privateKey: seal.privateKey, certificateDer: Buffer.from(seal.der) },
+    );
+    const headers: Record<string, string> = {
+      "x-request-id": randomUUID(),
+      "psu-ip-address": "192.0.2.10",
+      "tpp-redirect-uri": "https://tpp.example/cb",
+      "content-type": "application/json",
+    };
+    const added = await signer.sign({ method: "POST", target: PAYMENT, headers, body: BODY });
+    const answer = await send(signing.gw, "POST", PAYMENT, { ...headers, ...added }, BODY);
+    expect(answer.status, answer.text).toBe(200);
+    const received = Object.fromEntries(
+      Object.entries(answer.headers).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])),
+    );
+    expect(received["x-test-signature"]).toMatch(/^[A-Za-z0-9+/]+=*$/);
+    expect(received["aspsp-signature-certificate"]).toBe(signing.gw.pki.bankQseal.headerValue);
+
+    const trust = loadTrustMaterial(signing.gw.pki.paths.trustDir);
+    const verifier = new StepsResponseVerifier(
+      testDialect.responseChecks!({
+        certificates: new TppVerifier({
+          trustStore: () => trust.store,
+          revocation: () => trust.revocation,
+          cacheTtlMs: 60_000,
+          failureTtlMs: 1_000,
+          maxEntries: 10,
+        }),
+        certificateHeader: "aspsp-signature-certificate",
+        dateToleranceMs: 60_000,
+        now: Date.now,
+        responses: {},
+      }),
+    );
+    const request = { method: "POST", target: PAYMENT, requestId: headers["x-request-id"]! };
+    const judged = async (body: string) => {
+      const verdict = await verifier.verify({
+        status: 200,
+        headers: received,
+        body: Buffer.from(body),
+        request,
+      });
+      return verdict === true ? "passed" : verdict.code;
+    };
+    expect(await judged(answer.text)).toBe("passed");
+    expect(await judged(`${answer.text} `)).toBe("SIGNATURE_INVALID");
+  });
+
+  it("a dialect without a response signer: accepting it beside responseSigning is refused when config loads, and an answer to it is never sent unsigned", async () => {
+    const config = (accept: string[]) =>
+      validateConfig({
+        trust: { caDir: "/trust" },
+        register: { file: "/register.json" },
+        verification: { dialects: { accept } },
+        responseSigning: { qseal: { cert: "/bank.pem", key: "/bank.key" } },
+      });
+    expect(config([TEST_DIALECT]).responseSigning?.certificateHeader).toBe("ASPSP-Signature-Certificate");
+    expect(() => config(["cavage", NO_RESPONSES])).toThrow(
+      `the signing dialect '${NO_RESPONSES}' cannot sign responses in this build, and responseSigning signs every answer in its request's dialect: stop accepting '${NO_RESPONSES}' (verification.dialects) or remove responseSigning`,
+    );
+    // Past config (a signer built by hand): the answer is refused, not signed in another dialect.
+    const { responseSigning } = config([TEST_DIALECT]);
+    const bank = signing.gw.pki.bankQseal;
+    const responseSigner = responseSignerFrom(responseSigning!, {
+      privateKey: bank.privateKey,
+      certificateDer: Buffer.from(bank.der),
+    } as Parameters<typeof responseSignerFrom>[1]);
+    const context = new CheckContext(
+      "GET",
+      "/v1/accounts",
+      { "x-request-id": randomUUID() },
+      { path: "/v1/accounts", role: undefined },
+      undefined,
+    );
+    context.dialect = NO_RESPONSES;
+    await expect(responseSigner.sign(Buffer.from("{}"), {}, 200, context)).rejects.toThrow(
+      `the signing dialect '${NO_RESPONSES}' cannot sign responses in this build`,
     );
   });
 });

@@ -5,7 +5,8 @@
  * `digest: <value>` (empty without a body); the QSealC in TPP-Signature-Certificate; the body bound
  * through Digest. It has no time of its own (replay records live the Date tolerance). Registered
  * by its test with one line: `registerDialect(testDialect)`. A bank's response in it is signed the
- * same way over the request's method and target and the response's X-Request-ID and Digest.
+ * same way over the request's method and target and the response's X-Request-ID and Digest, the
+ * bank's QSealC in the response-signing certificate header; ingress signs its answers so.
  */
 
 import { createHash, randomUUID, sign, verify } from "node:crypto";
@@ -118,7 +119,7 @@ export const testDialect: DialectUnit<Record<string, never>> = {
     signingString: testSigningInput(c.method, c.target, c.headers).toString("latin1"),
   }),
   // A bank's answer: the outline's slots filled (response-outline.ts), nothing else.
-  responseChecks: ({ certificates }) =>
+  responseChecks: ({ certificates, certificateHeader }) =>
     responseOutline(certificates, {
       read: [
         {
@@ -140,8 +141,8 @@ export const testDialect: DialectUnit<Record<string, never>> = {
         requestIdStep,
       ],
       certificate: (c) =>
-        c.header("tpp-signature-certificate") ??
-        reject("CERTIFICATE_MISSING", "the response carries no TPP-Signature-Certificate header"),
+        c.header(certificateHeader) ??
+        reject("CERTIFICATE_MISSING", `the response carries no ${certificateHeader} header`),
       verify: [
         {
           name: "test-signature",
@@ -160,6 +161,25 @@ export const testDialect: DialectUnit<Record<string, never>> = {
         },
       ],
     }),
+  // Ingress's answer to a request in it: what its response checks read, signed with the bank's QSealC.
+  responseSigner:
+    ({ privateKey, certificateDer, certificateHeader }) =>
+    async (body, headers, _status, request) => {
+      const added: Record<string, string> = {
+        [certificateHeader]: Buffer.from(certificateDer).toString("base64"),
+        "X-Request-ID": headerValue(request.headers, "x-request-id") ?? "",
+        Digest: `SHA-256=${createHash("sha256").update(body).digest("base64")}`,
+      };
+      const signed = {
+        ...headers,
+        ...Object.fromEntries(Object.entries(added).map(([k, v]) => [k.toLowerCase(), v])),
+      };
+      const input = testSigningInput(request.method, request.target, signed);
+      added["X-Test-Signature"] = sign(hashFor(privateKey.asymmetricKeyType), input, privateKey).toString(
+        "base64",
+      );
+      return added;
+    },
   signer: ({ privateKey, certificateDer }) => ({
     keyId: createHash("sha256").update(certificateDer).digest("hex"),
     sign: async (request) => {
