@@ -22,6 +22,7 @@ export {
   dialectUnits,
   type JadesResponseVerifierOptions,
   jadesResponseChecks,
+  jadesResponseOf,
   type RequestOfResponse,
   type RequestSigning,
   ResponseCheck,
@@ -34,12 +35,14 @@ export {
   registerDialect,
   requestIdStep,
   responseOutline,
+  responseSignatureOf,
   rfc9421ResponseChecks,
   type SignerInput,
   type SignResponse,
   StepsResponseVerifier,
   type UkObResponseVerifierOptions,
   ukObResponseChecks,
+  ukObResponseOf,
 } from "./dialects/index.js";
 export {
   type Authenticates,

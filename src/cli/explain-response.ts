@@ -9,10 +9,13 @@ import {
   type Dialect,
   dialectsPresent,
   dialectUnit,
+  jadesResponseOf,
   type RequestOfResponse,
   ResponseCheck,
+  responseSignatureOf,
   runSteps,
   type Step,
+  ukObResponseOf,
 } from "../checks/index.js";
 import type { RevocationConfig } from "../config/schema.js";
 import { isRejection } from "../errors.js";
@@ -131,7 +134,11 @@ export async function explainResponse(
   });
   await runSteps(steps, check, outcomes.observer);
   const list = outcomes.finish(steps);
-  const jwsCertificate = check.jades?.header.x5c.base64[0] ?? check.ukOb?.header.x5c?.base64[0];
+  // The check's one dialect slot, read through the accessor of the dialect that ran.
+  const jades = dialect === "jades" ? jadesResponseOf(check) : undefined;
+  const ukOb = dialect === "uk-ob" ? ukObResponseOf(check) : undefined;
+  const httpSignature = dialect === "rfc9421" ? responseSignatureOf(check) : undefined;
+  const jwsCertificate = jades?.header.x5c.base64[0] ?? ukOb?.header.x5c?.base64[0];
   return reports.with({
     passed: list.every((o) => o.outcome === "passed"),
     dialect,
@@ -143,15 +150,15 @@ export async function explainResponse(
       ? {
           certificateHeader: "x5c of x-jws-signature",
           ...describeCertificateValue(jwsCertificate),
-          ...(check.jades ? { signedHeaders: [...check.jades.header.pars] } : {}),
-          ...describeProtectedHeader((check.jades ?? check.ukOb)?.jws.header),
+          ...(jades ? { signedHeaders: [...jades.header.pars] } : {}),
+          ...describeProtectedHeader((jades ?? ukOb)?.jws.header),
         }
       : {
           certificateHeader: options.certificateHeader,
           ...describeCertificate(response.headers, certificateHeader),
           ...(dialect === "rfc9421"
-            ? check.httpSignature
-              ? { signedHeaders: check.httpSignature.components.map((c) => c.serialized) }
+            ? httpSignature
+              ? { signedHeaders: httpSignature.components.map((c) => c.serialized) }
               : {}
             : describeSignature({ method, target, headers: response.headers, body: response.body })),
         }),

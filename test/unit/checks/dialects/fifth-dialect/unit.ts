@@ -124,10 +124,14 @@ export const testDialect: DialectUnit<Record<string, never>> = {
       read: [
         {
           name: "test-signature-header",
-          run: (c) =>
-            /^[A-Za-z0-9+/]+={0,2}$/.test(c.header(HEADER) ?? "")
-              ? undefined
-              : reject("SIGNATURE_MISSING", `the response carries no base64 ${HEADER} header`),
+          run: (c) => {
+            const value = c.header(HEADER) ?? "";
+            if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value))
+              return reject("SIGNATURE_MISSING", `the response carries no base64 ${HEADER} header`);
+            // Its state in the check's one dialect slot, as its request steps keep theirs.
+            c.dialectState = Buffer.from(value, "base64");
+            return undefined;
+          },
         },
       ],
       beforeCertificate: [
@@ -150,7 +154,7 @@ export const testDialect: DialectUnit<Record<string, never>> = {
             const key = c.bank!.publicKey;
             const { request, headers } = c.response;
             const input = testSigningInput(request.method, request.target, headers);
-            const signature = Buffer.from(c.header(HEADER)!, "base64");
+            const signature = c.dialectState as Buffer;
             return verify(hashFor(key.asymmetricKeyType), input, key, signature)
               ? undefined
               : reject(
