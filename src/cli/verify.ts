@@ -214,7 +214,7 @@ async function verifyResponse(
           ukObAlgorithms: rules.ukObAlgorithms,
           ukObTan: rules.ukObTan,
           ukObAllowB64False: rules.ukObAllowB64False,
-          jadesPayloadStyle: profile!.signing.jades.payloadStyle,
+          signing: profile!.signing,
           scheme: profile!.url.toLowerCase().startsWith("http:") ? ("http" as const) : ("https" as const),
         }
       : {}),

@@ -74,6 +74,23 @@ export const cavageDialect: DialectUnit<CavageOptions, CavageSigningRules> = {
   }),
   responseChecks: ({ responses, ...common }) =>
     cavageResponseChecks({ ...common, algorithms: responses["algorithms"] as readonly AlgorithmName[] }),
+  responseExplaining: {
+    needsBody: ["digest"],
+    bodyCheckedAgainst: "Digest",
+    withoutRequest: (headers) => {
+      const signed = parseSignatureHeader(headerValue(headers, "signature"));
+      return !isRejection(signed) && signed.headers.includes("(request-target)")
+        ? [
+            "the signature covers (request-target), which is the request's: without --request it is rebuilt from an empty target and fails",
+          ]
+        : [];
+    },
+    explain: (check, { method, target, body, certificateHeader }) => ({
+      certificateHeader,
+      certificate: check.header(certificateHeader.toLowerCase()),
+      ...describeCavage({ method, target, headers: check.response.headers as IncomingHttpHeaders, body }),
+    }),
+  },
   // An answer (SPEC 5.10): its Digest, Date and X-Request-ID as `responseSigning.headers` lists them.
   responseSigner: ({ privateKey, certificateDer, certificateHeader, rules }) => {
     const signer = new RequestSigner({

@@ -39,7 +39,7 @@ export type { Authenticates, Dialect } from "../dialect-names.js";
 export type { CavageOptions } from "./cavage.js";
 export { type CavageResponseOptions, cavageResponseChecks } from "./cavage-response.js";
 export type { JadesDialectOptions } from "./jades.js";
-export { type JadesResponseVerifierOptions, jadesResponseChecks, jadesResponseOf } from "./jades-response.js";
+export { type JadesResponseVerifierOptions, jadesResponseChecks } from "./jades-response.js";
 export {
   type RequestOfResponse,
   ResponseCheck,
@@ -53,17 +53,18 @@ export {
 export type { Rfc9421DialectOptions } from "./rfc9421.js";
 export {
   type Rfc9421ResponseVerifierOptions,
-  responseSignatureOf,
   rfc9421ResponseChecks,
 } from "./rfc9421-response.js";
 export type { UkObDialectOptions } from "./uk-ob.js";
-export { type UkObResponseVerifierOptions, ukObResponseChecks, ukObResponseOf } from "./uk-ob-response.js";
+export { type UkObResponseVerifierOptions, ukObResponseChecks } from "./uk-ob-response.js";
 export type {
   DialectExplanation,
   DialectSteps,
   DialectUnit,
+  ExplainedResponse,
   RequestSigning,
   ResponseCheckInput,
+  ResponseExplaining,
   ResponseSignerInput,
   SharedDialectOptions,
   SignerInput,

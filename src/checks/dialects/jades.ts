@@ -29,7 +29,7 @@ import type { CheckContext } from "../context.js";
 import { digestHeaderMissing } from "../required-headers.js";
 import type { Step } from "../runner.js";
 import { DIGEST_STEP } from "./digest-header.js";
-import { jadesResponseChecks } from "./jades-response.js";
+import { jadesResponseChecks, jadesResponseOf } from "./jades-response.js";
 import { jwsIsUkOb } from "./jws-family.js";
 import type { DialectUnit } from "./unit.js";
 
@@ -204,6 +204,18 @@ export const jadesDialect: DialectUnit<JadesDialectOptions, JadesSigningRules> =
       algorithms: (responses["jadesAlgorithms"] as readonly JwsAlgorithm[] | undefined) ?? JWS_ALGORITHMS,
       ...(signing?.jades?.payloadStyle ? { payloadStyle: signing.jades.payloadStyle } : {}),
     }),
+  responseExplaining: {
+    needsBody: ["digest"],
+    bodyCheckedAgainst: "Digest",
+    explain: (check) => {
+      const jades = jadesResponseOf(check);
+      return {
+        certificateHeader: JWS_CERTIFICATE,
+        certificate: jades?.header.x5c.base64[0],
+        ...(jades ? { signedHeaders: [...jades.header.pars], protectedHeader: jades.jws.header } : {}),
+      };
+    },
+  },
   /**
    * An answer: Digest and X-Request-ID, and x-jws-signature over them with the bank's QSealC in x5c
    * (openFinance signs responses as requests, their headers in sigD.pars).

@@ -41,7 +41,7 @@ import { parseAuthority } from "../authority.js";
 import type { CheckContext } from "../context.js";
 import { certificateHeaderMissing, hasBody } from "../required-headers.js";
 import type { Step } from "../runner.js";
-import { rfc9421ResponseChecks } from "./rfc9421-response.js";
+import { responseSignatureOf, rfc9421ResponseChecks } from "./rfc9421-response.js";
 import type { DialectExplanation, DialectUnit } from "./unit.js";
 
 export const RFC9421 = ["rfc9421"] as const;
@@ -265,6 +265,21 @@ export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions, Rfc9421SigningRu
         (responses["rfc9421Algorithms"] as readonly Rfc9421Algorithm[] | undefined) ?? RFC9421_ALGORITHMS,
       profile: (responses["rfc9421Profile"] as FapiResponseProfile | undefined) ?? "full",
     }),
+  responseExplaining: {
+    needsBody: ["content-digest"],
+    bodyCheckedAgainst: "Content-Digest",
+    withoutRequest: () => [
+      'the signature binds the answer to the request ("@method";req, "@target-uri";req): without --request the signature step fails',
+    ],
+    explain: (check, { certificateHeader }) => {
+      const signature = responseSignatureOf(check);
+      return {
+        certificateHeader,
+        certificate: check.header(certificateHeader.toLowerCase()),
+        ...(signature ? { signedHeaders: signature.components.map((c) => c.serialized) } : {}),
+      };
+    },
+  },
   /**
    * An answer: a FAPI 2.0 response signature (`fapi-2-response`) over its status, Content-Digest,
    * the certificate header and X-Request-ID, bound to the request the rfc9421 steps verified.

@@ -32,7 +32,7 @@ import { hasBody } from "../required-headers.js";
 import type { Step, StepResult } from "../runner.js";
 import { JWS_CERTIFICATE } from "./jades.js";
 import { jwsIsUkOb } from "./jws-family.js";
-import { ukObResponseChecks } from "./uk-ob-response.js";
+import { ukObResponseChecks, ukObResponseOf } from "./uk-ob-response.js";
 import type { DialectUnit } from "./unit.js";
 
 export const UK_OB = ["uk-ob"] as const;
@@ -219,6 +219,19 @@ export const ukObDialect: DialectUnit<UkObDialectOptions, UkObSigningRules> = {
       tan: (responses["ukObTan"] as readonly string[] | undefined) ?? ["openbanking.org.uk"],
       allowB64False: responses["ukObAllowB64False"] === true,
     }),
+  responseExplaining: {
+    // Its signature is over the body itself: without it, neither it nor its claims can be checked.
+    needsBody: ["signature", "claims"],
+    bodyCheckedAgainst: "the signature",
+    explain: (check) => {
+      const signature = ukObResponseOf(check);
+      return {
+        certificateHeader: JWS_CERTIFICATE,
+        certificate: signature?.header.x5c?.base64[0],
+        ...(signature ? { protectedHeader: signature.jws.header } : {}),
+      };
+    },
+  },
   // An answer: its body signed by the ASPSP; iss its organizationIdentifier, tan the request's.
   responseSigner: ({ privateKey, certificateDer }) => {
     const kid = buildKeyId(keyIdTargetFromDer(certificateDer));

@@ -13,7 +13,7 @@
 import type { KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Rejection } from "../../errors.js";
-import type { AlgorithmName, RequestToSign } from "../../signature/index.js";
+import type { AlgorithmName, HeaderMap, RequestToSign } from "../../signature/index.js";
 import type { CertificateVerifier, CheckContext } from "../context.js";
 import type { Authenticates, Dialect } from "../dialect-names.js";
 import type { Step } from "../runner.js";
@@ -130,6 +130,29 @@ export type SignResponse = (
   request: CheckContext,
 ) => Promise<Record<string, string>>;
 
+/** The answer `verify --response` explains, beside the check its steps ran over. */
+export interface ExplainedResponse {
+  /** The request it answers (empty without one). */
+  readonly method: string;
+  readonly target: string;
+  /** The body, when the dump holds one. */
+  readonly body: Buffer | undefined;
+  /** The header the bank sends its certificate in, as the user wrote it. */
+  readonly certificateHeader: string;
+}
+
+/** What `verify --response` needs to know of a dialect's answers, and what it shows of one. */
+export interface ResponseExplaining {
+  /** Its response checks that need the body: left out, and said so, when the dump holds none. */
+  readonly needsBody: readonly string[];
+  /** What the body is checked against, as "the body against …" names it ("Digest"). */
+  readonly bodyCheckedAgainst: string;
+  /** What would fail for want of the request rather than for the answer: said under "not checked". */
+  withoutRequest?(headers: HeaderMap): readonly string[];
+  /** What it shows of the answer once its checks ran (their state is in the check's dialect slot). */
+  explain(check: ResponseCheck, response: ExplainedResponse): DialectExplanation;
+}
+
 export interface DialectUnit<Own = unknown, Rules = unknown> {
   readonly name: Dialect;
   /** Its name as `verify` prints it: the headers and the specification. */
@@ -168,6 +191,8 @@ export interface DialectUnit<Own = unknown, Rules = unknown> {
    * Absent: a bank profile cannot ask to verify responses in it (refused when config loads).
    */
   responseChecks?(input: ResponseCheckInput<Rules>): Step<ResponseCheck>[];
+  /** What `verify --response` shows of an answer in it (with `responseChecks`). */
+  readonly responseExplaining?: ResponseExplaining;
   /**
    * Its signer of the backend's answers to requests in it (ingress `responseSigning`), built once.
    * Absent: a config signing responses cannot accept the dialect (refused when config loads).

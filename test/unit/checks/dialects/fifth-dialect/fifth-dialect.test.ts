@@ -21,6 +21,7 @@ import {
   StepsResponseVerifier,
 } from "../../../../../src/checks/index.js";
 import { type ExplainOptions, explain } from "../../../../../src/cli/explain-request.js";
+import { explainResponse } from "../../../../../src/cli/explain-response.js";
 import { render } from "../../../../../src/cli/explanation.js";
 import { validateConfig, validateEgressConfig } from "../../../../../src/config/load.js";
 import { parseSigningRules } from "../../../../../src/config/schema.js";
@@ -337,6 +338,41 @@ describe("ingress answers a request in the fifth dialect signed in it (responseS
     };
     expect(await judged(answer.text)).toBe("passed");
     expect(await judged(`${answer.text} `)).toBe("SIGNATURE_INVALID");
+
+    // `verify --response` finds the dialect from the answer's headers and explains it by its unit.
+    const explained = (body: Buffer | undefined) =>
+      explainResponse(
+        { status: 200, headers: received, body },
+        { method: "POST", target: PAYMENT, headers: { "x-request-id": request.requestId }, body: undefined },
+        {
+          now: Date.now(),
+          algorithms: ["rsa-sha256"],
+          certificateHeader: "ASPSP-Signature-Certificate",
+          dateToleranceMs: 60_000,
+          trustDir: signing.gw.pki.paths.trustDir,
+        },
+      );
+    const whole = await explained(Buffer.from(answer.text));
+    expect(whole.passed, render(whole)).toBe(true);
+    expect(whole.dialect).toBe(TEST_DIALECT);
+    expect(whole.steps.map((s) => s.step)).toEqual([
+      "test-signature-header",
+      "digest",
+      "request-id",
+      "certificate",
+      "test-signature",
+    ]);
+    expect(whole.certificate?.serial).toBe(signing.gw.pki.bankQseal.certificate.serialNumber.toUpperCase());
+    expect(whole.signingString).toBe(
+      `post ${PAYMENT}\nx-request-id: ${request.requestId}\ndigest: ${received.digest}`,
+    );
+    expect(render(whole)).toContain("signed in the test dialect (x-test-signature)");
+    // Without the body: its digest step is left out and named, not failed.
+    const bodiless = await explained(undefined);
+    expect(bodiless.steps.map((s) => s.step)).not.toContain("digest");
+    expect(bodiless.notChecked).toContain(
+      "the body against Digest (the dump holds no body: give --body <file>)",
+    );
   });
 
   it("a dialect without a response signer: accepting it beside responseSigning is refused when config loads, and an answer to it is never sent unsigned", async () => {

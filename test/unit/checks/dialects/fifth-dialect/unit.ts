@@ -165,6 +165,17 @@ export const testDialect: DialectUnit<Record<string, never>> = {
         },
       ],
     }),
+  // What `verify --response` shows of an answer in it, and what it cannot check without the body.
+  responseExplaining: {
+    needsBody: ["digest"],
+    bodyCheckedAgainst: "Digest",
+    explain: (check, { method, target, certificateHeader }) => ({
+      certificateHeader,
+      certificate: check.header(certificateHeader.toLowerCase()),
+      signedHeaders: ["(request-target)", "x-request-id", "digest"],
+      signingString: testSigningInput(method, target, check.response.headers).toString("latin1"),
+    }),
+  },
   // Ingress's answer to a request in it: what its response checks read, signed with the bank's QSealC.
   responseSigner:
     ({ privateKey, certificateDer, certificateHeader }) =>
