@@ -117,10 +117,13 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
       accept: verification.dialects.accept,
       routes: verification.dialects.routes.map((r) => ({ prefix: r.prefix.toLowerCase(), accept: r.accept })),
     },
-    cavage: verification.dialects.cavage,
-    rfc9421: verification.dialects.rfc9421,
-    jades: { ...verification.dialects.jades, ...keysOf(parts) },
-    ukOb: { ...verification.dialects.ukOb, ...keysOf(parts) },
+    // Each dialect's own options from its config fragment; a JWS dialect finds keys through `keys`.
+    ownOptions: Object.fromEntries(
+      [...dialectUnits()].map((unit) => [
+        unit.name,
+        { ...(ownOptionsIn(config, unit) as object), ...keysOf(parts) },
+      ]),
+    ),
     maxBodyBytes: verification.maxBodyBytes,
     ...(unattended ? { unattended } : {}),
     ...(signing ? { responseSigner: responseSignerOf(config, signing, parts) } : {}),
@@ -162,16 +165,10 @@ function responseSignerOf(
   });
 }
 
-/** A dialect's own options as the config holds them (`verification.dialects.<its key>`). */
+/** A dialect's own options as the config holds them (`verification.dialects.<its fragment's key>`). */
 function ownOptionsIn(config: GatewayConfig, unit: DialectUnit): unknown {
-  const dialects = config.verification.dialects;
-  const own: Readonly<Record<string, unknown>> = {
-    cavage: dialects.cavage,
-    rfc9421: dialects.rfc9421,
-    jades: dialects.jades,
-    "uk-ob": dialects.ukOb,
-  };
-  return own[unit.name];
+  const dialects: Readonly<Record<string, unknown>> = config.verification.dialects;
+  return unit.config === undefined ? undefined : dialects[unit.config.key];
 }
 
 /** The routes' roles the config names (the role check, and metrics' route classes). */

@@ -5,7 +5,7 @@
 
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
-import { type Dialect, dialectNames, dialectUnit, headBoundByTls } from "../checks/index.js";
+import { type Dialect, dialectNames, dialectUnit, dialectUnits, headBoundByTls } from "../checks/index.js";
 import { PSD2_ROLES, type Psd2Role } from "../eidas/index.js";
 import { DEFAULT_UNATTENDED_ROUTES } from "../limits/index.js";
 import { isLoopbackHost } from "../loopback.js";
@@ -242,77 +242,36 @@ const dialectList = z
   .min(1)
   .refine((list) => new Set(list).size === list.length, "name each dialect once");
 
-/** Which signing dialects a request may use (src/checks/dialects.ts). */
-const dialects = z
-  .object({
-    /**
-     * Accepted on every path without a route of its own, in order of preference: a request that
-     * carries the signatures of two is verified by the first.
-     */
-    accept: dialectList.default(["cavage"]),
-    /** Path prefixes (whole segments, lower-case) with their own list; the longest matching wins. */
-    routes: z
-      .array(z.object({ prefix: z.string().startsWith("/"), accept: dialectList }).strict())
-      .default([]),
-    /** draft-cavage-12 as signers send it today (`hs2019` is `verification.algorithms`'). */
-    cavage: z
-      .object({
-        /**
-         * A signed `(created)` (with its `created` parameter) may stand for the Date header. `created`
-         * and `expires`, when sent, are judged against the clock whatever this says.
-         */
-        createdForDate: z.boolean().default(false),
-      })
-      .strict()
-      .prefault({}),
-    /** RFC 9421 HTTP Message Signatures as FAPI 2.0 profiles them. */
-    rfc9421: z
-      .object({
-        algorithms: z
-          .array(z.enum(RFC9421_ALGORITHMS))
-          .min(1)
-          .default(["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"]),
-        /** How old a signature's `created` may be (besides dateToleranceSeconds of clock skew). */
-        maxAgeSeconds: seconds(300),
-        /**
-         * The scheme of `@target-uri` as the TPP signs it: the URL it called. `https` even when TLS
-         * ends before the gateway; `http` only for a plain-HTTP test setup.
-         */
-        scheme: z.enum(["https", "http"]).default("https"),
-      })
-      .strict()
-      .prefault({}),
-    /** JAdES detached JWS in x-jws-signature (Berlin Group openFinance API Framework 2.x). */
-    jades: z
-      .object({
-        algorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256", "RS256", "ES256"]),
-        /**
-         * The HttpHeaders payload's layout: `obp-api` (every line ends in LF, values as sent: OBP-API)
-         * or `etsi` (lines joined by LF, values trimmed: the European Commission's DSS library).
-         */
-        payloadStyle: z.enum(["obp-api", "etsi"]).default("obp-api"),
-      })
-      .strict()
-      .prefault({}),
-    /** UK Open Banking's detached JWS over the body in x-jws-signature. */
-    ukOb: z
-      .object({
-        algorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256"]),
-        /** The trust anchors the `tan` claim may name. */
-        tan: z.array(z.string().min(1)).min(1).default(["openbanking.org.uk"]),
-        /** Accept `b64: false` with the raw body signed (Read/Write API 3.1.3 and earlier). */
-        allowB64False: z.boolean().default(false),
-      })
-      .strict()
-      .prefault({}),
-  })
-  .strict();
+/**
+ * Which signing dialects a request may use (src/checks/dialects.ts), and each registered dialect's
+ * own options: its unit's config fragment (`DialectUnit.config`) under its key, in the table's order.
+ */
+function dialectsSchema() {
+  const own: Record<string, z.ZodType> = {};
+  for (const unit of dialectUnits()) {
+    if (unit.config) own[unit.config.key] = unit.config.verification.prefault({});
+  }
+  return z
+    .object({
+      /**
+       * Accepted on every path without a route of its own, in order of preference: a request that
+       * carries the signatures of two is verified by the first.
+       */
+      accept: dialectList.default(["cavage"]),
+      /** Path prefixes (whole segments, lower-case) with their own list; the longest matching wins. */
+      routes: z
+        .array(z.object({ prefix: z.string().startsWith("/"), accept: dialectList }).strict())
+        .default([]),
+      ...own,
+    })
+    .strict();
+}
 
 const QC_TYPES = ["eseal", "web", "esign"] as const;
 
 const verification = z
   .object({
-    dialects: dialects.prefault({}),
+    dialects: dialectsSchema().prefault({}),
     /**
      * The certificate kinds (ETSI EN 319 412-5 QcType) accepted for each use: the signing
      * certificate a QSealC, the TLS client certificate a QWAC, unless widened here.
@@ -1310,9 +1269,26 @@ export function parseSigningRules(raw: unknown): SigningRulesConfig {
 export type CredentialsConfig = z.output<typeof credentials>;
 export type AnyGatewayConfig = GatewayConfig | EgressConfig;
 
+/**
+ * The ingress schema with every dialect registered so far: one registered after this module loaded
+ * (a test's, a build's own) brings its config fragment; rebuilt once per table size.
+ */
+let current = { dialects: dialectNames().length, schema: configSchema };
+function currentConfigSchema(): typeof configSchema {
+  const size = dialectNames().length;
+  if (size !== current.dialects) {
+    const dialects = dialectsSchema().prefault({});
+    const schema = configSchema.safeExtend({
+      verification: verification.safeExtend({ dialects }).prefault({}),
+    }) as unknown as typeof configSchema;
+    current = { dialects: size, schema };
+  }
+  return current.schema;
+}
+
 /** Validates `raw`; relative file paths become absolute, relative to `dir` (the config file's folder). */
 export function parseConfig(raw: unknown, dir?: string) {
-  return withBaseDir(dir, () => configSchema.safeParse(raw));
+  return withBaseDir(dir, () => currentConfigSchema().safeParse(raw));
 }
 
 export function parseEgressConfig(raw: unknown, dir?: string) {

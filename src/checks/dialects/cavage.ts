@@ -6,6 +6,7 @@
  */
 
 import type { IncomingHttpHeaders } from "node:http";
+import { z } from "zod";
 import { isRejection, reject } from "../../errors.js";
 import {
   type AlgorithmName,
@@ -38,6 +39,17 @@ export interface CavageOptions {
   readonly createdForDate: boolean;
 }
 
+/** draft-cavage-12 as signers send it today (`hs2019` is `verification.algorithms`'): `verification.dialects.cavage`. */
+const cavageConfig = z
+  .object({
+    /**
+     * A signed `(created)` (with its `created` parameter) may stand for the Date header. `created`
+     * and `expires`, when sent, are judged against the clock whatever this says.
+     */
+    createdForDate: z.boolean().default(false),
+  })
+  .strict();
+
 /** A bank profile's draft-cavage signing rules (config `banks[].signing`: every key applies). */
 export interface CavageSigningRules {
   readonly algorithm?: SignerOptions["algorithm"] | undefined;
@@ -61,7 +73,8 @@ export const cavageDialect: DialectUnit<CavageOptions, CavageSigningRules> = {
   authenticates: "head",
   howToSign: "a Signature header (draft-cavage, SPEC 5.2) with TPP-Signature-Certificate",
   signatureStep: "signature",
-  defaults: { createdForDate: false },
+  defaults: cavageConfig.parse({}),
+  config: { key: "cavage", verification: cavageConfig },
   // RFC 9421 also sends a Signature header, always beside Signature-Input.
   detect: (headers) => headers.signature !== undefined && headers["signature-input"] === undefined,
   requiredHeaders: (headers, withBody) =>

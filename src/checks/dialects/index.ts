@@ -18,6 +18,9 @@ const UNITS = new Map<Dialect, DialectUnit>();
 /** Adds a dialect to the table; a name is taken once. */
 export function registerDialect<Own, Rules>(unit: DialectUnit<Own, Rules>): void {
   if (UNITS.has(unit.name)) throw new Error(`the signing dialect '${unit.name}' is already registered`);
+  const key = unit.config?.key;
+  const holder = [...UNITS.values()].find((u) => key !== undefined && u.config?.key === key);
+  if (holder) throw new Error(`the config key '${key}' of '${unit.name}' is taken by '${holder.name}'`);
   UNITS.set(unit.name, unit as DialectUnit);
 }
 

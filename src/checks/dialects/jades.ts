@@ -5,6 +5,7 @@
  * certificate, role, replay and limits are the chain's shared steps.
  */
 
+import { z } from "zod";
 import { type KeyResolver, noKeyResolver, onResolved } from "../../eidas/index.js";
 import { isRejection, reject } from "../../errors.js";
 import { computeDigestHeader, headerValue, lowerCasedHeaders } from "../../signature/index.js";
@@ -164,6 +165,18 @@ export function jadesSteps(options: JadesOptions): {
 /** JAdES's own options (config `verification.dialects.jades`). */
 export type JadesDialectOptions = Pick<JadesOptions, "algorithms" | "payloadStyle" | "keys">;
 
+/** JAdES detached JWS in x-jws-signature (Berlin Group openFinance API Framework 2.x): `verification.dialects.jades`. */
+const jadesConfig = z
+  .object({
+    algorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256", "RS256", "ES256"]),
+    /**
+     * The HttpHeaders payload's layout: `obp-api` (every line ends in LF, values as sent: OBP-API)
+     * or `etsi` (lines joined by LF, values trimmed: the European Commission's DSS library).
+     */
+    payloadStyle: z.enum(["obp-api", "etsi"]).default("obp-api"),
+  })
+  .strict();
+
 /** A bank profile's JAdES signing rules (config `banks[].signing.jades`). */
 export interface JadesSigningRules {
   readonly jades: {
@@ -251,7 +264,8 @@ export const jadesDialect: DialectUnit<JadesDialectOptions, JadesSigningRules> =
   howToSign: "an x-jws-signature header holding a JAdES detached JWS (Berlin Group openFinance)",
   signatureStep: "jades-signature",
   // Every algorithm the openFinance guidelines name, OBP-API's payload layout.
-  defaults: { algorithms: ["PS256", "RS256", "ES256"], payloadStyle: "obp-api" },
+  defaults: jadesConfig.parse({}),
+  config: { key: "jades", verification: jadesConfig },
   steps(shared, own) {
     return {
       ...jadesSteps({ ...own, now: shared.now, toleranceMs: shared.dateToleranceMs }),

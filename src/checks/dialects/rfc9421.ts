@@ -6,6 +6,7 @@
  * the chain's shared steps.
  */
 
+import { z } from "zod";
 import { isRejection, type Rejection, reject } from "../../errors.js";
 import {
   buildKeyId,
@@ -231,6 +232,24 @@ function checkKeyId(
 /** RFC 9421's own options (config `verification.dialects.rfc9421`). */
 export type Rfc9421DialectOptions = Pick<Rfc9421Options, "algorithms" | "maxAgeSeconds" | "scheme">;
 
+/** RFC 9421 HTTP Message Signatures as FAPI 2.0 profiles them: `verification.dialects.rfc9421`. */
+const rfc9421Config = z
+  .object({
+    // FAPI 2.0's algorithms.
+    algorithms: z
+      .array(z.enum(RFC9421_ALGORITHMS))
+      .min(1)
+      .default(["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"]),
+    /** How old a signature's `created` may be (besides dateToleranceSeconds of clock skew). */
+    maxAgeSeconds: z.number().positive().default(300),
+    /**
+     * The scheme of `@target-uri` as the TPP signs it: the URL it called. `https` even when TLS
+     * ends before the gateway; `http` only for a plain-HTTP test setup.
+     */
+    scheme: z.enum(["https", "http"]).default("https"),
+  })
+  .strict();
+
 /** A bank profile's RFC 9421 signing rules (config `banks[].signing`: `rfc9421` and `keyId.value`). */
 export interface Rfc9421SigningRules {
   readonly keyId: { readonly value?: string | undefined };
@@ -331,11 +350,8 @@ export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions, Rfc9421SigningRu
   howToSign: "Signature-Input and Signature headers (RFC 9421, FAPI 2.0) with TPP-Signature-Certificate",
   signatureStep: "rfc9421-signature",
   // FAPI 2.0's algorithms, `created` at most 5 minutes old, HTTPS.
-  defaults: {
-    algorithms: ["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"],
-    maxAgeSeconds: 300,
-    scheme: "https",
-  },
+  defaults: rfc9421Config.parse({}),
+  config: { key: "rfc9421", verification: rfc9421Config },
   steps(shared, own) {
     const steps = rfc9421Steps({
       ...own,

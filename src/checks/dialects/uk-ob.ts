@@ -10,6 +10,7 @@
  */
 
 import { createHash } from "node:crypto";
+import { z } from "zod";
 import { type KeyResolver, noKeyResolver, onResolved, parseCertificate } from "../../eidas/index.js";
 import { isRejection } from "../../errors.js";
 import { buildKeyId, keyIdTargetFromDer } from "../../signature/index.js";
@@ -178,6 +179,17 @@ function replayMaterial(jws: DetachedJws, alg: JwsAlgorithm): Buffer {
 /** UK Open Banking's own options (config `verification.dialects.ukOb`). */
 export type UkObDialectOptions = Pick<UkObOptions, "algorithms" | "tan" | "allowB64False" | "keys">;
 
+/** UK Open Banking's detached JWS over the body in x-jws-signature: `verification.dialects.ukOb`. */
+const ukObConfig = z
+  .object({
+    algorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256"]),
+    /** The trust anchors the `tan` claim may name. */
+    tan: z.array(z.string().min(1)).min(1).default(["openbanking.org.uk"]),
+    /** Accept `b64: false` with the raw body signed (Read/Write API 3.1.3 and earlier). */
+    allowB64False: z.boolean().default(false),
+  })
+  .strict();
+
 /** A bank profile's UK OB signing rules (config `banks[].signing.ukOb`). */
 export interface UkObSigningRules {
   readonly ukOb: {
@@ -272,7 +284,8 @@ export const ukObDialect: DialectUnit<UkObDialectOptions, UkObSigningRules> = {
   howToSign: "an x-jws-signature header holding a UK Open Banking detached JWS",
   signatureStep: "uk-ob-signature",
   // PS256, tan openbanking.org.uk, Read/Write API 3.1.4 and later (no b64).
-  defaults: { algorithms: ["PS256"], tan: ["openbanking.org.uk"], allowB64False: false },
+  defaults: ukObConfig.parse({}),
+  config: { key: "ukOb", verification: ukObConfig },
   steps(shared, own) {
     return {
       ...ukObSteps({ ...own, now: shared.now, toleranceMs: shared.dateToleranceMs }),

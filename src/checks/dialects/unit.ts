@@ -12,12 +12,25 @@
 
 import type { KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
+import type { z } from "zod";
 import type { Rejection } from "../../errors.js";
 import type { AlgorithmName, HeaderMap, RequestToSign } from "../../signature/index.js";
 import type { CertificateVerifier, CheckContext } from "../context.js";
 import type { Authenticates, Dialect } from "../dialect-names.js";
 import type { Step } from "../runner.js";
 import type { ResponseCheck } from "./response-outline.js";
+
+/**
+ * A dialect's config fragment: its own options under `verification.dialects.<key>`, validated (with
+ * its defaults) by its schema; config/schema.ts composes the units' fragments, so a dialect
+ * registered from outside brings its options with it.
+ */
+export interface DialectConfig<Own = unknown> {
+  /** Its key under `verification.dialects` (camelCase: `ukOb`). */
+  readonly key: string;
+  /** Its options' schema: a strict object, every key with its default (its unit's `defaults` are its output for `{}`). */
+  readonly verification: z.ZodType<Own>;
+}
 
 /** What every dialect's steps may read of the chain's options. */
 export interface SharedDialectOptions {
@@ -162,8 +175,10 @@ export interface DialectUnit<Own = unknown, Rules = unknown> {
   readonly howToSign: string;
   /** The step that verifies its signature: a chain accepting the dialect must have it. */
   readonly signatureStep: string;
-  /** Its own options' defaults (config `verification.dialects.<name>`). */
+  /** Its own options' defaults (what its `config` fragment makes of `{}`; without one, its steps' options). */
   readonly defaults: Own;
+  /** Its config fragment (`verification.dialects.<key>`); none: it has no options to configure. */
+  readonly config?: DialectConfig<Own>;
   /**
    * Whether a request carries its signature, from the headers alone. Runs per request: no
    * allocation. Two dialects may claim one request; the path's configured preference decides.

@@ -34,7 +34,8 @@ import { TEST_DIALECT, testDialect } from "./unit.js";
 
 registerDialect(testDialect);
 // The same dialect without a response side (checks, signer), to show a config cannot ask for one.
-const { responseChecks: _, responseSigner: _signer, ...withoutResponseSide } = testDialect;
+// (Its config fragment stays the test dialect's: a key is taken once.)
+const { responseChecks: _, responseSigner: _signer, config: _config, ...withoutResponseSide } = testDialect;
 const NO_RESPONSES = "test-sig-unanswered";
 registerDialect({
   ...withoutResponseSide,
@@ -102,6 +103,35 @@ describe("a fifth dialect registered from the test folder alone", () => {
     expect(config([TEST_DIALECT]).verification.dialects.accept).toEqual([TEST_DIALECT]);
     expect(() => config(["test-sig-2"])).toThrow(
       `'test-sig-2' is not a signing dialect of this build; it verifies cavage, rfc9421, jades, uk-ob, ${TEST_DIALECT}, ${NO_RESPONSES}`,
+    );
+  });
+
+  it("brings its config fragment: verification.dialects.testSig takes its option, refuses a wrong value with its message", () => {
+    const config = (dialects: Record<string, unknown>) =>
+      validateConfig({
+        trust: { caDir: "/trust" },
+        register: { file: "/register.json" },
+        verification: { dialects: { accept: [TEST_DIALECT], ...dialects } },
+      });
+    const own = (c: ReturnType<typeof config>) =>
+      (c.verification.dialects as Record<string, unknown>)["testSig"];
+    expect(own(config({ testSig: { replaySeconds: 30 } }))).toEqual({ replaySeconds: 30 });
+    // Its default, as for the built-ins' fragments beside it.
+    expect(own(config({}))).toEqual({ replaySeconds: 120 });
+    expect((config({}).verification.dialects as Record<string, unknown>)["rfc9421"]).toMatchObject({
+      maxAgeSeconds: 300,
+    });
+    expect(() => config({ testSig: { replaySeconds: "soon" } })).toThrow(
+      "verification.dialects.testSig.replaySeconds: Invalid input: expected number, received string",
+    );
+    expect(() => config({ testSig: { replaySeconds: 30, window: 1 } })).toThrow(
+      'verification.dialects.testSig: Unrecognized key: "window"',
+    );
+    // A key no unit brings is refused as before.
+    expect(() => config({ testSig2: {} })).toThrow('Unrecognized key: "testSig2"');
+    // A second unit cannot take the key.
+    expect(() => registerDialect({ ...testDialect, name: "test-sig-again" })).toThrow(
+      "the config key 'testSig' of 'test-sig-again' is taken by 'test-sig'",
     );
   });
 

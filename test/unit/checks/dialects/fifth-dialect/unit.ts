@@ -3,13 +3,15 @@
  * `x-test-signature` (base64) with the key's own scheme (RSA PKCS#1 v1.5 or ECDSA over SHA-256,
  * Ed25519 as is) over the lines `<method lower-case> <target>`, `x-request-id: <value>` and
  * `digest: <value>` (empty without a body); the QSealC in TPP-Signature-Certificate; the body bound
- * through Digest. It has no time of its own (replay records live the Date tolerance). Registered
+ * through Digest. It has no time of its own: its replay records live `replaySeconds`, its one option
+ * (config `verification.dialects.testSig`). Registered
  * by its test with one line: `registerDialect(testDialect)`. A bank's response in it is signed the
  * same way over the request's method and target and the response's X-Request-ID and Digest, the
  * bank's QSealC in the response-signing certificate header; ingress signs its answers so.
  */
 
 import { createHash, randomUUID, sign, verify } from "node:crypto";
+import { z } from "zod";
 import { type DialectUnit, requestIdStep, responseOutline } from "../../../../../src/checks/index.js";
 import { certificateHeaderMissing, digestHeaderMissing } from "../../../../../src/checks/required-headers.js";
 import { isRejection, reject } from "../../../../../src/errors.js";
@@ -43,17 +45,26 @@ export function testSigningInput(
 /** The key's own scheme: no hash named for Ed25519, SHA-256 otherwise. */
 const hashFor = (type: string | undefined) => (type === "ed25519" ? null : "sha256");
 
-export const testDialect: DialectUnit<Record<string, never>> = {
+/** Its config fragment (`verification.dialects.testSig`): how long a request in it is kept against replay. */
+const testConfig = z
+  .object({
+    /** Seconds a request signed in it could still be accepted: its replay record's life. */
+    replaySeconds: z.number().int().positive().default(120),
+  })
+  .strict();
+
+export const testDialect: DialectUnit<z.output<typeof testConfig>> = {
   name: TEST_DIALECT,
   title: "the test dialect (x-test-signature)",
   authenticates: "head",
   howToSign: "an x-test-signature header (the test dialect) with TPP-Signature-Certificate",
   signatureStep: "test-signature",
-  defaults: {},
+  defaults: testConfig.parse({}),
+  config: { key: "testSig", verification: testConfig },
   detect: (headers) => headers[HEADER] !== undefined,
   requiredHeaders: (headers, withBody) =>
     certificateHeaderMissing(headers) ?? (withBody ? digestHeaderMissing(headers) : undefined),
-  steps: (shared) => ({
+  steps: (_shared, own) => ({
     digest: [
       {
         name: "test-digest",
@@ -109,7 +120,7 @@ export const testDialect: DialectUnit<Record<string, never>> = {
         },
       },
     ],
-    longestAcceptanceMs: 2 * shared.dateToleranceMs,
+    longestAcceptanceMs: own.replaySeconds * 1000,
   }),
   signatureBytes: (c) => (c.dialectState as Buffer | undefined) ?? Buffer.alloc(0),
   explain: (c) => ({
