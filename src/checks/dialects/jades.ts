@@ -29,6 +29,7 @@ import { JadesRequestSigner } from "../../signature/jws/request-signer.js";
 import type { CheckContext } from "../context.js";
 import { digestHeaderMissing } from "../required-headers.js";
 import type { Step } from "../runner.js";
+import { headerName } from "./config-names.js";
 import { DIGEST_STEP } from "./digest-header.js";
 import { jadesResponseChecks, jadesResponseOf } from "./jades-response.js";
 import { jwsIsUkOb } from "./jws-family.js";
@@ -265,7 +266,30 @@ export const jadesDialect: DialectUnit<JadesDialectOptions, JadesSigningRules> =
   signatureStep: "jades-signature",
   // Every algorithm the openFinance guidelines name, OBP-API's payload layout.
   defaults: jadesConfig.parse({}),
-  config: { key: "jades", verification: jadesConfig },
+  config: {
+    key: "jades",
+    verification: jadesConfig,
+    // `banks[].signing.jades`.
+    signing: z
+      .object({
+        /** Default PS256 for an RSA key, ES256 for an EC key. */
+        algorithm: z.enum(JWS_ALGORITHMS).optional(),
+        /** Sent as the JWS `kid` when the bank wants one. */
+        kid: z.string().min(1).optional(),
+        /**
+         * Name the QSealC by `x5t#S256` alone, without x5c (ING's recipe), for a bank that knows the
+         * certificate already; default false: x5c carries it.
+         */
+        byReference: z.boolean().default(false),
+        payloadStyle: z.enum(["obp-api", "etsi"]).default("obp-api"),
+        /**
+         * sigD.pars when the request carries them, after `(request-target)`, `digest` and
+         * `x-request-id` (always signed), in this order.
+         */
+        headers: z.array(headerName).default(["psu-id", "psu-corporate-id", "tpp-redirect-uri"]),
+      })
+      .strict(),
+  },
   steps(shared, own) {
     return {
       ...jadesSteps({ ...own, now: shared.now, toleranceMs: shared.dateToleranceMs }),

@@ -42,6 +42,7 @@ import { parseAuthority } from "../authority.js";
 import type { CheckContext } from "../context.js";
 import { certificateHeaderMissing, hasBody } from "../required-headers.js";
 import type { Step } from "../runner.js";
+import { headerName } from "./config-names.js";
 import { responseSignatureOf, rfc9421ResponseChecks } from "./rfc9421-response.js";
 import type { DialectExplanation, DialectUnit } from "./unit.js";
 
@@ -351,7 +352,22 @@ export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions, Rfc9421SigningRu
   signatureStep: "rfc9421-signature",
   // FAPI 2.0's algorithms, `created` at most 5 minutes old, HTTPS.
   defaults: rfc9421Config.parse({}),
-  config: { key: "rfc9421", verification: rfc9421Config },
+  config: {
+    key: "rfc9421",
+    verification: rfc9421Config,
+    // `banks[].signing.rfc9421` (with `signing.keyId.value`).
+    signing: z
+      .object({
+        /** Default the key's own: rsa-pss-sha512 for RSA, ecdsa-p256-sha256, ed25519. */
+        algorithm: z.enum(RFC9421_ALGORITHMS).optional(),
+        /**
+         * Headers covered when the request carries them, after FAPI 2.0's own components,
+         * TPP-Signature-Certificate and X-Request-ID (a bank that wants more covered names them here).
+         */
+        headers: z.array(headerName).default(["psu-id", "psu-corporate-id", "tpp-redirect-uri"]),
+      })
+      .strict(),
+  },
   steps(shared, own) {
     const steps = rfc9421Steps({
       ...own,

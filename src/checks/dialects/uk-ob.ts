@@ -285,7 +285,23 @@ export const ukObDialect: DialectUnit<UkObDialectOptions, UkObSigningRules> = {
   signatureStep: "uk-ob-signature",
   // PS256, tan openbanking.org.uk, Read/Write API 3.1.4 and later (no b64).
   defaults: ukObConfig.parse({}),
-  config: { key: "ukOb", verification: ukObConfig },
+  config: {
+    key: "ukOb",
+    verification: ukObConfig,
+    // `banks[].signing.ukOb`.
+    signing: z
+      .object({
+        algorithm: z.enum(JWS_ALGORITHMS).default("PS256"),
+        /** Default the QSealC's Berlin Group keyId. */
+        kid: z.string().min(1).optional(),
+        /** Default the QSealC's organizationIdentifier; UK OB TPPs often send `<org id>/<software id>`. */
+        iss: z.string().min(1).optional(),
+        tan: z.string().min(1).default("openbanking.org.uk"),
+        /** Sign as Read/Write API 3.1.3 and earlier: `b64: false` among the crit claims, the raw body signed. */
+        b64False: z.boolean().default(false),
+      })
+      .strict(),
+  },
   steps(shared, own) {
     return {
       ...ukObSteps({ ...own, now: shared.now, toleranceMs: shared.dateToleranceMs }),

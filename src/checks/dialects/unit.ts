@@ -30,6 +30,8 @@ export interface DialectConfig<Own = unknown> {
   readonly key: string;
   /** Its options' schema: a strict object, every key with its default (its unit's `defaults` are its output for `{}`). */
   readonly verification: z.ZodType<Own>;
+  /** A bank profile's rules for signing in it (`banks[].signing.<key>`), a strict object with defaults. */
+  readonly signing?: z.ZodType;
 }
 
 /** What every dialect's steps may read of the chain's options. */
