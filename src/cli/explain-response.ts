@@ -16,8 +16,6 @@ import {
 } from "../checks/index.js";
 import type { RevocationConfig } from "../config/schema.js";
 import { type AlgorithmName, headerValue } from "../signature/index.js";
-import type { JwsAlgorithm } from "../signature/jws/index.js";
-import type { Rfc9421Algorithm } from "../signature/rfc9421/index.js";
 import { parseOnlyCertificates, ReportOfCertificate, trustedCertificates } from "./explain-request.js";
 import {
   describeCertificateValue,
@@ -35,16 +33,10 @@ export interface ResponseExplainOptions {
   /** draft-cavage's algorithms. */
   readonly algorithms: readonly AlgorithmName[];
   /**
-   * The other dialects' (default: every one the gateway knows, so a refusal names the real problem):
-   * the bank profile's `responses` keys, which each unit reads of these options.
+   * The bank profile's `responses` keys (`--profile`), each dialect's read by its unit (without them,
+   * the other dialects accept every algorithm the gateway knows, so a refusal names the real problem).
    */
-  readonly rfc9421Algorithms?: readonly Rfc9421Algorithm[];
-  readonly jadesAlgorithms?: readonly JwsAlgorithm[];
-  readonly ukObAlgorithms?: readonly JwsAlgorithm[];
-  /** UK OB: the trust anchors `tan` may name (default `openbanking.org.uk`). */
-  readonly ukObTan?: readonly string[];
-  /** UK OB: accept `b64: false` (a bank on Read/Write API 3.1.3 or earlier). */
-  readonly ukObAllowB64False?: boolean;
+  readonly responses?: Readonly<Record<string, unknown>>;
   /** The bank profile's `signing` rules (`--profile`), which a unit may read (JAdES its payload style). */
   readonly signing?: Readonly<Record<string, unknown>>;
   /** The scheme the request was sent with: RFC 9421's `"@target-uri";req` (default https). */
@@ -94,7 +86,7 @@ export async function explainResponse(
     certificateHeader: options.certificateHeader.toLowerCase(),
     dateToleranceMs: options.dateToleranceMs,
     now: () => options.now,
-    responses: { ...options },
+    responses: { ...options.responses, algorithms: options.algorithms },
     signing: options.signing,
   });
   const explaining = unit.responseExplaining;

@@ -11,8 +11,7 @@ import { PSD2_ROLES, type Psd2Role } from "../eidas/index.js";
 import { DEFAULT_UNATTENDED_ROUTES } from "../limits/index.js";
 import { isLoopbackHost } from "../loopback.js";
 import { ELIGIBLE_HEADERS } from "../signature/index.js";
-import { JWS_ALGORITHMS } from "../signature/jws/index.js";
-import { FAPI_RESPONSE_PROFILES, RFC9421_ALGORITHMS } from "../signature/rfc9421/index.js";
+import { FAPI_RESPONSE_PROFILES } from "../signature/rfc9421/index.js";
 import { restartOnly } from "./restart.js";
 
 const seconds = (def: number) => z.number().positive().default(def);
@@ -1084,53 +1083,42 @@ const signingRulesOf = () =>
     })
     .strict();
 
+/** Each registered dialect's keys of `banks[].responses`, in the table's order. */
+function responseFragments(): Record<string, z.ZodType> {
+  return Object.assign({}, ...[...dialectUnits()].map((unit) => unit.config?.responses ?? {}));
+}
+
 /** Checking the bank's signed responses. */
-const responseVerification = z
-  .object({
-    /** `off`, `advisory` (log and count a failure, pass the response on) or `enforce` (502 instead). */
-    mode: z.enum(["off", "advisory", "enforce"]).default("off"),
-    /** CA certificates (PEM) the bank's QSealC must chain to. */
-    caDir: path.optional(),
-    crlDir: path.optional(),
-    /** How the bank's certificate (and its CAs) are checked for revocation: the same options as ingress's. */
-    revocation: revocation.prefault({}),
-    certificateHeader: headerName.default("aspsp-signature-certificate"),
-    dateToleranceSeconds: seconds(60),
-    algorithms: z
-      .array(z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256", "hs2019"]))
-      .min(1)
-      .default(["rsa-sha256"]),
-    /**
-     * What an RFC 9421 answer must bind of the request: `full` (FAPI 2.0 HTTP Signatures draft -01:
-     * `@method`, `@target-uri`, the request's content-digest, signature and signature-input, all
-     * `;req`) or `method-target` (`"@method";req` and `"@target-uri";req` only: a bank that signs
-     * as this gateway did before).
-     */
-    rfc9421Profile: z.enum(FAPI_RESPONSE_PROFILES).default("full"),
-    /** The algorithms of a bank answering in RFC 9421 (`signing.dialect: rfc9421`). */
-    rfc9421Algorithms: z
-      .array(z.enum(RFC9421_ALGORITHMS))
-      .min(1)
-      .default(["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"]),
-    /** The algorithms and trust anchors of a bank answering in UK Open Banking (`signing.dialect: uk-ob`). */
-    ukObAlgorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256"]),
-    ukObTan: z.array(z.string().min(1)).min(1).default(["openbanking.org.uk"]),
-    /** Accept a UK OB answer signed with `b64: false` (a bank on Read/Write API 3.1.3 or earlier). */
-    ukObAllowB64False: z.boolean().default(false),
-    /** The algorithms of a bank answering in JAdES (`signing.dialect: jades`). */
-    jadesAlgorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256", "RS256", "ES256"]),
-    /** A response body larger than this cannot be checked: 502 under enforce, unchecked under advisory. */
-    maxBodyBytes: z
-      .number()
-      .int()
-      .positive()
-      .default(1024 * 1024),
-  })
-  .strict()
-  .refine((r) => r.mode === "off" || r.caDir !== undefined, {
-    message: "response verification needs caDir (the CAs the bank's signing certificate chains to)",
-    path: ["caDir"],
-  });
+const responseVerificationOf = () =>
+  z
+    .object({
+      /** `off`, `advisory` (log and count a failure, pass the response on) or `enforce` (502 instead). */
+      mode: z.enum(["off", "advisory", "enforce"]).default("off"),
+      /** CA certificates (PEM) the bank's QSealC must chain to. */
+      caDir: path.optional(),
+      crlDir: path.optional(),
+      /** How the bank's certificate (and its CAs) are checked for revocation: the same options as ingress's. */
+      revocation: revocation.prefault({}),
+      certificateHeader: headerName.default("aspsp-signature-certificate"),
+      dateToleranceSeconds: seconds(60),
+      algorithms: z
+        .array(z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256", "hs2019"]))
+        .min(1)
+        .default(["rsa-sha256"]),
+      // Each dialect's keys for checking answers in it: its unit's config fragment (`DialectUnit.config.responses`).
+      ...responseFragments(),
+      /** A response body larger than this cannot be checked: 502 under enforce, unchecked under advisory. */
+      maxBodyBytes: z
+        .number()
+        .int()
+        .positive()
+        .default(1024 * 1024),
+    })
+    .strict()
+    .refine((r) => r.mode === "off" || r.caDir !== undefined, {
+      message: "response verification needs caDir (the CAs the bank's signing certificate chains to)",
+      path: ["caDir"],
+    });
 
 const bankProfileOf = () =>
   z
@@ -1155,7 +1143,7 @@ const bankProfileOf = () =>
       /** Added to every request to this bank that does not carry them (TPP-Redirect-URI, …); signed like the rest. */
       defaultHeaders: z.record(wireHeaderName, z.string()).default({}),
       signing: signingRulesOf().prefault({}),
-      responses: responseVerification.prefault({}),
+      responses: responseVerificationOf().prefault({}),
       timeoutSeconds: seconds(30),
       connections: z.number().int().positive().default(32),
     })

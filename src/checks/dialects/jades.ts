@@ -269,6 +269,10 @@ export const jadesDialect: DialectUnit<JadesDialectOptions, JadesSigningRules> =
   config: {
     key: "jades",
     verification: jadesConfig,
+    responses: {
+      /** The algorithms of a bank answering in JAdES (`signing.dialect: jades`). */
+      jadesAlgorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256", "RS256", "ES256"]),
+    },
     // `banks[].signing.jades`.
     signing: z
       .object({

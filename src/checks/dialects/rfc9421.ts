@@ -22,6 +22,7 @@ import {
   checkSignatureTime,
   computeContentDigest,
   FAPI_REQUEST_TAG,
+  FAPI_RESPONSE_PROFILES,
   type FapiResponseProfile,
   fapiRequestComponents,
   fapiResponseSigning,
@@ -355,6 +356,20 @@ export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions, Rfc9421SigningRu
   config: {
     key: "rfc9421",
     verification: rfc9421Config,
+    responses: {
+      /**
+       * What an RFC 9421 answer must bind of the request: `full` (FAPI 2.0 HTTP Signatures draft -01:
+       * `@method`, `@target-uri`, the request's content-digest, signature and signature-input, all
+       * `;req`) or `method-target` (`"@method";req` and `"@target-uri";req` only: a bank that signs
+       * as this gateway did before).
+       */
+      rfc9421Profile: z.enum(FAPI_RESPONSE_PROFILES).default("full"),
+      /** The algorithms of a bank answering in RFC 9421 (`signing.dialect: rfc9421`). */
+      rfc9421Algorithms: z
+        .array(z.enum(RFC9421_ALGORITHMS))
+        .min(1)
+        .default(["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"]),
+    },
     // `banks[].signing.rfc9421` (with `signing.keyId.value`).
     signing: z
       .object({

@@ -288,6 +288,13 @@ export const ukObDialect: DialectUnit<UkObDialectOptions, UkObSigningRules> = {
   config: {
     key: "ukOb",
     verification: ukObConfig,
+    responses: {
+      /** The algorithms and trust anchors of a bank answering in UK Open Banking (`signing.dialect: uk-ob`). */
+      ukObAlgorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256"]),
+      ukObTan: z.array(z.string().min(1)).min(1).default(["openbanking.org.uk"]),
+      /** Accept a UK OB answer signed with `b64: false` (a bank on Read/Write API 3.1.3 or earlier). */
+      ukObAllowB64False: z.boolean().default(false),
+    },
     // `banks[].signing.ukOb`.
     signing: z
       .object({

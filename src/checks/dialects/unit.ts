@@ -32,6 +32,11 @@ export interface DialectConfig<Own = unknown> {
   readonly verification: z.ZodType<Own>;
   /** A bank profile's rules for signing in it (`banks[].signing.<key>`), a strict object with defaults. */
   readonly signing?: z.ZodType;
+  /**
+   * Its keys of a bank profile's `responses` (checking answers in it, read by `responseChecks` from
+   * `input.responses`), each with its default; named after the dialect, as they share one object.
+   */
+  readonly responses?: Readonly<Record<string, z.ZodType>>;
 }
 
 /** What every dialect's steps may read of the chain's options. */
