@@ -4,8 +4,10 @@
  * real backend, refused when tampered with (the backend sees nothing), explained by `verify`'s
  * explain function, and signed by the registry's signer (the one `sign`, the library and egress
  * use), whose output is what the gateway verifies; a bank's answer signed in it is checked by its
- * unit's response checks (the outline's slots). Nothing in src/ names it. A copy without response
- * checks shows a bank profile verifying answers in such a dialect is refused when config loads.
+ * unit's response checks (the outline's slots) and explained by `verify --response`; ingress signs
+ * its answers in it; config takes its options from its fragment (`verification.dialects.testSig`,
+ * `banks[].signing.testSig`). Nothing in src/ names it. A copy without a response side shows a
+ * config asking to verify or sign answers in such a dialect is refused when it loads.
  */
 
 import { randomUUID } from "node:crypto";
@@ -129,6 +131,26 @@ describe("a fifth dialect registered from the test folder alone", () => {
     );
     // A key no unit brings is refused as before.
     expect(() => config({ testSig2: {} })).toThrow('Unrecognized key: "testSig2"');
+    // Its signing rules under banks[].signing.testSig, read by its signer; a wrong value refused.
+    const seal = env.gw.pki.tppA.qseal;
+    const keys = { privateKey: seal.privateKey, certificateDer: Buffer.from(seal.der) };
+    const rules = parseSigningRules({ dialect: TEST_DIALECT, testSig: { keyId: "bank-given" } });
+    expect(profileSigner({ signing: rules, url: env.gw.url }, keys).keyId).toBe("bank-given");
+    const egress = (testSig: unknown) =>
+      validateEgressConfig({
+        mode: "egress",
+        banks: [
+          {
+            name: "b",
+            prefix: "/b",
+            url: "https://bank.example",
+            qseal: { cert: "/c.pem", key: "/k.pem" },
+            signing: { dialect: TEST_DIALECT, testSig },
+          },
+        ],
+      });
+    expect(egress({ keyId: "k-1" }).banks[0]?.signing).toMatchObject({ testSig: { keyId: "k-1" } });
+    expect(() => egress({ keyId: "" })).toThrow("banks.0.signing.testSig.keyId: Too small");
     // A second unit cannot take the key.
     expect(() => registerDialect({ ...testDialect, name: "test-sig-again" })).toThrow(
       "the config key 'testSig' of 'test-sig-again' is taken by 'test-sig'",

@@ -53,14 +53,25 @@ const testConfig = z
   })
   .strict();
 
-export const testDialect: DialectUnit<z.output<typeof testConfig>> = {
+/** A bank profile's rules for signing in it (`banks[].signing.testSig`). */
+const testSigning = z
+  .object({
+    /** The keyId the bank gave, logged for the signer; default the QSealC's SHA-256. */
+    keyId: z.string().min(1).optional(),
+  })
+  .strict();
+
+export const testDialect: DialectUnit<
+  z.output<typeof testConfig>,
+  { readonly testSig?: z.output<typeof testSigning> }
+> = {
   name: TEST_DIALECT,
   title: "the test dialect (x-test-signature)",
   authenticates: "head",
   howToSign: "an x-test-signature header (the test dialect) with TPP-Signature-Certificate",
   signatureStep: "test-signature",
   defaults: testConfig.parse({}),
-  config: { key: "testSig", verification: testConfig },
+  config: { key: "testSig", verification: testConfig, signing: testSigning },
   detect: (headers) => headers[HEADER] !== undefined,
   requiredHeaders: (headers, withBody) =>
     certificateHeaderMissing(headers) ?? (withBody ? digestHeaderMissing(headers) : undefined),
@@ -206,8 +217,8 @@ export const testDialect: DialectUnit<z.output<typeof testConfig>> = {
       );
       return added;
     },
-  signer: ({ privateKey, certificateDer }) => ({
-    keyId: createHash("sha256").update(certificateDer).digest("hex"),
+  signer: ({ privateKey, certificateDer, rules }) => ({
+    keyId: rules.testSig?.keyId ?? createHash("sha256").update(certificateDer).digest("hex"),
     sign: async (request) => {
       const given = request.headers ?? {};
       const added: Record<string, string> = {
