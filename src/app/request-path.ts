@@ -12,12 +12,13 @@ import {
   Chain,
   type CheckContext,
   type CheckOptions,
+  type Dialect,
+  type DialectUnit,
+  dialectUnits,
   type ResponseSigner,
   RoleTable,
   requestChecks,
-  requestMessage,
-  ukObSignatureOf,
-  verifiedRequestSignature,
+  type SignResponse,
 } from "../checks/index.js";
 import { restartKeysChanged } from "../config/restart.js";
 import { configSchema, type GatewayConfig } from "../config/schema.js";
@@ -36,16 +37,6 @@ import { createIngressHandler } from "../ingress/handler.js";
 import { type LimitStore, MemoryLimitStore, UnattendedAccessPolicy } from "../limits/index.js";
 import type { ExchangeFactory } from "../listener/connection.js";
 import type { Logger } from "../observability/logger.js";
-import {
-  buildKeyId,
-  computeDigestHeader,
-  headerValue,
-  keyIdTargetFromDer,
-  lowerCasedHeaders,
-  RequestSigner,
-  rfc9421,
-} from "../signature/index.js";
-import { signJadesAsync, signUkObAsync } from "../signature/jws/index.js";
 import { type Credentials, loadCredentials } from "./credentials.js";
 import { forwardedHeaderNames } from "./forwarded-headers.js";
 import { keyResolverOf, rememberingTrusted } from "./keys.js";
@@ -126,10 +117,13 @@ export function chainOf(config: GatewayConfig, parts: ChainParts): Chain<CheckCo
       accept: verification.dialects.accept,
       routes: verification.dialects.routes.map((r) => ({ prefix: r.prefix.toLowerCase(), accept: r.accept })),
     },
-    cavage: verification.dialects.cavage,
-    rfc9421: verification.dialects.rfc9421,
-    jades: { ...verification.dialects.jades, ...keysOf(parts) },
-    ukOb: { ...verification.dialects.ukOb, ...keysOf(parts) },
+    // Each dialect's own options from its config fragment; a JWS dialect finds keys through `keys`.
+    ownOptions: Object.fromEntries(
+      [...dialectUnits()].map((unit) => [
+        unit.name,
+        { ...(ownOptionsIn(config, unit) as object), ...keysOf(parts) },
+      ]),
+    ),
     maxBodyBytes: verification.maxBodyBytes,
     ...(unattended ? { unattended } : {}),
     ...(signing ? { responseSigner: responseSignerOf(config, signing, parts) } : {}),
@@ -158,7 +152,7 @@ function responseSignerOf(
   parts: ChainParts,
 ): ResponseSigner {
   const qseal = loadCredentials(signing.qseal, "responseSigning.qseal");
-  const signer = responseSignerFrom(signing, qseal, config.verification.dialects.rfc9421.scheme);
+  const signer = responseSignerFrom(signing, qseal, (unit) => ownOptionsIn(config, unit));
   if (!parts.evidence || !config.evidence?.enabled) return signer;
   const parsed = parseCertificate(qseal.certificateDer);
   const organizationId = isRejection(parsed) ? undefined : parsed.organizationIdentifier;
@@ -169,6 +163,12 @@ function responseSignerOf(
     ...(organizationId !== undefined ? { organizationId } : {}),
     now: parts.now,
   });
+}
+
+/** A dialect's own options as the config holds them (`verification.dialects.<its fragment's key>`). */
+function ownOptionsIn(config: GatewayConfig, unit: DialectUnit): unknown {
+  const dialects: Readonly<Record<string, unknown>> = config.verification.dialects;
+  return unit.config === undefined ? undefined : dialects[unit.config.key];
 }
 
 /** The routes' roles the config names (the role check, and metrics' route classes). */
@@ -211,100 +211,36 @@ export function requestPathOf(
 }
 
 /**
- * The bank's response signer, in the dialect of the request it answers: draft-cavage (Digest, Date,
- * X-Request-ID and Signature) or RFC 9421 (a FAPI 2.0 response signature bound to the request),
- * with the bank's QSealC.
+ * The bank's response signer: each answer signed in the dialect of the request it answers, by that
+ * dialect's unit (`responseSigner`, built once per unit here), with the bank's QSealC. An answer to
+ * a request in a dialect that cannot sign answers fails closed (502, never sent unsigned); config
+ * refuses to accept such a dialect beside `responseSigning` when it loads.
  */
 export function responseSignerFrom(
   signing: NonNullable<GatewayConfig["responseSigning"]>,
   qseal: Credentials,
-  rfc9421Scheme: "https" | "http" = "https",
+  ownOptions: (unit: DialectUnit) => unknown = () => undefined,
 ): ResponseSigner {
-  const cavage = new RequestSigner({
-    privateKey: qseal.privateKey,
-    certificate: qseal.certificateDer,
-    headers: signing.headers,
-    certificateHeader: { name: signing.certificateHeader },
-    // Header values from undici are one char per byte: keep those bytes.
-    headerEncoding: "latin1",
-  });
-  const certificateHeader = signing.certificateHeader;
-  /**
-   * A JAdES request's answer: Digest and X-Request-ID, and x-jws-signature over them with the bank's
-   * QSealC in x5c (openFinance signs responses as requests, their headers in sigD.pars).
-   */
-  const signJadesResponse = async (
-    body: Buffer,
-    flat: Record<string, string>,
-    request: CheckContext,
-  ): Promise<Record<string, string>> => {
-    const added: Record<string, string> = { Digest: computeDigestHeader(body) };
-    const requestId = flat["x-request-id"] ?? headerValue(request.headers, "x-request-id");
-    if (requestId !== undefined) added["X-Request-ID"] = requestId;
-    const value = await signJadesAsync({
-      key: qseal.privateKey,
-      certificateChain: [qseal.certificateDer],
-      alg: qseal.privateKey.asymmetricKeyType === "ec" ? "ES256" : "PS256",
-      pars: requestId === undefined ? ["digest"] : ["digest", "x-request-id"],
-      sigT: Date.now(),
-      message: { headers: { ...flat, ...lowerCasedHeaders(added) } },
+  const { qseal: _paths, ...rules } = signing;
+  const signers = new Map<Dialect, SignResponse>();
+  for (const unit of dialectUnits()) {
+    const own = { ...(unit.defaults as object), ...(ownOptions(unit) as object | undefined) };
+    const signer = unit.responseSigner?.({
+      privateKey: qseal.privateKey,
+      certificateDer: qseal.certificateDer,
+      certificateHeader: signing.certificateHeader,
+      rules,
+      own,
     });
-    return { ...added, "x-jws-signature": value };
-  };
-  const certificate = Buffer.from(qseal.certificateDer).toString("base64");
-  const keyid = buildKeyId(keyIdTargetFromDer(qseal.certificateDer));
-  const parsedQseal = parseCertificate(qseal.certificateDer);
-  const organizationId = (isRejection(parsedQseal) ? undefined : parsedQseal.organizationIdentifier) ?? keyid;
+    if (signer) signers.set(unit.name, signer);
+  }
   return {
     maxBodyBytes: signing.maxBodyBytes,
     sign: async (body, headers, status, request) => {
-      const flat = joinedHeaders(headers);
-      if (request.dialect === "jades") return signJadesResponse(body, flat, request);
-      if (request.dialect === "uk-ob") {
-        // The ASPSP signs its answer's body; iss is its organizationIdentifier, tan the request's.
-        const value = await signUkObAsync({
-          key: qseal.privateKey,
-          kid: keyid,
-          iss: organizationId,
-          tan: ukObSignatureOf(request)?.header.tan ?? "openbanking.org.uk",
-          iat: Math.floor(Date.now() / 1000),
-          body,
-          alg: qseal.privateKey.asymmetricKeyType === "ec" ? "ES256" : "PS256",
-          certificateChain: [qseal.certificateDer],
-        });
-        return { "x-jws-signature": value };
-      }
-      if (request.dialect !== "rfc9421") {
-        return cavage.sign({ method: "", target: "", headers: flat, body });
-      }
-      const added: Record<string, string> = {
-        "Content-Digest": rfc9421.computeContentDigest(body, "sha-256"),
-        [certificateHeader]: certificate,
-      };
-      const requestId = flat["x-request-id"] ?? headerValue(request.headers, "x-request-id");
-      if (requestId !== undefined) added["X-Request-ID"] = requestId;
-      const response = { status, headers: { ...flat, ...lowerCasedHeaders(added) } };
-      const full = signing.rfc9421Profile === "full";
-      const requestSignature = verifiedRequestSignature(request);
-      const signingOptions = rfc9421.fapiResponseSigning(response, requestMessage(request, rfc9421Scheme), {
-        privateKey: qseal.privateKey,
-        keyid,
-        now: Date.now(),
-        coverAlways: [
-          certificateHeader.toLowerCase(),
-          ...(requestId === undefined ? [] : ["x-request-id"]),
-          // Always sent, so always covered: an empty body's digest too.
-          ...(full ? ["content-digest"] : []),
-        ],
-        hasBody: body.length > 0,
-        profile: signing.rfc9421Profile,
-        // The signature the rfc9421 steps verified is the one bound.
-        ...(requestSignature ? { requestSignatureLabel: requestSignature.label } : {}),
-      });
-      if (isRejection(signingOptions)) throw new Error(signingOptions.text);
-      const signed = await rfc9421.signAsync(signingOptions);
-      if (isRejection(signed)) throw new Error(signed.text);
-      return { ...added, "Signature-Input": signed.signatureInput, Signature: signed.signature };
+      const sign = signers.get(request.dialect);
+      if (!sign)
+        throw new Error(`the signing dialect '${request.dialect}' cannot sign responses in this build`);
+      return sign(body, joinedHeaders(headers), status, request);
     },
   };
 }

@@ -15,16 +15,12 @@ import {
   type Step,
 } from "../checks/index.js";
 import type { RevocationConfig } from "../config/schema.js";
-import { isRejection } from "../errors.js";
-import { type AlgorithmName, headerValue, parseSignatureHeader } from "../signature/index.js";
-import type { HttpHeadersPayloadStyle, JwsAlgorithm } from "../signature/jws/index.js";
-import type { Rfc9421Algorithm } from "../signature/rfc9421/index.js";
+import { type AlgorithmName, headerValue } from "../signature/index.js";
 import { parseOnlyCertificates, ReportOfCertificate, trustedCertificates } from "./explain-request.js";
 import {
-  describeCertificate,
   describeCertificateValue,
+  describeKeyId,
   describeProtectedHeader,
-  describeSignature,
   type Explanation,
   Outcomes,
 } from "./explanation.js";
@@ -36,15 +32,13 @@ export interface ResponseExplainOptions {
   readonly dialect?: Dialect;
   /** draft-cavage's algorithms. */
   readonly algorithms: readonly AlgorithmName[];
-  /** The other dialects' (default: every one the gateway knows, so a refusal names the real problem). */
-  readonly rfc9421Algorithms?: readonly Rfc9421Algorithm[];
-  readonly jadesAlgorithms?: readonly JwsAlgorithm[];
-  readonly ukObAlgorithms?: readonly JwsAlgorithm[];
-  /** UK OB: the trust anchors `tan` may name (default `openbanking.org.uk`). */
-  readonly ukObTan?: readonly string[];
-  /** UK OB: accept `b64: false` (a bank on Read/Write API 3.1.3 or earlier). */
-  readonly ukObAllowB64False?: boolean;
-  readonly jadesPayloadStyle?: HttpHeadersPayloadStyle;
+  /**
+   * The bank profile's `responses` keys (`--profile`), each dialect's read by its unit (without them,
+   * the other dialects accept every algorithm the gateway knows, so a refusal names the real problem).
+   */
+  readonly responses?: Readonly<Record<string, unknown>>;
+  /** The bank profile's `signing` rules (`--profile`), which a unit may read (JAdES its payload style). */
+  readonly signing?: Readonly<Record<string, unknown>>;
   /** The scheme the request was sent with: RFC 9421's `"@target-uri";req` (default https). */
   readonly scheme?: "https" | "http";
   /** The header the bank sends its QSealC in, as the user wrote it (draft-cavage and RFC 9421). */
@@ -58,9 +52,8 @@ export interface ResponseExplainOptions {
   readonly revocation?: RevocationConfig;
 }
 
-/** The steps that need the request, or the body: left out, and said why, when the file lacks them. */
+/** The outline's step that needs the request: left out, and said why, when the files lack it. */
 const NEEDS_REQUEST = new Set(["request-id"]);
-const NEEDS_BODY = new Set(["digest", "content-digest"]);
 
 export async function explainResponse(
   response: DumpedResponse,
@@ -93,31 +86,22 @@ export async function explainResponse(
     certificateHeader: options.certificateHeader.toLowerCase(),
     dateToleranceMs: options.dateToleranceMs,
     now: () => options.now,
-    responses: { ...options },
-    signing: options.jadesPayloadStyle ? { jades: { payloadStyle: options.jadesPayloadStyle } } : undefined,
+    responses: { ...options.responses, algorithms: options.algorithms },
+    signing: options.signing,
   });
-  const certificateHeader = options.certificateHeader.toLowerCase();
+  const explaining = unit.responseExplaining;
   if (!request) {
     steps = steps.filter((s) => !NEEDS_REQUEST.has(s.name));
     notChecked.push(
       "that it answers your request, by its X-Request-ID (give --request <file>, or a curl -v dump holding both)",
+      ...(explaining?.withoutRequest?.(response.headers) ?? []),
     );
-    if (dialect === "rfc9421")
-      notChecked.push(
-        'the signature binds the answer to the request ("@method";req, "@target-uri";req): without --request the signature step fails',
-      );
-    const signed = parseSignatureHeader(response.headers["signature"]);
-    if (dialect === "cavage" && !isRejection(signed) && signed.headers.includes("(request-target)"))
-      notChecked.push(
-        "the signature covers (request-target), which is the request's: without --request it is rebuilt from an empty target and fails",
-      );
   }
   if (response.body === undefined) {
-    // UK OB signs the body itself: without it, its signature cannot be checked.
-    const bodyless = dialect === "uk-ob" ? new Set([...NEEDS_BODY, "signature", "claims"]) : NEEDS_BODY;
+    const bodyless = new Set(explaining?.needsBody ?? []);
     steps = steps.filter((s) => !bodyless.has(s.name));
     notChecked.push(
-      `the body against ${dialect === "uk-ob" ? "the signature" : dialect === "rfc9421" ? "Content-Digest" : "Digest"} (the dump holds no body: give --body <file>)`,
+      `the body against ${explaining?.bodyCheckedAgainst ?? "its signature"} (the dump holds no body: give --body <file>)`,
     );
   }
   const outcomes = new Outcomes();
@@ -131,7 +115,16 @@ export async function explainResponse(
   });
   await runSteps(steps, check, outcomes.observer);
   const list = outcomes.finish(steps);
-  const jwsCertificate = check.jades?.header.x5c.base64[0] ?? check.ukOb?.header.x5c?.base64[0];
+  // What the unit shows of the answer (its signature's state is in the check's dialect slot).
+  const { certificate, keyId, protectedHeader, ...shown } = explaining?.explain(check, {
+    method,
+    target,
+    body: response.body,
+    certificateHeader: options.certificateHeader,
+  }) ?? {
+    certificateHeader: options.certificateHeader,
+    certificate: headerValue(response.headers, options.certificateHeader.toLowerCase()),
+  };
   return reports.with({
     passed: list.every((o) => o.outcome === "passed"),
     dialect,
@@ -139,22 +132,10 @@ export async function explainResponse(
     response: { status: response.status },
     steps: list,
     notChecked,
-    ...(dialect === "jades" || dialect === "uk-ob"
-      ? {
-          certificateHeader: "x5c of x-jws-signature",
-          ...describeCertificateValue(jwsCertificate),
-          ...(check.jades ? { signedHeaders: [...check.jades.header.pars] } : {}),
-          ...describeProtectedHeader((check.jades ?? check.ukOb)?.jws.header),
-        }
-      : {
-          certificateHeader: options.certificateHeader,
-          ...describeCertificate(response.headers, certificateHeader),
-          ...(dialect === "rfc9421"
-            ? check.httpSignature
-              ? { signedHeaders: check.httpSignature.components.map((c) => c.serialized) }
-              : {}
-            : describeSignature({ method, target, headers: response.headers, body: response.body })),
-        }),
+    ...shown,
+    ...describeCertificateValue(certificate),
+    ...(keyId === undefined ? {} : { keyId: describeKeyId(keyId) }),
+    ...describeProtectedHeader(protectedHeader),
   });
 }
 

@@ -209,12 +209,9 @@ async function verifyResponse(
     algorithms: values.algorithm === undefined && rules ? rules.algorithms : given.algorithms,
     ...(rules
       ? {
-          rfc9421Algorithms: rules.rfc9421Algorithms,
-          jadesAlgorithms: rules.jadesAlgorithms,
-          ukObAlgorithms: rules.ukObAlgorithms,
-          ukObTan: rules.ukObTan,
-          ukObAllowB64False: rules.ukObAllowB64False,
-          jadesPayloadStyle: profile!.signing.jades.payloadStyle,
+          // Each dialect's own keys of the profile's `responses`, read by its unit.
+          responses: rules,
+          signing: profile!.signing,
           scheme: profile!.url.toLowerCase().startsWith("http:") ? ("http" as const) : ("https" as const),
         }
       : {}),

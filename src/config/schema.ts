@@ -5,13 +5,13 @@
 
 import { isAbsolute, resolve } from "node:path";
 import { z } from "zod";
-import { type Dialect, dialectNames, dialectUnit, headBoundByTls } from "../checks/index.js";
+import { headerName } from "../checks/dialects/config-names.js";
+import { type Dialect, dialectNames, dialectUnit, dialectUnits, headBoundByTls } from "../checks/index.js";
 import { PSD2_ROLES, type Psd2Role } from "../eidas/index.js";
 import { DEFAULT_UNATTENDED_ROUTES } from "../limits/index.js";
 import { isLoopbackHost } from "../loopback.js";
 import { ELIGIBLE_HEADERS } from "../signature/index.js";
-import { JWS_ALGORITHMS } from "../signature/jws/index.js";
-import { FAPI_RESPONSE_PROFILES, RFC9421_ALGORITHMS } from "../signature/rfc9421/index.js";
+import { FAPI_RESPONSE_PROFILES } from "../signature/rfc9421/index.js";
 import { restartOnly } from "./restart.js";
 
 const seconds = (def: number) => z.number().positive().default(def);
@@ -27,10 +27,6 @@ const path = z
   .string()
   .min(1)
   .transform((p) => (baseDir !== undefined && !isAbsolute(p) ? resolve(baseDir, p) : p));
-const headerName = z
-  .string()
-  .regex(/^[A-Za-z0-9-]+$/, "an HTTP header name (letters, digits and '-')")
-  .transform((s) => s.toLowerCase());
 
 export { PSD2_ROLES, type Psd2Role };
 
@@ -242,77 +238,36 @@ const dialectList = z
   .min(1)
   .refine((list) => new Set(list).size === list.length, "name each dialect once");
 
-/** Which signing dialects a request may use (src/checks/dialects.ts). */
-const dialects = z
-  .object({
-    /**
-     * Accepted on every path without a route of its own, in order of preference: a request that
-     * carries the signatures of two is verified by the first.
-     */
-    accept: dialectList.default(["cavage"]),
-    /** Path prefixes (whole segments, lower-case) with their own list; the longest matching wins. */
-    routes: z
-      .array(z.object({ prefix: z.string().startsWith("/"), accept: dialectList }).strict())
-      .default([]),
-    /** draft-cavage-12 as signers send it today (`hs2019` is `verification.algorithms`'). */
-    cavage: z
-      .object({
-        /**
-         * A signed `(created)` (with its `created` parameter) may stand for the Date header. `created`
-         * and `expires`, when sent, are judged against the clock whatever this says.
-         */
-        createdForDate: z.boolean().default(false),
-      })
-      .strict()
-      .prefault({}),
-    /** RFC 9421 HTTP Message Signatures as FAPI 2.0 profiles them. */
-    rfc9421: z
-      .object({
-        algorithms: z
-          .array(z.enum(RFC9421_ALGORITHMS))
-          .min(1)
-          .default(["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"]),
-        /** How old a signature's `created` may be (besides dateToleranceSeconds of clock skew). */
-        maxAgeSeconds: seconds(300),
-        /**
-         * The scheme of `@target-uri` as the TPP signs it: the URL it called. `https` even when TLS
-         * ends before the gateway; `http` only for a plain-HTTP test setup.
-         */
-        scheme: z.enum(["https", "http"]).default("https"),
-      })
-      .strict()
-      .prefault({}),
-    /** JAdES detached JWS in x-jws-signature (Berlin Group openFinance API Framework 2.x). */
-    jades: z
-      .object({
-        algorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256", "RS256", "ES256"]),
-        /**
-         * The HttpHeaders payload's layout: `obp-api` (every line ends in LF, values as sent: OBP-API)
-         * or `etsi` (lines joined by LF, values trimmed: the European Commission's DSS library).
-         */
-        payloadStyle: z.enum(["obp-api", "etsi"]).default("obp-api"),
-      })
-      .strict()
-      .prefault({}),
-    /** UK Open Banking's detached JWS over the body in x-jws-signature. */
-    ukOb: z
-      .object({
-        algorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256"]),
-        /** The trust anchors the `tan` claim may name. */
-        tan: z.array(z.string().min(1)).min(1).default(["openbanking.org.uk"]),
-        /** Accept `b64: false` with the raw body signed (Read/Write API 3.1.3 and earlier). */
-        allowB64False: z.boolean().default(false),
-      })
-      .strict()
-      .prefault({}),
-  })
-  .strict();
+/**
+ * Which signing dialects a request may use (src/checks/dialects.ts), and each registered dialect's
+ * own options: its unit's config fragment (`DialectUnit.config`) under its key, in the table's order.
+ */
+function dialectsSchema() {
+  const own: Record<string, z.ZodType> = {};
+  for (const unit of dialectUnits()) {
+    if (unit.config) own[unit.config.key] = unit.config.verification.prefault({});
+  }
+  return z
+    .object({
+      /**
+       * Accepted on every path without a route of its own, in order of preference: a request that
+       * carries the signatures of two is verified by the first.
+       */
+      accept: dialectList.default(["cavage"]),
+      /** Path prefixes (whole segments, lower-case) with their own list; the longest matching wins. */
+      routes: z
+        .array(z.object({ prefix: z.string().startsWith("/"), accept: dialectList }).strict())
+        .default([]),
+      ...own,
+    })
+    .strict();
+}
 
 const QC_TYPES = ["eseal", "web", "esign"] as const;
 
 const verification = z
   .object({
-    dialects: dialects.prefault({}),
+    dialects: dialectsSchema().prefault({}),
     /**
      * The certificate kinds (ETSI EN 319 412-5 QcType) accepted for each use: the signing
      * certificate a QSealC, the TLS client certificate a QWAC, unless widened here.
@@ -1027,6 +982,19 @@ export const configSchema = z
     message:
       "uk-ob is accepted, and its signature covers the body only: its requests are bound to the TPP by the mutual-TLS QWAC, so set listen.clientCertificate to request or require (or stop accepting uk-ob)",
     path: ["listen", "clientCertificate"],
+  })
+  // Every answer is signed in its request's dialect: one whose unit cannot sign answers is refused
+  // here rather than answered in another dialect or unsigned.
+  .superRefine((c, ctx) => {
+    if (c.responseSigning === undefined) return;
+    for (const dialect of new Set(acceptedDialects(c))) {
+      if (dialectUnit(dialect)?.responseSigner) continue;
+      ctx.addIssue({
+        code: "custom",
+        path: ["responseSigning"],
+        message: `the signing dialect '${dialect}' cannot sign responses in this build, and responseSigning signs every answer in its request's dialect: stop accepting '${dialect}' (verification.dialects) or remove responseSigning`,
+      });
+    }
   });
 
 /** Every dialect the config accepts, anywhere. */
@@ -1053,188 +1021,152 @@ const signedHeaderName = z
 /** SPEC 5.5: `(request-target)` and every eligible header present. */
 export const DEFAULT_SIGNED_HEADERS = ["(request-target)", ...ELIGIBLE_HEADERS];
 
+/** Each registered dialect's signing rules (`banks[].signing.<key>`), in the table's order. */
+function signingFragments(): Record<string, z.ZodType> {
+  const fragments: Record<string, z.ZodType> = {};
+  for (const unit of dialectUnits()) {
+    if (unit.config?.signing) fragments[unit.config.key] = unit.config.signing.prefault({});
+  }
+  return fragments;
+}
+
 /** How one bank wants requests signed (real banks' verifiers differ); every default is SPEC 5. */
-const signingRules = z
-  .object({
-    /**
-     * `cavage` (draft-cavage Signature, Berlin Group NextGenPSD2 1.3: every key below applies),
-     * `rfc9421` (FAPI 2.0 HTTP Signatures with the Berlin Group certificate and keyId: `rfc9421` and
-     * `keyId.value` apply) or `jades` (a JAdES detached JWS in x-jws-signature, Berlin Group
-     * openFinance 2.x: `jades` applies) or `uk-ob` (UK Open Banking's detached JWS over the body:
-     * `ukOb` applies). The bank's responses are checked in the same dialect.
-     */
-    dialect: dialectName.default("cavage"),
-    rfc9421: z
-      .object({
-        /** Default the key's own: rsa-pss-sha512 for RSA, ecdsa-p256-sha256, ed25519. */
-        algorithm: z.enum(RFC9421_ALGORITHMS).optional(),
-        /**
-         * Headers covered when the request carries them, after FAPI 2.0's own components,
-         * TPP-Signature-Certificate and X-Request-ID (a bank that wants more covered names them here).
-         */
-        headers: z.array(headerName).default(["psu-id", "psu-corporate-id", "tpp-redirect-uri"]),
-      })
-      .strict()
-      .prefault({}),
-    jades: z
-      .object({
-        /** Default PS256 for an RSA key, ES256 for an EC key. */
-        algorithm: z.enum(JWS_ALGORITHMS).optional(),
-        /** Sent as the JWS `kid` when the bank wants one. */
-        kid: z.string().min(1).optional(),
-        /**
-         * Name the QSealC by `x5t#S256` alone, without x5c (ING's recipe), for a bank that knows the
-         * certificate already; default false: x5c carries it.
-         */
-        byReference: z.boolean().default(false),
-        payloadStyle: z.enum(["obp-api", "etsi"]).default("obp-api"),
-        /**
-         * sigD.pars when the request carries them, after `(request-target)`, `digest` and
-         * `x-request-id` (always signed), in this order.
-         */
-        headers: z.array(headerName).default(["psu-id", "psu-corporate-id", "tpp-redirect-uri"]),
-      })
-      .strict()
-      .prefault({}),
-    ukOb: z
-      .object({
-        algorithm: z.enum(JWS_ALGORITHMS).default("PS256"),
-        /** Default the QSealC's Berlin Group keyId. */
-        kid: z.string().min(1).optional(),
-        /** Default the QSealC's organizationIdentifier; UK OB TPPs often send `<org id>/<software id>`. */
-        iss: z.string().min(1).optional(),
-        tan: z.string().min(1).default("openbanking.org.uk"),
-        /** Sign as Read/Write API 3.1.3 and earlier: `b64: false` among the crit claims, the raw body signed. */
-        b64False: z.boolean().default(false),
-      })
-      .strict()
-      .prefault({}),
-    /** Signing order; each is signed when the request carries it, (request-target) always. */
-    headers: z.array(signedHeaderName).min(1).default(DEFAULT_SIGNED_HEADERS),
-    algorithm: z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256"]).optional(),
-    /** The token written in the Signature header when the bank wants another (`SHA256withRSA`, `hs2019`). */
-    algorithmToken: z
-      .string()
-      .regex(/^[A-Za-z0-9-]+$/)
-      .optional(),
-    keyId: z
-      .object({
-        serial: z.enum(["upper-hex", "lower-hex", "decimal"]).default("upper-hex"),
-        issuerSeparator: z.enum([",", ", "]).default(","),
-        spaces: z.enum(["keep", "percent-20"]).default("keep"),
-        /** A fixed keyId instead of SN=…,CA=… (a bank that uses the OAuth client id). */
-        value: z.string().min(1).optional(),
-      })
-      .strict()
-      .prefault({}),
-    digest: z
-      .object({
-        algorithms: z
-          .array(z.enum(["sha-256", "sha-512"]))
-          .min(1)
-          .default(["sha-256"]),
-        token: z.enum(["upper", "lower"]).default("upper"),
-        emptyBody: z.enum(["hash", "omit"]).default("hash"),
-      })
-      .strict()
-      .prefault({}),
-    certificateHeader: z
-      .object({
-        name: wireHeaderName.default("TPP-Signature-Certificate"),
-        format: z.enum(["base64-der", "pem", "base64-pem"]).default("base64-der"),
-      })
-      .strict()
-      .prefault({}),
-  })
-  .strict();
+const signingRulesOf = () =>
+  z
+    .object({
+      /**
+       * `cavage` (draft-cavage Signature, Berlin Group NextGenPSD2 1.3: every key below applies),
+       * `rfc9421` (FAPI 2.0 HTTP Signatures with the Berlin Group certificate and keyId: `rfc9421` and
+       * `keyId.value` apply) or `jades` (a JAdES detached JWS in x-jws-signature, Berlin Group
+       * openFinance 2.x: `jades` applies) or `uk-ob` (UK Open Banking's detached JWS over the body:
+       * `ukOb` applies). The bank's responses are checked in the same dialect.
+       */
+      dialect: dialectName.default("cavage"),
+      // Each dialect's own rules, under its key: its unit's config fragment (`DialectUnit.config.signing`).
+      ...signingFragments(),
+      /** Signing order; each is signed when the request carries it, (request-target) always. */
+      headers: z.array(signedHeaderName).min(1).default(DEFAULT_SIGNED_HEADERS),
+      algorithm: z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256"]).optional(),
+      /** The token written in the Signature header when the bank wants another (`SHA256withRSA`, `hs2019`). */
+      algorithmToken: z
+        .string()
+        .regex(/^[A-Za-z0-9-]+$/)
+        .optional(),
+      keyId: z
+        .object({
+          serial: z.enum(["upper-hex", "lower-hex", "decimal"]).default("upper-hex"),
+          issuerSeparator: z.enum([",", ", "]).default(","),
+          spaces: z.enum(["keep", "percent-20"]).default("keep"),
+          /** A fixed keyId instead of SN=…,CA=… (a bank that uses the OAuth client id). */
+          value: z.string().min(1).optional(),
+        })
+        .strict()
+        .prefault({}),
+      digest: z
+        .object({
+          algorithms: z
+            .array(z.enum(["sha-256", "sha-512"]))
+            .min(1)
+            .default(["sha-256"]),
+          token: z.enum(["upper", "lower"]).default("upper"),
+          emptyBody: z.enum(["hash", "omit"]).default("hash"),
+        })
+        .strict()
+        .prefault({}),
+      certificateHeader: z
+        .object({
+          name: wireHeaderName.default("TPP-Signature-Certificate"),
+          format: z.enum(["base64-der", "pem", "base64-pem"]).default("base64-der"),
+        })
+        .strict()
+        .prefault({}),
+    })
+    .strict();
+
+/** Each registered dialect's keys of `banks[].responses`, in the table's order. */
+function responseFragments(): Record<string, z.ZodType> {
+  return Object.assign({}, ...[...dialectUnits()].map((unit) => unit.config?.responses ?? {}));
+}
 
 /** Checking the bank's signed responses. */
-const responseVerification = z
-  .object({
-    /** `off`, `advisory` (log and count a failure, pass the response on) or `enforce` (502 instead). */
-    mode: z.enum(["off", "advisory", "enforce"]).default("off"),
-    /** CA certificates (PEM) the bank's QSealC must chain to. */
-    caDir: path.optional(),
-    crlDir: path.optional(),
-    /** How the bank's certificate (and its CAs) are checked for revocation: the same options as ingress's. */
-    revocation: revocation.prefault({}),
-    certificateHeader: headerName.default("aspsp-signature-certificate"),
-    dateToleranceSeconds: seconds(60),
-    algorithms: z
-      .array(z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256", "hs2019"]))
-      .min(1)
-      .default(["rsa-sha256"]),
-    /**
-     * What an RFC 9421 answer must bind of the request: `full` (FAPI 2.0 HTTP Signatures draft -01:
-     * `@method`, `@target-uri`, the request's content-digest, signature and signature-input, all
-     * `;req`) or `method-target` (`"@method";req` and `"@target-uri";req` only: a bank that signs
-     * as this gateway did before).
-     */
-    rfc9421Profile: z.enum(FAPI_RESPONSE_PROFILES).default("full"),
-    /** The algorithms of a bank answering in RFC 9421 (`signing.dialect: rfc9421`). */
-    rfc9421Algorithms: z
-      .array(z.enum(RFC9421_ALGORITHMS))
-      .min(1)
-      .default(["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"]),
-    /** The algorithms and trust anchors of a bank answering in UK Open Banking (`signing.dialect: uk-ob`). */
-    ukObAlgorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256"]),
-    ukObTan: z.array(z.string().min(1)).min(1).default(["openbanking.org.uk"]),
-    /** Accept a UK OB answer signed with `b64: false` (a bank on Read/Write API 3.1.3 or earlier). */
-    ukObAllowB64False: z.boolean().default(false),
-    /** The algorithms of a bank answering in JAdES (`signing.dialect: jades`). */
-    jadesAlgorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256", "RS256", "ES256"]),
-    /** A response body larger than this cannot be checked: 502 under enforce, unchecked under advisory. */
-    maxBodyBytes: z
-      .number()
-      .int()
-      .positive()
-      .default(1024 * 1024),
-  })
-  .strict()
-  .refine((r) => r.mode === "off" || r.caDir !== undefined, {
-    message: "response verification needs caDir (the CAs the bank's signing certificate chains to)",
-    path: ["caDir"],
-  });
-
-const bankProfile = z
-  .object({
-    /** Names the bank in metrics, logs and the gateway's own error texts. */
-    name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, "lower-case letters, digits, '-' and '_'"),
-    /** Requests under this path prefix (whole segments) go to this bank, with the prefix removed. */
-    prefix: z
-      .string()
-      .regex(/^\/[^?#]*[^/?#]$/, "a path such as /demo, without a trailing slash")
-      .optional(),
-    /** Requests with this Host (port ignored) go to this bank. */
-    host: z.string().min(1).optional(),
-    /** The bank's API base URL; its path is put before the request's path. */
-    url: z.url({ protocol: /^https?$/ }),
-    /** CA (PEM) for the bank's TLS server certificate; default the system's CAs. */
-    ca: path.optional(),
-    /** The QWAC, presented for mutual TLS. */
-    qwac: credentials.optional(),
-    /** The QSealC that signs every request. */
-    qseal: credentials,
-    /** Added to every request to this bank that does not carry them (TPP-Redirect-URI, …); signed like the rest. */
-    defaultHeaders: z.record(wireHeaderName, z.string()).default({}),
-    signing: signingRules.prefault({}),
-    responses: responseVerification.prefault({}),
-    timeoutSeconds: seconds(30),
-    connections: z.number().int().positive().default(32),
-  })
-  .strict()
-  .refine((b) => b.prefix !== undefined || b.host !== undefined, {
-    message: "a bank profile needs a prefix or a host to be reached by",
-  })
-  // A dialect whose unit has no response checks cannot have its bank's responses verified.
-  .superRefine((b, ctx) => {
-    if (b.responses.mode === "off" || dialectUnit(b.signing.dialect)?.responseChecks) return;
-    ctx.addIssue({
-      code: "custom",
-      path: ["responses", "mode"],
-      message: `the signing dialect '${b.signing.dialect}' has no response checks in this build: set responses.mode: off for this bank, or sign in a dialect whose responses can be verified`,
+const responseVerificationOf = () =>
+  z
+    .object({
+      /** `off`, `advisory` (log and count a failure, pass the response on) or `enforce` (502 instead). */
+      mode: z.enum(["off", "advisory", "enforce"]).default("off"),
+      /** CA certificates (PEM) the bank's QSealC must chain to. */
+      caDir: path.optional(),
+      crlDir: path.optional(),
+      /** How the bank's certificate (and its CAs) are checked for revocation: the same options as ingress's. */
+      revocation: revocation.prefault({}),
+      certificateHeader: headerName.default("aspsp-signature-certificate"),
+      dateToleranceSeconds: seconds(60),
+      algorithms: z
+        .array(z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256", "hs2019"]))
+        .min(1)
+        .default(["rsa-sha256"]),
+      // Each dialect's keys for checking answers in it: its unit's config fragment (`DialectUnit.config.responses`).
+      ...responseFragments(),
+      /** A response body larger than this cannot be checked: 502 under enforce, unchecked under advisory. */
+      maxBodyBytes: z
+        .number()
+        .int()
+        .positive()
+        .default(1024 * 1024),
+    })
+    .strict()
+    .refine((r) => r.mode === "off" || r.caDir !== undefined, {
+      message: "response verification needs caDir (the CAs the bank's signing certificate chains to)",
+      path: ["caDir"],
     });
-  });
+
+const bankProfileOf = () =>
+  z
+    .object({
+      /** Names the bank in metrics, logs and the gateway's own error texts. */
+      name: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, "lower-case letters, digits, '-' and '_'"),
+      /** Requests under this path prefix (whole segments) go to this bank, with the prefix removed. */
+      prefix: z
+        .string()
+        .regex(/^\/[^?#]*[^/?#]$/, "a path such as /demo, without a trailing slash")
+        .optional(),
+      /** Requests with this Host (port ignored) go to this bank. */
+      host: z.string().min(1).optional(),
+      /** The bank's API base URL; its path is put before the request's path. */
+      url: z.url({ protocol: /^https?$/ }),
+      /** CA (PEM) for the bank's TLS server certificate; default the system's CAs. */
+      ca: path.optional(),
+      /** The QWAC, presented for mutual TLS. */
+      qwac: credentials.optional(),
+      /** The QSealC that signs every request. */
+      qseal: credentials,
+      /** Added to every request to this bank that does not carry them (TPP-Redirect-URI, …); signed like the rest. */
+      defaultHeaders: z.record(wireHeaderName, z.string()).default({}),
+      signing: signingRulesOf().prefault({}),
+      responses: responseVerificationOf().prefault({}),
+      timeoutSeconds: seconds(30),
+      connections: z.number().int().positive().default(32),
+    })
+    .strict()
+    .refine((b) => b.prefix !== undefined || b.host !== undefined, {
+      message: "a bank profile needs a prefix or a host to be reached by",
+    })
+    // A dialect whose unit has no response checks cannot have its bank's responses verified.
+    .superRefine((b, ctx) => {
+      if (b.responses.mode === "off" || dialectUnit(b.signing.dialect)?.responseChecks) return;
+      ctx.addIssue({
+        code: "custom",
+        path: ["responses", "mode"],
+        message: `the signing dialect '${b.signing.dialect}' has no response checks in this build: set responses.mode: off for this bank, or sign in a dialect whose responses can be verified`,
+      });
+    });
+
+/** The bank profiles, with the signing rules of every dialect registered so far. */
+const banksOf = () =>
+  z
+    .array(bankProfileOf())
+    .min(1)
+    .refine((banks) => new Set(banks.map((b) => b.name)).size === banks.length, "bank names must differ");
 
 const sharedOperations = {
   log: logSchema,
@@ -1275,10 +1207,7 @@ export const egressConfigSchema = z
       .object({ pollSeconds: z.number().positive().default(10) })
       .strict()
       .prefault({}),
-    banks: z
-      .array(bankProfile)
-      .min(1)
-      .refine((banks) => new Set(banks.map((b) => b.name)).size === banks.length, "bank names must differ"),
+    banks: banksOf(),
     /** Absent: no evidence is kept. A record of every bank answer whose signature was checked (responses.mode advisory or enforce). */
     evidence: restartOnly(evidence.optional(), "the evidence store is opened at start"),
     ...sharedOperations,
@@ -1288,22 +1217,59 @@ export const egressConfigSchema = z
 export type EgressConfig = z.output<typeof egressConfigSchema>;
 export type RevocationConfig = z.output<typeof revocation>;
 export type BankProfileConfig = EgressConfig["banks"][number];
-export type SigningRulesConfig = z.output<typeof signingRules>;
+export type SigningRulesConfig = z.output<ReturnType<typeof signingRulesOf>>;
+
+/**
+ * The egress schema and the signing rules with every dialect registered so far: one registered
+ * after this module loaded brings its signing rules; rebuilt once per table size.
+ */
+let currentEgress = {
+  dialects: dialectNames().length,
+  schema: egressConfigSchema,
+  signing: signingRulesOf(),
+};
+function egressSchemas(): typeof currentEgress {
+  const size = dialectNames().length;
+  if (size !== currentEgress.dialects) {
+    const schema = egressConfigSchema.safeExtend({
+      banks: banksOf(),
+    }) as unknown as typeof egressConfigSchema;
+    currentEgress = { dialects: size, schema, signing: signingRulesOf() };
+  }
+  return currentEgress;
+}
 
 /** A bank profile's `signing` rules from the given keys and the defaults (`sign --dialect` without a profile). */
 export function parseSigningRules(raw: unknown): SigningRulesConfig {
-  return signingRules.parse(raw);
+  return egressSchemas().signing.parse(raw);
 }
 export type CredentialsConfig = z.output<typeof credentials>;
 export type AnyGatewayConfig = GatewayConfig | EgressConfig;
 
+/**
+ * The ingress schema with every dialect registered so far: one registered after this module loaded
+ * (a test's, a build's own) brings its config fragment; rebuilt once per table size.
+ */
+let current = { dialects: dialectNames().length, schema: configSchema };
+function currentConfigSchema(): typeof configSchema {
+  const size = dialectNames().length;
+  if (size !== current.dialects) {
+    const dialects = dialectsSchema().prefault({});
+    const schema = configSchema.safeExtend({
+      verification: verification.safeExtend({ dialects }).prefault({}),
+    }) as unknown as typeof configSchema;
+    current = { dialects: size, schema };
+  }
+  return current.schema;
+}
+
 /** Validates `raw`; relative file paths become absolute, relative to `dir` (the config file's folder). */
 export function parseConfig(raw: unknown, dir?: string) {
-  return withBaseDir(dir, () => configSchema.safeParse(raw));
+  return withBaseDir(dir, () => currentConfigSchema().safeParse(raw));
 }
 
 export function parseEgressConfig(raw: unknown, dir?: string) {
-  return withBaseDir(dir, () => egressConfigSchema.safeParse(raw));
+  return withBaseDir(dir, () => egressSchemas().schema.safeParse(raw));
 }
 
 function withBaseDir<T>(dir: string | undefined, parse: () => T): T {

@@ -11,6 +11,7 @@ import {
   checkDate,
   matchSignatureKeyId,
   parseSignatureHeader,
+  type SignatureParams,
   verifyDigest,
   verifySignatureOver,
 } from "../../signature/index.js";
@@ -26,6 +27,9 @@ export interface CavageResponseOptions {
   readonly algorithms: readonly AlgorithmName[];
   readonly now?: () => number;
 }
+
+/** The response's Signature header, read by `signature-parameters`, in the check's dialect slot. */
+const paramsOf = (c: ResponseCheck): SignatureParams => c.dialectState as SignatureParams;
 
 /** The headers a response signature must cover when the response carries them. */
 const RESPONSE_SIGNED_HEADERS = ["digest", "x-request-id", "date"];
@@ -63,23 +67,23 @@ export function cavageResponseChecks(options: CavageResponseOptions): Step<Respo
         run: (c) => {
           const params = parseSignatureHeader(c.header("signature"));
           if (isRejection(params)) return params;
-          c.params = params;
+          c.dialectState = params;
           return undefined;
         },
       },
       {
         name: "key-id",
         run: (c) => {
-          const matched = matchSignatureKeyId(c.params!, c.bank!.keyIdTarget);
+          const matched = matchSignatureKeyId(paramsOf(c), c.bank!.keyIdTarget);
           return matched === true ? undefined : matched;
         },
       },
       {
         name: "coverage",
         run: (c) => {
-          const coverage = checkCoverage(c.params!.headers, c.response.headers, RESPONSE_SIGNED_HEADERS);
+          const coverage = checkCoverage(paramsOf(c).headers, c.response.headers, RESPONSE_SIGNED_HEADERS);
           if (coverage !== true) return coverage;
-          return c.params!.headers.includes("digest")
+          return paramsOf(c).headers.includes("digest")
             ? undefined
             : reject("SIGNATURE_INVALID", "the response's signature does not cover its Digest header");
         },
@@ -90,7 +94,7 @@ export function cavageResponseChecks(options: CavageResponseOptions): Step<Respo
           const { request, headers } = c.response;
           const verified = verifySignatureOver(
             { method: request.method, target: request.target, headers },
-            c.params!,
+            paramsOf(c),
             c.bank!.publicKey,
             options.algorithms,
           );

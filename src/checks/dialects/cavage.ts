@@ -6,6 +6,7 @@
  */
 
 import type { IncomingHttpHeaders } from "node:http";
+import { z } from "zod";
 import { isRejection, reject } from "../../errors.js";
 import {
   type AlgorithmName,
@@ -38,6 +39,17 @@ export interface CavageOptions {
   readonly createdForDate: boolean;
 }
 
+/** draft-cavage-12 as signers send it today (`hs2019` is `verification.algorithms`'): `verification.dialects.cavage`. */
+const cavageConfig = z
+  .object({
+    /**
+     * A signed `(created)` (with its `created` parameter) may stand for the Date header. `created`
+     * and `expires`, when sent, are judged against the clock whatever this says.
+     */
+    createdForDate: z.boolean().default(false),
+  })
+  .strict();
+
 /** A bank profile's draft-cavage signing rules (config `banks[].signing`: every key applies). */
 export interface CavageSigningRules {
   readonly algorithm?: SignerOptions["algorithm"] | undefined;
@@ -61,7 +73,8 @@ export const cavageDialect: DialectUnit<CavageOptions, CavageSigningRules> = {
   authenticates: "head",
   howToSign: "a Signature header (draft-cavage, SPEC 5.2) with TPP-Signature-Certificate",
   signatureStep: "signature",
-  defaults: { createdForDate: false },
+  defaults: cavageConfig.parse({}),
+  config: { key: "cavage", verification: cavageConfig },
   // RFC 9421 also sends a Signature header, always beside Signature-Input.
   detect: (headers) => headers.signature !== undefined && headers["signature-input"] === undefined,
   requiredHeaders: (headers, withBody) =>
@@ -74,6 +87,35 @@ export const cavageDialect: DialectUnit<CavageOptions, CavageSigningRules> = {
   }),
   responseChecks: ({ responses, ...common }) =>
     cavageResponseChecks({ ...common, algorithms: responses["algorithms"] as readonly AlgorithmName[] }),
+  responseExplaining: {
+    needsBody: ["digest"],
+    bodyCheckedAgainst: "Digest",
+    withoutRequest: (headers) => {
+      const signed = parseSignatureHeader(headerValue(headers, "signature"));
+      return !isRejection(signed) && signed.headers.includes("(request-target)")
+        ? [
+            "the signature covers (request-target), which is the request's: without --request it is rebuilt from an empty target and fails",
+          ]
+        : [];
+    },
+    explain: (check, { method, target, body, certificateHeader }) => ({
+      certificateHeader,
+      certificate: check.header(certificateHeader.toLowerCase()),
+      ...describeCavage({ method, target, headers: check.response.headers as IncomingHttpHeaders, body }),
+    }),
+  },
+  // An answer (SPEC 5.10): its Digest, Date and X-Request-ID as `responseSigning.headers` lists them.
+  responseSigner: ({ privateKey, certificateDer, certificateHeader, rules }) => {
+    const signer = new RequestSigner({
+      privateKey,
+      certificate: certificateDer,
+      headers: rules["headers"] as readonly string[],
+      certificateHeader: { name: certificateHeader },
+      // Header values from undici are one char per byte: keep those bytes.
+      headerEncoding: "latin1",
+    });
+    return (body, headers) => signer.sign({ method: "", target: "", headers, body });
+  },
   signer: ({ privateKey, certificateDer, rules, headerEncoding }) =>
     new RequestSigner({
       privateKey,

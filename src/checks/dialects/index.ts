@@ -18,6 +18,9 @@ const UNITS = new Map<Dialect, DialectUnit>();
 /** Adds a dialect to the table; a name is taken once. */
 export function registerDialect<Own, Rules>(unit: DialectUnit<Own, Rules>): void {
   if (UNITS.has(unit.name)) throw new Error(`the signing dialect '${unit.name}' is already registered`);
+  const key = unit.config?.key;
+  const holder = [...UNITS.values()].find((u) => key !== undefined && u.config?.key === key);
+  if (holder) throw new Error(`the config key '${key}' of '${unit.name}' is taken by '${holder.name}'`);
   UNITS.set(unit.name, unit as DialectUnit);
 }
 
@@ -50,16 +53,23 @@ export {
   responseOutline,
   StepsResponseVerifier,
 } from "./response-outline.js";
-export { type Rfc9421DialectOptions, requestMessage, verifiedRequestSignature } from "./rfc9421.js";
-export { type Rfc9421ResponseVerifierOptions, rfc9421ResponseChecks } from "./rfc9421-response.js";
+export type { Rfc9421DialectOptions } from "./rfc9421.js";
+export {
+  type Rfc9421ResponseVerifierOptions,
+  rfc9421ResponseChecks,
+} from "./rfc9421-response.js";
 export type { UkObDialectOptions } from "./uk-ob.js";
 export { type UkObResponseVerifierOptions, ukObResponseChecks } from "./uk-ob-response.js";
 export type {
   DialectExplanation,
   DialectSteps,
   DialectUnit,
+  ExplainedResponse,
   RequestSigning,
   ResponseCheckInput,
+  ResponseExplaining,
+  ResponseSignerInput,
   SharedDialectOptions,
   SignerInput,
+  SignResponse,
 } from "./unit.js";

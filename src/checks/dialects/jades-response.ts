@@ -11,7 +11,9 @@ import { verifyDigest } from "../../signature/index.js";
 import {
   algorithmFitsKey,
   buildHttpHeadersPayload,
+  type DetachedJws,
   type HttpHeadersPayloadStyle,
+  type JadesHeader,
   JWS_SIGNATURE_HEADER,
   type JwsAlgorithm,
   readJadesHeader,
@@ -22,6 +24,15 @@ import {
 import type { CertificateVerifier } from "../context.js";
 import type { Step } from "../runner.js";
 import { type ResponseCheck, requestIdStep, responseOutline } from "./response-outline.js";
+
+/** The response's JWS and its protected header, read by `jws-header`, in the check's dialect slot. */
+export const jadesResponseOf = (c: ResponseCheck): JadesResponseSignature | undefined =>
+  c.dialectState as JadesResponseSignature | undefined;
+
+interface JadesResponseSignature {
+  readonly jws: DetachedJws;
+  readonly header: JadesHeader;
+}
 
 export interface JadesResponseVerifierOptions {
   readonly certificates: CertificateVerifier;
@@ -46,7 +57,7 @@ export function jadesResponseChecks(options: JadesResponseVerifierOptions): Step
             requiredPars: ["digest", "x-request-id"],
           });
           if (isRejection(read)) return read;
-          c.jades = read;
+          c.dialectState = read;
           return undefined;
         },
       },
@@ -61,12 +72,12 @@ export function jadesResponseChecks(options: JadesResponseVerifierOptions): Step
         },
       },
     ],
-    certificate: (c) => c.jades!.header.x5c.base64[0]!,
+    certificate: (c) => jadesResponseOf(c)!.header.x5c.base64[0]!,
     verify: [
       {
         name: "signature",
         run: (c) => {
-          const { header, jws } = c.jades!;
+          const { header, jws } = jadesResponseOf(c)!;
           const key = c.bank!.publicKey;
           const fits = algorithmFitsKey(header.alg, key);
           if (isRejection(fits)) return fits;

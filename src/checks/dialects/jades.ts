@@ -5,8 +5,10 @@
  * certificate, role, replay and limits are the chain's shared steps.
  */
 
+import { z } from "zod";
 import { type KeyResolver, noKeyResolver, onResolved } from "../../eidas/index.js";
 import { isRejection, reject } from "../../errors.js";
+import { computeDigestHeader, headerValue, lowerCasedHeaders } from "../../signature/index.js";
 import {
   algorithmFitsKey,
   buildHttpHeadersPayload,
@@ -20,14 +22,16 @@ import {
   readJadesHeaderParts,
   signatureMismatch,
   signingInput,
+  signJadesAsync,
   verifyJwsSignature,
 } from "../../signature/jws/index.js";
 import { JadesRequestSigner } from "../../signature/jws/request-signer.js";
 import type { CheckContext } from "../context.js";
 import { digestHeaderMissing } from "../required-headers.js";
 import type { Step } from "../runner.js";
+import { headerName } from "./config-names.js";
 import { DIGEST_STEP } from "./digest-header.js";
-import { jadesResponseChecks } from "./jades-response.js";
+import { jadesResponseChecks, jadesResponseOf } from "./jades-response.js";
 import { jwsIsUkOb } from "./jws-family.js";
 import type { DialectUnit } from "./unit.js";
 
@@ -162,6 +166,18 @@ export function jadesSteps(options: JadesOptions): {
 /** JAdES's own options (config `verification.dialects.jades`). */
 export type JadesDialectOptions = Pick<JadesOptions, "algorithms" | "payloadStyle" | "keys">;
 
+/** JAdES detached JWS in x-jws-signature (Berlin Group openFinance API Framework 2.x): `verification.dialects.jades`. */
+const jadesConfig = z
+  .object({
+    algorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256", "RS256", "ES256"]),
+    /**
+     * The HttpHeaders payload's layout: `obp-api` (every line ends in LF, values as sent: OBP-API)
+     * or `etsi` (lines joined by LF, values trimmed: the European Commission's DSS library).
+     */
+    payloadStyle: z.enum(["obp-api", "etsi"]).default("obp-api"),
+  })
+  .strict();
+
 /** A bank profile's JAdES signing rules (config `banks[].signing.jades`). */
 export interface JadesSigningRules {
   readonly jades: {
@@ -202,6 +218,39 @@ export const jadesDialect: DialectUnit<JadesDialectOptions, JadesSigningRules> =
       algorithms: (responses["jadesAlgorithms"] as readonly JwsAlgorithm[] | undefined) ?? JWS_ALGORITHMS,
       ...(signing?.jades?.payloadStyle ? { payloadStyle: signing.jades.payloadStyle } : {}),
     }),
+  responseExplaining: {
+    needsBody: ["digest"],
+    bodyCheckedAgainst: "Digest",
+    explain: (check) => {
+      const jades = jadesResponseOf(check);
+      return {
+        certificateHeader: JWS_CERTIFICATE,
+        certificate: jades?.header.x5c.base64[0],
+        ...(jades ? { signedHeaders: [...jades.header.pars], protectedHeader: jades.jws.header } : {}),
+      };
+    },
+  },
+  /**
+   * An answer: Digest and X-Request-ID, and x-jws-signature over them with the bank's QSealC in x5c
+   * (openFinance signs responses as requests, their headers in sigD.pars).
+   */
+  responseSigner: ({ privateKey, certificateDer }) => {
+    const alg = privateKey.asymmetricKeyType === "ec" ? "ES256" : "PS256";
+    return async (body, headers, _status, request) => {
+      const added: Record<string, string> = { Digest: computeDigestHeader(body) };
+      const requestId = headers["x-request-id"] ?? headerValue(request.headers, "x-request-id");
+      if (requestId !== undefined) added["X-Request-ID"] = requestId;
+      const value = await signJadesAsync({
+        key: privateKey,
+        certificateChain: [certificateDer],
+        alg,
+        pars: requestId === undefined ? ["digest"] : ["digest", "x-request-id"],
+        sigT: Date.now(),
+        message: { headers: { ...headers, ...lowerCasedHeaders(added) } },
+      });
+      return { ...added, "x-jws-signature": value };
+    };
+  },
   signer: ({ privateKey, certificateDer, rules }) =>
     new JadesRequestSigner({
       privateKey,
@@ -216,7 +265,35 @@ export const jadesDialect: DialectUnit<JadesDialectOptions, JadesSigningRules> =
   howToSign: "an x-jws-signature header holding a JAdES detached JWS (Berlin Group openFinance)",
   signatureStep: "jades-signature",
   // Every algorithm the openFinance guidelines name, OBP-API's payload layout.
-  defaults: { algorithms: ["PS256", "RS256", "ES256"], payloadStyle: "obp-api" },
+  defaults: jadesConfig.parse({}),
+  config: {
+    key: "jades",
+    verification: jadesConfig,
+    responses: {
+      /** The algorithms of a bank answering in JAdES (`signing.dialect: jades`). */
+      jadesAlgorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256", "RS256", "ES256"]),
+    },
+    // `banks[].signing.jades`.
+    signing: z
+      .object({
+        /** Default PS256 for an RSA key, ES256 for an EC key. */
+        algorithm: z.enum(JWS_ALGORITHMS).optional(),
+        /** Sent as the JWS `kid` when the bank wants one. */
+        kid: z.string().min(1).optional(),
+        /**
+         * Name the QSealC by `x5t#S256` alone, without x5c (ING's recipe), for a bank that knows the
+         * certificate already; default false: x5c carries it.
+         */
+        byReference: z.boolean().default(false),
+        payloadStyle: z.enum(["obp-api", "etsi"]).default("obp-api"),
+        /**
+         * sigD.pars when the request carries them, after `(request-target)`, `digest` and
+         * `x-request-id` (always signed), in this order.
+         */
+        headers: z.array(headerName).default(["psu-id", "psu-corporate-id", "tpp-redirect-uri"]),
+      })
+      .strict(),
+  },
   steps(shared, own) {
     return {
       ...jadesSteps({ ...own, now: shared.now, toleranceMs: shared.dateToleranceMs }),

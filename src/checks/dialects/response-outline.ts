@@ -9,9 +9,7 @@
  */
 
 import { isRejection, type Rejection, reject } from "../../errors.js";
-import { type HeaderMap, headerValue, type SignatureParams } from "../../signature/index.js";
-import type { DetachedJws, JadesHeader, UkObHeader } from "../../signature/jws/index.js";
-import type { ParsedSignature } from "../../signature/rfc9421/index.js";
+import { type HeaderMap, headerValue } from "../../signature/index.js";
 import type { CertificateVerifier, TrustedCertificate } from "../context.js";
 import { Chain, type Step, type StepCounts, type StepObserver, type StepTrace } from "../runner.js";
 
@@ -37,14 +35,15 @@ export interface ResponseToVerify {
   readonly onBank?: (bank: TrustedCertificate, certificate: string | undefined) => void;
 }
 
-/** One response under check: what the steps found so far (each dialect's own signature, read). */
+/** One response under check: what the steps found so far. */
 export class ResponseCheck implements StepTrace {
   failedStep: string | undefined;
   bank: TrustedCertificate | undefined;
-  params: SignatureParams | undefined;
-  httpSignature: ParsedSignature | undefined;
-  jades: { readonly jws: DetachedJws; readonly header: JadesHeader } | undefined;
-  ukOb: { readonly jws: DetachedJws; readonly header: UkObHeader } | undefined;
+  /**
+   * The dialect's own state (its signature header read): one slot whatever the dialect, written and
+   * read only by its unit's response checks through the unit's accessor, as for a request's.
+   */
+  dialectState: unknown = undefined;
 
   constructor(readonly response: ResponseToVerify) {}
 

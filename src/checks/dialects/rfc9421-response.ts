@@ -15,6 +15,7 @@ import {
   checkFapiResponseSignature,
   FAPI_RESPONSE_TAG,
   type FapiResponseProfile,
+  type ParsedSignature,
   parseSignatures,
   type Rfc9421Algorithm,
   selectSignature,
@@ -25,6 +26,10 @@ import {
 import type { CertificateVerifier } from "../context.js";
 import type { Step } from "../runner.js";
 import { certificateIn, type ResponseCheck, requestIdStep, responseOutline } from "./response-outline.js";
+
+/** The response's `fapi-2-response` signature, read by `signature-input`, in the check's dialect slot. */
+export const responseSignatureOf = (c: ResponseCheck): ParsedSignature | undefined =>
+  c.dialectState as ParsedSignature | undefined;
 
 export interface Rfc9421ResponseVerifierOptions {
   readonly certificates: CertificateVerifier;
@@ -54,7 +59,7 @@ export function rfc9421ResponseChecks(options: Rfc9421ResponseVerifierOptions): 
           if (isRejection(all)) return all;
           const signature = selectSignature(all, { tag: FAPI_RESPONSE_TAG });
           if (isRejection(signature)) return signature;
-          c.httpSignature = signature;
+          c.dialectState = signature;
           return undefined;
         },
       },
@@ -71,7 +76,7 @@ export function rfc9421ResponseChecks(options: Rfc9421ResponseVerifierOptions): 
           if (c.header("x-request-id") !== undefined) coverAlways.push("x-request-id");
           return rejected(
             checkFapiResponseSignature(
-              c.httpSignature!,
+              responseSignatureOf(c)!,
               { status: response.status, headers: response.headers },
               {
                 coverAlways,
@@ -102,7 +107,7 @@ export function rfc9421ResponseChecks(options: Rfc9421ResponseVerifierOptions): 
       {
         name: "key-id",
         run: (c) => {
-          const keyid = c.httpSignature!.params.keyid;
+          const keyid = responseSignatureOf(c)!.params.keyid;
           if (keyid === undefined) return undefined;
           const named = matchKeyId(keyid, c.bank!.keyIdTarget);
           return named === true ? undefined : named;
@@ -118,7 +123,7 @@ export function rfc9421ResponseChecks(options: Rfc9421ResponseVerifierOptions): 
               "SIGNATURE_INVALID",
               "the request's URI is needed to check an RFC 9421 response signature (its ;req components)",
             );
-          const signature = c.httpSignature!;
+          const signature = responseSignatureOf(c)!;
           const base = signatureBase(
             signature.components,
             signature.serializedParams,

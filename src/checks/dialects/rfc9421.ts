@@ -6,16 +6,26 @@
  * the chain's shared steps.
  */
 
+import { z } from "zod";
 import { isRejection, type Rejection, reject } from "../../errors.js";
-import { headerValue, type KeyIdTarget, matchKeyId } from "../../signature/index.js";
+import {
+  buildKeyId,
+  headerValue,
+  type KeyIdTarget,
+  keyIdTargetFromDer,
+  lowerCasedHeaders,
+  matchKeyId,
+} from "../../signature/index.js";
 import {
   algorithmForKey,
   ContentDigestVerifier,
   checkSignatureTime,
   computeContentDigest,
   FAPI_REQUEST_TAG,
+  FAPI_RESPONSE_PROFILES,
   type FapiResponseProfile,
   fapiRequestComponents,
+  fapiResponseSigning,
   type ParsedSignature,
   parseContentDigest,
   parseSignatures,
@@ -23,6 +33,7 @@ import {
   RFC9421_ALGORITHMS,
   type Rfc9421Algorithm,
   selectSignature,
+  signAsync,
   signatureAcceptedUntil,
   signatureBase,
   verify,
@@ -32,7 +43,8 @@ import { parseAuthority } from "../authority.js";
 import type { CheckContext } from "../context.js";
 import { certificateHeaderMissing, hasBody } from "../required-headers.js";
 import type { Step } from "../runner.js";
-import { rfc9421ResponseChecks } from "./rfc9421-response.js";
+import { headerName } from "./config-names.js";
+import { responseSignatureOf, rfc9421ResponseChecks } from "./rfc9421-response.js";
 import type { DialectExplanation, DialectUnit } from "./unit.js";
 
 export const RFC9421 = ["rfc9421"] as const;
@@ -222,6 +234,24 @@ function checkKeyId(
 /** RFC 9421's own options (config `verification.dialects.rfc9421`). */
 export type Rfc9421DialectOptions = Pick<Rfc9421Options, "algorithms" | "maxAgeSeconds" | "scheme">;
 
+/** RFC 9421 HTTP Message Signatures as FAPI 2.0 profiles them: `verification.dialects.rfc9421`. */
+const rfc9421Config = z
+  .object({
+    // FAPI 2.0's algorithms.
+    algorithms: z
+      .array(z.enum(RFC9421_ALGORITHMS))
+      .min(1)
+      .default(["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"]),
+    /** How old a signature's `created` may be (besides dateToleranceSeconds of clock skew). */
+    maxAgeSeconds: z.number().positive().default(300),
+    /**
+     * The scheme of `@target-uri` as the TPP signs it: the URL it called. `https` even when TLS
+     * ends before the gateway; `http` only for a plain-HTTP test setup.
+     */
+    scheme: z.enum(["https", "http"]).default("https"),
+  })
+  .strict();
+
 /** A bank profile's RFC 9421 signing rules (config `banks[].signing`: `rfc9421` and `keyId.value`). */
 export interface Rfc9421SigningRules {
   readonly keyId: { readonly value?: string | undefined };
@@ -256,6 +286,59 @@ export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions, Rfc9421SigningRu
         (responses["rfc9421Algorithms"] as readonly Rfc9421Algorithm[] | undefined) ?? RFC9421_ALGORITHMS,
       profile: (responses["rfc9421Profile"] as FapiResponseProfile | undefined) ?? "full",
     }),
+  responseExplaining: {
+    needsBody: ["content-digest"],
+    bodyCheckedAgainst: "Content-Digest",
+    withoutRequest: () => [
+      'the signature binds the answer to the request ("@method";req, "@target-uri";req): without --request the signature step fails',
+    ],
+    explain: (check, { certificateHeader }) => {
+      const signature = responseSignatureOf(check);
+      return {
+        certificateHeader,
+        certificate: check.header(certificateHeader.toLowerCase()),
+        ...(signature ? { signedHeaders: signature.components.map((c) => c.serialized) } : {}),
+      };
+    },
+  },
+  /**
+   * An answer: a FAPI 2.0 response signature (`fapi-2-response`) over its status, Content-Digest,
+   * the certificate header and X-Request-ID, bound to the request the rfc9421 steps verified.
+   */
+  responseSigner: ({ privateKey, certificateDer, certificateHeader, rules, own }) => {
+    const certificate = Buffer.from(certificateDer).toString("base64");
+    const keyid = buildKeyId(keyIdTargetFromDer(certificateDer));
+    const profile = (rules["rfc9421Profile"] as FapiResponseProfile | undefined) ?? "full";
+    return async (body, headers, status, request) => {
+      const added: Record<string, string> = {
+        "Content-Digest": computeContentDigest(body, "sha-256"),
+        [certificateHeader]: certificate,
+      };
+      const requestId = headers["x-request-id"] ?? headerValue(request.headers, "x-request-id");
+      if (requestId !== undefined) added["X-Request-ID"] = requestId;
+      const response = { status, headers: { ...headers, ...lowerCasedHeaders(added) } };
+      const requestSignature = verifiedRequestSignature(request);
+      const signingOptions = fapiResponseSigning(response, requestMessage(request, own.scheme), {
+        privateKey,
+        keyid,
+        now: Date.now(),
+        coverAlways: [
+          certificateHeader.toLowerCase(),
+          ...(requestId === undefined ? [] : ["x-request-id"]),
+          // Always sent, so always covered: an empty body's digest too.
+          ...(profile === "full" ? ["content-digest"] : []),
+        ],
+        hasBody: body.length > 0,
+        profile,
+        // The signature the rfc9421 steps verified is the one bound.
+        ...(requestSignature ? { requestSignatureLabel: requestSignature.label } : {}),
+      });
+      if (isRejection(signingOptions)) throw new Error(signingOptions.text);
+      const signed = await signAsync(signingOptions);
+      if (isRejection(signed)) throw new Error(signed.text);
+      return { ...added, "Signature-Input": signed.signatureInput, Signature: signed.signature };
+    };
+  },
   signer: ({ privateKey, certificateDer, url, rules }) =>
     new Rfc9421RequestSigner({
       privateKey,
@@ -269,10 +352,36 @@ export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions, Rfc9421SigningRu
   howToSign: "Signature-Input and Signature headers (RFC 9421, FAPI 2.0) with TPP-Signature-Certificate",
   signatureStep: "rfc9421-signature",
   // FAPI 2.0's algorithms, `created` at most 5 minutes old, HTTPS.
-  defaults: {
-    algorithms: ["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"],
-    maxAgeSeconds: 300,
-    scheme: "https",
+  defaults: rfc9421Config.parse({}),
+  config: {
+    key: "rfc9421",
+    verification: rfc9421Config,
+    responses: {
+      /**
+       * What an RFC 9421 answer must bind of the request: `full` (FAPI 2.0 HTTP Signatures draft -01:
+       * `@method`, `@target-uri`, the request's content-digest, signature and signature-input, all
+       * `;req`) or `method-target` (`"@method";req` and `"@target-uri";req` only: a bank that signs
+       * as this gateway did before).
+       */
+      rfc9421Profile: z.enum(FAPI_RESPONSE_PROFILES).default("full"),
+      /** The algorithms of a bank answering in RFC 9421 (`signing.dialect: rfc9421`). */
+      rfc9421Algorithms: z
+        .array(z.enum(RFC9421_ALGORITHMS))
+        .min(1)
+        .default(["rsa-pss-sha512", "ecdsa-p256-sha256", "ed25519", "rsa-v1_5-sha256"]),
+    },
+    // `banks[].signing.rfc9421` (with `signing.keyId.value`).
+    signing: z
+      .object({
+        /** Default the key's own: rsa-pss-sha512 for RSA, ecdsa-p256-sha256, ed25519. */
+        algorithm: z.enum(RFC9421_ALGORITHMS).optional(),
+        /**
+         * Headers covered when the request carries them, after FAPI 2.0's own components,
+         * TPP-Signature-Certificate and X-Request-ID (a bank that wants more covered names them here).
+         */
+        headers: z.array(headerName).default(["psu-id", "psu-corporate-id", "tpp-redirect-uri"]),
+      })
+      .strict(),
   },
   steps(shared, own) {
     const steps = rfc9421Steps({

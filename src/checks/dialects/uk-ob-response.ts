@@ -8,14 +8,25 @@
 import { isRejection, reject } from "../../errors.js";
 import {
   checkUkObClaims,
+  type DetachedJws,
   JWS_SIGNATURE_HEADER,
   type JwsAlgorithm,
   readUkObHeader,
+  type UkObHeader,
   verifyUkObSignature,
 } from "../../signature/jws/index.js";
 import type { CertificateVerifier } from "../context.js";
 import type { Step } from "../runner.js";
 import { type ResponseCheck, responseOutline } from "./response-outline.js";
+
+/** The response's JWS and its protected header, read by `jws-header`, in the check's dialect slot. */
+export const ukObResponseOf = (c: ResponseCheck): UkObResponseSignature | undefined =>
+  c.dialectState as UkObResponseSignature | undefined;
+
+interface UkObResponseSignature {
+  readonly jws: DetachedJws;
+  readonly header: UkObHeader;
+}
 
 export interface UkObResponseVerifierOptions {
   readonly certificates: CertificateVerifier;
@@ -42,19 +53,20 @@ export function ukObResponseChecks(options: UkObResponseVerifierOptions): Step<R
             allowB64False: options.allowB64False ?? false,
           });
           if (isRejection(read)) return read;
-          c.ukOb = read;
+          c.dialectState = read;
           return undefined;
         },
       },
     ],
     certificate: (c) =>
-      c.ukOb!.header.x5c?.base64[0] ?? reject("CERTIFICATE_MISSING", "the bank's JWS carries no x5c"),
+      ukObResponseOf(c)!.header.x5c?.base64[0] ??
+      reject("CERTIFICATE_MISSING", "the bank's JWS carries no x5c"),
     verify: [
       {
         name: "signature",
         run: (c) => {
           // The JWS the jws-header step read (time and algorithm checked there), not read again.
-          const verified = verifyUkObSignature(c.ukOb!, c.response.body, c.bank!.publicKey);
+          const verified = verifyUkObSignature(ukObResponseOf(c)!, c.response.body, c.bank!.publicKey);
           return verified === true ? undefined : verified;
         },
       },
@@ -62,7 +74,7 @@ export function ukObResponseChecks(options: UkObResponseVerifierOptions): Step<R
         name: "claims",
         run: (c) => {
           const organization = c.bank!.identity.organizationId;
-          const { header } = c.ukOb!;
+          const { header } = ukObResponseOf(c)!;
           const iss = header.iss.startsWith(`${organization}/`) ? organization : header.iss;
           const claims = checkUkObClaims({ iss, tan: header.tan }, { iss: organization, tan: options.tan });
           return claims === true ? undefined : claims;

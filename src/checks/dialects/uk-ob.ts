@@ -10,6 +10,7 @@
  */
 
 import { createHash } from "node:crypto";
+import { z } from "zod";
 import { type KeyResolver, noKeyResolver, onResolved, parseCertificate } from "../../eidas/index.js";
 import { isRejection } from "../../errors.js";
 import { buildKeyId, keyIdTargetFromDer } from "../../signature/index.js";
@@ -23,6 +24,7 @@ import {
   type JwsAlgorithm,
   readUkObHeader,
   signatureMismatch,
+  signUkObAsync,
   UkObSignature,
 } from "../../signature/jws/index.js";
 import { UkObRequestSigner } from "../../signature/jws/ukob-request-signer.js";
@@ -31,7 +33,7 @@ import { hasBody } from "../required-headers.js";
 import type { Step, StepResult } from "../runner.js";
 import { JWS_CERTIFICATE } from "./jades.js";
 import { jwsIsUkOb } from "./jws-family.js";
-import { ukObResponseChecks } from "./uk-ob-response.js";
+import { ukObResponseChecks, ukObResponseOf } from "./uk-ob-response.js";
 import type { DialectUnit } from "./unit.js";
 
 export const UK_OB = ["uk-ob"] as const;
@@ -177,6 +179,17 @@ function replayMaterial(jws: DetachedJws, alg: JwsAlgorithm): Buffer {
 /** UK Open Banking's own options (config `verification.dialects.ukOb`). */
 export type UkObDialectOptions = Pick<UkObOptions, "algorithms" | "tan" | "allowB64False" | "keys">;
 
+/** UK Open Banking's detached JWS over the body in x-jws-signature: `verification.dialects.ukOb`. */
+const ukObConfig = z
+  .object({
+    algorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256"]),
+    /** The trust anchors the `tan` claim may name. */
+    tan: z.array(z.string().min(1)).min(1).default(["openbanking.org.uk"]),
+    /** Accept `b64: false` with the raw body signed (Read/Write API 3.1.3 and earlier). */
+    allowB64False: z.boolean().default(false),
+  })
+  .strict();
+
 /** A bank profile's UK OB signing rules (config `banks[].signing.ukOb`). */
 export interface UkObSigningRules {
   readonly ukOb: {
@@ -218,6 +231,38 @@ export const ukObDialect: DialectUnit<UkObDialectOptions, UkObSigningRules> = {
       tan: (responses["ukObTan"] as readonly string[] | undefined) ?? ["openbanking.org.uk"],
       allowB64False: responses["ukObAllowB64False"] === true,
     }),
+  responseExplaining: {
+    // Its signature is over the body itself: without it, neither it nor its claims can be checked.
+    needsBody: ["signature", "claims"],
+    bodyCheckedAgainst: "the signature",
+    explain: (check) => {
+      const signature = ukObResponseOf(check);
+      return {
+        certificateHeader: JWS_CERTIFICATE,
+        certificate: signature?.header.x5c?.base64[0],
+        ...(signature ? { protectedHeader: signature.jws.header } : {}),
+      };
+    },
+  },
+  // An answer: its body signed by the ASPSP; iss its organizationIdentifier, tan the request's.
+  responseSigner: ({ privateKey, certificateDer }) => {
+    const kid = buildKeyId(keyIdTargetFromDer(certificateDer));
+    const parsed = parseCertificate(certificateDer);
+    const iss = (isRejection(parsed) ? undefined : parsed.organizationIdentifier) ?? kid;
+    const alg = privateKey.asymmetricKeyType === "ec" ? "ES256" : "PS256";
+    return async (body, _headers, _status, request) => ({
+      "x-jws-signature": await signUkObAsync({
+        key: privateKey,
+        kid,
+        iss,
+        tan: ukObSignatureOf(request)?.header.tan ?? "openbanking.org.uk",
+        iat: Math.floor(Date.now() / 1000),
+        body,
+        alg,
+        certificateChain: [certificateDer],
+      }),
+    });
+  },
   signer: ({ privateKey, certificateDer, rules }) => {
     const parsed = parseCertificate(certificateDer);
     const iss = rules.ukOb.iss ?? (isRejection(parsed) ? undefined : parsed.organizationIdentifier);
@@ -239,7 +284,31 @@ export const ukObDialect: DialectUnit<UkObDialectOptions, UkObSigningRules> = {
   howToSign: "an x-jws-signature header holding a UK Open Banking detached JWS",
   signatureStep: "uk-ob-signature",
   // PS256, tan openbanking.org.uk, Read/Write API 3.1.4 and later (no b64).
-  defaults: { algorithms: ["PS256"], tan: ["openbanking.org.uk"], allowB64False: false },
+  defaults: ukObConfig.parse({}),
+  config: {
+    key: "ukOb",
+    verification: ukObConfig,
+    responses: {
+      /** The algorithms and trust anchors of a bank answering in UK Open Banking (`signing.dialect: uk-ob`). */
+      ukObAlgorithms: z.array(z.enum(JWS_ALGORITHMS)).min(1).default(["PS256"]),
+      ukObTan: z.array(z.string().min(1)).min(1).default(["openbanking.org.uk"]),
+      /** Accept a UK OB answer signed with `b64: false` (a bank on Read/Write API 3.1.3 or earlier). */
+      ukObAllowB64False: z.boolean().default(false),
+    },
+    // `banks[].signing.ukOb`.
+    signing: z
+      .object({
+        algorithm: z.enum(JWS_ALGORITHMS).default("PS256"),
+        /** Default the QSealC's Berlin Group keyId. */
+        kid: z.string().min(1).optional(),
+        /** Default the QSealC's organizationIdentifier; UK OB TPPs often send `<org id>/<software id>`. */
+        iss: z.string().min(1).optional(),
+        tan: z.string().min(1).default("openbanking.org.uk"),
+        /** Sign as Read/Write API 3.1.3 and earlier: `b64: false` among the crit claims, the raw body signed. */
+        b64False: z.boolean().default(false),
+      })
+      .strict(),
+  },
   steps(shared, own) {
     return {
       ...ukObSteps({ ...own, now: shared.now, toleranceMs: shared.dateToleranceMs }),

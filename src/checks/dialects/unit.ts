@@ -2,7 +2,8 @@
  * What a signing dialect is to the house: one unit, listed in one table (index.ts), or added to it
  * with `registerDialect`. A unit says how a request shows it, the headers it requires, how a TPP
  * signs in it, what its signature authenticates, which of its steps verifies the signature, what
- * `verify` explains of it and how the gateway signs in it, and builds its request steps for their
+ * `verify` explains of it, how the gateway signs requests in it and answers to requests in it, and
+ * how a bank's answers in it are checked, and builds its request steps for their
  * places in the chain's generic order (steps.ts `requestChecks`): its time check before the digests,
  * its body digest, its parsing before the certificate, its keyId check after it, its coverage and
  * signature last. Its per-request state lives in the context's one `dialectState` slot, read
@@ -11,12 +12,32 @@
 
 import type { KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
+import type { z } from "zod";
 import type { Rejection } from "../../errors.js";
-import type { AlgorithmName, RequestToSign } from "../../signature/index.js";
+import type { AlgorithmName, HeaderMap, RequestToSign } from "../../signature/index.js";
 import type { CertificateVerifier, CheckContext } from "../context.js";
 import type { Authenticates, Dialect } from "../dialect-names.js";
 import type { Step } from "../runner.js";
 import type { ResponseCheck } from "./response-outline.js";
+
+/**
+ * A dialect's config fragment: its own options under `verification.dialects.<key>`, validated (with
+ * its defaults) by its schema; config/schema.ts composes the units' fragments, so a dialect
+ * registered from outside brings its options with it.
+ */
+export interface DialectConfig<Own = unknown> {
+  /** Its key under `verification.dialects` (camelCase: `ukOb`). */
+  readonly key: string;
+  /** Its options' schema: a strict object, every key with its default (its unit's `defaults` are its output for `{}`). */
+  readonly verification: z.ZodType<Own>;
+  /** A bank profile's rules for signing in it (`banks[].signing.<key>`), a strict object with defaults. */
+  readonly signing?: z.ZodType;
+  /**
+   * Its keys of a bank profile's `responses` (checking answers in it, read by `responseChecks` from
+   * `input.responses`), each with its default; named after the dialect, as they share one object.
+   */
+  readonly responses?: Readonly<Record<string, z.ZodType>>;
+}
 
 /** What every dialect's steps may read of the chain's options. */
 export interface SharedDialectOptions {
@@ -103,6 +124,55 @@ export interface ResponseCheckInput<Rules = unknown> {
   readonly signing?: Partial<Rules> | undefined;
 }
 
+/**
+ * What a dialect's signer of the backend's answers is made of (ingress `responseSigning`): the
+ * bank's QSealC, the config's response-signing rules and the dialect's own options.
+ */
+export interface ResponseSignerInput<Own = unknown> {
+  readonly privateKey: KeyObject;
+  readonly certificateDer: Uint8Array;
+  /** Where the bank's QSealC travels, for a dialect that sends it in a header (`responseSigning.certificateHeader`). */
+  readonly certificateHeader: string;
+  /** Config `responseSigning`: each unit reads its own keys (draft-cavage `headers`, RFC 9421 `rfc9421Profile`). */
+  readonly rules: Readonly<Record<string, unknown>>;
+  /** Its own options (config `verification.dialects.<name>`), its defaults where absent. */
+  readonly own: Own;
+}
+
+/**
+ * Signs one answer to a request verified in the dialect: the headers to add. `headers` are the
+ * answer's as they will be sent (each value one string), `request` the chain's context.
+ */
+export type SignResponse = (
+  body: Buffer,
+  headers: Readonly<Record<string, string>>,
+  status: number,
+  request: CheckContext,
+) => Promise<Record<string, string>>;
+
+/** The answer `verify --response` explains, beside the check its steps ran over. */
+export interface ExplainedResponse {
+  /** The request it answers (empty without one). */
+  readonly method: string;
+  readonly target: string;
+  /** The body, when the dump holds one. */
+  readonly body: Buffer | undefined;
+  /** The header the bank sends its certificate in, as the user wrote it. */
+  readonly certificateHeader: string;
+}
+
+/** What `verify --response` needs to know of a dialect's answers, and what it shows of one. */
+export interface ResponseExplaining {
+  /** Its response checks that need the body: left out, and said so, when the dump holds none. */
+  readonly needsBody: readonly string[];
+  /** What the body is checked against, as "the body against …" names it ("Digest"). */
+  readonly bodyCheckedAgainst: string;
+  /** What would fail for want of the request rather than for the answer: said under "not checked". */
+  withoutRequest?(headers: HeaderMap): readonly string[];
+  /** What it shows of the answer once its checks ran (their state is in the check's dialect slot). */
+  explain(check: ResponseCheck, response: ExplainedResponse): DialectExplanation;
+}
+
 export interface DialectUnit<Own = unknown, Rules = unknown> {
   readonly name: Dialect;
   /** Its name as `verify` prints it: the headers and the specification. */
@@ -112,8 +182,10 @@ export interface DialectUnit<Own = unknown, Rules = unknown> {
   readonly howToSign: string;
   /** The step that verifies its signature: a chain accepting the dialect must have it. */
   readonly signatureStep: string;
-  /** Its own options' defaults (config `verification.dialects.<name>`). */
+  /** Its own options' defaults (what its `config` fragment makes of `{}`; without one, its steps' options). */
   readonly defaults: Own;
+  /** Its config fragment (`verification.dialects.<key>`); none: it has no options to configure. */
+  readonly config?: DialectConfig<Own>;
   /**
    * Whether a request carries its signature, from the headers alone. Runs per request: no
    * allocation. Two dialects may claim one request; the path's configured preference decides.
@@ -141,6 +213,13 @@ export interface DialectUnit<Own = unknown, Rules = unknown> {
    * Absent: a bank profile cannot ask to verify responses in it (refused when config loads).
    */
   responseChecks?(input: ResponseCheckInput<Rules>): Step<ResponseCheck>[];
+  /** What `verify --response` shows of an answer in it (with `responseChecks`). */
+  readonly responseExplaining?: ResponseExplaining;
+  /**
+   * Its signer of the backend's answers to requests in it (ingress `responseSigning`), built once.
+   * Absent: a config signing responses cannot accept the dialect (refused when config loads).
+   */
+  responseSigner?(input: ResponseSignerInput<Own>): SignResponse;
 }
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true });

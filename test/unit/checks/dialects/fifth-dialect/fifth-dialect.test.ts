@@ -4,21 +4,26 @@
  * real backend, refused when tampered with (the backend sees nothing), explained by `verify`'s
  * explain function, and signed by the registry's signer (the one `sign`, the library and egress
  * use), whose output is what the gateway verifies; a bank's answer signed in it is checked by its
- * unit's response checks (the outline's slots). Nothing in src/ names it. A copy without response
- * checks shows a bank profile verifying answers in such a dialect is refused when config loads.
+ * unit's response checks (the outline's slots) and explained by `verify --response`; ingress signs
+ * its answers in it; config takes its options from its fragment (`verification.dialects.testSig`,
+ * `banks[].signing.testSig`). Nothing in src/ names it. A copy without a response side shows a
+ * config asking to verify or sign answers in such a dialect is refused when it loads.
  */
 
 import { randomUUID } from "node:crypto";
 import type { IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { describe, expect, it } from "vitest";
 import { profileSigner, responseVerifierForProfile } from "../../../../../src/app/bank-profile.js";
+import { responseSignerFrom } from "../../../../../src/app/request-path.js";
 import {
+  CheckContext,
   dialectNames,
   dialectUnit,
   registerDialect,
   StepsResponseVerifier,
 } from "../../../../../src/checks/index.js";
 import { type ExplainOptions, explain } from "../../../../../src/cli/explain-request.js";
+import { explainResponse } from "../../../../../src/cli/explain-response.js";
 import { render } from "../../../../../src/cli/explanation.js";
 import { validateConfig, validateEgressConfig } from "../../../../../src/config/load.js";
 import { parseSigningRules } from "../../../../../src/config/schema.js";
@@ -30,11 +35,12 @@ import { expectRejected, send } from "../../../../helpers/gateway-fixture.js";
 import { TEST_DIALECT, testDialect } from "./unit.js";
 
 registerDialect(testDialect);
-// The same dialect without response checks, to show a profile cannot ask to verify answers in it.
-const { responseChecks: _, ...withoutResponseChecks } = testDialect;
+// The same dialect without a response side (checks, signer), to show a config cannot ask for one.
+// (Its config fragment stays the test dialect's: a key is taken once.)
+const { responseChecks: _, responseSigner: _signer, config: _config, ...withoutResponseSide } = testDialect;
 const NO_RESPONSES = "test-sig-unanswered";
 registerDialect({
-  ...withoutResponseChecks,
+  ...withoutResponseSide,
   name: NO_RESPONSES,
   signatureStep: "unanswered-signature",
   detect: () => false,
@@ -99,6 +105,55 @@ describe("a fifth dialect registered from the test folder alone", () => {
     expect(config([TEST_DIALECT]).verification.dialects.accept).toEqual([TEST_DIALECT]);
     expect(() => config(["test-sig-2"])).toThrow(
       `'test-sig-2' is not a signing dialect of this build; it verifies cavage, rfc9421, jades, uk-ob, ${TEST_DIALECT}, ${NO_RESPONSES}`,
+    );
+  });
+
+  it("brings its config fragment: verification.dialects.testSig takes its option, refuses a wrong value with its message", () => {
+    const config = (dialects: Record<string, unknown>) =>
+      validateConfig({
+        trust: { caDir: "/trust" },
+        register: { file: "/register.json" },
+        verification: { dialects: { accept: [TEST_DIALECT], ...dialects } },
+      });
+    const own = (c: ReturnType<typeof config>) =>
+      (c.verification.dialects as Record<string, unknown>)["testSig"];
+    expect(own(config({ testSig: { replaySeconds: 30 } }))).toEqual({ replaySeconds: 30 });
+    // Its default, as for the built-ins' fragments beside it.
+    expect(own(config({}))).toEqual({ replaySeconds: 120 });
+    expect((config({}).verification.dialects as Record<string, unknown>)["rfc9421"]).toMatchObject({
+      maxAgeSeconds: 300,
+    });
+    expect(() => config({ testSig: { replaySeconds: "soon" } })).toThrow(
+      "verification.dialects.testSig.replaySeconds: Invalid input: expected number, received string",
+    );
+    expect(() => config({ testSig: { replaySeconds: 30, window: 1 } })).toThrow(
+      'verification.dialects.testSig: Unrecognized key: "window"',
+    );
+    // A key no unit brings is refused as before.
+    expect(() => config({ testSig2: {} })).toThrow('Unrecognized key: "testSig2"');
+    // Its signing rules under banks[].signing.testSig, read by its signer; a wrong value refused.
+    const seal = env.gw.pki.tppA.qseal;
+    const keys = { privateKey: seal.privateKey, certificateDer: Buffer.from(seal.der) };
+    const rules = parseSigningRules({ dialect: TEST_DIALECT, testSig: { keyId: "bank-given" } });
+    expect(profileSigner({ signing: rules, url: env.gw.url }, keys).keyId).toBe("bank-given");
+    const egress = (testSig: unknown) =>
+      validateEgressConfig({
+        mode: "egress",
+        banks: [
+          {
+            name: "b",
+            prefix: "/b",
+            url: "https://bank.example",
+            qseal: { cert: "/c.pem", key: "/k.pem" },
+            signing: { dialect: TEST_DIALECT, testSig },
+          },
+        ],
+      });
+    expect(egress({ keyId: "k-1" }).banks[0]?.signing).toMatchObject({ testSig: { keyId: "k-1" } });
+    expect(() => egress({ keyId: "" })).toThrow("banks.0.signing.testSig.keyId: Too small");
+    // A second unit cannot take the key.
+    expect(() => registerDialect({ ...testDialect, name: "test-sig-again" })).toThrow(
+      "the config key 'testSig' of 'test-sig-again' is taken by 'test-sig'",
     );
   });
 
@@ -274,6 +329,133 @@ describe("a fifth dialect registered from the test folder alone", () => {
     const profile = { ...banks[0]!, responses: { ...banks[0]!.responses, mode: "enforce" as const } };
     expect(() => responseVerifierForProfile(profile, Date.now)).toThrow(
       `the signing dialect '${dialect}' has no response checks in this build`,
+    );
+  });
+});
+
+describe("ingress answers a request in the fifth dialect signed in it (responseSigning)", () => {
+  const signing = useGatewayAndBackend((pki) => ({
+    config: {
+      verification: { dialects: { accept: [TEST_DIALECT] } },
+      responseSigning: { qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey } },
+    },
+  }));
+
+  it("signs the bank's answer with its unit's response signer: its own response checks pass it, a changed body fails", async () => {
+    const seal = signing.gw.pki.tppA.qseal;
+    const signer = profileSigner(
+      { signing: parseSigningRules({ dialect: TEST_DIALECT }), url: signing.gw.url },
+      { privateKey: seal.privateKey, certificateDer: Buffer.from(seal.der) },
+    );
+    const headers: Record<string, string> = {
+      "x-request-id": randomUUID(),
+      "psu-ip-address": "192.0.2.10",
+      "tpp-redirect-uri": "https://tpp.example/cb",
+      "content-type": "application/json",
+    };
+    const added = await signer.sign({ method: "POST", target: PAYMENT, headers, body: BODY });
+    const answer = await send(signing.gw, "POST", PAYMENT, { ...headers, ...added }, BODY);
+    expect(answer.status, answer.text).toBe(200);
+    const received = Object.fromEntries(
+      Object.entries(answer.headers).flatMap(([k, v]) => (typeof v === "string" ? [[k, v]] : [])),
+    );
+    expect(received["x-test-signature"]).toMatch(/^[A-Za-z0-9+/]+=*$/);
+    expect(received["aspsp-signature-certificate"]).toBe(signing.gw.pki.bankQseal.headerValue);
+
+    const trust = loadTrustMaterial(signing.gw.pki.paths.trustDir);
+    const verifier = new StepsResponseVerifier(
+      testDialect.responseChecks!({
+        certificates: new TppVerifier({
+          trustStore: () => trust.store,
+          revocation: () => trust.revocation,
+          cacheTtlMs: 60_000,
+          failureTtlMs: 1_000,
+          maxEntries: 10,
+        }),
+        certificateHeader: "aspsp-signature-certificate",
+        dateToleranceMs: 60_000,
+        now: Date.now,
+        responses: {},
+      }),
+    );
+    const request = { method: "POST", target: PAYMENT, requestId: headers["x-request-id"]! };
+    const judged = async (body: string) => {
+      const verdict = await verifier.verify({
+        status: 200,
+        headers: received,
+        body: Buffer.from(body),
+        request,
+      });
+      return verdict === true ? "passed" : verdict.code;
+    };
+    expect(await judged(answer.text)).toBe("passed");
+    expect(await judged(`${answer.text} `)).toBe("SIGNATURE_INVALID");
+
+    // `verify --response` finds the dialect from the answer's headers and explains it by its unit.
+    const explained = (body: Buffer | undefined) =>
+      explainResponse(
+        { status: 200, headers: received, body },
+        { method: "POST", target: PAYMENT, headers: { "x-request-id": request.requestId }, body: undefined },
+        {
+          now: Date.now(),
+          algorithms: ["rsa-sha256"],
+          certificateHeader: "ASPSP-Signature-Certificate",
+          dateToleranceMs: 60_000,
+          trustDir: signing.gw.pki.paths.trustDir,
+        },
+      );
+    const whole = await explained(Buffer.from(answer.text));
+    expect(whole.passed, render(whole)).toBe(true);
+    expect(whole.dialect).toBe(TEST_DIALECT);
+    expect(whole.steps.map((s) => s.step)).toEqual([
+      "test-signature-header",
+      "digest",
+      "request-id",
+      "certificate",
+      "test-signature",
+    ]);
+    expect(whole.certificate?.serial).toBe(signing.gw.pki.bankQseal.certificate.serialNumber.toUpperCase());
+    expect(whole.signingString).toBe(
+      `post ${PAYMENT}\nx-request-id: ${request.requestId}\ndigest: ${received.digest}`,
+    );
+    expect(render(whole)).toContain("signed in the test dialect (x-test-signature)");
+    // Without the body: its digest step is left out and named, not failed.
+    const bodiless = await explained(undefined);
+    expect(bodiless.steps.map((s) => s.step)).not.toContain("digest");
+    expect(bodiless.notChecked).toContain(
+      "the body against Digest (the dump holds no body: give --body <file>)",
+    );
+  });
+
+  it("a dialect without a response signer: accepting it beside responseSigning is refused when config loads, and an answer to it is never sent unsigned", async () => {
+    const config = (accept: string[]) =>
+      validateConfig({
+        trust: { caDir: "/trust" },
+        register: { file: "/register.json" },
+        verification: { dialects: { accept } },
+        responseSigning: { qseal: { cert: "/bank.pem", key: "/bank.key" } },
+      });
+    expect(config([TEST_DIALECT]).responseSigning?.certificateHeader).toBe("ASPSP-Signature-Certificate");
+    expect(() => config(["cavage", NO_RESPONSES])).toThrow(
+      `the signing dialect '${NO_RESPONSES}' cannot sign responses in this build, and responseSigning signs every answer in its request's dialect: stop accepting '${NO_RESPONSES}' (verification.dialects) or remove responseSigning`,
+    );
+    // Past config (a signer built by hand): the answer is refused, not signed in another dialect.
+    const { responseSigning } = config([TEST_DIALECT]);
+    const bank = signing.gw.pki.bankQseal;
+    const responseSigner = responseSignerFrom(responseSigning!, {
+      privateKey: bank.privateKey,
+      certificateDer: Buffer.from(bank.der),
+    } as Parameters<typeof responseSignerFrom>[1]);
+    const context = new CheckContext(
+      "GET",
+      "/v1/accounts",
+      { "x-request-id": randomUUID() },
+      { path: "/v1/accounts", role: undefined },
+      undefined,
+    );
+    context.dialect = NO_RESPONSES;
+    await expect(responseSigner.sign(Buffer.from("{}"), {}, 200, context)).rejects.toThrow(
+      `the signing dialect '${NO_RESPONSES}' cannot sign responses in this build`,
     );
   });
 });

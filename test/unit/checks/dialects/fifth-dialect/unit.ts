@@ -3,12 +3,15 @@
  * `x-test-signature` (base64) with the key's own scheme (RSA PKCS#1 v1.5 or ECDSA over SHA-256,
  * Ed25519 as is) over the lines `<method lower-case> <target>`, `x-request-id: <value>` and
  * `digest: <value>` (empty without a body); the QSealC in TPP-Signature-Certificate; the body bound
- * through Digest. It has no time of its own (replay records live the Date tolerance). Registered
+ * through Digest. It has no time of its own: its replay records live `replaySeconds`, its one option
+ * (config `verification.dialects.testSig`). Registered
  * by its test with one line: `registerDialect(testDialect)`. A bank's response in it is signed the
- * same way over the request's method and target and the response's X-Request-ID and Digest.
+ * same way over the request's method and target and the response's X-Request-ID and Digest, the
+ * bank's QSealC in the response-signing certificate header; ingress signs its answers so.
  */
 
 import { createHash, randomUUID, sign, verify } from "node:crypto";
+import { z } from "zod";
 import { type DialectUnit, requestIdStep, responseOutline } from "../../../../../src/checks/index.js";
 import { certificateHeaderMissing, digestHeaderMissing } from "../../../../../src/checks/required-headers.js";
 import { isRejection, reject } from "../../../../../src/errors.js";
@@ -42,17 +45,37 @@ export function testSigningInput(
 /** The key's own scheme: no hash named for Ed25519, SHA-256 otherwise. */
 const hashFor = (type: string | undefined) => (type === "ed25519" ? null : "sha256");
 
-export const testDialect: DialectUnit<Record<string, never>> = {
+/** Its config fragment (`verification.dialects.testSig`): how long a request in it is kept against replay. */
+const testConfig = z
+  .object({
+    /** Seconds a request signed in it could still be accepted: its replay record's life. */
+    replaySeconds: z.number().int().positive().default(120),
+  })
+  .strict();
+
+/** A bank profile's rules for signing in it (`banks[].signing.testSig`). */
+const testSigning = z
+  .object({
+    /** The keyId the bank gave, logged for the signer; default the QSealC's SHA-256. */
+    keyId: z.string().min(1).optional(),
+  })
+  .strict();
+
+export const testDialect: DialectUnit<
+  z.output<typeof testConfig>,
+  { readonly testSig?: z.output<typeof testSigning> }
+> = {
   name: TEST_DIALECT,
   title: "the test dialect (x-test-signature)",
   authenticates: "head",
   howToSign: "an x-test-signature header (the test dialect) with TPP-Signature-Certificate",
   signatureStep: "test-signature",
-  defaults: {},
+  defaults: testConfig.parse({}),
+  config: { key: "testSig", verification: testConfig, signing: testSigning },
   detect: (headers) => headers[HEADER] !== undefined,
   requiredHeaders: (headers, withBody) =>
     certificateHeaderMissing(headers) ?? (withBody ? digestHeaderMissing(headers) : undefined),
-  steps: (shared) => ({
+  steps: (_shared, own) => ({
     digest: [
       {
         name: "test-digest",
@@ -108,7 +131,7 @@ export const testDialect: DialectUnit<Record<string, never>> = {
         },
       },
     ],
-    longestAcceptanceMs: 2 * shared.dateToleranceMs,
+    longestAcceptanceMs: own.replaySeconds * 1000,
   }),
   signatureBytes: (c) => (c.dialectState as Buffer | undefined) ?? Buffer.alloc(0),
   explain: (c) => ({
@@ -118,15 +141,19 @@ export const testDialect: DialectUnit<Record<string, never>> = {
     signingString: testSigningInput(c.method, c.target, c.headers).toString("latin1"),
   }),
   // A bank's answer: the outline's slots filled (response-outline.ts), nothing else.
-  responseChecks: ({ certificates }) =>
+  responseChecks: ({ certificates, certificateHeader }) =>
     responseOutline(certificates, {
       read: [
         {
           name: "test-signature-header",
-          run: (c) =>
-            /^[A-Za-z0-9+/]+={0,2}$/.test(c.header(HEADER) ?? "")
-              ? undefined
-              : reject("SIGNATURE_MISSING", `the response carries no base64 ${HEADER} header`),
+          run: (c) => {
+            const value = c.header(HEADER) ?? "";
+            if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value))
+              return reject("SIGNATURE_MISSING", `the response carries no base64 ${HEADER} header`);
+            // Its state in the check's one dialect slot, as its request steps keep theirs.
+            c.dialectState = Buffer.from(value, "base64");
+            return undefined;
+          },
         },
       ],
       beforeCertificate: [
@@ -140,8 +167,8 @@ export const testDialect: DialectUnit<Record<string, never>> = {
         requestIdStep,
       ],
       certificate: (c) =>
-        c.header("tpp-signature-certificate") ??
-        reject("CERTIFICATE_MISSING", "the response carries no TPP-Signature-Certificate header"),
+        c.header(certificateHeader) ??
+        reject("CERTIFICATE_MISSING", `the response carries no ${certificateHeader} header`),
       verify: [
         {
           name: "test-signature",
@@ -149,7 +176,7 @@ export const testDialect: DialectUnit<Record<string, never>> = {
             const key = c.bank!.publicKey;
             const { request, headers } = c.response;
             const input = testSigningInput(request.method, request.target, headers);
-            const signature = Buffer.from(c.header(HEADER)!, "base64");
+            const signature = c.dialectState as Buffer;
             return verify(hashFor(key.asymmetricKeyType), input, key, signature)
               ? undefined
               : reject(
@@ -160,8 +187,38 @@ export const testDialect: DialectUnit<Record<string, never>> = {
         },
       ],
     }),
-  signer: ({ privateKey, certificateDer }) => ({
-    keyId: createHash("sha256").update(certificateDer).digest("hex"),
+  // What `verify --response` shows of an answer in it, and what it cannot check without the body.
+  responseExplaining: {
+    needsBody: ["digest"],
+    bodyCheckedAgainst: "Digest",
+    explain: (check, { method, target, certificateHeader }) => ({
+      certificateHeader,
+      certificate: check.header(certificateHeader.toLowerCase()),
+      signedHeaders: ["(request-target)", "x-request-id", "digest"],
+      signingString: testSigningInput(method, target, check.response.headers).toString("latin1"),
+    }),
+  },
+  // Ingress's answer to a request in it: what its response checks read, signed with the bank's QSealC.
+  responseSigner:
+    ({ privateKey, certificateDer, certificateHeader }) =>
+    async (body, headers, _status, request) => {
+      const added: Record<string, string> = {
+        [certificateHeader]: Buffer.from(certificateDer).toString("base64"),
+        "X-Request-ID": headerValue(request.headers, "x-request-id") ?? "",
+        Digest: `SHA-256=${createHash("sha256").update(body).digest("base64")}`,
+      };
+      const signed = {
+        ...headers,
+        ...Object.fromEntries(Object.entries(added).map(([k, v]) => [k.toLowerCase(), v])),
+      };
+      const input = testSigningInput(request.method, request.target, signed);
+      added["X-Test-Signature"] = sign(hashFor(privateKey.asymmetricKeyType), input, privateKey).toString(
+        "base64",
+      );
+      return added;
+    },
+  signer: ({ privateKey, certificateDer, rules }) => ({
+    keyId: rules.testSig?.keyId ?? createHash("sha256").update(certificateDer).digest("hex"),
     sign: async (request) => {
       const given = request.headers ?? {};
       const added: Record<string, string> = {
