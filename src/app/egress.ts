@@ -7,6 +7,7 @@
 
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
+import type { JadesSigningRules } from "../checks/dialects/index.js";
 import { type BankProfileConfig, type EgressConfig, egressConfigSchema } from "../config/schema.js";
 import {
   type BankProfile,
@@ -156,7 +157,8 @@ async function startParts(
           now,
           (bank) =>
             // The running profiles' (a reload swaps them): how a JAdES answer's payload is rebuilt.
-            running.banks.find((b) => b.name === bank)?.signing.jades?.payloadStyle,
+            (running.banks.find((b) => b.name === bank)?.signing as Partial<JadesSigningRules> | undefined)
+              ?.jades?.payloadStyle,
         )
       : undefined;
 

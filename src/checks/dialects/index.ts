@@ -41,7 +41,7 @@ export const dialectUnits = (): IterableIterator<DialectUnit> => UNITS.values();
 export type { Authenticates, Dialect } from "../dialect-names.js";
 export type { CavageOptions } from "./cavage.js";
 export { type CavageResponseOptions, cavageResponseChecks } from "./cavage-response.js";
-export type { JadesDialectOptions } from "./jades.js";
+export type { JadesDialectOptions, JadesSigningRules } from "./jades.js";
 export { type JadesResponseVerifierOptions, jadesResponseChecks } from "./jades-response.js";
 export {
   type RequestOfResponse,
