@@ -75,6 +75,8 @@ export interface ChainedText {
 
 /** Lines per write: a long queue is written in a few large writes, not one huge one. */
 const BATCH = 512;
+/** How long offered records wait for others before they are written together. */
+const GATHER_MS = 5;
 const MAX_KNOWN = 100_000;
 const RETENTION_SWEEP_MS = 3600_000;
 
@@ -276,10 +278,15 @@ export abstract class QueuedEvidenceStore implements EvidenceSink, ResponseEvide
   private schedule(): void {
     if (this.scheduled || this.writing) return;
     this.scheduled = true;
-    setImmediate(() => {
+    const flush = () => {
       this.scheduled = false;
       void this.flush();
-    });
+    };
+    // Records gather for a few milliseconds so that one write (and, with fsync: every, one sync)
+    // takes many: a write per record cost a thread-pool round trip each (bench/RESULTS.md, issue
+    // 40). A full batch, a failing store and closing go at once.
+    if (this.queue.length >= BATCH || this.failing || this.closed) setImmediate(flush);
+    else setTimeout(flush, GATHER_MS).unref();
   }
 
   /** The one writer: queued records, gap, checkpoint and rotation lines, in chain order. */
