@@ -773,7 +773,10 @@ const evidence = z
       .optional(),
     /** Bodies kept whole: of payment calls (POST/PUT/PATCH/DELETE on PSP_PI routes), of every call, or none. */
     bodies: z.enum(["payments", "all", "none"]).default("payments"),
-    /** `every`: each batch written is fsynced; `interval`: once a second (a crash may lose up to a second). */
+    /**
+     * `every`: each batch written (what arrived within 5 ms) is fsynced; `interval`: once a second (a crash
+     * may lose up to a second).
+     */
     fsync: z.enum(["every", "interval"]).default("interval"),
     /** A file is closed with a checkpoint and the next begun past this size … */
     rotateBytes: z
