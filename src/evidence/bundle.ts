@@ -158,19 +158,15 @@ export function disputeBundle(sources: BundleSources, found: FoundRecord): Map<s
 
   const check = opensslCheck(record.signedWith, keyType);
   const signature = Buffer.from(record.signature, "base64");
-  files.set("record.json", Buffer.from(at.text));
-  files.set("certificate.pem", Buffer.from(certificatePem));
-  files.set(
-    "tpp-public.pem",
-    Buffer.from(certificate.publicKey.export({ type: "spki", format: "pem" }) as string),
-  );
-  files.set("signed-bytes.bin", Buffer.from(record.signedBytes, "base64"));
-  files.set("signature.bin", check.derFromRaw ? rawEcdsaToDer(signature) : signature);
-  if (record.body !== undefined) files.set("body.bin", Buffer.from(record.body, "base64"));
-  const path = pathOf(sources, record);
-  if (path.report) files.set("validation-report.json", Buffer.from(path.report));
-  if (path.intermediates.length > 0) files.set("intermediates.pem", Buffer.from(path.intermediates.join("")));
-  if (path.anchor) files.set("trust-anchor.pem", Buffer.from(path.anchor));
+  const path = signatureFiles(files, sources, {
+    text: at.text,
+    certificatePem,
+    certificate,
+    publicKeyFile: "tpp-public.pem",
+    signedBytes: record.signedBytes,
+    signature: check.derFromRaw ? rawEcdsaToDer(signature) : signature,
+    record,
+  });
   const answer = response && responseFiles(sources, response.at, response.line, files);
   files.set(
     "README.txt",
@@ -211,22 +207,18 @@ export function responseBundle(sources: BundleSources, found: FoundResponse): Ma
   const check = opensslCheck(signedWith, certificate.publicKey.asymmetricKeyType ?? "unknown");
   const command = check.command.map((a) => (a === "tpp-public.pem" ? "bank-public.pem" : a));
   const signature = Buffer.from(response.signature, "base64");
-  files.set("record.json", Buffer.from(at.text));
-  files.set("certificate.pem", Buffer.from(certificatePem));
-  files.set(
-    "bank-public.pem",
-    Buffer.from(certificate.publicKey.export({ type: "spki", format: "pem" }) as string),
-  );
   const carried = x5cChain(response);
   if (carried.length > 0) files.set("bank-chain.pem", Buffer.from(carried.join("")));
-  files.set("signed-bytes.bin", Buffer.from(response.signedBytes, "base64"));
-  files.set("signature.bin", check.derFromRaw ? rawEcdsaToDer(signature) : signature);
-  if (response.body !== undefined) files.set("body.bin", Buffer.from(response.body, "base64"));
   // Egress: the bank's certificate's validation report and the CAs of its path, as the profile trusted them.
-  const path = pathOf(sources, response);
-  if (path.report) files.set("validation-report.json", Buffer.from(path.report));
-  if (path.intermediates.length > 0) files.set("intermediates.pem", Buffer.from(path.intermediates.join("")));
-  if (path.anchor) files.set("trust-anchor.pem", Buffer.from(path.anchor));
+  const path = signatureFiles(files, sources, {
+    text: at.text,
+    certificatePem,
+    certificate,
+    publicKeyFile: "bank-public.pem",
+    signedBytes: response.signedBytes,
+    signature: check.derFromRaw ? rawEcdsaToDer(signature) : signature,
+    record: response,
+  });
   files.set(
     "README.txt",
     Buffer.from(responseReadme(response, command, check.derFromRaw, carried.length, path, covered)),
@@ -314,6 +306,40 @@ interface PathFiles {
 }
 
 /** The validation report and the CAs of its path, as far as the folder holds them. */
+/**
+ * The files every bundle holds of one signature: its record, the signer's certificate and public
+ * key, the signed bytes, the signature (as openssl takes it), the body when kept, and the
+ * certificate's path as judged (validation report, intermediates, anchor).
+ */
+function signatureFiles(
+  files: Map<string, Buffer>,
+  sources: BundleSources,
+  of: {
+    readonly text: string;
+    readonly certificatePem: string;
+    readonly certificate: X509Certificate;
+    readonly publicKeyFile: string;
+    readonly signedBytes: string;
+    readonly signature: Buffer;
+    readonly record: { readonly validationReport?: string | undefined; readonly body?: string | undefined };
+  },
+): PathFiles {
+  files.set("record.json", Buffer.from(of.text));
+  files.set("certificate.pem", Buffer.from(of.certificatePem));
+  files.set(
+    of.publicKeyFile,
+    Buffer.from(of.certificate.publicKey.export({ type: "spki", format: "pem" }) as string),
+  );
+  files.set("signed-bytes.bin", Buffer.from(of.signedBytes, "base64"));
+  files.set("signature.bin", of.signature);
+  if (of.record.body !== undefined) files.set("body.bin", Buffer.from(of.record.body, "base64"));
+  const path = pathOf(sources, of.record);
+  if (path.report) files.set("validation-report.json", Buffer.from(path.report));
+  if (path.intermediates.length > 0) files.set("intermediates.pem", Buffer.from(path.intermediates.join("")));
+  if (path.anchor) files.set("trust-anchor.pem", Buffer.from(path.anchor));
+  return path;
+}
+
 function pathOf(
   sources: BundleSources,
   record: { readonly validationReport?: string | undefined },
