@@ -17,6 +17,7 @@ import { validateEgressConfig } from "../../src/config/load.js";
 import { createLogger } from "../../src/observability/logger.js";
 import { runCli } from "../helpers/cli.js";
 import { tppFiles } from "../helpers/egress-profiles.js";
+import { evidenceLines } from "../helpers/evidence-folder.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 
 const RFC9421_INGRESS = {
@@ -172,17 +173,7 @@ describe("egress signs in RFC 9421, ingress verifies, the answer is signed back 
 });
 
 describe("evidence of the bank's signed answer, in every dialect", () => {
-  const lines = (): { type: string; requestId?: string; [k: string]: unknown }[] => {
-    const chains = join(evidenceFolder, "chains");
-    return readdirSync(chains).flatMap((chain) =>
-      readdirSync(join(chains, chain)).flatMap((file) =>
-        readFileSync(join(chains, chain, file), "utf8")
-          .trimEnd()
-          .split("\n")
-          .map((l) => JSON.parse(l)),
-      ),
-    );
-  };
+  const lines = () => evidenceLines(evidenceFolder);
   const responseOf = async (requestId: string) => {
     for (let i = 0; i < 100; i++) {
       const found = lines().filter((l) => l.type === "response" && l.requestId === requestId);
@@ -228,17 +219,7 @@ describe("evidence of the bank's signed answer, in every dialect", () => {
 describe("`evidence bundle` of a bank's answer: what openssl alone checks, in every dialect", () => {
   const openssl = (args: readonly string[], cwd: string) =>
     execFileSync("openssl", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
-  const chainLines = (): { type: string; seq: number; chain: string; requestId?: string }[] => {
-    const chains = join(evidenceFolder, "chains");
-    return readdirSync(chains).flatMap((chain) =>
-      readdirSync(join(chains, chain)).flatMap((file) =>
-        readFileSync(join(chains, chain, file), "utf8")
-          .trimEnd()
-          .split("\n")
-          .map((l) => JSON.parse(l)),
-      ),
-    );
-  };
+  const chainLines = () => evidenceLines(evidenceFolder);
   /** Until a checkpoint (every second here) follows the answer's record. */
   const covered = async (requestId: string) => {
     for (let i = 0; i < 100; i++) {
