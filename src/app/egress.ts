@@ -7,7 +7,7 @@
 
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
-import type { JadesSigningRules } from "../checks/dialects/index.js";
+import { dialectUnit, type JadesSigningRules } from "../checks/dialects/index.js";
 import { type BankProfileConfig, type EgressConfig, egressConfigSchema } from "../config/schema.js";
 import {
   type BankProfile,
@@ -271,6 +271,7 @@ function loadProfile(
     backend,
     signer,
     dialect: rules.dialect,
+    responsesBindRequest: dialectUnit(rules.dialect)?.responsesBindRequest === true,
     defaultHeaders: Object.fromEntries(
       Object.entries(bank.defaultHeaders).map(([name, value]) => [name.toLowerCase(), value]),
     ),

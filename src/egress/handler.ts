@@ -452,8 +452,8 @@ async function signRequest(c: EgressExchange): Promise<StepResult> {
       method: c.method,
       target,
       requestId: c.requestId ?? "",
-      // RFC 9421 binds the answer to the request (`;req`): what was sent, lower-cased.
-      ...(profile.dialect === "rfc9421"
+      // A dialect binding the answer to the request (RFC 9421's `;req`): what was sent, lower-cased.
+      ...(profile.responsesBindRequest
         ? {
             targetUri: `${profile.backend.origin.slice(0, profile.backend.origin.indexOf(":"))}://${profile.backend.host}${target}`,
             headers: lowerCasedHeaders(headers),

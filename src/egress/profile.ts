@@ -19,6 +19,8 @@ export interface BankProfile {
   readonly signer: RequestSigning;
   /** The signing dialect of its requests, and of the responses it checks. */
   readonly dialect: Dialect;
+  /** The dialect's responses bind the request (`responsesBindRequest`): keep what was sent. */
+  readonly responsesBindRequest: boolean;
   /** Lower-case names → values added when the application's request does not carry them. */
   readonly defaultHeaders: Readonly<Record<string, string>>;
   /** Lower-case names the application may not set: the gateway writes them. */

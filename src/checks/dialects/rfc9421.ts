@@ -264,6 +264,7 @@ export interface Rfc9421SigningRules {
 export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions, Rfc9421SigningRules> = {
   name: "rfc9421",
   title: "RFC 9421 (Signature-Input and Signature, FAPI 2.0)",
+  responsesBindRequest: true,
   detect: (headers) => headers["signature-input"] !== undefined,
   requiredHeaders: (headers, withBody) => {
     const certificate = certificateHeaderMissing(headers);

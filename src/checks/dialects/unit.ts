@@ -182,6 +182,11 @@ export interface DialectUnit<Own = unknown, Rules = unknown> {
   readonly howToSign: string;
   /** The step that verifies its signature: a chain accepting the dialect must have it. */
   readonly signatureStep: string;
+  /**
+   * Its responses are signed over parts of the request they answer (RFC 9421's `;req`): egress
+   * keeps what it sent (the target URI, the headers) for the response check.
+   */
+  readonly responsesBindRequest?: boolean;
   /** Its own options' defaults (what its `config` fragment makes of `{}`; without one, its steps' options). */
   readonly defaults: Own;
   /** Its config fragment (`verification.dialects.<key>`); none: it has no options to configure. */
