@@ -14,10 +14,12 @@ import {
   type CheckOptions,
   type Dialect,
   type DialectUnit,
+  dialectUnit,
   dialectUnits,
   type ResponseSigner,
   RoleTable,
   requestChecks,
+  requestMessage,
   type SignResponse,
 } from "../checks/index.js";
 import { restartKeysChanged } from "../config/restart.js";
@@ -162,7 +164,16 @@ function responseSignerOf(
     certificate: qseal.certificateDer,
     ...(organizationId !== undefined ? { organizationId } : {}),
     now: parts.now,
+    // RFC 9421's `;req` components, with the scheme its own options name.
+    requestMessage: (request) => requestMessage(request, rfc9421SchemeIn(config)),
   });
+}
+
+function rfc9421SchemeIn(config: GatewayConfig): "https" | "http" {
+  const unit = dialectUnit("rfc9421");
+  return (
+    (unit && (ownOptionsIn(config, unit) as { scheme?: "https" | "http" } | undefined)?.scheme) ?? "https"
+  );
 }
 
 /** A dialect's own options as the config holds them (`verification.dialects.<its fragment's key>`). */

@@ -35,6 +35,7 @@ export {
   type Rfc9421ResponseVerifierOptions,
   registerDialect,
   requestIdStep,
+  requestMessage,
   responseOutline,
   rfc9421ResponseChecks,
   type SignerInput,

@@ -196,7 +196,7 @@ export function responseBundle(sources: BundleSources, found: FoundResponse): Ma
   if (response.signedBytesSha256 !== undefined)
     return `the record keeps only the SHA-256 of its signed bytes (${response.signedBytesSha256}): they were larger than the inline bound`;
   if (response.signature === undefined || response.signedBytes === undefined || signedWith === undefined)
-    return "the record keeps no signed bytes: its signature header did not parse, or it is a response ingress signed in a dialect other than draft-cavage (its signature headers are in record.json: use evidence show)";
+    return "the record keeps no signed bytes: its signature header did not parse, or an older gateway wrote it (which kept them for draft-cavage answers only); its signature headers are in the record: use evidence show";
   const covered = coveringSegment(chain, at, undefined);
   if (typeof covered === "string") return covered;
   const files = new Map<string, Buffer>();

@@ -5,10 +5,11 @@
  * could be (a gap line counts one not kept). Nothing here waits for the disk.
  */
 
-import { createHash, type KeyObject } from "node:crypto";
+import { createHash, type KeyObject, X509Certificate } from "node:crypto";
 import type { CheckContext, ResponseSigner } from "../checks/index.js";
 import { headerValue } from "../signature/index.js";
 import type { HttpHeadersPayloadStyle } from "../signature/jws/index.js";
+import type { RequestMessage } from "../signature/rfc9421/index.js";
 import type { BodyPolicy, ResponseEvidence } from "./record.js";
 import { type ResponseSigning, responseSigned } from "./response-signed.js";
 import { keepsBody, traceIdOf } from "./step.js";
@@ -28,6 +29,11 @@ export interface ResponseEvidenceOptions {
   readonly certificate: Uint8Array;
   readonly organizationId?: string;
   readonly now?: () => number;
+  /**
+   * The request as RFC 9421's `;req` components read it (its scheme is the config's): what the
+   * answer's signature base binds, rebuilt for the record.
+   */
+  readonly requestMessage?: (request: CheckContext) => RequestMessage;
 }
 
 /** The response signer, each response it signs recorded. */
@@ -36,6 +42,8 @@ export function withResponseEvidence(
   options: ResponseEvidenceOptions,
 ): ResponseSigner {
   const fingerprint = createHash("sha256").update(options.certificate).digest("hex");
+  // The signer's key: the algorithm of an RFC 9421 signature that names none, as its verifier takes it.
+  const key = new X509Certificate(options.certificate).publicKey;
   const now = options.now ?? Date.now;
   return {
     maxBodyBytes: signer.maxBodyBytes,
@@ -53,6 +61,8 @@ export function withResponseEvidence(
           added,
           certificate: fingerprint,
           bodies: options.bodies,
+          key,
+          ...(options.requestMessage ? { requestMessage: options.requestMessage } : {}),
           ...(options.organizationId !== undefined ? { organizationId: options.organizationId } : {}),
         }),
       );
@@ -84,6 +94,8 @@ export function signedResponseEvidence(parts: {
   readonly certificate: string;
   readonly organizationId?: string;
   readonly bodies: BodyPolicy;
+  readonly key?: KeyObject;
+  readonly requestMessage?: (request: CheckContext) => RequestMessage;
 }): ResponseEvidence {
   const { request, added } = parts;
   const all: Record<string, string> = {};
@@ -101,8 +113,13 @@ export function signedResponseEvidence(parts: {
     dialect: request.dialect,
     organizationId: parts.organizationId,
     certificate: parts.certificate,
-    // What the gateway signed is rebuilt for draft-cavage (the others' need what the signer saw).
-    signing: request.dialect === "cavage" ? { dialect: "cavage", status: parts.status } : undefined,
+    // What the gateway signed, rebuilt from what it sent (RFC 9421 also from the request it answers).
+    signing: {
+      dialect: request.dialect,
+      status: parts.status,
+      ...(parts.requestMessage ? { request: parts.requestMessage(request) } : {}),
+      ...(parts.key ? { key: parts.key } : {}),
+    },
     body: parts.body,
     keepBody: keepsBody(parts.bodies, request),
   });

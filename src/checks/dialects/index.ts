@@ -53,7 +53,7 @@ export {
   responseOutline,
   StepsResponseVerifier,
 } from "./response-outline.js";
-export type { Rfc9421DialectOptions } from "./rfc9421.js";
+export { type Rfc9421DialectOptions, requestMessage } from "./rfc9421.js";
 export {
   type Rfc9421ResponseVerifierOptions,
   rfc9421ResponseChecks,
