@@ -32,6 +32,21 @@ function checkEmptyBodyDigest(values: readonly DigestValue[]): Rejection | undef
   return undefined;
 }
 
+/**
+ * The body phases of a digest step (Digest, Content-Digest): the body hashed as it streams into the
+ * verifier its head phase put in the context's slot, its last chunk held back until it matches.
+ */
+export const BODY_DIGEST_PHASES: Pick<Step<CheckContext>, "body" | "bodyEnd"> = {
+  body: (c, chunk) => {
+    c.digestVerifier?.update(chunk);
+    return undefined;
+  },
+  bodyEnd: (c) => {
+    const verdict = c.digestVerifier?.finish();
+    return verdict === undefined || verdict === true ? undefined : verdict;
+  },
+};
+
 export const DIGEST_STEP: Step<CheckContext> = {
   // Parsed here (cheap); the body itself is hashed as it streams to the backend.
   name: "digest",
@@ -49,13 +64,5 @@ export const DIGEST_STEP: Step<CheckContext> = {
     c.digestVerifier = new DigestVerifier(parsed);
     return undefined;
   },
-  // The body is hashed as it streams; its last chunk is held back until it matches.
-  body: (c, chunk) => {
-    c.digestVerifier?.update(chunk);
-    return undefined;
-  },
-  bodyEnd: (c) => {
-    const verdict = c.digestVerifier?.finish();
-    return verdict === undefined || verdict === true ? undefined : verdict;
-  },
+  ...BODY_DIGEST_PHASES,
 };

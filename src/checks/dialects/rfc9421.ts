@@ -44,6 +44,7 @@ import type { CheckContext } from "../context.js";
 import { certificateHeaderMissing, hasBody } from "../required-headers.js";
 import type { Step } from "../runner.js";
 import { headerName } from "./config-names.js";
+import { BODY_DIGEST_PHASES } from "./digest-header.js";
 import { responseSignatureOf, rfc9421ResponseChecks } from "./rfc9421-response.js";
 import type { DialectExplanation, DialectUnit } from "./unit.js";
 
@@ -113,14 +114,7 @@ export function contentDigestStep(): Step<CheckContext> {
       c.digestVerifier = new ContentDigestVerifier(parsed);
       return undefined;
     },
-    body: (c, chunk) => {
-      c.digestVerifier?.update(chunk);
-      return undefined;
-    },
-    bodyEnd: (c) => {
-      const verdict = c.digestVerifier?.finish();
-      return verdict === undefined || verdict === true ? undefined : verdict;
-    },
+    ...BODY_DIGEST_PHASES,
   };
 }
 
