@@ -2,29 +2,15 @@
  * What a bank signed in its answer, rebuilt from the answer as received (and, for RFC 9421's `;req`
  * components, the request as sent), for the response record and its dispute bundle: the exact bytes
  * (draft-cavage's signing string, RFC 9421's signature base, the JWS signing input), the signature
- * and the algorithm, so that openssl alone checks them. The same library functions the response
- * checks use (signature/); nothing is verified here: the record's verdict says whether it held.
- * Pure.
+ * and the algorithm, so that openssl alone checks them. Each dialect's unit rebuilds its own
+ * (`responseSigned`, with the signature/ functions its checks use); nothing is verified here: the
+ * record's verdict says whether it held. Pure.
  */
 
 import { createHash, type KeyObject } from "node:crypto";
-import { isRejection } from "../errors.js";
-import { buildSigningString, parseSignatureHeader } from "../signature/index.js";
-import {
-  buildHttpHeadersPayload,
-  type HttpHeadersPayloadStyle,
-  JWS_SIGNATURE_HEADER,
-  readDetachedJws,
-  signingInput,
-} from "../signature/jws/index.js";
-import {
-  algorithmForKey,
-  FAPI_RESPONSE_TAG,
-  parseSignatures,
-  type RequestMessage,
-  selectSignature,
-  signatureBase,
-} from "../signature/rfc9421/index.js";
+import { dialectUnit } from "../checks/index.js";
+import type { HttpHeadersPayloadStyle } from "../signature/jws/index.js";
+import type { RequestMessage } from "../signature/rfc9421/index.js";
 import { SIGNED_BYTES_INLINE } from "./record.js";
 
 /** What the answer's dialect needs beyond its headers and body. */
@@ -68,68 +54,18 @@ export function responseSigned(
   };
 }
 
+/** What the answer's dialect's unit rebuilds of it (`DialectUnit.responseSigned`). */
 function rebuilt(
   headers: Readonly<Record<string, string>>,
   body: Buffer,
   how: ResponseSigning,
 ): { bytes: Buffer; signature: Buffer; signedWith: string } | undefined {
-  switch (how.dialect) {
-    case "cavage": {
-      const params = parseSignatureHeader(headers.signature);
-      if (isRejection(params)) return undefined;
-      // A response has no request target: (request-target) is not among its headers.
-      const signing = buildSigningString(params.headers, { method: "", target: "", headers });
-      if (isRejection(signing)) return undefined;
-      // Header values are one char per byte (latin1), as signed.
-      return {
-        bytes: Buffer.from(signing, "latin1"),
-        signature: params.signatureBytes,
-        signedWith: params.algorithm,
-      };
-    }
-    case "rfc9421": {
-      if (!how.request) return undefined;
-      const all = parseSignatures(headers["signature-input"], headers.signature);
-      if (isRejection(all)) return undefined;
-      const signature = selectSignature(all, { tag: FAPI_RESPONSE_TAG });
-      if (isRejection(signature)) return undefined;
-      const base = signatureBase(
-        signature.components,
-        signature.serializedParams,
-        { status: how.status, headers },
-        how.request,
-      );
-      if (isRejection(base)) return undefined;
-      return {
-        bytes: Buffer.from(base, "latin1"),
-        signature: signature.signature,
-        signedWith: `rfc9421:${signature.params.alg ?? (how.key && algorithmForKey(how.key)) ?? ""}`,
-      };
-    }
-    case "jades":
-    case "uk-ob": {
-      const jws = readDetachedJws(headers[JWS_SIGNATURE_HEADER], JWS_SIGNATURE_HEADER);
-      if (isRejection(jws)) return undefined;
-      const alg = typeof jws.header.alg === "string" ? jws.header.alg : "";
-      let payload: Buffer;
-      if (how.dialect === "jades") {
-        // JAdES signs the lines of the headers its sigD.pars lists (b64: false).
-        const pars = (jws.header.sigD as { pars?: unknown } | undefined)?.pars;
-        if (!Array.isArray(pars) || !pars.every((p) => typeof p === "string")) return undefined;
-        const built = buildHttpHeadersPayload(pars, { headers }, how.payloadStyle);
-        if (isRejection(built)) return undefined;
-        payload = built;
-      } else {
-        // UK OB signs the body: base64url, or as it is with b64: false.
-        payload = jws.header.b64 === false ? body : Buffer.from(body.toString("base64url"), "latin1");
-      }
-      return {
-        bytes: signingInput(jws.protectedB64, payload),
-        signature: jws.signature,
-        signedWith: `${how.dialect}:${alg}`,
-      };
-    }
-    default:
-      return undefined;
-  }
+  return dialectUnit(how.dialect)?.responseSigned?.({
+    headers,
+    body,
+    status: how.status,
+    request: how.request,
+    payloadStyle: how.payloadStyle,
+    key: how.key,
+  });
 }

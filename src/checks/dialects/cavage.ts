@@ -30,7 +30,13 @@ import { certificateHeaderMissing, digestHeaderMissing } from "../required-heade
 import type { StepResult } from "../runner.js";
 import { cavageResponseChecks } from "./cavage-response.js";
 import { DIGEST_STEP } from "./digest-header.js";
-import { type DialectExplanation, type DialectUnit, readable } from "./unit.js";
+import {
+  type DialectExplanation,
+  type DialectUnit,
+  readable,
+  type SignedResponseInput,
+  type SignedResponseParts,
+} from "./unit.js";
 
 const CAVAGE = ["cavage"] as const;
 
@@ -85,6 +91,7 @@ export const cavageDialect: DialectUnit<CavageOptions, CavageSigningRules> = {
     certificate: headerValue(c.headers, "tpp-signature-certificate"),
     ...describeCavage({ method: c.method, target: c.target, headers: c.headers, body }),
   }),
+  responseSigned: cavageResponseSigned,
   responseChecks: ({ responses, ...common }) =>
     cavageResponseChecks({ ...common, algorithms: responses["algorithms"] as readonly AlgorithmName[] }),
   responseExplaining: {
@@ -294,4 +301,18 @@ export function describeCavage(
   const signingString = buildSigningString(signature.headers, parts, signature);
   if (!isRejection(signingString)) out.signingString = readable(signingString);
   return out;
+}
+
+/** A signed answer's signing string: a response has no request target, so no (request-target). */
+function cavageResponseSigned({ headers }: SignedResponseInput): SignedResponseParts | undefined {
+  const params = parseSignatureHeader(headers.signature);
+  if (isRejection(params)) return undefined;
+  const signing = buildSigningString(params.headers, { method: "", target: "", headers });
+  if (isRejection(signing)) return undefined;
+  // Header values are one char per byte (latin1), as signed.
+  return {
+    bytes: Buffer.from(signing, "latin1"),
+    signature: params.signatureBytes,
+    signedWith: params.algorithm,
+  };
 }

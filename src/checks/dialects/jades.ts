@@ -19,6 +19,7 @@ import {
   JWS_ALGORITHMS,
   JWS_SIGNATURE_HEADER,
   type JwsAlgorithm,
+  readDetachedJws,
   readJadesHeaderParts,
   signatureMismatch,
   signingInput,
@@ -33,7 +34,7 @@ import { headerName } from "./config-names.js";
 import { DIGEST_STEP } from "./digest-header.js";
 import { jadesResponseChecks, jadesResponseOf } from "./jades-response.js";
 import { jwsIsUkOb } from "./jws-family.js";
-import type { DialectUnit } from "./unit.js";
+import type { DialectUnit, SignedResponseInput, SignedResponseParts } from "./unit.js";
 
 export const JADES = ["jades"] as const;
 
@@ -212,6 +213,7 @@ export const jadesDialect: DialectUnit<JadesDialectOptions, JadesSigningRules> =
       ...(Buffer.isBuffer(payload) ? { signingString: payload.toString("latin1") } : {}),
     };
   },
+  responseSigned: jadesResponseSigned,
   responseChecks: ({ responses, signing, ...common }) =>
     jadesResponseChecks({
       ...common,
@@ -303,3 +305,22 @@ export const jadesDialect: DialectUnit<JadesDialectOptions, JadesSigningRules> =
     };
   },
 };
+
+/** A signed answer's JWS signing input: the lines of the headers its sigD.pars lists (b64: false). */
+function jadesResponseSigned({
+  headers,
+  payloadStyle,
+}: SignedResponseInput): SignedResponseParts | undefined {
+  const jws = readDetachedJws(headers[JWS_SIGNATURE_HEADER], JWS_SIGNATURE_HEADER);
+  if (isRejection(jws)) return undefined;
+  const pars = (jws.header.sigD as { pars?: unknown } | undefined)?.pars;
+  if (!Array.isArray(pars) || !pars.every((p) => typeof p === "string")) return undefined;
+  const payload = buildHttpHeadersPayload(pars, { headers }, payloadStyle);
+  if (isRejection(payload)) return undefined;
+  const alg = typeof jws.header.alg === "string" ? jws.header.alg : "";
+  return {
+    bytes: signingInput(jws.protectedB64, payload),
+    signature: jws.signature,
+    signedWith: `jades:${alg}`,
+  };
+}

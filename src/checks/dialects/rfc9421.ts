@@ -23,6 +23,7 @@ import {
   computeContentDigest,
   FAPI_REQUEST_TAG,
   FAPI_RESPONSE_PROFILES,
+  FAPI_RESPONSE_TAG,
   type FapiResponseProfile,
   fapiRequestComponents,
   fapiResponseSigning,
@@ -46,7 +47,7 @@ import type { Step } from "../runner.js";
 import { headerName } from "./config-names.js";
 import { BODY_DIGEST_PHASES } from "./digest-header.js";
 import { responseSignatureOf, rfc9421ResponseChecks } from "./rfc9421-response.js";
-import type { DialectExplanation, DialectUnit } from "./unit.js";
+import type { DialectExplanation, DialectUnit, SignedResponseInput, SignedResponseParts } from "./unit.js";
 
 export const RFC9421 = ["rfc9421"] as const;
 
@@ -274,6 +275,7 @@ export const rfc9421Dialect: DialectUnit<Rfc9421DialectOptions, Rfc9421SigningRu
     certificate: headerValue(c.headers, "tpp-signature-certificate"),
     ...describeHttpSignature(c),
   }),
+  responseSigned: rfc9421ResponseSigned,
   responseChecks: ({ responses, ...common }) =>
     rfc9421ResponseChecks({
       ...common,
@@ -409,5 +411,27 @@ function describeHttpSignature(
     ...(keyid === undefined ? {} : { keyId: keyid }),
     signedHeaders: signature.components.map((s) => s.serialized),
     ...(typeof base === "string" ? { signingString: base } : {}),
+  };
+}
+
+/** A signed answer's signature base, with the `;req` components of the request it answers. */
+function rfc9421ResponseSigned(input: SignedResponseInput): SignedResponseParts | undefined {
+  const { headers } = input;
+  if (!input.request) return undefined;
+  const all = parseSignatures(headers["signature-input"], headers.signature);
+  if (isRejection(all)) return undefined;
+  const signature = selectSignature(all, { tag: FAPI_RESPONSE_TAG });
+  if (isRejection(signature)) return undefined;
+  const base = signatureBase(
+    signature.components,
+    signature.serializedParams,
+    { status: input.status, headers },
+    input.request,
+  );
+  if (isRejection(base)) return undefined;
+  return {
+    bytes: Buffer.from(base, "latin1"),
+    signature: signature.signature,
+    signedWith: `rfc9421:${signature.params.alg ?? (input.key && algorithmForKey(input.key)) ?? ""}`,
   };
 }

@@ -22,8 +22,10 @@ import {
   JWS_ALGORITHMS,
   JWS_SIGNATURE_HEADER,
   type JwsAlgorithm,
+  readDetachedJws,
   readUkObHeader,
   signatureMismatch,
+  signingInput,
   signUkObAsync,
   UkObSignature,
 } from "../../signature/jws/index.js";
@@ -34,7 +36,7 @@ import type { Step, StepResult } from "../runner.js";
 import { JWS_CERTIFICATE } from "./jades.js";
 import { jwsIsUkOb } from "./jws-family.js";
 import { ukObResponseChecks, ukObResponseOf } from "./uk-ob-response.js";
-import type { DialectUnit } from "./unit.js";
+import type { DialectUnit, SignedResponseInput, SignedResponseParts } from "./unit.js";
 
 export const UK_OB = ["uk-ob"] as const;
 
@@ -224,6 +226,7 @@ export const ukObDialect: DialectUnit<UkObDialectOptions, UkObSigningRules> = {
       ...(signature ? { protectedHeader: signature.jws.header } : {}),
     };
   },
+  responseSigned: ukObResponseSigned,
   responseChecks: ({ responses, ...common }) =>
     ukObResponseChecks({
       ...common,
@@ -316,3 +319,16 @@ export const ukObDialect: DialectUnit<UkObDialectOptions, UkObSigningRules> = {
     };
   },
 };
+
+/** A signed answer's JWS signing input over its body: base64url, or as it is with b64: false. */
+function ukObResponseSigned({ headers, body }: SignedResponseInput): SignedResponseParts | undefined {
+  const jws = readDetachedJws(headers[JWS_SIGNATURE_HEADER], JWS_SIGNATURE_HEADER);
+  if (isRejection(jws)) return undefined;
+  const payload = jws.header.b64 === false ? body : Buffer.from(body.toString("base64url"), "latin1");
+  const alg = typeof jws.header.alg === "string" ? jws.header.alg : "";
+  return {
+    bytes: signingInput(jws.protectedB64, payload),
+    signature: jws.signature,
+    signedWith: `uk-ob:${alg}`,
+  };
+}

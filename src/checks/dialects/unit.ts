@@ -15,6 +15,8 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { z } from "zod";
 import type { Rejection } from "../../errors.js";
 import type { AlgorithmName, HeaderMap, RequestToSign } from "../../signature/index.js";
+import type { HttpHeadersPayloadStyle } from "../../signature/jws/index.js";
+import type { RequestMessage } from "../../signature/rfc9421/index.js";
 import type { CertificateVerifier, CheckContext } from "../context.js";
 import type { Authenticates, Dialect } from "../dialect-names.js";
 import type { Step } from "../runner.js";
@@ -173,6 +175,28 @@ export interface ResponseExplaining {
   explain(check: ResponseCheck, response: ExplainedResponse): DialectExplanation;
 }
 
+/** A signed response as sent or received, to rebuild what its signature covers (evidence records). */
+export interface SignedResponseInput {
+  /** Lower-case names; values as sent or received (Latin-1 strings). */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: Buffer;
+  readonly status: number;
+  /** The request it answers, as RFC 9421's `;req` components read it. */
+  readonly request?: RequestMessage | undefined;
+  /** JAdES: how the profile builds the sigD.pars payload. */
+  readonly payloadStyle?: HttpHeadersPayloadStyle | undefined;
+  /** The signer's public key: the algorithm of a signature that names none. */
+  readonly key?: KeyObject | undefined;
+}
+
+/** What a response's signature covers: the exact bytes, the signature, the dialect and algorithm. */
+export interface SignedResponseParts {
+  readonly bytes: Buffer;
+  readonly signature: Buffer;
+  /** As request records name it (`rfc9421:rsa-pss-sha512`, `jades:PS256`; draft-cavage its algorithm). */
+  readonly signedWith: string;
+}
+
 export interface DialectUnit<Own = unknown, Rules = unknown> {
   readonly name: Dialect;
   /** Its name as `verify` prints it: the headers and the specification. */
@@ -218,6 +242,11 @@ export interface DialectUnit<Own = unknown, Rules = unknown> {
    * Absent: a bank profile cannot ask to verify responses in it (refused when config loads).
    */
   responseChecks?(input: ResponseCheckInput<Rules>): Step<ResponseCheck>[];
+  /**
+   * What a signed response in it covers, rebuilt from the answer (the evidence record and its
+   * dispute bundle); undefined when its signature cannot be read. Nothing is verified here.
+   */
+  responseSigned?(input: SignedResponseInput): SignedResponseParts | undefined;
   /** What `verify --response` shows of an answer in it (with `responseChecks`). */
   readonly responseExplaining?: ResponseExplaining;
   /**

@@ -10,7 +10,10 @@
  * config asking to verify or sign answers in such a dialect is refused when it loads.
  */
 
-import { randomUUID } from "node:crypto";
+import { randomUUID, verify, X509Certificate } from "node:crypto";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { describe, expect, it } from "vitest";
 import { profileSigner, responseVerifierForProfile } from "../../../../../src/app/bank-profile.js";
@@ -30,6 +33,7 @@ import { parseSigningRules } from "../../../../../src/config/schema.js";
 import { TppVerifier } from "../../../../../src/eidas/index.js";
 import { reject } from "../../../../../src/errors.js";
 import { loadTrustMaterial } from "../../../../../src/trust/trust-material.js";
+import { evidenceLines } from "../../../../helpers/evidence-folder.js";
 import { useGatewayAndBackend } from "../../../../helpers/gateway-and-backend.js";
 import { expectRejected, send } from "../../../../helpers/gateway-fixture.js";
 import { TEST_DIALECT, testDialect } from "./unit.js";
@@ -334,12 +338,48 @@ describe("a fifth dialect registered from the test folder alone", () => {
 });
 
 describe("ingress answers a request in the fifth dialect signed in it (responseSigning)", () => {
+  const evidenceFolder = mkdtempSync(join(tmpdir(), "psd2-fifth-evidence-"));
   const signing = useGatewayAndBackend((pki) => ({
     config: {
       verification: { dialects: { accept: [TEST_DIALECT] } },
       responseSigning: { qseal: { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey } },
+      evidence: { folder: evidenceFolder },
     },
   }));
+
+  it("keeps the signed answer's evidence: what was signed, rebuilt by its unit, verifies with the bank's key", async () => {
+    const seal = signing.gw.pki.tppA.qseal;
+    const signer = profileSigner(
+      { signing: parseSigningRules({ dialect: TEST_DIALECT }), url: signing.gw.url },
+      { privateKey: seal.privateKey, certificateDer: Buffer.from(seal.der) },
+    );
+    const headers = {
+      "x-request-id": randomUUID(),
+      "psu-ip-address": "192.0.2.10",
+      "tpp-redirect-uri": "https://tpp.example/cb",
+      "content-type": "application/json",
+    };
+    const added = await signer.sign({ method: "POST", target: PAYMENT, headers, body: BODY });
+    const answer = await send(signing.gw, "POST", PAYMENT, { ...headers, ...added }, BODY);
+    expect(answer.status, answer.text).toBe(200);
+    let record: Record<string, unknown> | undefined;
+    for (let i = 0; i < 100 && !record; i++) {
+      record = evidenceLines(evidenceFolder).find(
+        (l) => l.type === "response" && l.requestId === headers["x-request-id"],
+      );
+      if (!record) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(record).toMatchObject({
+      verdict: "signed",
+      dialect: TEST_DIALECT,
+      signedWith: `${TEST_DIALECT}:sha256`,
+    });
+    const bankKey = new X509Certificate(Buffer.from(signing.gw.pki.bankQseal.der)).publicKey;
+    const signed = Buffer.from(record!.signedBytes as string, "base64");
+    const signature = Buffer.from(record!.signature as string, "base64");
+    expect(signed.toString("latin1")).toContain(`post ${PAYMENT}\n`);
+    expect(verify("sha256", signed, bankKey, signature)).toBe(true);
+  });
 
   it("signs the bank's answer with its unit's response signer: its own response checks pass it, a changed body fails", async () => {
     const seal = signing.gw.pki.tppA.qseal;

@@ -198,6 +198,17 @@ export const testDialect: DialectUnit<
       signingString: testSigningInput(method, target, check.response.headers).toString("latin1"),
     }),
   },
+  // What a signed answer in it covers, rebuilt for the evidence record: the request's method and target too.
+  responseSigned: ({ headers, request }) => {
+    const value = headers[HEADER];
+    if (!request || value === undefined) return undefined;
+    const target = new URL(request.targetUri);
+    return {
+      bytes: testSigningInput(request.method, `${target.pathname}${target.search}`, headers),
+      signature: Buffer.from(value, "base64"),
+      signedWith: `${TEST_DIALECT}:sha256`,
+    };
+  },
   // Ingress's answer to a request in it: what its response checks read, signed with the bank's QSealC.
   responseSigner:
     ({ privateKey, certificateDer, certificateHeader }) =>
