@@ -22,16 +22,12 @@ import { parseAuthority, servedAuthority } from "./authority.js";
 import { type CharacterPolicy, checkHeaderCharacters, Utf8Scanner } from "./characters.js";
 import type { CertificateVerifier, CheckContext, TrustedCertificate } from "./context.js";
 import {
-  type CavageOptions,
   type Dialect,
   type DialectSteps,
   type DialectUnit,
   dialectNames,
   dialectUnit,
-  type JadesDialectOptions,
-  type Rfc9421DialectOptions,
   type SharedDialectOptions,
-  type UkObDialectOptions,
 } from "./dialects/index.js";
 import {
   CAVAGE_ONLY,
@@ -110,28 +106,16 @@ export interface CheckOptions {
   readonly responseSigner?: ResponseSigner;
   /** The signing dialects accepted, per path prefix; draft-cavage only without it. */
   readonly dialects?: DialectPolicy;
-  /** RFC 9421 (FAPI 2.0): its algorithms, how old `created` may be, the scheme of `@target-uri`. */
-  readonly rfc9421?: Rfc9421DialectOptions;
-  /** JAdES (openFinance 2.x): its algorithms and how the HttpHeaders payload is laid out. */
-  readonly jades?: JadesDialectOptions;
-  /** draft-cavage-12: a signed `(created)` may stand for the Date header. */
-  readonly cavage?: CavageOptions;
-  /** UK Open Banking: its algorithms, the trust anchors `tan` may name, whether `b64: false` is accepted. */
-  readonly ukOb?: UkObDialectOptions;
-  /** A dialect registered from outside the table: its own options, by its name. */
+  /**
+   * Each dialect's own options (its config fragment's, e.g. `cavage: { createdForDate: true }`), by
+   * the dialect's name; its unit's defaults where absent.
+   */
   readonly ownOptions?: Readonly<Record<Dialect, unknown>>;
 }
 
-/** Each dialect's own options, as CheckOptions holds them (its unit's defaults where absent). */
+/** A dialect's own options, as CheckOptions holds them (its unit's defaults where absent). */
 function ownOptions(options: CheckOptions, unit: DialectUnit): unknown {
-  const builtIn: Readonly<Record<string, unknown>> = {
-    cavage: options.cavage,
-    rfc9421: options.rfc9421,
-    jades: options.jades,
-    "uk-ob": options.ukOb,
-  };
-  const own = builtIn[unit.name] ?? options.ownOptions?.[unit.name];
-  return { ...(unit.defaults as object), ...(own as object | undefined) };
+  return { ...(unit.defaults as object), ...(options.ownOptions?.[unit.name] as object | undefined) };
 }
 
 /** Headers a TPP sends that the checks read or the bank acts on: never spelt with '_'. */

@@ -14,7 +14,11 @@ const NOW = Date.UTC(2026, 10, 26, 12, 0, 0);
 const SECONDS = NOW / 1000;
 
 function run(headers: IncomingHttpHeaders, createdForDate: boolean) {
-  const options: CheckOptions = { ...BASE_CHECK_OPTIONS, now: () => NOW, cavage: { createdForDate } };
+  const options: CheckOptions = {
+    ...BASE_CHECK_OPTIONS,
+    now: () => NOW,
+    ownOptions: { cavage: { createdForDate } },
+  };
   const steps = requestChecks(options).filter((s) =>
     ["date", "signature-header", "signature-times"].includes(s.name),
   );
