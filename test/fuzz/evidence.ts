@@ -10,6 +10,9 @@
  *   the backend at all (a record whose request then failed on the way, the TPP gone or the backend
  *   cut, is counted as reaching it: the record is kept before the last chunk is sent).
  *
+ * - every answer the gateway signed (responseSigning) keeps what it signed: signed bytes (or their
+ *   SHA-256), signature and signedWith, whatever its request's dialect.
+ *
  * Records and requests are matched by method and target: every fuzz request's target is its own
  * (`fz=<tag>`), the same one sent twice only by a replay, which the backend sees once.
  */
@@ -34,7 +37,11 @@ export function evidenceFolderOf(dir: string): string {
 }
 
 /** The invariants above, each key one check. */
-export function checkEvidence(folder: string, backend: FuzzBackend, checker: Checker): { records: number } {
+export function checkEvidence(
+  folder: string,
+  backend: FuzzBackend,
+  checker: Checker,
+): { records: number; signedAnswers: number } {
   const read = readEvidenceFolder(folder);
   const violation = (label: string, expected: string, got: string) => ({
     kind: "evidence",
@@ -47,6 +54,7 @@ export function checkEvidence(folder: string, backend: FuzzBackend, checker: Che
   });
   const records = new Map<string, number>();
   let total = 0;
+  let signedAnswers = 0;
   for (const chain of read.chains) {
     const report = verifyChain(chain, (id) => {
       const pem = read.publicKeyPem(id);
@@ -60,6 +68,25 @@ export function checkEvidence(folder: string, backend: FuzzBackend, checker: Che
       ),
     );
     for (const p of chainLines(chain)) {
+      // An answer the gateway signed (responseSigning): what it signed is kept, in its request's dialect.
+      if (p.line.type === "response" && p.line.verdict === "signed") {
+        const line = p.line;
+        checker.check(
+          (line.signedBytes !== undefined || line.signedBytesSha256 !== undefined) &&
+            line.signature !== undefined &&
+            line.signedWith !== undefined,
+          () =>
+            violation(
+              `signed answer ${line.requestId ?? "?"} (${line.dialect})`,
+              "a signed answer's record keeps its signed bytes, signature and signedWith",
+              JSON.stringify({
+                signedBytes: line.signedBytes !== undefined,
+                signature: line.signature !== undefined,
+              }),
+            ),
+        );
+        signedAnswers += 1;
+      }
       if (p.line.type !== "request") continue;
       total += 1;
       const key = `${p.line.method} ${p.line.target}`;
@@ -85,5 +112,5 @@ export function checkEvidence(folder: string, backend: FuzzBackend, checker: Che
       ),
     );
   }
-  return { records: total };
+  return { records: total, signedAnswers };
 }

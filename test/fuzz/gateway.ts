@@ -221,10 +221,12 @@ export async function spawnFuzzProcess(options: {
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (done) throw new Error(`the ${name} gateway exited at start:\n${lines.join("\n")}`);
-    if ((await status(`${adminUrl}/healthz`)) === 200) break;
+    // Ready, not only alive: until then the TPP listener answers 503 "the gateway is starting", which
+    // a loaded machine showed as violations of the first cases.
+    if ((await status(`${adminUrl}/readyz`)) === 200) break;
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
-      throw new Error(`the ${name} gateway did not answer /healthz within 60 s:\n${lines.join("\n")}`);
+      throw new Error(`the ${name} gateway was not ready (/readyz) within 60 s:\n${lines.join("\n")}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -439,8 +439,10 @@ class Run implements Checker {
     }
     // The writer empties its queue only after the batch is on disk; then give it one more turn.
     await new Promise((r) => setTimeout(r, 200));
-    const { records } = checkEvidence(this.evidenceFolder, side.backend, this);
-    this.options.log?.(`evidence: ${records} request records checked against the backend's`);
+    const { records, signedAnswers } = checkEvidence(this.evidenceFolder, side.backend, this);
+    this.options.log?.(
+      `evidence: ${records} request records checked against the backend's, ${signedAnswers} signed answers' signed bytes`,
+    );
   }
 
   /**
