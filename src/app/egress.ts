@@ -305,7 +305,8 @@ function responseKeeper(
         body: checked.body,
         verdict: checked.verdict,
         dialect: checked.dialect,
-        ...(checked.dialect === "jades" ? { payloadStyle: payloadStyleOf(checked.bank) } : {}),
+        // Read by the units that need it (JAdES's payload layout); the others ignore it.
+        payloadStyle: payloadStyleOf(checked.bank),
         ...(checked.signer ? { key: checked.signer.publicKey } : {}),
         ...(checked.signer?.reportId ? { validationReport: checked.signer.reportId } : {}),
         ...(identity ? { certificate: identity.fingerprint, organizationId: identity.organizationId } : {}),
