@@ -32,6 +32,8 @@ import {
   type Case,
   formatMicros,
   formatOps,
+  measure,
+  median,
   ROUNDS,
   runAll,
   SECONDS,
@@ -185,6 +187,41 @@ if (process.argv.includes("--steps")) {
   console.log(table);
   if (process.argv.includes("--write"))
     replaceSection("The chain, step by step (bench/hot-path.bench.ts --steps)", table);
+  process.exit(0);
+}
+
+// --step-heap: the heap bytes each head step allocates, as the difference between running the
+// first k steps and the first k-1 on fresh contexts (GCProfiler's count, exact where a sampling
+// heap profile attributes a step's bytes to its caller), in its own section.
+if (process.argv.includes("--step-heap")) {
+  const steps = chain.steps.filter((s) => s.run);
+  const prefix = (k: number): Case => ({
+    name: `first ${k}`,
+    run: () => {
+      const context = new Context("GET", TARGET, nextHeaders(), route, undefined);
+      for (let i = 0; i < k; i++) {
+        const result = steps[i]!.run!(context);
+        if (result !== undefined) throw new Error(`${steps[i]!.name} refused during --step-heap`);
+      }
+      return context;
+    },
+  });
+  const bytes: number[] = [];
+  for (let k = 0; k <= steps.length; k++) {
+    const runs: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) runs.push((await measure(prefix(k), SECONDS)).heapBytesPerOp);
+    bytes.push(median(runs));
+  }
+  const table = [
+    `${machineLine()}. The chain's head phase over signed GETs from a pool of ${POOL}: the V8 heap bytes allocated per request by the first k steps on a fresh context, less the first k-1's (GCProfiler; ${ROUNDS} round(s) of ${SECONDS} s each, medians; the context itself is the first row). Run with \`npx tsx bench/hot-path.bench.ts --step-heap\`.`,
+    "",
+    "| step | V8 heap bytes per request |",
+    "|---|---:|",
+    `| (the context) | ${bytes[0]!.toFixed(0)} |`,
+    ...steps.map((s, i) => `| \`${s.name}\` | ${(bytes[i + 1]! - bytes[i]!).toFixed(0)} |`),
+    `| all | ${bytes[steps.length]!.toFixed(0)} |`,
+  ].join("\n");
+  console.log(table);
   process.exit(0);
 }
 

@@ -224,6 +224,9 @@ async function main() {
     "http-proxy-keepalive",
     "undici",
     "undici-verify",
+    // The same forwarding the head the gateway forwards (its identity, forwarding and trace
+    // headers): what undici and Node allocate for those headers alone (issue 42's floor).
+    "undici-verify-head",
     "gateway",
     // The gateway keeping an evidence record of every accepted request (issue 40: ≤ 10 % more CPU).
     "gateway-evidence",

@@ -9,7 +9,7 @@
  * src/listener/listener.ts), `gateway-tls` and `gateway-mtls` (the QWAC requested, `request`).
  */
 
-import { createHash, type KeyObject, verify, X509Certificate } from "node:crypto";
+import { createHash, type KeyObject, randomBytes, verify, X509Certificate } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
@@ -40,25 +40,79 @@ function tlsMaterial() {
   return { cert: readFileSync(`${pkiDir}/gateway.pem`), key: readFileSync(`${pkiDir}/gateway.key.pem`) };
 }
 
-/** Bare undici `Pool.dispatch` pass-through: the request streamed to the backend, the answer streamed back. */
+/**
+ * The head the gateway sends upstream on top of the client's, with values of the same length: its
+ * identity (5), forwarding (6, the defaults of `backend.forwardedHeaders`) and trace (1) headers,
+ * the new span id made per request as the gateway makes it.
+ */
+function gatewayHead(req: IncomingMessage, out: string[]): void {
+  const peer = req.socket.remoteAddress ?? "";
+  const host = req.headers.host ?? "";
+  out.push(
+    "x-tpp-organization-id",
+    "PSDNO-FSA-123456789",
+    "x-tpp-name",
+    "Development%20TPP%20A",
+    "x-tpp-roles",
+    "PSP_AI,PSP_PI",
+    "x-tpp-certificate-fingerprint",
+    "3f0a8ad6b1c1f4a0a3b0e5f5c8d3e1a2b4c6d8e0f1a3b5c7d9e1f3a5b7c9d1e3",
+    "x-psu-present",
+    "true",
+    "x-forwarded-for",
+    peer,
+    "x-real-ip",
+    peer,
+    "x-forwarded-proto",
+    "http",
+    "x-forwarded-host",
+    host,
+    "x-forwarded-port",
+    String(req.socket.localPort ?? ""),
+    "forwarded",
+    `for=${peer};host=${host};proto=http`,
+    "traceparent",
+    `00-${randomBytes(16).toString("hex")}-${randomBytes(8).toString("hex")}-01`,
+  );
+}
+
+/**
+ * Bare undici `Pool.dispatch` pass-through: the request streamed to the backend, the answer
+ * streamed back. With `withGatewayHead`, the head goes as the gateway's does (the client's headers
+ * as name/value pairs, then gatewayHead's) and the answer carries X-Request-ID, as the gateway's.
+ */
 function undiciPassThrough(
   backendUrl: string,
+  withGatewayHead = false,
 ): (req: IncomingMessage, res: ServerResponse, body?: Buffer) => void {
   const pool = new Pool(backendUrl, { connections: 128 });
-  return (req: IncomingMessage, res: ServerResponse, body?: Buffer) => {
+  const headersOf = (req: IncomingMessage): Record<string, string> | string[] => {
+    if (withGatewayHead) {
+      const list: string[] = [];
+      for (const name in req.headers)
+        if (name !== "connection" && name !== "keep-alive" && name !== "host")
+          list.push(name, req.headers[name] as string);
+      gatewayHead(req, list);
+      return list;
+    }
     // Hop-by-hop headers stay on this hop (RFC 9110 7.6.1), as nginx and the gateway drop them: a
     // client's `Connection: close` would otherwise close the pooled backend connection too.
     const { connection: _connection, "keep-alive": _keepAlive, ...headers } = req.headers;
+    return headers as Record<string, string>;
+  };
+  return (req: IncomingMessage, res: ServerResponse, body?: Buffer) => {
+    const requestId = withGatewayHead ? req.headers["x-request-id"] : undefined;
     pool.dispatch(
       {
         path: req.url ?? "/",
         method: req.method ?? "GET",
-        headers: headers as Record<string, string>,
+        headers: headersOf(req),
         body: body ?? (req.method === "GET" ? null : req),
       },
       {
         onRequestStart() {},
         onResponseStart(_c, status, headers) {
+          if (requestId !== undefined) headers["x-request-id"] = requestId;
           res.writeHead(status, headers as Record<string, string>);
         },
         onResponseData(c, chunk) {
@@ -86,8 +140,8 @@ const SIGNATURE_PARAM = /(\w+)="([^"]*)"/g;
  * register, roles, replay, character policy, metrics or log. What the issue calls "one RSA verify
  * on top": the same-run ceiling for a gateway that verifies every request.
  */
-function undiciVerifyingPassThrough(backendUrl: string): RequestListener {
-  const pass = undiciPassThrough(backendUrl);
+function undiciVerifyingPassThrough(backendUrl: string, withGatewayHead = false): RequestListener {
+  const pass = undiciPassThrough(backendUrl, withGatewayHead);
   const keys = new Map<string, KeyObject>();
   const refuse = (res: ServerResponse, why: string) => {
     res.writeHead(400, { "content-type": "application/json" });
@@ -152,9 +206,11 @@ async function main() {
     server.listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
   } else if (mode.startsWith("undici")) {
     const listener: RequestListener =
-      mode === "undici-verify" ? undiciVerifyingPassThrough(backendUrl) : undiciPassThrough(backendUrl);
+      mode === "undici-verify" || mode === "undici-verify-head"
+        ? undiciVerifyingPassThrough(backendUrl, mode === "undici-verify-head")
+        : undiciPassThrough(backendUrl);
     const server =
-      mode === "undici" || mode === "undici-verify"
+      mode === "undici" || mode === "undici-verify" || mode === "undici-verify-head"
         ? createServer(listener)
         : createHttpsServer({ ...tlsMaterial(), minVersion: "TLSv1.2" }, listener);
     // What the gateway's TLS listener does for pipelined requests, alone: its cost shows apart.

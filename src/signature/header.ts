@@ -61,23 +61,65 @@ function isSpace(code: number): boolean {
   return code === 0x20 || code === 0x09;
 }
 
+/** The parameters a Signature header is read for: one object of one shape per request, no Map. */
 interface Params {
-  readonly values: Map<string, string>;
-  /** The text between the quotes, for quoted values that held an escape. */
-  /** Made only when a value held an escape (rare): none per request otherwise. */
-  readonly asWritten: Map<string, string> | undefined;
+  keyid: string | undefined;
+  algorithm: string | undefined;
+  headers: string | undefined;
+  signature: string | undefined;
+  created: string | undefined;
+  expires: string | undefined;
+  /** Any other parameter's lower-cased name, to refuse one sent twice; made only when one comes (rare). */
+  others: Set<string> | undefined;
+  /** The text between the quotes, for quoted values that held an escape; made only then (rare). */
+  asWritten: Map<string, string> | undefined;
+}
+
+type KnownParam = "keyid" | "algorithm" | "headers" | "signature" | "created" | "expires";
+const KNOWN_PARAMS: readonly KnownParam[] = [
+  "keyid",
+  "algorithm",
+  "headers",
+  "signature",
+  "created",
+  "expires",
+];
+
+/**
+ * The known parameter `text[start, end)` names, compared without case, or undefined: the name is
+ * not sliced and lower-cased on every request (issue 42).
+ */
+function knownParam(text: string, start: number, end: number): KnownParam | undefined {
+  const length = end - start;
+  for (const known of KNOWN_PARAMS) {
+    if (known.length !== length) continue;
+    let i = 0;
+    // The names are lower-case letters: OR-ing 0x20 folds an upper-case ASCII letter onto them
+    // and maps no other token character onto a letter.
+    while (i < length && (text.charCodeAt(start + i) | 0x20) === known.charCodeAt(i)) i++;
+    if (i === length) return known;
+  }
+  return undefined;
 }
 
 /**
- * Splits the parameter list into lower-cased names and values. Linear in the input.
+ * Reads the parameter list into the known parameters by lower-cased name. Linear in the input.
  *
  * Quoted values are read as signers write them: only `\"` and `\\` are escapes. Any other
  * backslash stays, because signers put RFC 2253 DNs into keyId as they are (`CA=O=Bank\, Köln`,
  * `\0A`, `\+`); reading every backslash as a quoted-pair (RFC 7230) would drop the DN's escapes.
  */
 function readParams(text: string): Params | Rejection {
-  const values = new Map<string, string>();
-  let asWritten: Map<string, string> | undefined;
+  const params: Params = {
+    keyid: undefined,
+    algorithm: undefined,
+    headers: undefined,
+    signature: undefined,
+    created: undefined,
+    expires: undefined,
+    others: undefined,
+    asWritten: undefined,
+  };
   const n = text.length;
   // The next backslash at or after the value being read, searched again only once passed.
   let backslash = text.indexOf("\\");
@@ -87,8 +129,9 @@ function readParams(text: string): Params | Rejection {
     if (i >= n) break;
     const nameStart = i;
     while (i < n && isTokenChar(text.charCodeAt(i))) i++;
-    const name = text.slice(nameStart, i).toLowerCase();
-    if (name.length === 0) return invalid(`has an unexpected character '${text[i]}' at position ${i}`);
+    if (i === nameStart) return invalid(`has an unexpected character '${text[i]}' at position ${i}`);
+    const known = knownParam(text, nameStart, i);
+    const name = known ?? text.slice(nameStart, i).toLowerCase();
     while (i < n && isSpace(text.charCodeAt(i))) i++;
     if (text[i] !== "=") return invalid(`parameter '${name}' has no '=' and value`);
     i++;
@@ -125,8 +168,8 @@ function readParams(text: string): Params | Rejection {
         }
         value = out + text.slice(segment, i);
         if (escaped) {
-          asWritten ??= new Map();
-          asWritten.set(name, text.slice(start, i));
+          params.asWritten ??= new Map();
+          params.asWritten.set(name, text.slice(start, i));
         }
       }
       i++;
@@ -138,10 +181,16 @@ function readParams(text: string): Params | Rejection {
     while (i < n && isSpace(text.charCodeAt(i))) i++;
     if (i < n && text[i] !== ",")
       return invalid(`parameter '${name}' is followed by '${text[i]}' instead of ','`);
-    if (values.has(name)) return invalid(`has the parameter '${name}' twice`);
-    values.set(name, value);
+    if (known !== undefined) {
+      if (params[known] !== undefined) return invalid(`has the parameter '${name}' twice`);
+      params[known] = value;
+    } else {
+      params.others ??= new Set();
+      if (params.others.has(name)) return invalid(`has the parameter '${name}' twice`);
+      params.others.add(name);
+    }
   }
-  return { values, asWritten };
+  return params;
 }
 
 /**
@@ -205,17 +254,16 @@ export function parseSignatureHeader(
   let text = decoded.trim();
   if (/^signature\s/i.test(text)) text = text.slice(10).trimStart();
 
-  const read = readParams(text);
-  if (isRejection(read)) return read;
-  const params = read.values;
+  const params = readParams(text);
+  if (isRejection(params)) return params;
 
   for (const name of ["keyid", "signature", "algorithm"] as const) {
-    const value = params.get(name);
+    const value = params[name];
     const label = name === "keyid" ? "keyId" : name;
     if (value === undefined) return invalid(`has no '${label}' parameter`);
     if (value.length === 0) return invalid(`has an empty '${label}' parameter`);
   }
-  const headersValue = params.get("headers");
+  const headersValue = params.headers;
   let headers: readonly string[];
   if (headersValue === undefined) {
     if (options.requireHeaders ?? true)
@@ -229,28 +277,28 @@ export function parseSignatureHeader(
     headers = list;
   }
 
-  const signature = params.get("signature")!;
+  const signature = params.signature!;
   if (!isBase64(signature))
     return invalid("'signature' parameter is not valid base64 (RFC 4648, with padding)");
-  const created = readTimestamp("created", params.get("created"));
+  const created = readTimestamp("created", params.created);
   if (isRejection(created)) return created;
-  const expires = readTimestamp("expires", params.get("expires"));
+  const expires = readTimestamp("expires", params.expires);
   if (isRejection(expires)) return expires;
 
   // Built field by field, not spread: one object per request, the rare fields added when present.
   const result: { -readonly [K in keyof SignatureParams]: SignatureParams[K] } = {
-    keyId: params.get("keyid")!,
-    algorithm: params.get("algorithm")!.toLowerCase(),
+    keyId: params.keyid!,
+    algorithm: params.algorithm!.toLowerCase(),
     headers,
     signature,
     signatureBytes: Buffer.from(signature, "base64"),
   };
-  const keyIdAsWritten = read.asWritten?.get("keyid");
+  const keyIdAsWritten = params.asWritten?.get("keyid");
   if (keyIdAsWritten !== undefined) result.keyIdAsWritten = keyIdAsWritten;
   if (created !== undefined) result.created = created;
   if (expires !== undefined) {
     result.expires = expires;
-    const text = params.get("expires")!;
+    const text = params.expires!;
     if (text.includes(".")) result.expiresText = text;
   }
   return result;

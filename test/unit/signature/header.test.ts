@@ -111,10 +111,29 @@ describe("Signature header parsing", () => {
     ).toEqual(["date"]);
   });
 
-  it("refuses a duplicate parameter", () => {
-    expect(
-      refused(`keyId="a",keyid="b",algorithm="rsa-sha256",headers="date",signature="${SIG}"`).text,
-    ).toContain("'keyid' twice");
+  it.each([
+    ["a known one in two spellings", `keyId="a",KEYID="b",algorithm="rsa-sha256"`, "keyid"],
+    ["a known one, the same spelling", `keyId="a",algorithm="rsa-sha256",algorithm="hs2019"`, "algorithm"],
+    ["one it does not read", `keyId="a",algorithm="rsa-sha256",nonce="1",Nonce="2"`, "nonce"],
+  ])("refuses a duplicate parameter: %s", (_, start, name) => {
+    expect(refused(`${start},headers="date",signature="${SIG}"`).text).toContain(`'${name}' twice`);
+  });
+
+  it.each([
+    ["KeyId", "ALGORITHM", "Headers", "SIGNATURE"],
+    ["keyid", "algorithm", "headers", "signature"],
+    ["kEyId", "aLgOrItHm", "hEaDeRs", "sIgNaTuRe"],
+  ])("reads the parameter names without case: %s, %s, %s, %s", (k, a, h, s) => {
+    const params = ok(`${k}="k",${a}="RSA-SHA256",${h}="Date Digest",${s}="${SIG}",nonce="x"`);
+    expect(params).toMatchObject({ keyId: "k", algorithm: "rsa-sha256", headers: ["date", "digest"] });
+    expect(params.signature).toBe(SIG);
+  });
+
+  it("does not take a look-alike name for a known one", () => {
+    // Names are compared by folding case (OR 0x20): '_' folds onto no letter, so 'keyi_' is not 'keyid'.
+    expect(refused(`keyi_="k",algorithm="rsa-sha256",headers="date",signature="${SIG}"`).text).toContain(
+      "no 'keyId'",
+    );
   });
 
   it("refuses empty values, naming the parameter", () => {
