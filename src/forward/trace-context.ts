@@ -8,6 +8,7 @@
 
 import { randomFillSync } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
+import type { PairSink } from "./headers.js";
 
 export interface TraceContext {
   /** 32 lower-case hex digits. */
@@ -87,7 +88,7 @@ export function writeTraceContext(out: Record<string, string | string[]>, trace:
 }
 
 /** The same, appended to a head of name/value pairs whose client copies were stripped. */
-export function pushTraceContext(out: string[], trace: TraceContext): void {
+export function pushTraceContext(out: PairSink, trace: TraceContext): void {
   out.push("traceparent", trace.traceparent);
   if (trace.tracestate !== undefined) out.push("tracestate", trace.tracestate);
 }

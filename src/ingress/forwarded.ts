@@ -8,6 +8,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
+import type { PairSink } from "../forward/headers.js";
 
 /** The header written for each fact, or undefined not to write it. */
 export interface ForwardedHeaderNames {
@@ -90,7 +91,7 @@ export class ForwardedHeaders {
    * copies already stripped): a flat list, as an object of this many keys turns into a dictionary
    * that grows per request (issue 42).
    */
-  write(out: string[], incoming: IncomingHttpHeaders, socket: Socket): void {
+  write(out: PairSink, incoming: IncomingHttpHeaders, socket: Socket): void {
     const names = this.names;
     const peer = socket.remoteAddress ?? "";
     const ownProto = (socket as Partial<TLSSocket>).encrypted ? "https" : "http";

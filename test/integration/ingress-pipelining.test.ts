@@ -17,6 +17,7 @@ import { describe, expect, it } from "vitest";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import {
   expectRejected,
+  parseRawResponse,
   prepareSignedCall,
   rawConnect,
   rawHead,
@@ -347,27 +348,46 @@ describe("pipelined requests on one connection", () => {
     },
   );
 
-  it("a busy client's answers before a request whose backend connection is reset (502) all arrive", async () => {
-    const { gw, backend } = env;
-    answerEach(backend);
-    const first = await good(gw, "acc-0");
-    // A POST: its body stream must not take the client's socket down with the failed upstream call.
-    const body = JSON.stringify({ instructedAmount: { amount: "1.00", currency: "NOK" } });
-    const target = "/v1/payments/norwegian-domestic-credit-transfers/reset";
+  /** How a POST's body is framed: by Content-Length (read whole, then sent) or chunked (streamed). */
+  const FRAMINGS = [
+    { framing: "Content-Length (read whole, then forwarded)", chunked: false },
+    { framing: "chunked (streamed to the backend)", chunked: true },
+  ] as const;
+
+  /** A raw signed POST of `body`, framed by Content-Length or in two chunks. */
+  async function rawPost(gw: TestGateway, target: string, body: string, chunked: boolean) {
     const prepared = await prepareSignedCall({ signer: gw.pki.tppA.qseal, method: "POST", target, body });
-    const reset =
-      rawHead({
-        ...prepared,
-        headers: { ...prepared.headers, "Content-Length": String(Buffer.byteLength(body)) },
-      }) + body;
-    const after = await good(gw, "acc-1");
-    const { answers, raw } = await busyClient(gw, [first.bytes, reset], after.bytes);
-    expect(
-      answers.map((a) => a.status),
-      raw.slice(0, 1200),
-    ).toEqual([200, 502]);
-    expect(answers[0]!.headers["x-request-id"]).toBe(first.requestId);
-  });
+    const framing: Record<string, string> = chunked
+      ? { "Transfer-Encoding": "chunked" }
+      : { "Content-Length": String(Buffer.byteLength(body)) };
+    const head = rawHead({ ...prepared, headers: { ...prepared.headers, ...framing } });
+    const chunk = (text: string) => `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+    const half = Math.floor(body.length / 2);
+    /** The body's bytes on the wire from `from` to `to` (chunked: each part its own chunk). */
+    const part = (from: number, to: number) => (chunked ? chunk(body.slice(from, to)) : body.slice(from, to));
+    return { head, part, half, end: chunked ? "0\r\n\r\n" : "" };
+  }
+
+  it.each(FRAMINGS)(
+    "a busy client's answers before a request whose backend connection is reset (502) all arrive: $framing",
+    async ({ chunked }) => {
+      const { gw, backend } = env;
+      answerEach(backend);
+      const first = await good(gw, "acc-0");
+      // A POST: its body stream must not take the client's socket down with the failed upstream call.
+      const body = JSON.stringify({ instructedAmount: { amount: "1.00", currency: "NOK" } });
+      const target = "/v1/payments/norwegian-domestic-credit-transfers/reset";
+      const post = await rawPost(gw, target, body, chunked);
+      const reset = post.head + post.part(0, post.half) + post.part(post.half, body.length) + post.end;
+      const after = await good(gw, "acc-1");
+      const { answers, raw } = await busyClient(gw, [first.bytes, reset], after.bytes);
+      expect(
+        answers.slice(0, 2).map((a) => a.status),
+        raw.slice(0, 1200),
+      ).toEqual([200, 502]);
+      expect(answers[0]!.headers["x-request-id"]).toBe(first.requestId);
+    },
+  );
 
   it("[slow good, POST with Expect: 100-continue] → the interim 100 comes only after the first answer", async () => {
     const { gw, backend } = env;
@@ -486,39 +506,41 @@ describe("pipelined requests on one connection", () => {
     expect(result.closed).toBe(true);
   });
 
-  it("the client half-closes mid-body → the upstream request is cut off, never completed", async () => {
-    const { gw, backend } = env;
-    answerEach(backend);
-    const body = JSON.stringify({ note: "x".repeat(MAX_BODY - 100) });
-    const prepared = await prepareSignedCall({
-      signer: gw.pki.tppA.qseal,
-      method: "POST",
-      target: "/v1/payments/norwegian-domestic-credit-transfers",
-      body,
-    });
-    const head = rawHead({
-      ...prepared,
-      headers: { ...prepared.headers, "Content-Length": String(Buffer.byteLength(body)) },
-    });
-    const socket = await rawConnect(gw);
-    socket.on("error", () => {});
-    let closed = false;
-    socket.on("close", () => {
-      closed = true;
-    });
-    socket.write(head + body.slice(0, 300));
-    await sleep(100);
-    socket.write(body.slice(300, 600));
-    await sleep(100);
-    socket.end();
-    for (let waited = 0; waited < 3_000 && !closed; waited += 50) await sleep(50);
-    expect(closed, "the gateway closes a connection whose request can never complete").toBe(true);
-    for (const upstream of backend.requests) {
-      await Promise.race([upstream.settled, sleep(3_000)]);
-      expect(upstream.complete, "the backend never got the whole body").toBe(false);
-    }
-    socket.destroy();
-  });
+  it.each(FRAMINGS)(
+    "the client half-closes mid-body → the gateway answers and closes; the backend never gets the whole body: $framing",
+    async ({ chunked }) => {
+      const { gw, backend } = env;
+      answerEach(backend);
+      const body = JSON.stringify({ note: "x".repeat(MAX_BODY - 100) });
+      const post = await rawPost(gw, "/v1/payments/norwegian-domestic-credit-transfers", body, chunked);
+      const socket = await rawConnect(gw);
+      socket.on("error", () => {});
+      let raw = "";
+      socket.on("data", (c: Buffer) => {
+        raw += c.toString("latin1");
+      });
+      let closed = false;
+      socket.on("close", () => {
+        closed = true;
+      });
+      socket.write(post.head + post.part(0, 300));
+      await sleep(100);
+      socket.write(post.part(300, 600));
+      await sleep(100);
+      socket.end();
+      for (let waited = 0; waited < 3_000 && !closed; waited += 50) await sleep(50);
+      expect(closed, "the gateway closes a connection whose request can never complete").toBe(true);
+      // Read whole first, it never left for the backend and the client is told why (400). Streamed,
+      // its head did, the backend's request is cut off, and the connection closes unanswered.
+      expect(parseRawResponse(raw).status).toBe(chunked ? undefined : 400);
+      expect(backend.requests.length).toBe(chunked ? 1 : 0);
+      for (const upstream of backend.requests) {
+        await Promise.race([upstream.settled, sleep(3_000)]);
+        expect(upstream.complete, "the backend never got the whole body").toBe(false);
+      }
+      socket.destroy();
+    },
+  );
 
   it("[slow good, good] and the client goes away during the first → the second is never forwarded", async () => {
     const { gw, backend } = env;

@@ -223,6 +223,23 @@ describe("a forged request never reaches a backend that acts on the head", () =>
   });
 });
 
+describe("a body of declared length is verified whole before any byte leaves", () => {
+  // Dialects whose signature covers the head and the body through a digest: a changed body
+  // fails only at its end. Declared by Content-Length and small, it is read whole first, so the
+  // backend gets nothing at all, not a head it might act on.
+  it.each(["cavage", "rfc9421"] as const)(
+    "%s: a body changed after signing never reaches a backend that acts on the head",
+    async (dialect) => {
+      env.backend.actOnHead();
+      const call = await signed(env.gw, dialect, TARGETS[2]);
+      const changed = call.body!.replace("123.50", "923.50");
+      const r = await send(env.gw, call.method, call.target, call.headers, changed);
+      expectRejected(r, { status: 400, code: "SIGNATURE_INVALID" });
+      expect(env.backend.requests).toHaveLength(0);
+    },
+  );
+});
+
 /** The last moment each dialect's request signed at `t` (a whole second) is accepted. */
 const LAST_ACCEPTED: Readonly<Record<Dialect, (t: number) => number>> = {
   cavage: (t) => t + TOLERANCE_MS, // Date ± tolerance

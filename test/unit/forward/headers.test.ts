@@ -1,10 +1,21 @@
 import { describe, expect, it } from "vitest";
 import {
+  appendUpstreamRequestHeaders,
   downstreamResponseHeaders,
+  HeadPairs,
   joinedHeaders,
-  upstreamRequestHeaderList,
   upstreamRequestHeaders,
 } from "../../../src/forward/headers.js";
+
+/** The flat list ingress sends, written into a HeadPairs sized as the handler sizes it. */
+function upstreamRequestHeaderList(
+  headers: Parameters<typeof appendUpstreamRequestHeaders>[0],
+  strip: ReadonlySet<string>,
+): string[] {
+  const head = new HeadPairs(2 * Object.keys(headers).length + 4);
+  appendUpstreamRequestHeaders(headers, strip, head);
+  return head.list();
+}
 
 const STRIP = new Set(["x-tpp-organization-id", "x-tpp-roles"]);
 
@@ -62,6 +73,21 @@ describe("headers on the way to the backend", () => {
       "c1",
     ]);
     expect(upstreamRequestHeaderList(headers, new Set())).toEqual(Object.entries(headers).flat());
+  });
+});
+
+describe("HeadPairs", () => {
+  it.each([
+    ["fewer than its capacity", 10, 2],
+    ["exactly its capacity", 4, 2],
+    ["more than its capacity (it grows)", 2, 5],
+  ])("holds the pairs written, %s, and nothing else", (_what, capacity, pairs) => {
+    const head = new HeadPairs(capacity);
+    for (let i = 0; i < pairs; i++) head.push(`n${i}`, `v${i}`);
+    const list = head.list();
+    expect(list).toEqual(Array.from({ length: pairs }, (_, i) => [`n${i}`, `v${i}`]).flat());
+    // No hole left where the capacity was larger: undici reads the list by index to its length.
+    expect(list.every((entry) => typeof entry === "string")).toBe(true);
   });
 });
 
