@@ -65,15 +65,16 @@ export function rememberingTrusted(
     keys.remember(der);
     told.keep(value, true);
   };
+  // Apart from verify: a closure there would cost a context on every request (issue 42).
+  const rememberWhenJudged = <V>(verdict: Promise<V>, value: string): Promise<V> =>
+    verdict.then((v) => {
+      remember(value, v);
+      return v;
+    });
   return {
     verify(value, purpose) {
       const verdict = verifier.verify(value, purpose);
-      if (verdict instanceof Promise) {
-        return verdict.then((v) => {
-          remember(value, v);
-          return v;
-        });
-      }
+      if (verdict instanceof Promise) return rememberWhenJudged(verdict, value);
       remember(value, verdict);
       return verdict;
     },

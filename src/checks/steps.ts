@@ -41,6 +41,10 @@ import { checkRequiredHeaders } from "./required-headers.js";
 import { ambiguousPath, underPrefix } from "./routes.js";
 import type { MaybePromise, Step, StepResult } from "./runner.js";
 
+/** checkRequiredHeaders' two options, made once. */
+const REDIRECT_URI_REQUIRED = { requireRedirectUri: true } as const;
+const REDIRECT_URI_OPTIONAL = { requireRedirectUri: false } as const;
+
 export interface ClientCertificatePolicy {
   /**
    * `none`: no client certificate is asked for; `request`/`require`: the TLS peer's (or a trusted
@@ -178,6 +182,13 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
   const slot = (place: keyof Omit<DialectSteps, "longestAcceptanceMs">): Step<CheckContext>[] => [
     ...new Set(built.flatMap((s) => s[place] ?? [])),
   ];
+  // Worked out per request without a closure or an options object (issue 42).
+  const optionalPrefixes = options.redirectUriOptionalPrefixes;
+  const redirectUriOptional = (path: string): boolean => {
+    for (let i = 0; i < optionalPrefixes.length; i++)
+      if (underPrefix(path, optionalPrefixes[i]!)) return true;
+    return false;
+  };
   const steps: Step<CheckContext>[] = [
     {
       // RFC 9112 3.2: an HTTP/1.1 request without Host is malformed. Refused in its turn on the
@@ -305,9 +316,11 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
     {
       name: "required-headers",
       run: (c) =>
-        checkRequiredHeaders(c.headers, dialectUnit(c.dialect), {
-          requireRedirectUri: !options.redirectUriOptionalPrefixes.some((p) => underPrefix(c.route.path, p)),
-        }),
+        checkRequiredHeaders(
+          c.headers,
+          dialectUnit(c.dialect),
+          redirectUriOptional(c.route.path) ? REDIRECT_URI_OPTIONAL : REDIRECT_URI_REQUIRED,
+        ),
     },
     {
       name: "header-characters",
@@ -347,9 +360,7 @@ export function requestChecks(options: CheckOptions): Step<CheckContext>[] {
           if (other) return other;
         }
         const verdict = options.certificates.verify(c.signingCertificate ?? sent!);
-        return verdict instanceof Promise
-          ? verdict.then((v) => acceptCertificate(c, v))
-          : acceptCertificate(c, verdict);
+        return verdict instanceof Promise ? acceptWhenJudged(verdict, c) : acceptCertificate(c, verdict);
       },
     },
   ];
@@ -459,16 +470,25 @@ export function moreThanOneHost(raw: readonly string[]): Rejection | undefined {
  * backend's word on a consent's frequencyPerDay out of the answer and remembers it.
  */
 function unattendedStep(unattended: UnattendedAccessPolicy, now: () => number): Step<CheckContext> {
+  // The promise continuations live in functions of their own: a closure in `admit` or `run` would
+  // make V8 allocate a context on every call, promise or not (issue 42).
   const admit = (c: CheckContext, request: UnattendedRequest, agreed: AgreedLimit | undefined) => {
     c.unattendedLimit = agreed;
     const admitted = unattended.admit(request, agreed);
-    return admitted instanceof Promise ? admitted.then((s) => held(c, s)) : held(c, admitted);
+    return admitted instanceof Promise ? heldWhenAdmitted(admitted, c) : held(c, admitted);
   };
   const held = (c: CheckContext, slot: HeldSlot | Rejection | undefined): StepResult => {
     if (isRejection(slot)) return slot;
     c.slot = slot;
     return undefined;
   };
+  const heldWhenAdmitted = (admitted: Promise<HeldSlot | Rejection | undefined>, c: CheckContext) =>
+    admitted.then((s) => held(c, s));
+  const admitWhenKnown = (
+    agreed: Promise<AgreedLimit | undefined>,
+    c: CheckContext,
+    request: UnattendedRequest,
+  ) => agreed.then((a) => admit(c, request, a));
   return {
     name: "unattended",
     run: (c) => {
@@ -483,7 +503,7 @@ function unattendedStep(unattended: UnattendedAccessPolicy, now: () => number): 
         now: now(),
       };
       const agreed = unattended.agreedLimit(request);
-      return agreed instanceof Promise ? agreed.then((a) => admit(c, request, a)) : admit(c, request, agreed);
+      return agreed instanceof Promise ? admitWhenKnown(agreed, c, request) : admit(c, request, agreed);
     },
     // Only with a header to read: a step without a response phase costs the answer nothing.
     ...(unattended.learnsConsentFrequency
@@ -604,6 +624,23 @@ function notTheSigningCertificate(sent: string, x5c: string): Rejection | undefi
   );
 }
 
+// Promise continuations in functions of their own: a closure in a step's `run` would make V8
+// allocate a context on every request, promise or not (issue 42).
+function acceptWhenJudged(
+  verdict: Promise<TrustedCertificate | Rejection>,
+  c: CheckContext,
+): Promise<StepResult> {
+  return verdict.then((v) => acceptCertificate(c, v));
+}
+
+function sameOrganizationWhenJudged(
+  verdict: Promise<TrustedCertificate | Rejection>,
+  c: CheckContext,
+  options: CheckOptions,
+): Promise<StepResult> {
+  return verdict.then((v) => sameOrganization(c, v, options));
+}
+
 function checkClientCertificate(c: CheckContext, options: CheckOptions): MaybePromise<StepResult> {
   if (c.clientCertificate === undefined) {
     if (verifiedBeforeSending(c.dialect)) {
@@ -623,7 +660,7 @@ function checkClientCertificate(c: CheckContext, options: CheckOptions): MaybePr
   }
   const verdict = options.certificates.verify(c.clientCertificate, "qwac");
   return verdict instanceof Promise
-    ? verdict.then((v) => sameOrganization(c, v, options))
+    ? sameOrganizationWhenJudged(verdict, c, options)
     : sameOrganization(c, verdict, options);
 }
 

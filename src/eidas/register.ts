@@ -223,8 +223,9 @@ export class TppRegister implements RegisterSink {
    * the verifier keys its verdicts on it, so a TPP withdrawn or losing a role is judged again at once.
    */
   get generation(): number {
+    // Read on every request: an index loop, no iterator.
     let sum = 0;
-    for (const layer of this.layers) sum += layer.generation;
+    for (let i = 0; i < this.layers.length; i++) sum += this.layers[i]!.generation;
     return sum;
   }
 

@@ -128,15 +128,14 @@ export class TppVerifier {
     }
     if (typeof headerValue !== "string") return decodeCertificateHeader(undefined) as Rejection;
     // A QWAC's verdict is its own: the same bytes may pass as one kind and not the other.
-    return this.cache.get(
-      headerValue,
-      () => {
-        const judged = this.computeGuarded(headerValue, purpose);
-        return judged instanceof Promise ? judged.then((j) => this.verdictOf(j)) : this.verdictOf(judged);
-      },
-      purpose === "qseal" ? "" : "qwac:",
-    );
+    return this.cache.get(headerValue, this.judge, purpose === "qseal" ? "" : "qwac:", purpose);
   }
+
+  /** A verdict not cached: made once, so a cached hit costs no closure. */
+  private readonly judge = (headerValue: string, purpose: ChainPurpose) => {
+    const judged = this.computeGuarded(headerValue, purpose);
+    return judged instanceof Promise ? judged.then((j) => this.verdictOf(j)) : this.verdictOf(judged);
+  };
 
   /**
    * A fresh judgement of a certificate, uncached and with its report: `trust status --certificate`,

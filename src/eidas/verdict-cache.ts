@@ -77,11 +77,14 @@ export class VerdictCache<T extends object> {
   /**
    * The cached verdict for `raw`, or the result of `compute` (run once however many callers
    * ask at the same time). Returns synchronously on a hit so the hot path awaits nothing.
+   * `compute` is called with `raw` and `arg`, so a caller can pass one function made once rather
+   * than a closure per call (issue 42).
    */
-  get(
+  get<A = undefined>(
     raw: string,
-    compute: () => Verdict<T> | Promise<Verdict<T>>,
+    compute: (raw: string, arg: A) => Verdict<T> | Promise<Verdict<T>>,
     kind = "",
+    arg?: A,
   ): T | Rejection | Promise<T | Rejection> {
     const known = raw.length <= MAX_KNOWN_LENGTH ? this.knownKeys.get(kind)?.get(raw) : undefined;
     const key = known ?? VerdictCache.keyOf(raw, kind);
@@ -97,7 +100,7 @@ export class VerdictCache<T extends object> {
       return pending;
     }
     this.misses++;
-    const result = compute();
+    const result = compute(raw, arg as A);
     if (!(result instanceof Promise)) return this.store(key, result);
     const epoch = this.epoch;
     const promise = result.then(

@@ -239,17 +239,20 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
     const { options } = this.ingress;
     try {
       const result = options.chain.runHead(this);
-      if (result instanceof Promise) {
-        result.then(
-          (r) => this.checked(r),
-          (e: unknown) => this.failed(e),
-        );
-      } else {
-        this.checked(result);
-      }
+      if (result instanceof Promise) this.checkedWhenSettled(result);
+      else this.checked(result);
     } catch (error) {
       this.failed(error);
     }
+  }
+
+  // Promise continuations in methods of their own, here and below: an arrow function in the method
+  // that runs on every request would make V8 allocate a context on every call (issue 42).
+  private checkedWhenSettled(result: Promise<Rejection | undefined>): void {
+    result.then(
+      (r) => this.checked(r),
+      (e: unknown) => this.failed(e),
+    );
   }
 
   /**
@@ -450,10 +453,14 @@ class IngressExchange extends CheckContext implements ForwardCall<IngressHold>, 
     // The unattended-access slot counts only when the backend served the call.
     const served = outcome.rejection === undefined && outcome.status >= 200 && outcome.status < 300;
     if (this.slot && !served) {
-      void this.releaseSlot().then(() => this.forwarded(outcome));
+      this.forwardedOnceReleased(outcome);
       return;
     }
     this.forwarded(outcome);
+  }
+
+  private forwardedOnceReleased(outcome: ForwardOutcome): void {
+    void this.releaseSlot().then(() => this.forwarded(outcome));
   }
 
   private async releaseSlot(): Promise<void> {

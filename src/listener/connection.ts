@@ -40,6 +40,14 @@ export interface ExchangeFactory {
 /** How long a closing connection reads and drops what the client still sends. */
 export const LINGER_MS = 2_000;
 
+/** Where a socket, and an answer once its exchange starts, keep their Connection (`connection` is Node's). */
+const CONNECTION = Symbol("psd2-gateway connection");
+type AnswerOf = ServerResponse & { [CONNECTION]?: Connection };
+
+function answerClosed(this: ServerResponse): void {
+  (this as AnswerOf)[CONNECTION]!.finished(this);
+}
+
 export class Connection {
   private active: { readonly exchange: Exchange; readonly req: IncomingMessage } | undefined = undefined;
   private readonly waiting: [IncomingMessage, ServerResponse][] = [];
@@ -74,11 +82,15 @@ export class Connection {
   private start(req: IncomingMessage, res: ServerResponse): void {
     const exchange = this.factory().create(req, res);
     this.active = { exchange, req };
-    res.once("close", () => this.finished(res));
+    // One listener function for every answer, its connection found on the answer: no closure and
+    // no once-wrapper per request (issue 42). 'close' is emitted once.
+    (res as AnswerOf)[CONNECTION] = this;
+    res.on("close", answerClosed);
     exchange.run();
   }
 
-  private finished(res: ServerResponse): void {
+  /** The answer in flight has closed (answerClosed). */
+  finished(res: ServerResponse): void {
     this.active = undefined;
     if (this.endAfterActive) {
       // Node would wait for the answers never started before ending the connection.
@@ -179,7 +191,6 @@ export class Connection {
   }
 }
 
-const CONNECTION = Symbol("psd2-gateway connection");
 type WithConnection = Socket & { [CONNECTION]?: Connection };
 
 /** The socket's Connection, made at its first request or parse error. */
