@@ -86,33 +86,44 @@ async function main() {
           : "/v1/payments/norwegian-domestic-credit-transfers",
       ...(method === "POST" ? { body: PAYMENT_BODY } : {}),
     };
-    const pools = { [BASE]: await presign(job), [OTHER]: await presign(job) };
+    // Sides by position, not by name: BENCH_PAIR=gateway,gateway measures the method's own spread.
+    const pools = [await presign(job), await presign(job)] as const;
     const sides = [await startSide(BASE, pkiDir), await startSide(OTHER, pkiDir)] as const;
-    const runs: Record<string, RunResult[]> = { [BASE]: [], [OTHER]: [] };
+    const runs: [RunResult[], RunResult[]] = [[], []];
     const ratios: number[] = [];
     const both = (seconds: number, round: number) => {
-      const order = round % 2 === 0 ? sides : ([sides[1], sides[0]] as const);
+      // Which side autocannon starts first alternates from round to round.
+      const order = round % 2 === 0 ? [0, 1] : [1, 0];
       return Promise.all(
-        order.map((s) =>
-          load(s.proxy.port, pools[s.config]!, s.cursor, seconds, s.proxy, undefined, CONNECTIONS).then(
-            (r) => [s.config, r] as const,
-          ),
+        order.map((i) =>
+          load(
+            sides[i]!.proxy.port,
+            pools[i]!,
+            sides[i]!.cursor,
+            seconds,
+            sides[i]!.proxy,
+            undefined,
+            CONNECTIONS,
+          ).then((r) => [i, r] as const),
         ),
-      );
+      ).then((done) => {
+        const measured: RunResult[] = [];
+        for (const [i, r] of done) measured[i] = r;
+        return measured as [RunResult, RunResult];
+      });
     };
     await both(WARMUP, 0);
     for (let round = 0; round < ROUNDS; round++) {
-      const measured = Object.fromEntries(await both(SECONDS, round));
+      const measured = await both(SECONDS, round);
       let valid = true;
-      for (const config of [BASE, OTHER]) {
-        const r = measured[config]!;
-        valid =
-          judged.ok(`${config} ${method}, round ${round + 1}`, factsOf(r, { singleUse: true })) && valid;
+      for (const i of [0, 1]) {
+        const label = `${sides[i]!.config} (side ${i + 1}) ${method}, round ${round + 1}`;
+        valid = judged.ok(label, factsOf(measured[i]!, { singleUse: true })) && valid;
       }
       if (!valid) continue;
-      const [a, b] = [measured[BASE]!, measured[OTHER]!];
-      runs[BASE]!.push(a);
-      runs[OTHER]!.push(b);
+      const [a, b] = measured;
+      runs[0].push(a);
+      runs[1].push(b);
       ratios.push(b.cpuUsPerRequest! / a.cpuUsPerRequest!);
       console.error(
         `${method} round ${round + 1}: ${BASE} ${a.cpuUsPerRequest!.toFixed(0)} µs, ${OTHER} ${b.cpuUsPerRequest!.toFixed(0)} µs CPU/request: ×${ratios.at(-1)!.toFixed(3)}`,
@@ -123,13 +134,12 @@ async function main() {
       await stop(s.backend);
     }
     if (ratios.length === 0) continue;
-    const cpu = (config: string) => median(runs[config]!.map((r) => r.cpuUsPerRequest!)).toFixed(0);
-    const heap = (config: string) =>
-      median(runs[config]!.map((r) => r.heapBytesPerRequest ?? Number.NaN)).toFixed(0);
-    const rps = (config: string) => median(runs[config]!.map((r) => r.rps)).toFixed(0);
+    const cpu = (i: 0 | 1) => median(runs[i].map((r) => r.cpuUsPerRequest!)).toFixed(0);
+    const heap = (i: 0 | 1) => median(runs[i].map((r) => r.heapBytesPerRequest ?? Number.NaN)).toFixed(0);
+    const rps = (i: 0 | 1) => median(runs[i].map((r) => r.rps)).toFixed(0);
     const sorted = [...ratios].sort((x, y) => x - y);
     lines.push(
-      `| ${method} | ${cpu(BASE)} | ${cpu(OTHER)} | **${median(ratios).toFixed(3)}** | ${sorted[0]!.toFixed(3)}–${sorted.at(-1)!.toFixed(3)} | ${heap(BASE)} | ${heap(OTHER)} | ${rps(BASE)} | ${rps(OTHER)} |`,
+      `| ${method} | ${cpu(0)} | ${cpu(1)} | **${median(ratios).toFixed(3)}** | ${sorted[0]!.toFixed(3)}–${sorted.at(-1)!.toFixed(3)} | ${heap(0)} | ${heap(1)} | ${rps(0)} | ${rps(1)} |`,
     );
   }
   if (judged.anyRefused) process.exit(judged.finish("every figure"));

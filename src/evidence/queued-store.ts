@@ -333,6 +333,10 @@ export abstract class QueuedEvidenceStore implements EvidenceSink, ResponseEvide
         this.written += batch.length;
         this.events.written?.(batch.length, (performance.now() - started) / 1000);
         if (this.segmentBytes >= this.queueOptions.rotateBytes) this.rotateDue = true;
+        // What arrived during this write gathers for the next (flush's `finally` schedules it):
+        // going on at once wrote a batch of one or two records per write under load, a thread-pool
+        // round trip each (issue 40). A full batch, and closing, go on at once.
+        if (this.queue.length < BATCH && !this.closed) break;
       }
       if (this.rotateDue) {
         await this.rotate();
