@@ -338,7 +338,9 @@ export abstract class QueuedEvidenceStore implements EvidenceSink, ResponseEvide
         // round trip each (issue 40). A full batch, and closing, go on at once.
         if (this.queue.length < BATCH && !this.closed) break;
       }
-      if (this.rotateDue) {
+      // Closing ends the chain with its checkpoint: a rotation then would leave a next segment
+      // holding only its `file` line, after the last checkpoint (the next start is a chain of its own).
+      if (this.rotateDue && !this.closed) {
         await this.rotate();
       } else if (this.checkpointDue) {
         await this.writeCheckpoint();

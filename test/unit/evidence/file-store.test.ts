@@ -16,7 +16,7 @@ import {
 } from "../../../src/evidence/file-store.js";
 import type { ResponseEvidence } from "../../../src/evidence/record.js";
 import { publicKeyOf, verifyChain } from "../../../src/evidence/verify.js";
-import { request } from "./evidence-fixtures.js";
+import { offerOneByOne, request } from "./evidence-fixtures.js";
 
 const folders: string[] = [];
 afterEach(() => {
@@ -57,7 +57,7 @@ function verified(dir: string) {
 
 async function storeWith(dir: string, ids: readonly string[], options: Partial<FileStoreOptions> = {}) {
   const store = await open({ folder: dir, ...options });
-  for (const id of ids) expect(store.offer(request(id), true)).toBe(true);
+  await offerOneByOne(store, ids);
   await store.close();
   return store;
 }
@@ -92,7 +92,21 @@ describe("the file store", () => {
     const files = readdirSync(join(dir, "chains", "gw-1"));
     expect(files.length).toBeGreaterThan(1);
     const [report] = verified(dir);
-    expect(report).toMatchObject({ records: 20, files: files.length });
+    expect(report).toMatchObject({ records: 20, files: files.length, endsWithCheckpoint: true });
+    expect(report!.problem).toBeUndefined();
+  });
+
+  it("a rotation due at close ends the chain with its checkpoint, not with a next file's first line", async () => {
+    const dir = folder();
+    // Every batch passes rotateBytes, so a rotation is due when close() writes the last checkpoint.
+    await storeWith(dir, ["a", "b"], { rotateBytes: 1 });
+    const files = readdirSync(join(dir, "chains", "gw-1")).sort();
+    const last = readFileSync(join(dir, "chains", "gw-1", files.at(-1)!), "utf8")
+      .trimEnd()
+      .split("\n");
+    expect(JSON.parse(last.at(-1)!).type).toBe("checkpoint");
+    const [report] = verified(dir);
+    expect(report).toMatchObject({ records: 2, endsWithCheckpoint: true });
     expect(report!.problem).toBeUndefined();
   });
 

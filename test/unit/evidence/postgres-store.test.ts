@@ -26,7 +26,7 @@ import {
   type PostgresServer,
   startPostgresServer,
 } from "../../helpers/postgres-server.js";
-import { request } from "./evidence-fixtures.js";
+import { offerOneByOne, request } from "./evidence-fixtures.js";
 
 const FIXTURE_CA = "test/fixtures/interop/certs/ext-adorsys-fakeca-leading-zero-serial.pem";
 
@@ -72,7 +72,7 @@ describeWithPostgres("the PostgreSQL evidence store", () => {
 
   async function storeWith(ids: readonly string[], options: Partial<PostgresStoreOptions> = {}) {
     const store = await open(server, options);
-    for (const id of ids) expect(store.offer(request(id), true)).toBe(true);
+    await offerOneByOne(store, ids);
     await store.close();
     return store.chainId;
   }
