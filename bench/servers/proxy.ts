@@ -235,9 +235,15 @@ async function main() {
                 }),
               },
             }
-          : mode === "gateway-evidence"
-            ? // Issue 40: every accepted request's evidence record, to files (fsync once a second).
-              { evidence: { folder: mkdtempSync(join(tmpdir(), "bench-evidence-")) } }
+          : mode === "gateway-evidence" || mode === "gateway-evidence-no-bodies"
+            ? // Issue 40: every accepted request's evidence record, to files (fsync once a second);
+              // the payment's body in it by default, or not (`evidence.bodies: none`).
+              {
+                evidence: {
+                  folder: mkdtempSync(join(tmpdir(), "bench-evidence-")),
+                  ...(mode === "gateway-evidence-no-bodies" ? { bodies: "none" } : {}),
+                },
+              }
             : mode === "gateway-tls" || mode === "gateway-mtls"
               ? {
                   listen: {

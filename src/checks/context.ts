@@ -5,7 +5,7 @@
  * allocation here instead of a closure per step.
  */
 
-import type { KeyObject } from "node:crypto";
+import type { Hash, KeyObject } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import type { Psd2Role, UnattendedLimitColumn } from "../eidas/index.js";
 import type { Rejection } from "../errors.js";
@@ -98,6 +98,15 @@ export class CheckContext implements StepTrace {
   /** The body against the dialect's digest header (Digest, Content-Digest) as it streams. */
   digestVerifier: BodyDigest | undefined = undefined;
   bodyCharacters: Utf8Scanner | undefined = undefined;
+  /**
+   * The evidence step's view of the body (evidence/step.ts), on the context rather than in a
+   * WeakMap (an ephemeron per request for the collector): whether the step awaits the body's end,
+   * the body's SHA-256 as it streams (when no verified digest header states it), and its chunks
+   * when the record keeps them.
+   */
+  evidenceAwaitsBody = false;
+  evidenceBodyHash: Hash | undefined = undefined;
+  evidenceBodyChunks: Buffer[] | undefined = undefined;
   /** The backend's response status, for the steps of the held response body (response signing). */
   responseStatus = 0;
   /** The Host header parsed as an authority (the host step); undefined without a Host. */

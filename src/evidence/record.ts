@@ -217,15 +217,27 @@ export class EvidenceChain {
     return { seq: this.seqNext, prev: this.prevHash, count: this.records };
   }
 
+  /** The next line's seq. */
+  get nextSeq(): number {
+    return this.seqNext;
+  }
+
   /** The text of the line (no newline) and the chain moved on past it. */
   append<L extends EvidenceLine>(content: Unchained<L>): string {
-    const line =
-      content.type === "request"
-        ? requestLine(content, this.id, this.seqNext, this.prevHash)
-        : canonicalJson({ ...content, chain: this.id, seq: this.seqNext, prev: this.prevHash });
+    if (content.type === "request") return this.appendRequest(content);
+    const line = canonicalJson({ ...content, chain: this.id, seq: this.seqNext, prev: this.prevHash });
     this.seqNext += 1;
     this.prevHash = sha256Hex(line);
-    if (content.type === "request" || content.type === "response") this.records += 1;
+    if (content.type === "response") this.records += 1;
+    return line;
+  }
+
+  /** A request's record as its line (the writer's most frequent line: no `type` copy of it first). */
+  appendRequest(evidence: RequestEvidence): string {
+    const line = requestLine(evidence, this.id, this.seqNext, this.prevHash);
+    this.seqNext += 1;
+    this.prevHash = sha256Hex(line);
+    this.records += 1;
     return line;
   }
 
@@ -248,7 +260,7 @@ export class EvidenceChain {
  * by JSON.stringify), so one stringify makes what canonicalJson would (a test holds them equal).
  * A record is flat: strings and one number.
  */
-function requestLine(e: Unchained<RecordLine>, chain: string, seq: number, prev: string): string {
+function requestLine(e: RequestEvidence, chain: string, seq: number, prev: string): string {
   return JSON.stringify({
     body: e.body,
     bodyDigest: e.bodyDigest,

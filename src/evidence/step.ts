@@ -14,7 +14,7 @@
  * Nothing here waits for the disk.
  */
 
-import { createHash, type Hash } from "node:crypto";
+import { createHash } from "node:crypto";
 import { type CheckContext, dialectUnit, hasBody, type Step } from "../checks/index.js";
 import { decodeCertificateHeader } from "../eidas/index.js";
 import { type Rejection, reject } from "../errors.js";
@@ -50,16 +50,6 @@ export const EVIDENCE_STEP = "evidence";
 
 const WRITES = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
-/**
- * The body as it streams: hashed unless the dialect's digest header states its SHA-256 (verified
- * by the digest step before this one, so hashed once), kept when the policy (or UK OB's signing
- * input) needs it.
- */
-interface BodyState {
-  readonly hash: Hash | undefined;
-  readonly chunks: Buffer[] | undefined;
-}
-
 export function isPaymentRoute(c: CheckContext): boolean {
   return c.route.role === "PSP_PI";
 }
@@ -74,7 +64,6 @@ export function keepsBody(policy: BodyPolicy, c: CheckContext): boolean {
 const EMPTY_DIGEST = `sha-256=:${createHash("sha256").digest("base64")}:`;
 
 export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
-  const bodies = new WeakMap<CheckContext, BodyState>();
   const now = options.now ?? Date.now;
 
   const refusal = (c: CheckContext): Rejection => {
@@ -115,27 +104,31 @@ export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
       if (policyOf(c) === "refuse" && !options.sink.accepting()) return refusal(c);
       // A dialect whose signed bytes hold the body (UK OB) needs it whole for the record.
       const kept = keepsBody(options.bodies, c) || dialectUnit(c.dialect)?.signedBytes !== undefined;
+      // The body as it streams: hashed unless the dialect's digest header states its SHA-256
+      // (verified by the digest step before this one, so hashed once), kept when the policy (or
+      // UK OB's signing input) needs it.
       const stated = c.digestVerifier?.sha256 !== undefined;
-      bodies.set(c, { hash: stated ? undefined : createHash("sha256"), chunks: kept ? [] : undefined });
+      c.evidenceAwaitsBody = true;
+      c.evidenceBodyHash = stated ? undefined : createHash("sha256");
+      c.evidenceBodyChunks = kept ? [] : undefined;
       return undefined;
     },
     body: (c, chunk) => {
-      const state = bodies.get(c);
-      if (state) {
-        state.hash?.update(chunk);
-        state.chunks?.push(chunk);
-      }
+      c.evidenceBodyHash?.update(chunk);
+      c.evidenceBodyChunks?.push(chunk);
       return undefined;
     },
     bodyEnd: (c) => {
-      const state = bodies.get(c);
       // The head phase did not reach this step (cannot happen: the chain stops at a refusal).
-      if (!state) return undefined;
-      bodies.delete(c);
+      if (!c.evidenceAwaitsBody) return undefined;
+      c.evidenceAwaitsBody = false;
+      const chunks = c.evidenceBodyChunks;
+      c.evidenceBodyChunks = undefined;
       // The digest step (earlier in the chain) has passed: the stated SHA-256 is the body's.
-      const sha256 = state.hash ? state.hash.digest() : c.digestVerifier!.sha256!;
+      const sha256 = c.evidenceBodyHash ? c.evidenceBodyHash.digest() : c.digestVerifier!.sha256!;
+      c.evidenceBodyHash = undefined;
       const digest = `sha-256=:${Buffer.from(sha256.buffer, sha256.byteOffset, sha256.length).toString("base64")}:`;
-      return keep(c, state.chunks && Buffer.concat(state.chunks), digest);
+      return keep(c, chunks && (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)), digest);
     },
   };
 }

@@ -22,7 +22,7 @@ export interface PaymentRun {
   /** The first payment refused by payUntilRefused, if any was. */
   refusal: SignedAnswer | undefined;
   metricsText(): Promise<string>;
-  /** Polls /metrics (every 50 ms, `tries` times at most) until it holds `line`; returns the last text. */
+  /** Polls /metrics (every 50 ms, `tries` times at most) until it holds `line` as a whole line; returns the last text. */
   until(line: string): Promise<string>;
   pay(id: string): Promise<SignedAnswer>;
   /** Pays until one payment is refused (or `attempts` run out), sorting each into acknowledged or refused. */
@@ -48,8 +48,10 @@ export function paymentRun(gateway: () => TestGateway, tries = 100): PaymentRun 
     refusal: undefined,
     metricsText,
     async until(line) {
+      // A whole sample line: a substring would also match the metric's HELP line or a larger value.
+      const has = (text: string) => text.split("\n").includes(line);
       let text = "";
-      for (let i = 0; i < tries && !text.includes(line); i++) {
+      for (let i = 0; i < tries && !has(text); i++) {
         await new Promise((r) => setTimeout(r, 50));
         text = await metricsText();
       }

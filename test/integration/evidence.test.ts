@@ -263,12 +263,14 @@ describe("when the evidence store fails", () => {
       const kept = randomUUID();
       expect((await pay(kept)).status).toBe(200);
       // Its batch is written, then the rotation fails: the store is failing.
+      // The sample line, not the HELP line (whose text begins "1 while …").
+      const failingSample = /^psd2_gateway_evidence_store_failing 1$/m;
       let metricsText = "";
-      for (let i = 0; i < 50 && !metricsText.includes("psd2_gateway_evidence_store_failing 1"); i++) {
+      for (let i = 0; i < 100 && !failingSample.test(metricsText); i++) {
         await new Promise((r) => setTimeout(r, 20));
         metricsText = await (await fetch(`${gateway.gateway.adminUrl}/metrics`)).text();
       }
-      expect(metricsText).toContain("psd2_gateway_evidence_store_failing 1");
+      expect(metricsText).toMatch(failingSample);
       // Payments refuse without their record: the instance is not ready, and says why.
       const ready = await fetch(`${gateway.gateway.adminUrl}/readyz`);
       expect(ready.status).toBe(503);

@@ -171,7 +171,7 @@ describe("the file store", () => {
     const writev = handle.writev.bind(handle);
     handle.write = handle.writev = () =>
       Promise.reject(Object.assign(new Error("no space left"), { code: "ENOSPC" }));
-    await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && !store.status().failing; i++) await new Promise((r) => setTimeout(r, 10));
     expect(store.status().failing?.reason).toBe("disk-full");
     expect(store.offer(request("refused"), true)).toBe(false);
     expect(failures).toContain("disk-full");
