@@ -122,7 +122,14 @@ export class Connection {
     const active = this.active;
     if (!active) return; // Node ends the connection itself
     if (!active.req.complete) {
-      // Cut off mid-body, the request can never complete: abort it (and its upstream request).
+      // Cut off mid-body, the request can never complete. Node's parser saw the cut first
+      // (clientError, before this listener): its refusal stops the body (and the upstream request
+      // with it) and is still written to the half-open connection, which then closes.
+      if (this.refused) {
+        this.condemn();
+        this.endAfterActive = true;
+        return;
+      }
       this.socket.destroy();
       return;
     }

@@ -237,6 +237,9 @@ export function clientErrorText(error: Error, socket: Socket): string {
     case "request-timeout":
       return "the request's body did not arrive in time (listen.requestTimeoutSeconds); send the body without pausing";
     default:
+      // The client ended its side of the connection mid-request (a FIN before the body's end).
+      if ((error as NodeJS.ErrnoException).code === "HPE_INVALID_EOF_STATE")
+        return "the connection was closed before the request's body ended; send the whole body (its Content-Length, or up to the last chunk) before closing";
       return `malformed HTTP request: ${error.message}`;
   }
 }
