@@ -47,6 +47,8 @@ describe("the chain", () => {
       {},
       { body: "e30=", traceId: "0af7651916cd43dd8448eb211c80319c", validationReport: "r-1" },
       { requestId: undefined, role: undefined, signedBytes: undefined, signedBytesSha256: "ef".repeat(32) },
+      // What JSON escapes, in the fields a client or a certificate chooses.
+      { requestId: 'a"b\\c\u0001', target: "/v1/x?q=\u00e9\u2028\n", organizationId: "PSDÖ-\ud83d\ude00" },
     ]) {
       const content = { type: "request" as const, ...request("r1", extra) };
       const line = chain.append(content);
