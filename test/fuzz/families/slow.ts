@@ -21,6 +21,7 @@ export const slow: Family = {
       "slow-chunked",
       "cut-mid-body",
       "fin-mid-body",
+      "fin-mid-chunked",
       "fin-after-request",
       "cut-after-request",
       "bad-digest-slow",
@@ -57,15 +58,25 @@ export const slow: Family = {
         return;
       }
       case "cut-mid-body":
-      case "fin-mid-body": {
-        const cut = rng.int(Math.max(1, body.length));
+      case "fin-mid-body":
+      case "fin-mid-chunked": {
+        // Chunked, the head may already have gone upstream: the backend's request is cut before its end.
+        const framed =
+          variant === "fin-mid-chunked"
+            ? {
+                head: head.replace(/\r\n\r\n$/, "\r\nTransfer-Encoding: chunked\r\n\r\n"),
+                body: chunked(body, rng.range(2, 5)),
+              }
+            : { head: headWithLength, body };
+        // Short of the body's end (chunked: of its last chunk, "0\r\n\r\n").
+        const cut = rng.int(Math.max(1, framed.body.length - (variant === "fin-mid-chunked" ? 5 : 0)));
         await ctx.exchange({
           requests: [
             { tag: valid.tag, requestId: valid.requestId, label, expect: "no-execute", tpp: valid.tpp },
           ],
           writes: [
-            { data: Buffer.from(headWithLength, "latin1") },
-            { data: body.subarray(0, cut), delayMs: rng.int(100) },
+            { data: Buffer.from(framed.head, "latin1") },
+            { data: framed.body.subarray(0, cut), delayMs: rng.int(100) },
           ],
           after: variant === "cut-mid-body" ? "cut" : "fin",
           afterMs: rng.int(150),
