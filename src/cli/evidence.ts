@@ -64,8 +64,8 @@ bundle   writes the record, the signer's certificate and public key, the signed 
          response's (egress: the bank's answer it checked); --kind response bundles the response.
 status   each chain's files, records, last record and last checkpoint; exits 1 when a chain has a
          problem or the newest chain's last checkpoint is older than twice evidence.checkpointSeconds.
-         A database is read by its chains' heads (the last checkpoint's signature checked; the
-         whole chain and its gap lines are verify's), show and bundle by the request-id index.`,
+         A database is read by its chains' heads (the last checkpoint's signature checked, the
+         gap lines summed; the whole chain is verify's), show and bundle by the request-id index.`,
   options: {
     config: { type: "string", path: "file" },
     folder: { type: "string", path: "folder-or-database" },
@@ -240,11 +240,8 @@ function bundle(read: EvidenceFolder, requestId: string, kind: Kind | undefined,
   return 0;
 }
 
-/**
- * What status reads of a chain: a folder's whole report, or a database's chain head (whose gap
- * lines only `verify` counts).
- */
-type ChainStatus = ChainHead & { readonly dropped?: number };
+/** What status reads of a chain: a folder's whole report, or a database's chain head. */
+type ChainStatus = ChainHead;
 
 function status(
   folder: string,
@@ -295,7 +292,7 @@ function status(
         r.lastCheckpointTime === undefined ? "none" : `${r.lastCheckpointTime} (${age(r)} s ago)`
       }`,
     );
-    if ((r.dropped ?? 0) > 0) console.log(`${INDENT}${r.dropped} records not kept (onFailure: continue)`);
+    if (r.dropped > 0) console.log(`${INDENT}${r.dropped} records not kept (onFailure: continue)`);
     if (r.problem) console.log(`${INDENT}${r.problem.text}`);
   }
   if (stale)

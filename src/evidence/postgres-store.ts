@@ -461,6 +461,8 @@ export interface ChainHead {
   readonly lastTime: string | undefined;
   readonly lastCheckpointTime: string | undefined;
   readonly endsWithCheckpoint: boolean;
+  /** Records the store did not keep: the sum of the chain's gap lines, as verify counts them. */
+  readonly dropped: number;
   /** The last checkpoint's signature does not hold, or its key is unknown. */
   readonly problem: Problem | undefined;
 }
@@ -469,7 +471,9 @@ export interface ChainHead {
  * Each chain's head, for `status`: the chains found by a skip scan of the primary key, then per
  * chain its first and last rows, its last checkpoint (its signature checked) and last record, and
  * the records after the last `file` or checkpoint line (whose `count` says how many came before),
- * each a short walk back along the key. A whole chain is checked by `verify`.
+ * each a short walk back along the key, and the records its gap lines say were dropped (a walk over
+ * the chain's rows: gap lines are anywhere in it, and status must agree with the folder's report).
+ * A whole chain is checked by `verify`.
  */
 export async function postgresChainHeads(
   url: string,
@@ -487,6 +491,7 @@ export async function postgresChainHeads(
       last_record: string | null;
       counted: string | null;
       after_counted: string;
+      dropped: string;
     }>(
       `WITH RECURSIVE chains AS (
          (SELECT instance, chain FROM evidence_lines ORDER BY instance, chain LIMIT 1)
@@ -501,7 +506,10 @@ export async function postgresChainHeads(
          counted.line AS counted,
          (SELECT count(*) FROM evidence_lines e
            WHERE e.instance = c.instance AND e.chain = c.chain AND e.seq > coalesce(counted.seq, -1)
-             AND (e.line LIKE '%"type":"request"%' OR e.line LIKE '%"type":"response"%')) AS after_counted
+             AND (e.line LIKE '%"type":"request"%' OR e.line LIKE '%"type":"response"%')) AS after_counted,
+         -- Read from the text, not cast to jsonb: an edited row must not fail status.
+         (SELECT coalesce(sum(substring(e.line FROM '"dropped":([0-9]{1,15})[,}]')::bigint), 0) FROM evidence_lines e
+           WHERE e.instance = c.instance AND e.chain = c.chain AND e.line LIKE '%"type":"gap"%') AS dropped
        FROM chains c
        CROSS JOIN LATERAL (SELECT segment FROM evidence_lines e
          WHERE e.instance = c.instance AND e.chain = c.chain ORDER BY seq LIMIT 1) first
@@ -554,6 +562,7 @@ export async function postgresChainHeads(
           lastTime: h.last_record === null ? undefined : parsedOrUndefined(h.last_record)?.time,
           lastCheckpointTime: checkpoint?.time,
           endsWithCheckpoint: parsedOrUndefined(h.last_line)?.type === "checkpoint",
+          dropped: Number(h.dropped),
           problem,
         };
       }),

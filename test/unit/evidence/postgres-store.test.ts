@@ -252,6 +252,21 @@ describeWithPostgres("the PostgreSQL evidence store", () => {
       expect(visited).toContain(chain);
     });
 
+    it("status counts the records dropped under continue (gap lines), as verify and the folder's report do", async () => {
+      const store = await open(server, { queueLength: 2 });
+      // Offered in one go: the writer has not run yet, so the queue is full from the third on.
+      expect(store.offer(request("g1"), true)).toBe(true);
+      expect(store.offer(request("g2"), true)).toBe(true);
+      expect(store.offer(request("g3"), true)).toBe(false);
+      expect(store.offer(request("g4"), false)).toBe(false);
+      expect(store.offer(request("g5"), false)).toBe(false);
+      await store.close();
+      const full = await verified(server.url, store.chainId);
+      expect(full).toMatchObject({ records: 2, dropped: 2, problem: undefined });
+      const { heads } = await postgresChainHeads(server.url, publicKeyOf);
+      expect(heads.find((h) => h.chain === store.chainId)).toMatchObject({ records: 2, dropped: 2 });
+    });
+
     it("status reads each chain's head: records, files, times, and a last checkpoint that no longer holds", async () => {
       const chain = await storeWith(["h1", "h2", "h3"], { rotateBytes: 600 });
       const full = await verified(server.url, chain);
@@ -264,6 +279,7 @@ describeWithPostgres("the PostgreSQL evidence store", () => {
         lastTime: full.lastTime,
         lastCheckpointTime: full.lastCheckpointTime,
         endsWithCheckpoint: full.endsWithCheckpoint,
+        dropped: 0,
         problem: undefined,
       });
       expect(full.files).toBeGreaterThan(1);
