@@ -15,7 +15,6 @@ import {
   type ChainReport,
   disputeBundle,
   type EvidenceFolder,
-  eachPostgresChain,
   findRecords,
   findResponses,
   isPostgresUrl,
@@ -26,6 +25,7 @@ import {
   readPostgresEvidenceOf,
   responseBundle,
   verifyChain,
+  verifyPostgresEvidence,
 } from "../evidence/index.js";
 import { defineCommand, USAGE_ERROR, UsageError } from "./command.js";
 import { DEFAULT_CONFIG } from "./paths.js";
@@ -99,14 +99,11 @@ status   each chain's files, records, last record and last checkpoint; exits 1 w
     try {
       if (isPostgresUrl(folder)) {
         // A bank's table grows to millions of rows: show and bundle read by request id, status the
-        // chains' heads, verify one chain at a time in pages.
+        // chains' heads, verify line by line as the pages arrive.
         switch (sub) {
           case "verify": {
-            const all: ChainReport[] = [];
-            const read = await eachPostgresChain(folder, (chain, sources) =>
-              all.push(verifyChain(chain, keyOf(sources))),
-            );
-            return verifyFolder(read.folder, all, json);
+            const read = await verifyPostgresEvidence(folder, publicKeyOf);
+            return verifyFolder(read.folder, read.reports, json);
           }
           case "show":
             return show(await readPostgresEvidenceOf(folder, requestId), requestId, kind, json);

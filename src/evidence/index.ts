@@ -42,6 +42,7 @@ export {
   readPostgresEvidence,
   readPostgresEvidenceOf,
   redactedUrl,
+  verifyPostgresEvidence,
 } from "./postgres-store.js";
 export {
   type EvidenceEvents,
@@ -76,4 +77,12 @@ export {
   type FailurePolicy,
   keepsBody,
 } from "./step.js";
-export { type ChainReport, chainLines, type Problem, placeOf, publicKeyOf, verifyChain } from "./verify.js";
+export {
+  type ChainReport,
+  ChainVerifier,
+  chainLines,
+  type Problem,
+  placeOf,
+  publicKeyOf,
+  verifyChain,
+} from "./verify.js";

@@ -36,7 +36,7 @@ import {
 } from "./file-store.js";
 import { type ChainedText, QueuedEvidenceStore, type QueueOptions } from "./queued-store.js";
 import type { EvidenceLine } from "./record.js";
-import type { ChainFile, ChainFolder, Problem } from "./verify.js";
+import { type ChainFile, type ChainFolder, type ChainReport, ChainVerifier, type Problem } from "./verify.js";
 
 export interface PostgresStoreOptions extends QueueOptions {
   /** postgres://user:password@host:port/database */
@@ -347,11 +347,27 @@ async function sourcesOf(
   };
 }
 
+/** Every row of the table in key order (instance, chain, seq), read a page at a time. */
+async function* rowsInKeyOrder(pool: pg.Pool, pageRows: number): AsyncGenerator<Row> {
+  let after: Row | undefined;
+  for (;;) {
+    const page = await pool.query<Row>(
+      after === undefined
+        ? "SELECT instance, chain, seq, segment, line FROM evidence_lines ORDER BY instance, chain, seq LIMIT $1"
+        : `SELECT instance, chain, seq, segment, line FROM evidence_lines
+           WHERE (instance, chain, seq) > ($2, $3, $4::bigint) ORDER BY instance, chain, seq LIMIT $1`,
+      after === undefined ? [pageRows] : [pageRows, after.instance, after.chain, after.seq],
+    );
+    yield* page.rows;
+    if (page.rows.length < pageRows) return;
+    after = page.rows.at(-1);
+  }
+}
+
 /**
- * Every chain of the database, one at a time, for `verify`: the rows read in pages by their key
- * (instance, chain, seq), each chain handed to `visit` once whole, so that what is held is one
- * chain, never the table. Segments are read as files, and each line is named by its row's key, so
- * that `verify` names the row altered, removed or reordered.
+ * Every chain of the database, one at a time (the whole read of tests and small databases): the
+ * rows read in pages by their key, each chain handed to `visit` once whole. Segments are read as
+ * files, and each line is named by its row's key. `verify` streams instead (verifyPostgresEvidence).
  */
 export async function eachPostgresChain(
   url: string,
@@ -362,28 +378,67 @@ export async function eachPostgresChain(
   try {
     const sources = await sourcesOf(pool, url, undefined);
     let chain: Row[] = [];
-    let after: Row | undefined;
-    for (;;) {
-      const page = await pool.query<Row>(
-        after === undefined
-          ? "SELECT instance, chain, seq, segment, line FROM evidence_lines ORDER BY instance, chain, seq LIMIT $1"
-          : `SELECT instance, chain, seq, segment, line FROM evidence_lines
-             WHERE (instance, chain, seq) > ($2, $3, $4::bigint) ORDER BY instance, chain, seq LIMIT $1`,
-        after === undefined ? [pageRows] : [pageRows, after.instance, after.chain, after.seq],
-      );
-      for (const row of page.rows) {
-        const first = chain[0];
-        if (first && (first.instance !== row.instance || first.chain !== row.chain)) {
-          visit(chainsOf(chain)[0]!, sources);
-          chain = [];
-        }
-        chain.push(row);
+    for await (const row of rowsInKeyOrder(pool, pageRows)) {
+      const first = chain[0];
+      if (first && (first.instance !== row.instance || first.chain !== row.chain)) {
+        visit(chainsOf(chain)[0]!, sources);
+        chain = [];
       }
-      if (page.rows.length < pageRows) break;
-      after = page.rows.at(-1);
+      chain.push(row);
     }
     if (chain.length > 0) visit(chainsOf(chain)[0]!, sources);
     return sources;
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
+}
+
+/**
+ * `verify` of the database: the rows read in pages by their key and checked as they arrive, by the
+ * same ChainVerifier as a folder's files, so that what is held is a page and the line before, never a
+ * chain (a bank's chain grows to millions of rows). Segments are files; each line is named by its
+ * row's key, so that verify names the row altered, removed or reordered.
+ */
+export async function verifyPostgresEvidence(
+  url: string,
+  publicKey: (pem: string) => KeyObject | undefined,
+  pageRows: number = PAGE_ROWS,
+  now: number = Date.now(),
+): Promise<{ readonly folder: string; readonly reports: ChainReport[] }> {
+  const pool = await openRead(url);
+  try {
+    const sources = await sourcesOf(pool, url, undefined);
+    const keys = new Map<string, KeyObject | undefined>();
+    const keyOf = (id: string) => {
+      if (!keys.has(id)) {
+        const pem = sources.publicKeyPem(id);
+        keys.set(id, pem === undefined ? undefined : publicKey(pem));
+      }
+      return keys.get(id);
+    };
+    const reports: ChainReport[] = [];
+    let current: { instance: string; chain: string; table: string; segment: number } | undefined;
+    let verifier: ChainVerifier | undefined;
+    for await (const row of rowsInKeyOrder(pool, pageRows)) {
+      if (!current || current.instance !== row.instance || current.chain !== row.chain) {
+        if (verifier) reports.push(verifier.end());
+        verifier = new ChainVerifier(row.chain, keyOf, now, "segments");
+        current = {
+          instance: row.instance,
+          chain: row.chain,
+          table: `evidence_lines (instance '${row.instance}', chain '${row.chain}'`,
+          segment: Number.NaN,
+        };
+      }
+      if (row.segment !== current.segment) {
+        current.segment = row.segment;
+        verifier!.file(row.segment, `${current.table}, segment ${row.segment})`);
+      }
+      // A line holds no newline; one edited in is kept visibly escaped, as chainsOf does.
+      verifier!.line(row.line.replaceAll("\n", "\\n"), `${current.table}, seq ${row.seq})`);
+    }
+    if (verifier) reports.push(verifier.end());
+    return { folder: sources.folder, reports };
   } finally {
     await pool.end().catch(() => undefined);
   }

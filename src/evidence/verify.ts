@@ -2,7 +2,8 @@
  * Checking an evidence folder's chains: every line canonical and pointing at the one before, seq
  * without gaps, files without gaps, every checkpoint's count and signature. The first problem of
  * each chain is named by file, line, seq and X-Request-ID: a record altered, removed or reordered.
- * Pure: the folder is read by file-store.ts's readEvidenceFolder.
+ * Pure, and line by line (ChainVerifier): a folder's files (read by file-store.ts's readEvidenceFolder)
+ * and a database's rows as their pages arrive (postgres-store.ts) go through the same checks.
  */
 
 import { createPublicKey, type KeyObject } from "node:crypto";
@@ -87,189 +88,227 @@ export function* chainLines(chain: ChainFolder): Generator<ParsedLine> {
   }
 }
 
+/** A chain's files, sorted, fed line by line to one ChainVerifier: the folder's verify. */
 export function verifyChain(
   chain: ChainFolder,
   publicKey: (id: string) => KeyObject | undefined,
   now: number = Date.now(),
 ): ChainReport {
   const files = [...chain.files].sort((a, b) => a.number - b.number);
-  let records = 0;
-  let checkpoints = 0;
-  let uncovered = 0;
-  let dropped = 0;
-  let lastTime: string | undefined;
-  let lastCheckpointTime: string | undefined;
-  let endsWithCheckpoint = false;
-  let problem: Problem | undefined;
-  let expectedSeq: number | undefined;
-  let prevHash: string | undefined;
-  let previous: { seq: number; requestId: string | undefined; where: string } | undefined;
-  const startsAtFile = files[0]?.number ?? 1;
-
-  // Every seq present, to tell a line moved from one removed.
-  const present = new Map<number, string>();
-  for (const p of chainLines({ id: chain.id, files }))
-    if (typeof p.line.seq === "number") present.set(p.line.seq, placeOf(chain, p.file, p.lineNumber));
-
-  const named = (seq: number | undefined, requestId: string | undefined) =>
-    `${seq !== undefined ? `seq ${seq}` : "a line"}${requestId !== undefined ? ` (X-Request-ID ${requestId})` : ""}`;
-
-  outer: for (let f = 0; f < files.length; f++) {
-    const file = files[f]!;
-    const where = placeOf(chain, file);
-    if (f > 0 && file.number !== files[f - 1]!.number + 1) {
-      problem = {
-        kind: "removed",
-        where,
-        text: chain.locate
-          ? `segments ${files[f - 1]!.number + 1} to ${file.number - 1} are missing before ${where}`
-          : `files ${chainFileNameOf(files[f - 1]!.number + 1)} to ${chainFileNameOf(file.number - 1)} are missing before ${where}`,
-      };
-      break;
-    }
+  const verifier = new ChainVerifier(chain.id, publicKey, now, chain.locate ? "segments" : "files");
+  for (const file of files) {
+    verifier.file(file.number, placeOf(chain, file));
     const texts = file.text.split("\n");
     const last = texts.pop();
-    if (last !== "") {
-      problem = {
+    for (let i = 0; i < texts.length; i++) verifier.line(texts[i]!, placeOf(chain, file, i + 1));
+    if (last !== "") verifier.cutShort(last!, placeOf(chain, file, texts.length + 1));
+  }
+  return verifier.end();
+}
+
+const named = (seq: number | undefined, requestId: string | undefined) =>
+  `${seq !== undefined ? `seq ${seq}` : "a line"}${requestId !== undefined ? ` (X-Request-ID ${requestId})` : ""}`;
+
+/**
+ * Checks a chain as its lines arrive (a folder's files, or a database's rows in pages), holding
+ * only the line before, so that memory does not grow with the chain. Feed `file` as each file (or
+ * segment) begins, then its lines in order, then `end`. After a seq out of place the rest is read
+ * only to find where the expected seq went, which tells a line moved from one removed.
+ */
+export class ChainVerifier {
+  private files = 0;
+  private fileNumber: number | undefined;
+  private fileWhere = "";
+  private startsAtFile: number | undefined;
+  private records = 0;
+  private checkpoints = 0;
+  private uncovered = 0;
+  private dropped = 0;
+  private lastTime: string | undefined;
+  private lastCheckpointTime: string | undefined;
+  private endsWithCheckpoint = false;
+  private problem: Problem | undefined;
+  private expectedSeq: number | undefined;
+  private prevHash: string | undefined;
+  private previous: { seq: number; requestId: string | undefined; where: string } | undefined;
+  /** A seq out of place, waiting for the rest to say where the expected one is. */
+  private misplaced:
+    | { line: EvidenceLine; requestId: string | undefined; at: string; expected: number; elsewhere?: string }
+    | undefined;
+
+  constructor(
+    private readonly chainId: string,
+    private readonly publicKey: (id: string) => KeyObject | undefined,
+    private readonly now: number = Date.now(),
+    /** A database's segments or a folder's files, as a missing run of them is named. */
+    private readonly unit: "files" | "segments" = "files",
+  ) {}
+
+  file(number: number, where: string): void {
+    this.files += 1;
+    const before = this.fileNumber;
+    this.fileNumber = number;
+    this.fileWhere = where;
+    this.startsAtFile ??= number;
+    if (this.problem || this.misplaced || before === undefined || number === before + 1) return;
+    this.problem = {
+      kind: "removed",
+      where,
+      text:
+        this.unit === "segments"
+          ? `segments ${before + 1} to ${number - 1} are missing before ${where}`
+          : `files ${chainFileNameOf(before + 1)} to ${chainFileNameOf(number - 1)} are missing before ${where}`,
+    };
+  }
+
+  /** The file's last line, without its newline: named unless a line before it fails first. */
+  cutShort(text: string, at: string): void {
+    if (this.misplaced) this.look(text, at);
+    else if (!this.problem)
+      this.problem = {
         kind: "cut-short",
-        where: placeOf(chain, file, texts.length + 1),
-        text: `${where} ends in a line cut short (no newline): written when the gateway stopped mid-write, or edited`,
+        where: at,
+        text: `${this.fileWhere} ends in a line cut short (no newline): written when the gateway stopped mid-write, or edited`,
       };
-      // The complete lines before it are still checked.
+  }
+
+  line(text: string, at: string): void {
+    if (this.misplaced) this.look(text, at);
+    else if (!this.problem) this.problem = this.check(text, at);
+  }
+
+  private look(text: string, at: string): void {
+    const m = this.misplaced!;
+    try {
+      // The last line holding the expected seq, as a whole read would find it.
+      if ((JSON.parse(text) as EvidenceLine).seq === m.expected) m.elsewhere = at;
+    } catch {
+      // not JSON: not it
     }
-    for (let i = 0; i < texts.length; i++) {
-      const text = texts[i]!;
-      const at = placeOf(chain, file, i + 1);
-      let line: EvidenceLine;
-      try {
-        line = JSON.parse(text) as EvidenceLine;
-      } catch {
-        problem = {
-          kind: "altered",
-          where: at,
-          text: `${at} is not JSON: the line was altered`,
-        };
-        break outer;
-      }
-      const requestId = line.type === "request" || line.type === "response" ? line.requestId : undefined;
-      if (canonicalJson(line) !== text || line.chain !== chain.id) {
-        problem = {
-          kind: "altered",
+  }
+
+  private check(text: string, at: string): Problem | undefined {
+    const file = this.fileNumber ?? 1;
+    let line: EvidenceLine;
+    try {
+      line = JSON.parse(text) as EvidenceLine;
+    } catch {
+      return { kind: "altered", where: at, text: `${at} is not JSON: the line was altered` };
+    }
+    const requestId = line.type === "request" || line.type === "response" ? line.requestId : undefined;
+    if (canonicalJson(line) !== text || line.chain !== this.chainId)
+      return {
+        kind: "altered",
+        where: at,
+        seq: line.seq,
+        ...(requestId !== undefined ? { requestId } : {}),
+        text: `${at}: ${named(line.seq, requestId)} was altered (${line.chain !== this.chainId ? `it names chain ${line.chain}` : "it is not in canonical form"})`,
+      };
+    const previous = this.previous;
+    if (this.expectedSeq === undefined) {
+      // The chain's start: its first file begins at seq 0 after the genesis hash; a later file
+      // (earlier ones removed by retention) only when retention can have removed them.
+      if (file === 1 && (line.seq !== 0 || line.prev !== GENESIS))
+        return {
+          kind: "removed",
           where: at,
           seq: line.seq,
-          ...(requestId !== undefined ? { requestId } : {}),
-          text: `${at}: ${named(line.seq, requestId)} was altered (${line.chain !== chain.id ? `it names chain ${line.chain}` : "it is not in canonical form"})`,
+          text: `${at}: the chain starts at ${named(line.seq, requestId)}; lines before it were removed`,
         };
-        break outer;
-      }
-      if (expectedSeq === undefined) {
-        // The chain's start: its first file begins at seq 0 after the genesis hash; a later file
-        // (earlier ones removed by retention) only when retention can have removed them.
-        if (file.number === 1 && (line.seq !== 0 || line.prev !== GENESIS)) {
-          problem = {
+      if (file > 1 && line.type === "file") {
+        const retain = line.retainDays;
+        if (retain <= 0 || Date.parse(line.time) > this.now - retain * 86_400_000)
+          return {
             kind: "removed",
             where: at,
-            seq: line.seq,
-            text: `${at}: the chain starts at ${named(line.seq, requestId)}; lines before it were removed`,
+            text: `files before ${this.fileWhere} are missing, and retention (retainDays ${retain}) would not have removed them yet`,
           };
-          break outer;
-        }
-        if (file.number > 1 && line.type === "file") {
-          const retain = line.retainDays;
-          if (retain <= 0 || Date.parse(line.time) > now - retain * 86_400_000) {
-            problem = {
-              kind: "removed",
-              where: at,
-              text: `files before ${where} are missing, and retention (retainDays ${retain}) would not have removed them yet`,
-            };
-            break outer;
-          }
-        }
-        if (line.type === "file") records = line.count;
-      } else if (line.seq !== expectedSeq) {
-        const elsewhere = present.get(expectedSeq);
-        if (line.seq > expectedSeq && elsewhere === undefined) {
-          const missing =
-            line.seq - expectedSeq === 1 ? `seq ${expectedSeq}` : `seq ${expectedSeq} to ${line.seq - 1}`;
-          problem = {
-            kind: "removed",
-            where: at,
-            seq: expectedSeq,
-            text: `${at}: ${missing} removed (between ${named(previous?.seq, previous?.requestId)} and ${named(line.seq, requestId)})`,
-          };
-        } else {
-          problem = {
-            kind: "reordered",
+      }
+      if (line.type === "file") this.records = line.count;
+    } else if (line.seq !== this.expectedSeq) {
+      this.misplaced = { line, requestId, at, expected: this.expectedSeq };
+      return undefined;
+    } else if (line.prev !== this.prevHash)
+      return {
+        kind: "altered",
+        where: previous?.where ?? at,
+        ...(previous ? { seq: previous.seq } : {}),
+        ...(previous?.requestId !== undefined ? { requestId: previous.requestId } : {}),
+        text: `${previous?.where ?? at}: ${named(previous?.seq, previous?.requestId)} was altered (the line after it, ${at}, holds another hash of it)`,
+      };
+    switch (line.type) {
+      case "request":
+      case "response":
+        this.records += 1;
+        this.uncovered += 1;
+        this.lastTime = line.time;
+        break;
+      case "gap":
+        this.dropped += line.dropped;
+        break;
+      case "file":
+        if (line.file !== file || line.count !== this.records)
+          return {
+            kind: "altered",
             where: at,
             seq: line.seq,
-            ...(requestId !== undefined ? { requestId } : {}),
-            text: `${at}: ${named(line.seq, requestId)} is out of order: seq ${expectedSeq} was expected here${elsewhere ? ` (it is at ${elsewhere})` : ""}`,
+            text: `${at}: the file line says file ${line.file} after ${line.count} records; it is file ${file} after ${this.records}`,
           };
-        }
-        break outer;
-      } else if (line.prev !== prevHash) {
-        problem = {
-          kind: "altered",
-          where: previous?.where ?? at,
-          ...(previous ? { seq: previous.seq } : {}),
-          ...(previous?.requestId !== undefined ? { requestId: previous.requestId } : {}),
-          text: `${previous?.where ?? at}: ${named(previous?.seq, previous?.requestId)} was altered (the line after it, ${at}, holds another hash of it)`,
-        };
-        break outer;
+        break;
+      case "checkpoint": {
+        const trouble = checkpointTrouble(line, this.records, this.publicKey);
+        if (trouble)
+          return { kind: "checkpoint", where: at, seq: line.seq, text: `${at}: checkpoint ${trouble}` };
+        this.checkpoints += 1;
+        this.uncovered = 0;
+        this.lastCheckpointTime = line.time;
+        break;
       }
-      switch (line.type) {
-        case "request":
-        case "response":
-          records += 1;
-          uncovered += 1;
-          lastTime = line.time;
-          break;
-        case "gap":
-          dropped += line.dropped;
-          break;
-        case "file":
-          if (line.file !== file.number || line.count !== records) {
-            problem = {
-              kind: "altered",
-              where: at,
-              seq: line.seq,
-              text: `${at}: the file line says file ${line.file} after ${line.count} records; it is file ${file.number} after ${records}`,
-            };
-            break outer;
-          }
-          break;
-        case "checkpoint": {
-          const trouble = checkpointTrouble(line, records, publicKey);
-          if (trouble) {
-            problem = { kind: "checkpoint", where: at, seq: line.seq, text: `${at}: checkpoint ${trouble}` };
-            break outer;
-          }
-          checkpoints += 1;
-          uncovered = 0;
-          lastCheckpointTime = line.time;
-          break;
-        }
-      }
-      endsWithCheckpoint = line.type === "checkpoint";
-      expectedSeq = line.seq + 1;
-      prevHash = sha256Hex(text);
-      previous = { seq: line.seq, requestId, where: at };
     }
-    if (problem) break;
+    this.endsWithCheckpoint = line.type === "checkpoint";
+    this.expectedSeq = line.seq + 1;
+    this.prevHash = sha256Hex(text);
+    this.previous = { seq: line.seq, requestId, where: at };
+    return undefined;
   }
-  return {
-    chain: chain.id,
-    files: files.length,
-    records,
-    checkpoints,
-    uncovered,
-    endsWithCheckpoint,
-    lastTime,
-    lastCheckpointTime,
-    dropped,
-    startsAtFile,
-    problem,
-  };
+
+  /** Where a seq out of place went, now that the rest has been read. */
+  private misplacedProblem(): Problem {
+    const { line, requestId, at, expected, elsewhere } = this.misplaced!;
+    const previous = this.previous;
+    if (line.seq > expected && elsewhere === undefined) {
+      const missing = line.seq - expected === 1 ? `seq ${expected}` : `seq ${expected} to ${line.seq - 1}`;
+      return {
+        kind: "removed",
+        where: at,
+        seq: expected,
+        text: `${at}: ${missing} removed (between ${named(previous?.seq, previous?.requestId)} and ${named(line.seq, requestId)})`,
+      };
+    }
+    return {
+      kind: "reordered",
+      where: at,
+      seq: line.seq,
+      ...(requestId !== undefined ? { requestId } : {}),
+      text: `${at}: ${named(line.seq, requestId)} is out of order: seq ${expected} was expected here${elsewhere ? ` (it is at ${elsewhere})` : ""}`,
+    };
+  }
+
+  end(): ChainReport {
+    return {
+      chain: this.chainId,
+      files: this.files,
+      records: this.records,
+      checkpoints: this.checkpoints,
+      uncovered: this.uncovered,
+      endsWithCheckpoint: this.endsWithCheckpoint,
+      lastTime: this.lastTime,
+      lastCheckpointTime: this.lastCheckpointTime,
+      dropped: this.dropped,
+      startsAtFile: this.startsAtFile ?? 1,
+      problem: this.misplaced ? this.misplacedProblem() : this.problem,
+    };
+  }
 }
 
 function checkpointTrouble(

@@ -19,6 +19,7 @@ import {
   readPostgresEvidence,
   readPostgresEvidenceOf,
   redactedUrl,
+  verifyPostgresEvidence,
 } from "../../../src/evidence/postgres-store.js";
 import { chainLines, publicKeyOf, verifyChain } from "../../../src/evidence/verify.js";
 import {
@@ -47,14 +48,13 @@ function open(server: PostgresServer, options: Partial<PostgresStoreOptions> = {
   });
 }
 
-async function verified(url: string, chain: string) {
-  const read = await readPostgresEvidence(url);
-  const found = read.chains.find((c) => c.id === chain);
+/** The chain's report as `evidence verify` makes it: streamed from the table in pages. */
+async function verified(url: string, chain: string, pageRows?: number) {
+  const found = (await verifyPostgresEvidence(url, publicKeyOf, pageRows)).reports.find(
+    (r) => r.chain === chain,
+  );
   if (!found) throw new Error(`no chain ${chain}`);
-  return verifyChain(found, (id) => {
-    const pem = read.publicKeyPem(id);
-    return pem ? publicKeyOf(pem) : undefined;
-  });
+  return found;
 }
 
 describeWithPostgres("the PostgreSQL evidence store", () => {
@@ -251,6 +251,39 @@ describeWithPostgres("the PostgreSQL evidence store", () => {
       expect(visited).toEqual(whole.chains.map((c) => c.id));
       expect(visited).toContain(chain);
     });
+
+    it("verify streams: the whole-read report, page by page, for every chain; a long chain's later pages checked", async () => {
+      const whole = await readPostgresEvidence(server.url);
+      const streamed = await verifyPostgresEvidence(server.url, publicKeyOf, 3);
+      expect(streamed.reports).toEqual(
+        whole.chains.map((c) => verifyChain(c, (id) => publicKeyOf(whole.publicKeyPem(id) ?? ""))),
+      );
+      // A few thousand rows read 100 at a time: the chain is checked across 30-odd pages.
+      const store = await open(server, { queueLength: 5000 });
+      const ids = Array.from({ length: 3000 }, (_, i) => `long-${i}`);
+      for (const id of ids) expect(store.offer(request(id), true)).toBe(true);
+      await store.close();
+      const chain = store.chainId;
+      const report = await verified(server.url, chain, 100);
+      expect(report).toMatchObject({ records: 3000, problem: undefined });
+      await sql.query(
+        'UPDATE evidence_lines SET line = replace(line, \'"method":"POST"\', \'"method":"PUT"\') WHERE chain = $1 AND seq = 2500',
+        [chain],
+      );
+      const altered = (await verified(server.url, chain, 100)).problem!;
+      expect(altered).toMatchObject({ kind: "altered", seq: 2500, requestId: "long-2499" });
+      expect(altered.text).toContain("seq 2500)");
+      // Moved to a page after the one it is missing from: the row it went to is named.
+      await sql.query(
+        `UPDATE evidence_lines e SET line = o.line FROM evidence_lines o
+         WHERE e.chain = $1 AND o.chain = $1 AND ((e.seq = 1200 AND o.seq = 2900) OR (e.seq = 2900 AND o.seq = 1200))`,
+        [chain],
+      );
+      const moved = (await verified(server.url, chain, 100)).problem!;
+      expect(moved).toMatchObject({ kind: "reordered", seq: 2900, requestId: "long-2899" });
+      expect(moved.text).toContain("seq 1200 was expected here (it is at evidence_lines");
+      expect(moved.text).toContain("seq 2900))");
+    }, 60_000);
 
     it("status counts the records dropped under continue (gap lines), as verify and the folder's report do", async () => {
       const store = await open(server, { queueLength: 2 });
