@@ -52,6 +52,20 @@ export interface PostgresStoreOptions extends QueueOptions {
   readonly queryTimeoutMs?: number;
 }
 
+/**
+ * What marks a gap line in `evidence_lines.line` (canonical JSON escapes any quote inside a value,
+ * so no other line has this text). One spelling for the partial index and the query that sums the
+ * gaps, so that the planner can use the one for the other.
+ */
+const IS_GAP_LINE = `LIKE '%"type":"gap"%'`;
+
+/** The records chain `alias` (a row with instance and chain) did not keep: its gap lines' sum. */
+export function droppedOf(alias: string): string {
+  // Read from the text, not cast to jsonb: an edited row must not fail status.
+  return `SELECT coalesce(sum(substring(e.line FROM '"dropped":([0-9]{1,15})[,}]')::bigint), 0) FROM evidence_lines e
+    WHERE e.instance = ${alias}.instance AND e.chain = ${alias}.chain AND e.line ${IS_GAP_LINE}`;
+}
+
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS evidence_lines (
   instance text NOT NULL,
@@ -64,6 +78,8 @@ CREATE TABLE IF NOT EXISTS evidence_lines (
   PRIMARY KEY (instance, chain, seq)
 );
 CREATE INDEX IF NOT EXISTS evidence_lines_request_id ON evidence_lines (request_id) WHERE request_id IS NOT NULL;
+-- The few gap lines of each chain, for status: without it, summing them reads every row of the chain.
+CREATE INDEX IF NOT EXISTS evidence_lines_gaps ON evidence_lines (instance, chain) WHERE line ${IS_GAP_LINE};
 CREATE TABLE IF NOT EXISTS evidence_certificates (fingerprint text PRIMARY KEY, pem text NOT NULL);
 CREATE TABLE IF NOT EXISTS evidence_reports (id text PRIMARY KEY, report text NOT NULL);
 CREATE TABLE IF NOT EXISTS evidence_keys (id text PRIMARY KEY, pem text NOT NULL, certificate_pem text);
@@ -526,8 +542,8 @@ export interface ChainHead {
  * Each chain's head, for `status`: the chains found by a skip scan of the primary key, then per
  * chain its first and last rows, its last checkpoint (its signature checked) and last record, and
  * the records after the last `file` or checkpoint line (whose `count` says how many came before),
- * each a short walk back along the key, and the records its gap lines say were dropped (a walk over
- * the chain's rows: gap lines are anywhere in it, and status must agree with the folder's report).
+ * each a short walk back along the key, and the records its gap lines say were dropped (gap lines
+ * are anywhere in it: found by their partial index, evidence_lines_gaps).
  * A whole chain is checked by `verify`.
  */
 export async function postgresChainHeads(
@@ -562,9 +578,7 @@ export async function postgresChainHeads(
          (SELECT count(*) FROM evidence_lines e
            WHERE e.instance = c.instance AND e.chain = c.chain AND e.seq > coalesce(counted.seq, -1)
              AND (e.line LIKE '%"type":"request"%' OR e.line LIKE '%"type":"response"%')) AS after_counted,
-         -- Read from the text, not cast to jsonb: an edited row must not fail status.
-         (SELECT coalesce(sum(substring(e.line FROM '"dropped":([0-9]{1,15})[,}]')::bigint), 0) FROM evidence_lines e
-           WHERE e.instance = c.instance AND e.chain = c.chain AND e.line LIKE '%"type":"gap"%') AS dropped
+         (${droppedOf("c")}) AS dropped
        FROM chains c
        CROSS JOIN LATERAL (SELECT segment FROM evidence_lines e
          WHERE e.instance = c.instance AND e.chain = c.chain ORDER BY seq LIMIT 1) first

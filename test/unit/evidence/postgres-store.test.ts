@@ -11,6 +11,7 @@ import { readFileSync } from "node:fs";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  droppedOf,
   eachPostgresChain,
   PostgresEvidenceStore,
   type PostgresStoreOptions,
@@ -298,6 +299,19 @@ describeWithPostgres("the PostgreSQL evidence store", () => {
       expect(full).toMatchObject({ records: 2, dropped: 2, problem: undefined });
       const { heads } = await postgresChainHeads(server.url, publicKeyOf);
       expect(heads.find((h) => h.chain === store.chainId)).toMatchObject({ records: 2, dropped: 2 });
+      // The sum reads the chain's gap lines through their partial index, not every row of the chain:
+      // with sequential scans priced out, a predicate the index does not match would still scan.
+      const client = await sql.connect();
+      try {
+        await client.query("SET enable_seqscan = off");
+        const plan = await client.query<{ "QUERY PLAN": string }>(
+          `EXPLAIN SELECT (${droppedOf("c")}) FROM (SELECT 'gw'::text AS instance, $1::text AS chain) c`,
+          [store.chainId],
+        );
+        expect(plan.rows.map((r) => r["QUERY PLAN"]).join("\n")).toContain("evidence_lines_gaps");
+      } finally {
+        client.release();
+      }
     });
 
     it("status reads each chain's head: records, files, times, and a last checkpoint that no longer holds", async () => {
