@@ -78,6 +78,8 @@ export function responseVerifierForProfile(
   const certificates = new TppVerifier({
     trustStore: () => trust.store,
     revocation: () => live.revocation,
+    // The bank's answers are judged as signatures (qseal); a QWAC is for its TLS, not its seal.
+    kinds: { qseal: responses.certificateKinds, qwac: ["web"] },
     now,
     cacheTtlMs: 300_000,
     failureTtlMs: 10_000,

@@ -1103,6 +1103,11 @@ const responseVerificationOf = () =>
       /** How the bank's certificate (and its CAs) are checked for revocation: the same options as ingress's. */
       revocation: revocation.prefault({}),
       certificateHeader: headerName.default("aspsp-signature-certificate"),
+      /**
+       * The certificate kinds (ETSI EN 319 412-5 QcType) a bank may sign its answers with: a QSealC,
+       * as ingress asks of a TPP's signature (verification.certificateKinds.signature), unless widened.
+       */
+      certificateKinds: z.array(z.enum(QC_TYPES)).min(1).default(["eseal"]),
       dateToleranceSeconds: seconds(60),
       algorithms: z
         .array(z.enum(["rsa-sha256", "rsa-sha512", "ecdsa-sha256", "hs2019"]))

@@ -133,6 +133,43 @@ describe("a bank profile's dialect options", () => {
     }
   });
 
+  it.each([
+    ["a QSealC (eseal), by default", "bankQseal", {}, true],
+    ["a QWAC (web), refused by default", "qwac", {}, false],
+    [
+      "a QWAC, when responses.certificateKinds widens the kinds to web",
+      "qwac",
+      { certificateKinds: ["eseal", "web"] },
+      true,
+    ],
+  ] as const)("an answer signed with %s", async (_what, which, responses, passes) => {
+    const signer = which === "qwac" ? pki.tppA.qwac : pki.bankQseal;
+    const body = Buffer.from('{"ok":true}');
+    const answer = signUkOb({
+      key: signer.privateKey,
+      kid: "bank-key",
+      // The signer's organizationIdentifier (a dev PKI QWAC stands in for a bank's).
+      iss: which === "qwac" ? "PSDNO-FSA-DEMO0001" : "PSDNO-FSA-DEMOBANK",
+      tan: "openbanking.org.uk",
+      iat: Math.floor(Date.now() / 1000),
+      body,
+      certificateChain: [signer.der],
+    });
+    const verifier = responseVerifierForProfile(
+      profile({ dialect: "uk-ob" }, { mode: "enforce", caDir: pki.paths.trustDir, ...responses }),
+      Date.now,
+    )!;
+    const verdict = await verifier.verify({
+      headers: { "x-jws-signature": answer },
+      body,
+      status: 200,
+      request: { method: "GET", target: "/", requestId: "r" },
+    });
+    expect(verdict === true ? "passed" : `${verdict.code}: ${verdict.text}`).toMatch(
+      passes ? /^passed$/ : /^CERTIFICATE_INVALID: .*(QWAC|web)/,
+    );
+  });
+
   it("a profile's response checks count every answer they judged (one chain, built once)", async () => {
     const body = Buffer.from('{"ok":true}');
     const answer = signUkOb({
