@@ -29,7 +29,13 @@ import {
   type RevocationConfig,
   revocation,
 } from "../config/schema.js";
-import { requirePsd2, TppRegister, TppVerifier, type ValidationReport } from "../eidas/index.js";
+import {
+  type QcTypeName,
+  requirePsd2,
+  TppRegister,
+  TppVerifier,
+  type ValidationReport,
+} from "../eidas/index.js";
 import { isRejection, type Rejection } from "../errors.js";
 import { createLogger } from "../observability/logger.js";
 import { DEFAULT_DATE_TOLERANCE_MS } from "../signature/index.js";
@@ -226,6 +232,8 @@ export function trustedCertificates(
   crlDir = trustDir,
   options: RevocationConfig = revocation.parse({}),
   onReport?: (report: ValidationReport) => void,
+  /** The kinds a signing certificate may be (QcType): the gateway's default, a QSealC. */
+  signatureKinds: readonly QcTypeName[] = ["eseal"],
 ): CertificateVerifier {
   const { store } = trustStoreFromFolder(trustDir);
   const { checker } = crlCheckerFromFolder(crlDir, store.all);
@@ -237,6 +245,8 @@ export function trustedCertificates(
   return new TppVerifier({
     trustStore: () => store,
     revocation: () => live.revocation,
+    // As the gateway judges them: a QWAC does not sign (verification.certificateKinds).
+    kinds: { qseal: signatureKinds, qwac: ["web"] },
     ...(register ? { register } : {}),
     ...(onReport ? { onReport } : {}),
     now: () => now,

@@ -15,6 +15,7 @@ import {
   type Step,
 } from "../checks/index.js";
 import type { RevocationConfig } from "../config/schema.js";
+import type { QcTypeName } from "../eidas/index.js";
 import { type AlgorithmName, headerValue } from "../signature/index.js";
 import { parseOnlyCertificates, ReportOfCertificate, trustedCertificates } from "./explain-request.js";
 import {
@@ -71,6 +72,7 @@ export async function explainResponse(
       options.crlDir,
       options.revocation,
       reports.take,
+      (options.responses?.certificateKinds as readonly QcTypeName[] | undefined) ?? ["eseal"],
     );
   else
     notChecked.push(

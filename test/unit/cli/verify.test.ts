@@ -136,6 +136,14 @@ describe("psd2-gateway verify names the step that refuses and why", () => {
       /register/,
     ],
     [
+      "a request signed with the TPP's QWAC, with --trust (the gateway's default kinds)",
+      { signer: (p) => p.tppA.qwac },
+      { trust: true },
+      "certificate",
+      "CERTIFICATE_INVALID",
+      /QSealC/,
+    ],
+    [
       "an untrusted QTSP, with --trust",
       { signer: (p) => p.untrusted },
       { trust: true },
