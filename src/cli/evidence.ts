@@ -237,12 +237,9 @@ function bundle(read: EvidenceFolder, requestId: string, kind: Kind | undefined,
   return 0;
 }
 
-/** What status reads of a chain: a folder's whole report, or a database's chain head. */
-type ChainStatus = ChainHead;
-
 function status(
   folder: string,
-  all: readonly ChainStatus[],
+  all: readonly ChainHead[],
   configFile: string | undefined,
   json: boolean,
 ): number {
@@ -257,7 +254,7 @@ function status(
   const newest = [...all].sort((a, b) =>
     (b.lastCheckpointTime ?? "").localeCompare(a.lastCheckpointTime ?? ""),
   )[0];
-  const age = (r: ChainStatus) =>
+  const age = (r: ChainHead) =>
     r.lastCheckpointTime === undefined
       ? undefined
       : Math.round((now - Date.parse(r.lastCheckpointTime)) / 1000);

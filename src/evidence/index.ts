@@ -79,7 +79,6 @@ export {
 } from "./step.js";
 export {
   type ChainReport,
-  ChainVerifier,
   chainLines,
   type Problem,
   placeOf,
