@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { FileEvidenceStore } from "../src/evidence/file-store.js";
 import { PostgresEvidenceStore } from "../src/evidence/postgres-store.js";
 import type { QueuedEvidenceStore } from "../src/evidence/queued-store.js";
-import type { RequestEvidence } from "../src/evidence/record.js";
+import type { RequestCapture } from "../src/evidence/record.js";
 import { startPostgresServer } from "../test/helpers/postgres-server.js";
 import { request } from "../test/unit/evidence/evidence-fixtures.js";
 
@@ -21,11 +21,11 @@ const seconds = Number(process.argv[2] ?? 3);
 const QUEUE = 10_000;
 
 /** A request's record at typical sizes: a draft-cavage signing string (~400 bytes) and an RSA-2048 signature. */
-function record(i: number): RequestEvidence {
+function record(i: number): RequestCapture {
   return request(`bench-${i}`, {
-    time: new Date().toISOString(),
-    signedBytes: Buffer.alloc(400, 0x61).toString("base64"),
-    signature: Buffer.alloc(256, 0x62).toString("base64"),
+    at: Date.now(),
+    signedBytes: Buffer.alloc(400, 0x61),
+    signature: Buffer.alloc(256, 0x62),
   });
 }
 

@@ -94,15 +94,23 @@ export async function cpuOf(child: CpuSource): Promise<number> {
   return (await usageOf(child)).cpuUs;
 }
 
-/** CPU time so far, µs, and, from a bench/servers/proxy.ts child, the bytes its V8 heap allocated so far. */
-export async function usageOf(child: CpuSource): Promise<{ cpuUs: number; heapAllocated?: number }> {
+/**
+ * CPU time so far, µs, and, from a bench/servers/proxy.ts child, its event loop thread's CPU time
+ * so far and the bytes its V8 heap allocated so far.
+ */
+export async function usageOf(
+  child: CpuSource,
+): Promise<{ cpuUs: number; loopUs?: number; heapAllocated?: number }> {
   if (typeof child === "function") return { cpuUs: await child() };
   return new Promise((resolve) => {
-    child.process.once("message", (m: { cpu: NodeJS.CpuUsage; heapAllocated?: number }) =>
-      resolve({
-        cpuUs: m.cpu.user + m.cpu.system,
-        ...(m.heapAllocated !== undefined ? { heapAllocated: m.heapAllocated } : {}),
-      }),
+    child.process.once(
+      "message",
+      (m: { cpu: NodeJS.CpuUsage; loop?: NodeJS.CpuUsage; heapAllocated?: number }) =>
+        resolve({
+          cpuUs: m.cpu.user + m.cpu.system,
+          ...(m.loop !== undefined ? { loopUs: m.loop.user + m.loop.system } : {}),
+          ...(m.heapAllocated !== undefined ? { heapAllocated: m.heapAllocated } : {}),
+        }),
     );
     child.process.send("cpu");
   });
@@ -155,6 +163,8 @@ export interface RunResult {
   readonly p50: number;
   readonly p99: number;
   readonly cpuUsPerRequest: number | undefined;
+  /** Of it, the event loop thread's (bench/servers/proxy.ts children only). */
+  readonly loopCpuUsPerRequest?: number | undefined;
   /** V8 heap bytes the measured server allocated per request (bench/servers/proxy.ts children only). */
   readonly heapBytesPerRequest?: number | undefined;
   readonly non2xx: number;
@@ -228,6 +238,10 @@ export async function load(
     p50: result.latency.p50,
     p99: result.latency.p99,
     cpuUsPerRequest: before && after ? (after.cpuUs - before.cpuUs) / total : undefined,
+    loopCpuUsPerRequest:
+      before?.loopUs !== undefined && after?.loopUs !== undefined
+        ? (after.loopUs - before.loopUs) / total
+        : undefined,
     heapBytesPerRequest:
       before?.heapAllocated !== undefined && after?.heapAllocated !== undefined
         ? (after.heapAllocated - before.heapAllocated) / total

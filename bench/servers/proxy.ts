@@ -277,7 +277,14 @@ function heapAllocatedSoFar(): number {
 }
 
 process.on("message", (m) => {
-  if (m === "cpu") process.send?.({ cpu: process.cpuUsage(), heapAllocated: heapAllocatedSoFar() });
+  // `loop`: the event loop's thread alone (the request path), beside the whole process's (its
+  // thread pool's file writes and syncs, V8's GC helpers).
+  if (m === "cpu")
+    process.send?.({
+      cpu: process.cpuUsage(),
+      loop: process.threadCpuUsage(),
+      heapAllocated: heapAllocatedSoFar(),
+    });
 });
 
 // BENCH_CPU_PROF=<dir>: a V8 CPU profile of the proxy process, written when the run ends.

@@ -57,6 +57,7 @@ export {
   type EvidenceLine,
   GENESIS,
   type RecordLine,
+  type RequestCapture,
   type RequestEvidence,
   type ResponseEvidence,
   type ResponseLine,

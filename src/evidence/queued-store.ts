@@ -17,7 +17,7 @@ import {
   type EvidenceLine,
   type FileLine,
   type GapLine,
-  type RequestEvidence,
+  type RequestCapture,
   type ResponseEvidence,
   type ResponseLine,
   type Unchained,
@@ -90,7 +90,7 @@ export abstract class QueuedEvidenceStore implements EvidenceSink, ResponseEvide
   protected chain: EvidenceChain;
   /** The current segment (file) number, from 1. */
   protected segment = 0;
-  private queue: (RequestEvidence | ResponseEvidence)[] = [];
+  private queue: (RequestCapture | ResponseEvidence)[] = [];
   /** A segment is open for lines (not between a rotation's close and the next open). */
   private segmentOpen = false;
   private segmentOpened = 0;
@@ -156,7 +156,7 @@ export abstract class QueuedEvidenceStore implements EvidenceSink, ResponseEvide
   }
 
   // EvidenceSink: called on the request path; never waits.
-  offer(evidence: RequestEvidence, mustKeep: boolean): boolean {
+  offer(evidence: RequestCapture, mustKeep: boolean): boolean {
     const full = this.queue.length >= this.queueOptions.queueLength;
     if (this.closed || full || (mustKeep && this.failing)) {
       const reason = full ? "queue-full" : "store-failing";
@@ -358,7 +358,7 @@ export abstract class QueuedEvidenceStore implements EvidenceSink, ResponseEvide
     }
   }
 
-  private recordLine(evidence: RequestEvidence | ResponseEvidence): ChainedText {
+  private recordLine(evidence: RequestCapture | ResponseEvidence): ChainedText {
     const seq = this.chain.nextSeq;
     const text =
       "type" in evidence ? this.chain.append<ResponseLine>(evidence) : this.chain.appendRequest(evidence);

@@ -19,7 +19,40 @@ export const GENESIS = "0".repeat(64);
 /** Signed bytes up to this size are kept whole (base64); larger ones only as their SHA-256. */
 export const SIGNED_BYTES_INLINE = 64 * 1024;
 
-/** What the request path learns about one accepted request: a record before it is chained. */
+/**
+ * What the request path captures of one accepted request: the values as the steps already hold
+ * them (the signed bytes, the signature and the body as Buffers, the time as a number). The writer
+ * encodes them when it makes the line (requestLine): a request pays for references only, and a
+ * queued record holds no base64 or ISO copies on the JS heap while it gathers (issue 40).
+ */
+export interface RequestCapture {
+  /** Epoch milliseconds. */
+  readonly at: number;
+  readonly requestId?: string;
+  /** The traceparent header as sent: the record keeps its trace id when it is a valid one. */
+  readonly traceparent?: string;
+  readonly method: string;
+  /** Path and query as received. */
+  readonly target: string;
+  /** The PSD2 role the route needs (PSP_PI: a payment route). */
+  readonly role?: string;
+  readonly organizationId: string;
+  /** SHA-256 of the signing certificate's DER, lower-case hex. */
+  readonly certificate: string;
+  readonly dialect: string;
+  readonly signedWith: string;
+  /** The exact bytes the signature covers. */
+  readonly signedBytes: Uint8Array;
+  /** The signature value, decoded (ECDSA in JWS and RFC 9421 form: r||s). */
+  readonly signature: Uint8Array;
+  /** The SHA-256 of the body as received; undefined without a body. */
+  readonly bodySha256?: Uint8Array;
+  /** The body, when `evidence.bodies` keeps it. */
+  readonly body?: Uint8Array;
+  readonly validationReport?: string;
+}
+
+/** A request's record as its line holds it (RecordLine's content). */
 export interface RequestEvidence {
   /** ISO 8601, milliseconds, UTC. */
   readonly time: string;
@@ -165,7 +198,7 @@ function sorted(value: unknown): unknown {
   return out;
 }
 
-export function sha256Hex(data: string | Buffer): string {
+export function sha256Hex(data: string | Uint8Array): string {
   // One-shot: no Hash object per line.
   return hash("sha256", data, "hex");
 }
@@ -224,7 +257,6 @@ export class EvidenceChain {
 
   /** The text of the line (no newline) and the chain moved on past it. */
   append<L extends EvidenceLine>(content: Unchained<L>): string {
-    if (content.type === "request") return this.appendRequest(content);
     const line = canonicalJson({ ...content, chain: this.id, seq: this.seqNext, prev: this.prevHash });
     this.seqNext += 1;
     this.prevHash = sha256Hex(line);
@@ -232,8 +264,8 @@ export class EvidenceChain {
     return line;
   }
 
-  /** A request's record as its line (the writer's most frequent line: no `type` copy of it first). */
-  appendRequest(evidence: RequestEvidence): string {
+  /** A request's record as its line (the writer's most frequent line: encoded straight into it). */
+  appendRequest(evidence: RequestCapture): string {
     const line = requestLine(evidence, this.id, this.seqNext, this.prevHash);
     this.seqNext += 1;
     this.prevHash = sha256Hex(line);
@@ -256,33 +288,74 @@ export class EvidenceChain {
 }
 
 /**
- * A request line's canonical JSON, fast: its keys written in sorted order (undefined ones left out
- * by JSON.stringify), so one stringify makes what canonicalJson would (a test holds them equal).
- * A record is flat: strings and one number.
+ * A request line's canonical JSON, fast: the capture encoded in place (base64, ISO time, trace id)
+ * and its keys written in sorted order (undefined ones left out by JSON.stringify), so one
+ * stringify makes what canonicalJson would (a test holds them equal). A record is flat: strings
+ * and one number.
  */
-function requestLine(e: RequestEvidence, chain: string, seq: number, prev: string): string {
+function requestLine(e: RequestCapture, chain: string, seq: number, prev: string): string {
+  const inline = e.signedBytes.length <= SIGNED_BYTES_INLINE;
   return JSON.stringify({
-    body: e.body,
-    bodyDigest: e.bodyDigest,
+    body: e.body === undefined ? undefined : base64(e.body),
+    bodyDigest: e.bodySha256 === undefined ? EMPTY_BODY_DIGEST : `sha-256=:${base64(e.bodySha256)}:`,
     certificate: e.certificate,
     chain,
     dialect: e.dialect,
-    indication: e.indication,
+    indication: "TOTAL_PASSED",
     method: e.method,
     organizationId: e.organizationId,
     prev,
     requestId: e.requestId,
     role: e.role,
     seq,
-    signature: e.signature,
-    signedBytes: e.signedBytes,
-    signedBytesSha256: e.signedBytesSha256,
+    signature: base64(e.signature),
+    signedBytes: inline ? base64(e.signedBytes) : undefined,
+    signedBytesSha256: inline ? undefined : sha256Hex(e.signedBytes),
     signedWith: e.signedWith,
     target: e.target,
-    time: e.time,
-    traceId: e.traceId,
+    time: isoTime(e.at),
+    traceId: traceIdOf(e.traceparent),
     type: "request",
     validationReport: e.validationReport,
-    verdict: e.verdict,
+    verdict: "accepted",
   });
+}
+
+function base64(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
+}
+
+/** The digest a record states for a request without a body: that of no bytes. */
+const EMPTY_BODY_DIGEST = `sha-256=:${hash("sha256", "", "base64")}:`;
+
+/** W3C traceparent (version-traceid-parentid-flags): the caller's trace id, when it sent a valid one. */
+const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}(?:-.*)?$/;
+const ZERO_TRACE = "0".repeat(32);
+
+export function traceIdOf(traceparent: string | undefined): string | undefined {
+  if (traceparent === undefined) return undefined;
+  const match = TRACEPARENT.exec(traceparent.trim());
+  if (!match || traceparent.startsWith("ff") || match[1] === ZERO_TRACE) return undefined;
+  return match[1];
+}
+
+/** The last second isoTime spelled, and its text up to the milliseconds ("2026-11-29T03:03:38."). */
+let isoSecond = Number.NaN;
+let isoPrefix = "";
+/** 9999-12-31T23:59:59.999Z: beyond it toISOString spells the year with a sign and six digits. */
+const LAST_FOUR_DIGIT_YEAR_MS = 253_402_300_799_999;
+
+/**
+ * `new Date(at).toISOString()`, with the text up to the second made once a second: the writer
+ * spells a time per record, in order, and a Date per record was a measurable part of one.
+ */
+export function isoTime(at: number): string {
+  if (!Number.isInteger(at) || at < 0 || at > LAST_FOUR_DIGIT_YEAR_MS) return new Date(at).toISOString();
+  const ms = at % 1000;
+  const second = at - ms;
+  if (second !== isoSecond) {
+    isoSecond = second;
+    isoPrefix = new Date(second).toISOString().slice(0, 20);
+  }
+  return `${isoPrefix}${ms < 10 ? "00" : ms < 100 ? "0" : ""}${ms}Z`;
 }

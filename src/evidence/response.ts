@@ -10,9 +10,9 @@ import type { CheckContext, ResponseSigner } from "../checks/index.js";
 import { headerValue } from "../signature/index.js";
 import type { HttpHeadersPayloadStyle } from "../signature/jws/index.js";
 import type { RequestMessage } from "../signature/rfc9421/index.js";
-import type { BodyPolicy, ResponseEvidence } from "./record.js";
+import { type BodyPolicy, type ResponseEvidence, traceIdOf } from "./record.js";
 import { type ResponseSigning, responseSigned } from "./response-signed.js";
-import { keepsBody, traceIdOf } from "./step.js";
+import { keepsBody } from "./step.js";
 
 /** Where response records go: the store's bounded queue. */
 export interface ResponseEvidenceSink {

@@ -19,7 +19,7 @@ import { type CheckContext, dialectUnit, hasBody, type Step } from "../checks/in
 import { decodeCertificateHeader } from "../eidas/index.js";
 import { type Rejection, reject } from "../errors.js";
 import { headerValue } from "../signature/index.js";
-import { type BodyPolicy, type RequestEvidence, SIGNED_BYTES_INLINE } from "./record.js";
+import type { BodyPolicy, RequestCapture } from "./record.js";
 
 export type FailurePolicy = "refuse" | "continue";
 
@@ -29,7 +29,7 @@ export interface EvidenceSink {
    * Queues the record; false when it cannot (queue full, store failing). `mustKeep` false: the
    * request goes on without it, and the store counts it as dropped (a gap line).
    */
-  offer(evidence: RequestEvidence, mustKeep: boolean): boolean;
+  offer(evidence: RequestCapture, mustKeep: boolean): boolean;
   /** Whether a record offered now would be taken (a body's request is refused before it streams otherwise). */
   accepting(): boolean;
   /** Whether certificates/<fingerprint>.pem is written or on its way. */
@@ -61,8 +61,6 @@ export function keepsBody(policy: BodyPolicy, c: CheckContext): boolean {
   return isPaymentRoute(c) && WRITES.has(c.method);
 }
 
-const EMPTY_DIGEST = `sha-256=:${createHash("sha256").digest("base64")}:`;
-
 export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
   const now = options.now ?? Date.now;
 
@@ -83,8 +81,12 @@ export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
   const policyOf = (c: CheckContext) =>
     isPaymentRoute(c) ? options.onFailure.payments : options.onFailure.others;
 
-  const keep = (c: CheckContext, body: Buffer | undefined, digest: string): Rejection | undefined => {
-    const evidence = evidenceOf(c, now(), body, digest, options);
+  const keep = (
+    c: CheckContext,
+    body: Buffer | undefined,
+    bodySha256: Uint8Array | undefined,
+  ): Rejection | undefined => {
+    const evidence = captureOf(c, now(), body, bodySha256, options);
     const fingerprint = evidence.certificate;
     if (!options.sink.hasCertificate(fingerprint)) {
       const der = certificateDer(c);
@@ -98,7 +100,7 @@ export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
   return {
     name: EVIDENCE_STEP,
     run: (c) => {
-      if (!hasBody(c.headers)) return keep(c, undefined, EMPTY_DIGEST);
+      if (!hasBody(c.headers)) return keep(c, undefined, undefined);
       // A store already failing refuses before a byte of the request is forwarded; one that fails
       // while the body streams refuses at its end, its last chunk withheld.
       if (policyOf(c) === "refuse" && !options.sink.accepting()) return refusal(c);
@@ -127,28 +129,29 @@ export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
       // The digest step (earlier in the chain) has passed: the stated SHA-256 is the body's.
       const sha256 = c.evidenceBodyHash ? c.evidenceBodyHash.digest() : c.digestVerifier!.sha256!;
       c.evidenceBodyHash = undefined;
-      const digest = `sha-256=:${Buffer.from(sha256.buffer, sha256.byteOffset, sha256.length).toString("base64")}:`;
-      return keep(c, chunks && (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)), digest);
+      return keep(c, chunks && (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)), sha256);
     },
   };
 }
 
-/** The record's content from what the steps learnt. */
-export function evidenceOf(
+/**
+ * The record's content from what the steps learnt: references to what they hold, nothing encoded
+ * (the writer does that, record.ts requestLine). A kept body is the body as received; the chunks
+ * are the request's own (Node reads each into a buffer of its own), never written to again.
+ */
+export function captureOf(
   c: CheckContext,
   at: number,
   body: Buffer | undefined,
-  bodyDigest: string,
+  bodySha256: Uint8Array | undefined,
   options: Pick<EvidenceStepOptions, "bodies">,
-): RequestEvidence {
+): RequestCapture {
   const certificate = c.certificate!;
-  const signed = signedBytesOf(c, body);
-  const inline = signed.length <= SIGNED_BYTES_INLINE;
   // One object of one shape (optional fields undefined, left out when serialised).
   return {
-    time: new Date(at).toISOString(),
+    at,
     requestId: headerValue(c.headers, "x-request-id"),
-    traceId: traceIdOf(headerValue(c.headers, "traceparent")),
+    traceparent: headerValue(c.headers, "traceparent"),
     method: c.method,
     target: c.target,
     role: c.route.role,
@@ -156,26 +159,12 @@ export function evidenceOf(
     certificate: certificate.identity.fingerprint,
     dialect: c.dialect,
     signedWith: c.signedWith,
-    signedBytes: inline ? signed.toString("base64") : undefined,
-    signedBytesSha256: inline ? undefined : createHash("sha256").update(signed).digest("hex"),
-    signature: signatureOf(c).toString("base64"),
-    bodyDigest,
-    body: body !== undefined && keepsBody(options.bodies, c) ? body.toString("base64") : undefined,
+    signedBytes: signedBytesOf(c, body),
+    signature: signatureOf(c),
+    bodySha256,
+    body: body !== undefined && keepsBody(options.bodies, c) ? body : undefined,
     validationReport: certificate.reportId,
-    indication: "TOTAL_PASSED",
-    verdict: "accepted",
   };
-}
-
-/** W3C traceparent (version-traceid-parentid-flags): the caller's trace id, when it sent a valid one. */
-const TRACEPARENT = /^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}(?:-.*)?$/;
-const ZERO_TRACE = "0".repeat(32);
-
-export function traceIdOf(traceparent: string | undefined): string | undefined {
-  if (traceparent === undefined) return undefined;
-  const match = TRACEPARENT.exec(traceparent.trim());
-  if (!match || traceparent.startsWith("ff") || match[1] === ZERO_TRACE) return undefined;
-  return match[1];
 }
 
 /**

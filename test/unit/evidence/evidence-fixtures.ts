@@ -1,10 +1,10 @@
 /** Records for the evidence tests. */
 
-import type { RequestEvidence } from "../../../src/evidence/record.js";
+import type { RequestCapture } from "../../../src/evidence/record.js";
 
-export function request(requestId: string, extra: Partial<RequestEvidence> = {}): RequestEvidence {
+export function request(requestId: string, extra: Partial<RequestCapture> = {}): RequestCapture {
   return {
-    time: "2026-01-01T00:00:00.000Z",
+    at: Date.UTC(2026, 0, 1),
     requestId,
     method: "POST",
     target: "/v1/payments/sepa-credit-transfers",
@@ -13,11 +13,8 @@ export function request(requestId: string, extra: Partial<RequestEvidence> = {})
     certificate: "ab".repeat(32),
     dialect: "cavage",
     signedWith: "rsa-sha256",
-    signedBytes: Buffer.from(`x-request-id: ${requestId}`).toString("base64"),
-    signature: Buffer.from("signature").toString("base64"),
-    bodyDigest: "sha-256=:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=:",
-    indication: "TOTAL_PASSED",
-    verdict: "accepted",
+    signedBytes: Buffer.from(`x-request-id: ${requestId}`),
+    signature: Buffer.from("signature"),
     ...extra,
   };
 }
@@ -27,7 +24,7 @@ export function request(requestId: string, extra: Partial<RequestEvidence> = {})
  * between records, as it does under traffic, rather than at close (where the chain just ends).
  */
 export async function offerOneByOne(
-  store: { offer(e: RequestEvidence, mustKeep: boolean): boolean; status(): { written: number } },
+  store: { offer(e: RequestCapture, mustKeep: boolean): boolean; status(): { written: number } },
   ids: readonly string[],
 ): Promise<void> {
   const before = store.status().written;

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { CheckContext, type Route } from "../../../src/checks/index.js";
-import type { RequestEvidence } from "../../../src/evidence/record.js";
+import { EvidenceChain, type RecordLine, type RequestCapture } from "../../../src/evidence/record.js";
 import { type EvidenceSink, evidenceStep, type FailurePolicy } from "../../../src/evidence/step.js";
 import { computeDigestHeader, DigestVerifier, parseDigestHeader } from "../../../src/signature/digest.js";
 import {
@@ -21,11 +21,13 @@ const PAYMENTS: Route = { path: "/v1/payments/sepa-credit-transfers", role: "PSP
 const ACCOUNTS: Route = { path: "/v1/accounts", role: "PSP_AI" };
 
 class Sink implements EvidenceSink {
-  readonly offered: { evidence: RequestEvidence; mustKeep: boolean }[] = [];
+  /** Each offered record as the line the writer makes of it (what a dispute reads). */
+  readonly offered: { evidence: RecordLine; capture: RequestCapture; mustKeep: boolean }[] = [];
   readonly certificates: string[] = [];
   constructor(private readonly takes: boolean) {}
-  offer(evidence: RequestEvidence, mustKeep: boolean): boolean {
-    this.offered.push({ evidence, mustKeep });
+  offer(capture: RequestCapture, mustKeep: boolean): boolean {
+    const evidence = JSON.parse(new EvidenceChain("test").appendRequest(capture)) as RecordLine;
+    this.offered.push({ evidence, capture, mustKeep });
     return this.takes;
   }
   accepting(): boolean {
@@ -86,6 +88,8 @@ describe("the evidence step", () => {
       verdict: "accepted",
     });
     expect(evidence.body).toBeUndefined();
+    // The request pays for references: the writer encodes them.
+    expect(sink.offered[0]!.capture.signedBytes).toBe(c.signingString);
   });
 
   it("a payment's body is hashed as it streams and kept; the record is made at its end", () => {
