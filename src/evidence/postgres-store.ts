@@ -118,9 +118,11 @@ export function redactedUrl(url: string): string {
   }
 }
 
-function poolOf(url: string, queryTimeoutMs: number, max: number): pg.Pool {
+function poolOf(url: string, queryTimeoutMs: number, max: number, sessionOptions?: string): pg.Pool {
   const pool = new pg.Pool({
     connectionString: url,
+    // Settings for each session (libpq's `options`); an `options` in the URL takes their place.
+    ...(sessionOptions !== undefined ? { options: sessionOptions } : {}),
     max,
     connectionTimeoutMillis: queryTimeoutMs,
     query_timeout: queryTimeoutMs,
@@ -308,8 +310,14 @@ const PAGE_ROWS = 10_000;
 /** What a read of the database holds besides its chains: the lookups the bundle and verify need. */
 export type EvidenceSources = Omit<EvidenceFolder, "chains">;
 
-async function openRead(url: string): Promise<pg.Pool> {
-  const pool = poolOf(url, 30_000, 1);
+/**
+ * A pool for `evidence status`, `verify`, `show` and `bundle`: one connection, its JIT off. Their
+ * queries are index walks of a few rows, but a long chain's row estimates put the head query above
+ * jit_above_cost, and compiling it took 0.57 s of a 0.57 s status at 300,000 rows (its execution:
+ * 1 ms; bench/RESULTS.md).
+ */
+export async function openEvidenceReadPool(url: string): Promise<pg.Pool> {
+  const pool = poolOf(url, 30_000, 1, "-c jit=off");
   try {
     const tables = await pool.query("SELECT to_regclass('evidence_lines') AS t");
     if (tables.rows[0]?.t === null)
@@ -390,7 +398,7 @@ export async function eachPostgresChain(
   visit: (chain: ChainFolder, sources: EvidenceSources) => void,
   pageRows: number = PAGE_ROWS,
 ): Promise<EvidenceSources> {
-  const pool = await openRead(url);
+  const pool = await openEvidenceReadPool(url);
   try {
     const sources = await sourcesOf(pool, url, undefined);
     let chain: Row[] = [];
@@ -421,7 +429,7 @@ export async function verifyPostgresEvidence(
   pageRows: number = PAGE_ROWS,
   now: number = Date.now(),
 ): Promise<{ readonly folder: string; readonly reports: ChainReport[] }> {
-  const pool = await openRead(url);
+  const pool = await openEvidenceReadPool(url);
   try {
     const sources = await sourcesOf(pool, url, undefined);
     const keys = new Map<string, KeyObject | undefined>();
@@ -474,7 +482,7 @@ export async function readPostgresEvidence(url: string): Promise<EvidenceFolder>
  * `bundle` read this, never the table.
  */
 export async function readPostgresEvidenceOf(url: string, requestId: string): Promise<EvidenceFolder> {
-  const pool = await openRead(url);
+  const pool = await openEvidenceReadPool(url);
   try {
     const found = await pool.query<{ instance: string; chain: string; first: string; last: string }>(
       `SELECT instance, chain, min(seq) AS first, max(seq) AS last FROM evidence_lines
@@ -550,7 +558,7 @@ export async function postgresChainHeads(
   url: string,
   publicKey: (pem: string) => KeyObject | undefined,
 ): Promise<{ readonly folder: string; readonly heads: ChainHead[] }> {
-  const pool = await openRead(url);
+  const pool = await openEvidenceReadPool(url);
   try {
     const heads = await pool.query<{
       instance: string;

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   droppedOf,
   eachPostgresChain,
+  openEvidenceReadPool,
   PostgresEvidenceStore,
   type PostgresStoreOptions,
   postgresChainHeads,
@@ -311,6 +312,18 @@ describeWithPostgres("the PostgreSQL evidence store", () => {
         expect(plan.rows.map((r) => r["QUERY PLAN"]).join("\n")).toContain("evidence_lines_gaps");
       } finally {
         client.release();
+      }
+    });
+
+    // A long chain's row estimates put the head query above jit_above_cost: compiling it was the
+    // whole of a 0.57 s status at 300,000 rows, for 1 ms of execution (bench/RESULTS.md).
+    it("status, verify, show and bundle read with JIT off (the server's default is on)", async () => {
+      expect((await sql.query<{ jit: string }>("SHOW jit")).rows[0]!.jit).toBe("on");
+      const pool = await openEvidenceReadPool(server.url);
+      try {
+        expect((await pool.query<{ jit: string }>("SHOW jit")).rows[0]!.jit).toBe("off");
+      } finally {
+        await pool.end();
       }
     });
 
