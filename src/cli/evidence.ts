@@ -6,13 +6,13 @@
  * each chain is.
  */
 
-import type { KeyObject } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { loadConfigFile } from "../config/load.js";
 import {
   type ChainHead,
   type ChainReport,
+  checkpointKeys,
   disputeBundle,
   type EvidenceFolder,
   findRecords,
@@ -145,16 +145,8 @@ function folderOfConfig(file: string | undefined): string | undefined {
   return folder;
 }
 
-/** The checkpoint keys of a folder or database, as verify takes them. */
-function keyOf(read: Pick<EvidenceFolder, "publicKeyPem">): (id: string) => KeyObject | undefined {
-  return (id) => {
-    const pem = read.publicKeyPem(id);
-    return pem === undefined ? undefined : publicKeyOf(pem);
-  };
-}
-
 function reports(read: EvidenceFolder): ChainReport[] {
-  const key = keyOf(read);
+  const key = checkpointKeys((id) => read.publicKeyPem(id));
   return read.chains.map((chain) => verifyChain(chain, key));
 }
 

@@ -81,6 +81,7 @@ export {
 export {
   type ChainReport,
   chainLines,
+  checkpointKeys,
   type Problem,
   placeOf,
   publicKeyOf,

@@ -36,7 +36,14 @@ import {
 } from "./file-store.js";
 import { type ChainedText, QueuedEvidenceStore, type QueueOptions } from "./queued-store.js";
 import type { EvidenceLine } from "./record.js";
-import { type ChainFile, type ChainFolder, type ChainReport, ChainVerifier, type Problem } from "./verify.js";
+import {
+  type ChainFile,
+  type ChainFolder,
+  type ChainReport,
+  ChainVerifier,
+  checkpointKeys,
+  type Problem,
+} from "./verify.js";
 
 export interface PostgresStoreOptions extends QueueOptions {
   /** postgres://user:password@host:port/database */
@@ -432,14 +439,7 @@ export async function verifyPostgresEvidence(
   const pool = await openEvidenceReadPool(url);
   try {
     const sources = await sourcesOf(pool, url, undefined);
-    const keys = new Map<string, KeyObject | undefined>();
-    const keyOf = (id: string) => {
-      if (!keys.has(id)) {
-        const pem = sources.publicKeyPem(id);
-        keys.set(id, pem === undefined ? undefined : publicKey(pem));
-      }
-      return keys.get(id);
-    };
+    const keyOf = checkpointKeys((id) => sources.publicKeyPem(id), publicKey);
     const reports: ChainReport[] = [];
     let current: { instance: string; chain: string; table: string; segment: number } | undefined;
     let verifier: ChainVerifier | undefined;

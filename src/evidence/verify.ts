@@ -335,3 +335,21 @@ export function publicKeyOf(pem: string): KeyObject | undefined {
     return undefined;
   }
 }
+
+/**
+ * The checkpoint keys of a folder or database, by id, as the verifier asks for them: each parsed
+ * once (a chain names its key at every checkpoint).
+ */
+export function checkpointKeys(
+  publicKeyPem: (id: string) => string | undefined,
+  publicKey: (pem: string) => KeyObject | undefined = publicKeyOf,
+): (id: string) => KeyObject | undefined {
+  const keys = new Map<string, KeyObject | undefined>();
+  return (id) => {
+    if (!keys.has(id)) {
+      const pem = publicKeyPem(id);
+      keys.set(id, pem === undefined ? undefined : publicKey(pem));
+    }
+    return keys.get(id);
+  };
+}
