@@ -19,46 +19,9 @@ export const GENESIS = "0".repeat(64);
 /** Signed bytes up to this size are kept whole (base64); larger ones only as their SHA-256. */
 export const SIGNED_BYTES_INLINE = 64 * 1024;
 
-/**
- * What the request path captures of one accepted request: the values as the steps already hold
- * them (the signed bytes, the signature and the body as Buffers, the time as a number). The writer
- * encodes them when it makes the line (requestLine): a request pays for references only, and a
- * queued record holds no base64 or ISO copies on the JS heap while it gathers (issue 40).
- */
-export interface RequestCapture {
-  /** Epoch milliseconds. */
-  readonly at: number;
+/** What a request's capture and its record both say, as they say it. */
+interface RequestFacts {
   readonly requestId?: string;
-  /** The traceparent header as sent: the record keeps its trace id when it is a valid one. */
-  readonly traceparent?: string;
-  readonly method: string;
-  /** Path and query as received. */
-  readonly target: string;
-  /** The PSD2 role the route needs (PSP_PI: a payment route). */
-  readonly role?: string;
-  readonly organizationId: string;
-  /** SHA-256 of the signing certificate's DER, lower-case hex. */
-  readonly certificate: string;
-  readonly dialect: string;
-  readonly signedWith: string;
-  /** The exact bytes the signature covers. */
-  readonly signedBytes: Uint8Array;
-  /** The signature value, decoded (ECDSA in JWS and RFC 9421 form: r||s). */
-  readonly signature: Uint8Array;
-  /** The SHA-256 of the body as received; undefined without a body. */
-  readonly bodySha256?: Uint8Array;
-  /** The body, when `evidence.bodies` keeps it. */
-  readonly body?: Uint8Array;
-  readonly validationReport?: string;
-}
-
-/** A request's record as its line holds it (RecordLine's content). */
-export interface RequestEvidence {
-  /** ISO 8601, milliseconds, UTC. */
-  readonly time: string;
-  readonly requestId?: string;
-  /** The W3C trace id of the request's traceparent, when it sent a valid one. */
-  readonly traceId?: string;
   readonly method: string;
   /** Path and query as received. */
   readonly target: string;
@@ -70,6 +33,37 @@ export interface RequestEvidence {
   readonly dialect: string;
   /** The dialect and algorithm it verified with (`rsa-sha256`, `rfc9421:rsa-pss-sha512`, `jades:PS256`, …). */
   readonly signedWith: string;
+  /** The certificate validation report the verdict rests on (`/trust/reports/<id>` while recent). */
+  readonly validationReport?: string;
+}
+
+/**
+ * What the request path captures of one accepted request: the values as the steps already hold
+ * them (the signed bytes, the signature and the body as Buffers, the time as a number). The writer
+ * encodes them when it makes the line (requestLine): a request pays for references only, and a
+ * queued record holds no base64 or ISO copies on the JS heap while it gathers (issue 40).
+ */
+export interface RequestCapture extends RequestFacts {
+  /** Epoch milliseconds. */
+  readonly at: number;
+  /** The traceparent header as sent: the record keeps its trace id when it is a valid one. */
+  readonly traceparent?: string;
+  /** The exact bytes the signature covers. */
+  readonly signedBytes: Uint8Array;
+  /** The signature value, decoded (ECDSA in JWS and RFC 9421 form: r||s). */
+  readonly signature: Uint8Array;
+  /** The SHA-256 of the body as received; undefined without a body. */
+  readonly bodySha256?: Uint8Array;
+  /** The body, when `evidence.bodies` keeps it. */
+  readonly body?: Uint8Array;
+}
+
+/** A request's record as its line holds it (RecordLine's content), encoded from its capture. */
+export interface RequestEvidence extends RequestFacts {
+  /** ISO 8601, milliseconds, UTC. */
+  readonly time: string;
+  /** The W3C trace id of the request's traceparent, when it sent a valid one. */
+  readonly traceId?: string;
   /** The exact bytes the signature covers, base64, when at most SIGNED_BYTES_INLINE … */
   readonly signedBytes?: string;
   /** … otherwise their SHA-256, lower-case hex. */
@@ -80,8 +74,6 @@ export interface RequestEvidence {
   readonly bodyDigest: string;
   /** The body, base64, when `evidence.bodies` keeps it. */
   readonly body?: string;
-  /** The certificate validation report the verdict rests on (`/trust/reports/<id>` while recent). */
-  readonly validationReport?: string;
   /** The validation report's indication: the certificate passed, or the request would not be here. */
   readonly indication: "TOTAL_PASSED";
   readonly verdict: "accepted";
