@@ -41,7 +41,7 @@ export function checkEvidence(
   folder: string,
   backend: FuzzBackend,
   checker: Checker,
-): { records: number; signedAnswers: number } {
+): { records: number; signedAnswers: number; chains: number } {
   const read = readEvidenceFolder(folder);
   const violation = (label: string, expected: string, got: string) => ({
     kind: "evidence",
@@ -112,5 +112,5 @@ export function checkEvidence(
       ),
     );
   }
-  return { records: total, signedAnswers };
+  return { records: total, signedAnswers, chains: read.chains.length };
 }

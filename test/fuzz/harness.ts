@@ -70,6 +70,8 @@ export interface FuzzReport {
   readonly rssSamplesMb: Record<string, { t: number; mb: number }[]>;
   readonly healthChecks: number;
   readonly gatewayWarnings: string[];
+  /** With `evidence`: the request records and the chains they were counted over. */
+  readonly evidence?: { readonly records: number; readonly chains: number };
 }
 
 const MAX_VIOLATIONS_KEPT = 200;
@@ -125,7 +127,11 @@ function metricSum(adminUrl: string, line: RegExp): Promise<number | undefined> 
  * egress rebuilds its bank profiles on every reload (new keys read, new backend pools) and gets a
  * new shutdown grace. Once, at `handOverAt`, ingress moves its limit store (another memory store):
  * the new one takes every write and the old one is still consulted, so a replay sent across the
- * move is refused all the same (one hand-over at a time, hence once).
+ * move is refused all the same (one hand-over at a time, hence once). With evidence on (FUZZ_EVIDENCE),
+ * every reload flips `evidence.bodies` (payments, all: the step made anew, the store kept), and once,
+ * after the hand-over, the store itself changes (another instanceId and checkpoint interval: a new
+ * chain opens beside the first, which takes the records of the requests that began before): the
+ * records are counted over both chains, so none may be lost or doubled across the swap.
  */
 function harmlessChange(
   name: string,
@@ -148,6 +154,14 @@ function harmlessChange(
     revocation["crl"] = { ...(revocation["crl"] ?? {}), timeoutSeconds: 10 + (n % 2) };
     config["revocation"] = revocation;
     config["cache"] = { ...((config["cache"] ?? {}) as Record<string, unknown>), ttlSeconds: 300 + (n % 3) };
+    const evidence = config["evidence"] as Record<string, unknown> | undefined;
+    if (evidence) {
+      evidence["bodies"] = n % 2 === 1 ? "all" : "payments";
+      if (n === handOverAt + 1) {
+        evidence["instanceId"] = "fuzz-after-reload";
+        evidence["checkpointSeconds"] = 30;
+      }
+    }
   };
 }
 
@@ -208,6 +222,7 @@ class Run implements Checker {
   private sent = 0;
   private readonly rssSamples: Record<string, { t: number; mb: number }[]> = {};
   private healthChecks = 0;
+  private evidenceRead: FuzzReport["evidence"];
   /** Configuration reloads sent to each gateway so far (FuzzOptions.reloads). */
   private reloadsSent = 0;
   private stopped = false;
@@ -425,6 +440,7 @@ class Run implements Checker {
       rssSamplesMb: this.rssSamples,
       healthChecks: this.healthChecks,
       gatewayWarnings,
+      ...(this.evidenceRead ? { evidence: this.evidenceRead } : {}),
     };
   }
 
@@ -439,9 +455,10 @@ class Run implements Checker {
     }
     // The writer empties its queue only after the batch is on disk; then give it one more turn.
     await new Promise((r) => setTimeout(r, 200));
-    const { records, signedAnswers } = checkEvidence(this.evidenceFolder, side.backend, this);
+    const { records, signedAnswers, chains } = checkEvidence(this.evidenceFolder, side.backend, this);
+    this.evidenceRead = { records, chains };
     this.options.log?.(
-      `evidence: ${records} request records checked against the backend's, ${signedAnswers} signed answers' signed bytes`,
+      `evidence: ${records} request records in ${chains} chain(s) checked against the backend's, ${signedAnswers} signed answers' signed bytes`,
     );
   }
 

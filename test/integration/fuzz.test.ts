@@ -39,6 +39,27 @@ describe("fuzz (short run)", () => {
     expect(report.passed).toBeGreaterThan(COUNT);
   }, 120_000);
 
+  // Issue 40: evidence kept under reloads: each flips evidence.bodies, one swaps the store (a second
+  // chain), and still every request the backend executed has exactly one record, no refused one any.
+  it("with evidence on, through reloads that swap its store, every executed request has one record", async () => {
+    const report = await runFuzz({
+      count: 1_500,
+      seed: SEED + 40,
+      families: ALL_FAMILIES,
+      rssLimitMb: 400,
+      concurrency: 16,
+      reloads: 10,
+      evidence: true,
+    });
+    const text = formatReport(
+      report,
+      ALL_FAMILIES.map((f) => f.name),
+    );
+    expect(report.failed, text).toBe(0);
+    expect(report.evidence?.chains, text).toBe(2);
+    expect(report.evidence?.records, text).toBeGreaterThan(0);
+  }, 120_000);
+
   // Issue 37: a backend that acts on the head at once, for every request of every dialect.
   const DIALECT_FAMILIES = ["cavage-12", "rfc9421", "jades", "uk-ob", "forged", "slow", "replay"];
   it(`the dialect families against a backend that answers every request on its head`, async () => {
