@@ -139,7 +139,7 @@ export function evidenceStep(options: EvidenceStepOptions): Step<CheckContext> {
  * (the writer does that, record.ts requestLine). A kept body is the body as received; the chunks
  * are the request's own (Node reads each into a buffer of its own), never written to again.
  */
-export function captureOf(
+function captureOf(
   c: CheckContext,
   at: number,
   body: Buffer | undefined,
