@@ -9,28 +9,32 @@
 
 import { describe, expect, it } from "vitest";
 import { ALL_FAMILIES } from "../fuzz/families/index.js";
-import { runFuzz } from "../fuzz/harness.js";
+import { type FuzzOptions, runFuzz } from "../fuzz/harness.js";
 import { formatReport } from "../fuzz/report.js";
 
 const SEED = 20261123;
 const COUNT = 3_500;
 const RELOADS = 50;
 
+/** A run at the bounds every short run shares, and its report as text (a failure prints it). */
+async function fuzzed(options: Omit<FuzzOptions, "rssLimitMb" | "concurrency">) {
+  const report = await runFuzz({ rssLimitMb: 400, concurrency: 16, ...options });
+  const text = formatReport(
+    report,
+    options.families.map((f) => f.name),
+  );
+  return { report, text };
+}
+
 describe("fuzz (short run)", () => {
   it(`${COUNT} hostile requests from every family, ingress and egress, with ${RELOADS} configuration reloads, break no invariant`, async () => {
-    const report = await runFuzz({
+    const { report, text } = await fuzzed({
       count: COUNT,
       seed: SEED,
       families: ALL_FAMILIES,
-      rssLimitMb: 400,
-      concurrency: 16,
       // Issue 38: a reload under load loses and mis-judges nothing, and every one applies.
       reloads: RELOADS,
     });
-    const text = formatReport(
-      report,
-      ALL_FAMILIES.map((f) => f.name),
-    );
     expect(report.sent).toBeGreaterThanOrEqual(COUNT);
     for (const family of ALL_FAMILIES)
       expect(report.families[family.name]?.sent, family.name).toBeGreaterThan(0);
@@ -42,19 +46,13 @@ describe("fuzz (short run)", () => {
   // Issue 40: evidence kept under reloads: each flips evidence.bodies, one swaps the store (a second
   // chain), and still every request the backend executed has exactly one record, no refused one any.
   it("with evidence on, through reloads that swap its store, every executed request has one record", async () => {
-    const report = await runFuzz({
+    const { report, text } = await fuzzed({
       count: 1_500,
       seed: SEED + 40,
       families: ALL_FAMILIES,
-      rssLimitMb: 400,
-      concurrency: 16,
       reloads: 10,
       evidence: true,
     });
-    const text = formatReport(
-      report,
-      ALL_FAMILIES.map((f) => f.name),
-    );
     expect(report.failed, text).toBe(0);
     expect(report.evidence?.chains, text).toBe(2);
     expect(report.evidence?.records, text).toBeGreaterThan(0);
@@ -64,18 +62,12 @@ describe("fuzz (short run)", () => {
   const DIALECT_FAMILIES = ["cavage-12", "rfc9421", "jades", "uk-ob", "forged", "slow", "replay"];
   it(`the dialect families against a backend that answers every request on its head`, async () => {
     const families = ALL_FAMILIES.filter((f) => DIALECT_FAMILIES.includes(f.name));
-    const report = await runFuzz({
+    const { report, text } = await fuzzed({
       count: 1_500,
       seed: SEED + 37,
       families,
-      rssLimitMb: 400,
-      concurrency: 16,
       eagerPerMille: 1000,
     });
-    const text = formatReport(
-      report,
-      families.map((f) => f.name),
-    );
     expect(families.map((f) => f.name).sort()).toEqual([...DIALECT_FAMILIES].sort());
     for (const name of DIALECT_FAMILIES) expect(report.families[name]?.sent, name).toBeGreaterThan(0);
     expect(report.families["forged"]?.refused, text).toBeGreaterThan(0);
