@@ -33,7 +33,6 @@ export {
 export {
   type ChainHead,
   type EvidenceSources,
-  eachPostgresChain,
   isPostgresUrl,
   PostgresEvidenceStore,
   type PostgresStoreOptions,

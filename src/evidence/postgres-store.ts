@@ -396,35 +396,6 @@ async function* rowsInKeyOrder(pool: pg.Pool, pageRows: number): AsyncGenerator<
 }
 
 /**
- * Every chain of the database, one at a time (the whole read of tests and small databases): the
- * rows read in pages by their key, each chain handed to `visit` once whole. Segments are read as
- * files, and each line is named by its row's key. `verify` streams instead (verifyPostgresEvidence).
- */
-export async function eachPostgresChain(
-  url: string,
-  visit: (chain: ChainFolder, sources: EvidenceSources) => void,
-  pageRows: number = PAGE_ROWS,
-): Promise<EvidenceSources> {
-  const pool = await openEvidenceReadPool(url);
-  try {
-    const sources = await sourcesOf(pool, url, undefined);
-    let chain: Row[] = [];
-    for await (const row of rowsInKeyOrder(pool, pageRows)) {
-      const first = chain[0];
-      if (first && (first.instance !== row.instance || first.chain !== row.chain)) {
-        visit(chainsOf(chain)[0]!, sources);
-        chain = [];
-      }
-      chain.push(row);
-    }
-    if (chain.length > 0) visit(chainsOf(chain)[0]!, sources);
-    return sources;
-  } finally {
-    await pool.end().catch(() => undefined);
-  }
-}
-
-/**
  * `verify` of the database: the rows read in pages by their key and checked as they arrive, by the
  * same ChainVerifier as a folder's files, so that what is held is a page and the line before, never a
  * chain (a bank's chain grows to millions of rows). Segments are files; each line is named by its
@@ -468,11 +439,24 @@ export async function verifyPostgresEvidence(
   }
 }
 
-/** Every chain of the database, whole (tests, and small databases). */
-export async function readPostgresEvidence(url: string): Promise<EvidenceFolder> {
-  const chains: ChainFolder[] = [];
-  const sources = await eachPostgresChain(url, (chain) => chains.push(chain));
-  return { ...sources, chains };
+/**
+ * Every chain of the database, whole (tests, and small databases): the rows read in pages by their
+ * key; segments are read as files, and each line is named by its row's key. `verify` streams
+ * instead (verifyPostgresEvidence).
+ */
+export async function readPostgresEvidence(
+  url: string,
+  pageRows: number = PAGE_ROWS,
+): Promise<EvidenceFolder> {
+  const pool = await openEvidenceReadPool(url);
+  try {
+    const sources = await sourcesOf(pool, url, undefined);
+    const rows: Row[] = [];
+    for await (const row of rowsInKeyOrder(pool, pageRows)) rows.push(row);
+    return { ...sources, chains: chainsOf(rows) };
+  } finally {
+    await pool.end().catch(() => undefined);
+  }
 }
 
 /**

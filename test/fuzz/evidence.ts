@@ -18,7 +18,7 @@
  */
 
 import { join } from "node:path";
-import { chainLines, publicKeyOf, readEvidenceFolder, verifyChain } from "../../src/evidence/index.js";
+import { chainLines, checkpointKeys, readEvidenceFolder, verifyChain } from "../../src/evidence/index.js";
 import type { FuzzBackend } from "./backend.js";
 import type { Checker } from "./verdicts.js";
 
@@ -55,11 +55,9 @@ export function checkEvidence(
   const records = new Map<string, number>();
   let total = 0;
   let signedAnswers = 0;
+  const keyOf = checkpointKeys((id) => read.publicKeyPem(id));
   for (const chain of read.chains) {
-    const report = verifyChain(chain, (id) => {
-      const pem = read.publicKeyPem(id);
-      return pem === undefined ? undefined : publicKeyOf(pem);
-    });
+    const report = verifyChain(chain, keyOf);
     checker.check(report.problem === undefined && report.dropped === 0, () =>
       violation(
         `chain ${chain.id}`,

@@ -15,7 +15,7 @@ import {
   readEvidenceFolder,
 } from "../../../src/evidence/file-store.js";
 import type { ResponseEvidence } from "../../../src/evidence/record.js";
-import { publicKeyOf, verifyChain } from "../../../src/evidence/verify.js";
+import { checkpointKeys, verifyChain } from "../../../src/evidence/verify.js";
 import { offerOneByOne, request } from "./evidence-fixtures.js";
 
 const folders: string[] = [];
@@ -47,12 +47,8 @@ function open(options: Partial<FileStoreOptions> & { folder: string }) {
 
 function verified(dir: string) {
   const read = readEvidenceFolder(dir);
-  return read.chains.map((chain) =>
-    verifyChain(chain, (id) => {
-      const pem = read.publicKeyPem(id);
-      return pem ? publicKeyOf(pem) : undefined;
-    }),
-  );
+  const keyOf = checkpointKeys((id) => read.publicKeyPem(id));
+  return read.chains.map((chain) => verifyChain(chain, keyOf));
 }
 
 async function storeWith(dir: string, ids: readonly string[], options: Partial<FileStoreOptions> = {}) {
