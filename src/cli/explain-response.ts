@@ -72,7 +72,8 @@ export async function explainResponse(
       options.crlDir,
       options.revocation,
       reports.take,
-      (options.responses?.certificateKinds as readonly QcTypeName[] | undefined) ?? ["eseal"],
+      // Undefined (no --profile): trustedCertificates' default, a QSealC.
+      options.responses?.certificateKinds as readonly QcTypeName[] | undefined,
     );
   else
     notChecked.push(
