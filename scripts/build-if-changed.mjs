@@ -54,7 +54,8 @@ function inputsOf(root, typescriptRoot = root) {
 /** Why dist/ needs a build, in a few words; undefined when it is up to date with `inputs`. */
 function whyBuild(root, inputs) {
   if (!existsSync(join(root, "dist"))) return "no dist/ yet";
-  if (!existsSync(join(root, "dist/main.js"))) return "dist/main.js is missing";
+  const entry = entryOf(root);
+  if (!existsSync(join(root, entry))) return `${entry} is missing`;
   let recorded;
   try {
     recorded = JSON.parse(readFileSync(join(root, RECORD), "utf8"));
@@ -71,6 +72,24 @@ function whyBuild(root, inputs) {
     if (!(path in inputs) && path !== TYPESCRIPT) changes.push(`${path} deleted`);
   if (changes.length === 0) return undefined;
   return changes.length === 1 ? changes[0] : `${changes[0]} and ${changes.length - 1} more`;
+}
+
+/**
+ * The file a build must leave: the package's entry (`exports["."]`, then its bin, then `main`),
+ * dist/main.js when it names none. The workspace packages' is dist/index.js: checked for a
+ * dist/main.js they never make, they were built again on every start.
+ */
+function entryOf(root) {
+  let manifest;
+  try {
+    manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  } catch {
+    return "dist/main.js";
+  }
+  const dot = manifest.exports?.["."];
+  const bin = typeof manifest.bin === "string" ? manifest.bin : Object.values(manifest.bin ?? {})[0];
+  const entry = (typeof dot === "string" ? dot : dot?.default) ?? bin ?? manifest.main;
+  return typeof entry === "string" ? entry.replace(/^\.\//, "") : "dist/main.js";
 }
 
 function typescriptOf(root) {

@@ -1,7 +1,7 @@
 /**
  * scripts/build-if-changed.mjs, what `npm start` (and demo, egress, certs, sign) run before
  * dist/main.js: the real script spawned in a throwaway project whose TypeScript is a stand-in tsc
- * that logs each run, writes dist/main.js and fails when told to. It builds when a file under src/
+ * that logs each run, emits a .js per source and fails when told to. It builds when a file under src/
  * is edited, added or deleted, a tsconfig or package.json changes, TypeScript is another version
  * or dist/ is gone, says why on stderr, and otherwise does nothing.
  */
@@ -15,13 +15,24 @@ import { REPO_ROOT } from "../../helpers/gateway-process.js";
 
 const SCRIPT = join(REPO_ROOT, "scripts", "build-if-changed.mjs");
 
-/** A tsc that logs its arguments, writes dist/main.js, and exits with FAKE_TSC_EXIT. */
+/** A tsc that logs its arguments, emits dist/<path>.js for each src/<path>.ts, and exits with FAKE_TSC_EXIT. */
 const FAKE_TSC = `const fs = require("node:fs");
 fs.appendFileSync("tsc-runs.log", process.argv.slice(2).join(" ") + "\\n");
 const code = Number(process.env.FAKE_TSC_EXIT ?? 0);
 if (code === 0) {
-  fs.mkdirSync("dist", { recursive: true });
-  fs.writeFileSync("dist/main.js", "");
+  // What tsc emits: src/<path>.ts as dist/<path>.js.
+  const emit = (dir) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const path = dir + "/" + entry.name;
+      if (entry.isDirectory()) emit(path);
+      else if (path.endsWith(".ts")) {
+        const out = "dist" + path.slice(3, -3) + ".js";
+        fs.mkdirSync(out.slice(0, out.lastIndexOf("/")), { recursive: true });
+        fs.writeFileSync(out, "");
+      }
+    }
+  };
+  emit("src");
 }
 process.exit(code);
 `;
@@ -190,7 +201,11 @@ describe("build-if-changed", () => {
     const lines = (outcome: ReturnType<typeof run>) =>
       outcome.stderr.split("\n").map((line) => line.replace(/ in \d+\.\d s$/, " in … s"));
     beforeEach(() => {
-      write("packages/bank/package.json", '{ "type": "module" }\n');
+      // As packages/dev-pki and sandbox-bank name their entry: dist/index.js, no dist/main.js.
+      write(
+        "packages/bank/package.json",
+        '{ "type": "module", "exports": { ".": { "types": "./dist/index.d.ts", "default": "./dist/index.js" } } }\n',
+      );
       write("packages/bank/tsconfig.build.json", '{ "extends": "../../tsconfig.json" }\n');
       write("packages/bank/src/index.ts", "export {};\n");
       write("packages/notes/README.md", "not a package that builds\n");
@@ -207,6 +222,17 @@ describe("build-if-changed", () => {
         "",
       ]);
       expect(readFileSync(join(root, "packages/bank/tsc-runs.log"), "utf8")).toBe("-p tsconfig.build.json\n");
+      expectNothing(run());
+    });
+
+    it("its entry (exports '.') is what must be there: deleted, only it builds again", () => {
+      run();
+      rmSync(join(root, "packages/bank/dist/index.js"));
+      expect(lines(run())).toEqual([
+        "building packages/bank/dist/ (dist/index.js is missing)…",
+        "built packages/bank/dist/ in … s",
+        "",
+      ]);
       expectNothing(run());
     });
 
