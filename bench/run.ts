@@ -292,6 +292,19 @@ async function main() {
           console.log(
             `${config} ÷ undici ${method}: ${ratio(`${config} ${method}`, `undici ${method}`)}, CPU over undici ${cpuDelta(method, config)} µs = ${overVerify(method, config)}× a bare verify (${verifyUs.toFixed(1)} µs)`,
           );
+    // Issue 42's goals, against undici-verify: the median of each round's ratio (the runs of a round
+    // are minutes apart at most), for the floor (undici-verify-head) beside the gateway.
+    for (const method of methods)
+      for (const config of ["undici-verify-head", "gateway"]) {
+        const runs = results[`${config} ${method}`];
+        const reference = results[`undici-verify ${method}`];
+        if (!runs || !reference || runs.length !== reference.length) continue;
+        const perRound = (f: (r: RunResult) => number | undefined) =>
+          median(runs.map((r, i) => (f(r) ?? Number.NaN) / (f(reference[i]!) ?? Number.NaN))).toFixed(2);
+        console.log(
+          `${config} ÷ undici-verify ${method}, median of the rounds' ratios: heap ×${perRound((r) => r.heapBytesPerRequest)} (issue 42: ≤ 1.1), CPU ×${perRound((r) => r.cpuUsPerRequest)} (≤ 1.15; event loop ×${perRound((r) => r.loopCpuUsPerRequest)}), req/s ×${perRound((r) => r.rps)} (≥ 0.9)`,
+        );
+      }
     for (const method of methods)
       if (results[`gateway-evidence ${method}`] && results[`gateway ${method}`]) {
         const cpu = (config: string) => m(`${config} ${method}`, (r) => r.cpuUsPerRequest ?? 0);

@@ -6,7 +6,9 @@
  * verification. Behind TLS (bench/tls.ts), with the dev gateway certificate from `pkiDir`:
  * `undici-tls` (bare undici behind Node's https server),
  * `undici-tls-data` (the same with the gateway listener's no-op 'data' listener on each TLS socket,
- * src/listener/listener.ts), `gateway-tls` and `gateway-mtls` (the QWAC requested, `request`).
+ * src/listener/listener.ts), `undici-verify-tls` and `undici-verify-head-tls` (the verifying
+ * pass-throughs behind Node's https server: the ceiling of any proxy that verifies in Node), `gateway-tls`
+ * and `gateway-mtls` (the QWAC requested, `request`).
  */
 
 import { createHash, type KeyObject, randomBytes, verify, X509Certificate } from "node:crypto";
@@ -205,14 +207,12 @@ async function main() {
     server.keepAliveTimeout = 60_000;
     server.listen(0, "127.0.0.1", () => ready((server.address() as AddressInfo).port));
   } else if (mode.startsWith("undici")) {
-    const listener: RequestListener =
-      mode === "undici-verify" || mode === "undici-verify-head"
-        ? undiciVerifyingPassThrough(backendUrl, mode === "undici-verify-head")
-        : undiciPassThrough(backendUrl);
-    const server =
-      mode === "undici" || mode === "undici-verify" || mode === "undici-verify-head"
-        ? createServer(listener)
-        : createHttpsServer({ ...tlsMaterial(), minVersion: "TLSv1.2" }, listener);
+    const listener: RequestListener = mode.startsWith("undici-verify")
+      ? undiciVerifyingPassThrough(backendUrl, mode.startsWith("undici-verify-head"))
+      : undiciPassThrough(backendUrl);
+    const server = !mode.includes("tls")
+      ? createServer(listener)
+      : createHttpsServer({ ...tlsMaterial(), minVersion: "TLSv1.2" }, listener);
     // What the gateway's TLS listener does for pipelined requests, alone: its cost shows apart.
     if (mode === "undici-tls-data")
       server.on("secureConnection", (socket: Socket) => socket.on("data", () => {}));
