@@ -5,7 +5,16 @@
  */
 
 import { createHash, X509Certificate } from "node:crypto";
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -90,6 +99,33 @@ describe("the file store", () => {
     const [report] = verified(dir);
     expect(report).toMatchObject({ records: 20, files: files.length, endsWithCheckpoint: true });
     expect(report!.problem).toBeUndefined();
+  });
+
+  it("retention: a start deletes the files last written before retainDays, never the file being written", async () => {
+    const dir = folder();
+    await storeWith(
+      dir,
+      Array.from({ length: 20 }, (_, i) => `r${i}`),
+      { rotateBytes: 2000 },
+    );
+    const files = readdirSync(join(dir, "chains", "gw-1")).sort();
+    expect(files.length).toBeGreaterThan(2);
+    // The second file last written after the cutoff: it stays.
+    const later = (Date.now() + 5 * 86_400_000) / 1000;
+    utimesSync(join(dir, "chains", "gw-1", files[1]!), later, later);
+    // The sweeping gateway's clock 3 days ahead, retainDays 1: the cutoff is 2 days from now, after
+    // every file but that one, its own current file's included.
+    const store = await open({
+      folder: dir,
+      instanceId: "gw-2",
+      retainDays: 1,
+      now: () => Date.now() + 3 * 86_400_000,
+    });
+    for (let i = 0; i < 250 && existsSync(join(dir, "chains", "gw-1", files[0]!)); i++)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(readdirSync(join(dir, "chains", "gw-1"))).toEqual([files[1]]);
+    expect(readdirSync(join(dir, "chains", "gw-2"))).toEqual(["000001.jsonl"]);
+    await store.close();
   });
 
   it("a rotation due at close ends the chain with its checkpoint, not with a next file's first line", async () => {

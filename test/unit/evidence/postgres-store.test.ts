@@ -368,6 +368,39 @@ describeWithPostgres("the PostgreSQL evidence store", () => {
     });
   });
 
+  // Last but one: the sweep is the whole table's, so it takes the earlier tests' chains too.
+  it("retention: a start deletes whole segments whose newest line is older than retainDays, never a segment being written", async () => {
+    const chain = await storeWith(["a", "b", "c", "d"], { rotateBytes: 600 });
+    const bySegment = async (c: string) =>
+      (
+        await sql.query<{ segment: number; lines: string }>(
+          "SELECT segment, count(*) AS lines FROM evidence_lines WHERE chain = $1 GROUP BY segment ORDER BY segment",
+          [c],
+        )
+      ).rows.map((r) => [r.segment, Number(r.lines)]);
+    const written = await bySegment(chain);
+    expect(written.length).toBeGreaterThan(2);
+    // Segment 2's newest line after the cutoff (the rest of it before): it stays whole.
+    await sql.query(
+      `UPDATE evidence_lines SET written_at = now() + interval '5 days' WHERE chain = $1 AND segment = 2
+         AND seq = (SELECT max(seq) FROM evidence_lines WHERE chain = $1 AND segment = 2)`,
+      [chain],
+    );
+    // The sweeping gateway's clock 3 days ahead, retainDays 1: the cutoff is 2 days from now, after
+    // every line but that one, its own current segment's included.
+    const store = await open(server, { retainDays: 1, now: () => Date.now() + 3 * 86_400_000 });
+    for (let i = 0; i < 250 && (await bySegment(chain)).length !== 1; i++)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(await bySegment(chain)).toEqual([written.find(([segment]) => segment === 2)]);
+    expect((await rows(store.chainId)).length).toBeGreaterThan(0);
+    await store.close();
+    expect((await verified(server.url, store.chainId)).problem).toBeUndefined();
+    const indexes = await sql.query(
+      "SELECT indexdef FROM pg_indexes WHERE indexname = 'evidence_lines_segments'",
+    );
+    expect(indexes.rows[0]?.indexdef).toContain("(instance, chain, segment, written_at)");
+  });
+
   it("PostgreSQL stopped mid-run: nothing kept-only is taken while it is down, nothing acknowledged is lost", async () => {
     const failures: string[] = [];
     const recovered: number[] = [];
