@@ -23,7 +23,7 @@ import type { KeyDirectoryResolver } from "../trust/key-resolver.js";
 import type { TrustSourceStatus } from "../trust/source-status.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
 import { answerTrustReports, answerValidationReports } from "./cluster.js";
-import { loadCredentials } from "./credentials.js";
+import { type CredentialSource, type Credentials, loadCredentials } from "./credentials.js";
 import { evidenceReadiness, startEvidence } from "./evidence.js";
 import { fetchThroughPrimary } from "./fetch-relay.js";
 import { type FileWatch, watchFiles } from "./file-watch.js";
@@ -318,9 +318,13 @@ async function startComponents(
     });
 
   let tlsCertificate = config.listen.tls ? readCertificate(config.listen.tls.cert) : undefined;
-  const signing = config.responseSigning;
-  const qseal = signing ? loadCredentials(signing.qseal, "responseSigning.qseal") : undefined;
-  const qsealSummary = qseal && summaryOf(qseal.certificate);
+  /**
+   * The response-signing QSealC in force. A reload that names other files, and a renewal written
+   * over the same files (a Secret updated in place: they are watched with the TLS files), replace
+   * it; the expiry metric follows.
+   */
+  let qseal = responseQsealOf(config);
+  let qsealSummary = qseal && summaryOf(qseal.certificate);
   // The chain is built after the metrics it reports to (its steps count refusals there).
   let chainLater: (() => Chain<CheckContext>) | undefined;
   const metrics = new GatewayMetrics({
@@ -362,10 +366,7 @@ async function startComponents(
     c.evidence?.enabled
       ? startEvidence(c.evidence, {
           // The checkpoints are signed with the QSealC of the configuration the store opens with.
-          qseal:
-            c === config
-              ? qseal
-              : c.responseSigning && loadCredentials(c.responseSigning.qseal, "responseSigning.qseal"),
+          qseal: c === config ? qseal : responseQsealOf(c),
           metrics,
           logger,
           now,
@@ -426,9 +427,11 @@ async function startComponents(
     st: LimitStore,
     k: KeyDirectoryResolver,
     e: typeof evidence,
+    q: typeof qseal,
   ) =>
     requestPathOf(c, {
       now,
+      ...(q ? { responseQseal: q } : {}),
       // Each certificate it trusts is remembered for a JWS naming it by x5t#S256 later.
       certificates: rememberingTrusted(v, k),
       keys: k,
@@ -453,7 +456,7 @@ async function startComponents(
     });
   let running = config;
   const components: Components = {
-    path: pathOf(config, backend, verifier, store, keys, evidence),
+    path: pathOf(config, backend, verifier, store, keys, evidence, qseal),
     get verifier() {
       return verifier;
     },
@@ -547,7 +550,8 @@ async function startComponents(
         // Only what the store is opened with needs a new one (bodies and onFailure are the chain's).
         const nextEvidence = sameEvidenceStore(running, next) ? evidence : await evidenceOf(next);
         if (nextEvidence && nextEvidence !== evidence) made.push(() => nextEvidence.close());
-        const path = pathOf(next, nextBackend, nextVerifier, nextStore, nextKeys, nextEvidence);
+        const nextQseal = responseQsealOf(next);
+        const path = pathOf(next, nextBackend, nextVerifier, nextStore, nextKeys, nextEvidence, nextQseal);
         return {
           commit: () => {
             const old = { backend, trust, store, evidence, grace: running.shutdown.graceSeconds * 1000 };
@@ -559,6 +563,8 @@ async function startComponents(
             store = nextStore;
             keys = nextKeys;
             evidence = nextEvidence;
+            qseal = nextQseal;
+            qsealSummary = nextQseal && summaryOf(nextQseal.certificate);
             components.path = path;
             // Requests under way finish on the old pool; it closes once none holds it.
             if (old.backend !== nextBackend) void old.backend.retire();
@@ -611,9 +617,23 @@ async function startComponents(
     // Everything is read first; only when all of it loads does any of it replace the old state.
     const commitTrust = trust.prepareReload();
     const nextTls = running.listen.tls ? readCertificate(running.listen.tls.cert) : undefined;
+    // A QSealC renewed in the same files: the request path is built anew to sign with it (only
+    // then: a new path starts its step counters afresh, as a configuration reload's does).
+    const fresh = responseQsealOf(running);
+    const renewed = fresh && qseal && !sameCredentials(fresh, qseal) ? fresh : undefined;
+    const nextPath = renewed && pathOf(running, backend, verifier, store, keys, evidence, renewed);
     listener.reloadTls();
     commitTrust();
     tlsCertificate = nextTls;
+    if (renewed && nextPath) {
+      qseal = renewed;
+      qsealSummary = summaryOf(renewed.certificate);
+      components.path = nextPath;
+      logger.info(
+        { name: qsealSummary.name, notAfter: qsealSummary.notAfter },
+        "responseSigning: the renewed QSealC signs from now on",
+      );
+    }
     verifier.invalidate();
     if (nextTls)
       logger.info(
@@ -641,6 +661,7 @@ async function startComponents(
       ...(running.trust.caDir ? [running.trust.caDir] : []),
       ...(running.trust.crlDir ? [running.trust.crlDir] : []),
       ...(running.listen.tls ? [running.listen.tls.cert, running.listen.tls.key] : []),
+      ...credentialFiles(running.responseSigning?.qseal),
     ];
     const pollMs = running.reload.pollSeconds * 1000;
     if (watch && JSON.stringify(paths) === watchedPaths) {
@@ -758,4 +779,20 @@ function throttled<T>(intervalMs: number, f: (value: T) => void): (value: T) => 
 
 function readCertificate(file: string): CertificateSummary {
   return summaryOf(new X509Certificate(readFileSync(file)));
+}
+
+/** The response-signing QSealC a configuration names, read from its files; throws when they do not load. */
+function responseQsealOf(config: GatewayConfig): Credentials | undefined {
+  const signing = config.responseSigning;
+  return signing ? loadCredentials(signing.qseal, "responseSigning.qseal") : undefined;
+}
+
+/** The files credentials are read from, for the watch. */
+function credentialFiles(source: CredentialSource | undefined): string[] {
+  if (!source) return [];
+  return [source.cert, source.key, source.p12, source.passwordFile].filter((f) => f !== undefined);
+}
+
+function sameCredentials(a: Credentials, b: Credentials): boolean {
+  return a.certificateDer.equals(b.certificateDer) && a.privateKey.equals(b.privateKey);
 }

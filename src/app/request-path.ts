@@ -64,6 +64,11 @@ export interface ChainParts {
   readonly evidence?: EvidenceSink & ResponseEvidenceSink;
   /** Finds the certificate a JWS names by kid / x5t#S256 (config `keys`); without it, x5c only. */
   readonly keys?: KeyResolver;
+  /**
+   * The response-signing QSealC as the gateway loaded it (a renewal read at the same path replaces
+   * it); without it, read from `responseSigning.qseal` here.
+   */
+  readonly responseQseal?: Credentials;
 }
 
 const keysOf = (parts: ChainParts) => (parts.keys ? { keys: parts.keys } : {});
@@ -153,7 +158,7 @@ function responseSignerOf(
   signing: NonNullable<GatewayConfig["responseSigning"]>,
   parts: ChainParts,
 ): ResponseSigner {
-  const qseal = loadCredentials(signing.qseal, "responseSigning.qseal");
+  const qseal = parts.responseQseal ?? loadCredentials(signing.qseal, "responseSigning.qseal");
   const signer = responseSignerFrom(signing, qseal, (unit) => ownOptionsIn(config, unit));
   if (!parts.evidence || !config.evidence?.enabled) return signer;
   const parsed = parseCertificate(qseal.certificateDer);

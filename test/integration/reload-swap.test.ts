@@ -4,19 +4,25 @@
  * it came finishes as it began; a replaced store is consulted until its longest window has passed.
  */
 
+import { X509Certificate } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { DevPki, IssuedCertificate } from "@psd2-gateway/dev-pki";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parse, stringify } from "yaml";
+import { summaryOf } from "../../src/app/certificate-summary.js";
 import { type EgressGateway, type IngressGateway, startGateway } from "../../src/app.js";
+import { cavageResponseChecks, StepsResponseVerifier } from "../../src/checks/index.js";
 import { loadConfigFile } from "../../src/config/load.js";
 import type { EgressConfig, GatewayConfig } from "../../src/config/schema.js";
+import { TppVerifier } from "../../src/eidas/index.js";
 import { createLogger } from "../../src/observability/logger.js";
+import { loadTrustMaterial } from "../../src/trust/trust-material.js";
 import { tppFiles } from "../helpers/egress-profiles.js";
 import { type PreparedCall, prepareSignedCall, testPki } from "../helpers/gateway-fixture.js";
 import { replaceFileAtomically } from "../helpers/gateway-process.js";
+import { Scrape } from "../helpers/prometheus-text.js";
 import { answerOk, type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 import { reloadsApplied, startWatchedConfigGateway } from "../helpers/watched-config.js";
 
@@ -50,6 +56,13 @@ function rewrite(change: (config: Record<string, any>) => void, at = file): void
 }
 
 const applied = () => reloadsApplied(gateway);
+
+/** The `name` of each QSealC series of the certificate expiry gauge. */
+const qsealExpiryNames = (text: string) =>
+  new Scrape(text)
+    .series("psd2_gateway_certificate_expiry_seconds", { kind: "qseal" })
+    .map((sample) => sample.labels.name);
+const nameOf = (pem: string) => summaryOf(new X509Certificate(pem)).name;
 
 /** SIGHUP's reload, waited for until its counter says it was applied. */
 async function reloadApplied(): Promise<void> {
@@ -183,6 +196,93 @@ describe("a configuration reload swaps what a request is judged with", () => {
     rewrite((c) => {
       c.store.maxWindows = 1000;
     });
+  });
+
+  it("responseSigning: a renewed QSealC signs the next answer, one under way is signed whole by one key; an unreadable key keeps the running one", async () => {
+    const bankQseal = { cert: pki.paths.bankQseal, key: pki.paths.bankQsealKey };
+    // The renewal: another QSealC of the dev CA and its key (TPP B's stands in for the bank's next one).
+    const renewed = { cert: join(dir, "renewed-qseal.pem"), key: join(dir, "renewed-qseal.key.pem") };
+    writeFileSync(renewed.cert, pki.tppB.qseal.pem);
+    writeFileSync(renewed.key, pki.tppB.qseal.keyPem);
+    const derOf = (pem: string) => new X509Certificate(pem).raw.toString("base64");
+    const trust = loadTrustMaterial(pki.paths.trustDir);
+    const verifier = new StepsResponseVerifier(
+      cavageResponseChecks({
+        certificates: new TppVerifier({
+          trustStore: () => trust.store,
+          revocation: () => trust.revocation,
+          cacheTtlMs: 60_000,
+          failureTtlMs: 1_000,
+          maxEntries: 10,
+        }),
+        certificateHeader: "aspsp-signature-certificate",
+        dateToleranceMs: 60_000,
+        algorithms: ["rsa-sha256"],
+      }),
+    );
+    /** One signed call: the certificate its answer names, and whether the answer's signature holds by it. */
+    const signedAnswer = async () => {
+      const prepared = await prepareSignedCall({ signer: pki.tppA.qseal, target: "/v1/accounts" });
+      const r = await request(gateway.url + prepared.target, { headers: prepared.headers });
+      const body = Buffer.from(await r.body.arrayBuffer());
+      const headers = r.headers as Record<string, string>;
+      const verdict = await verifier.verify({
+        headers,
+        body,
+        request: { method: "GET", target: prepared.target, requestId: prepared.headers["X-Request-ID"]! },
+      });
+      return { status: r.statusCode, certificate: headers["aspsp-signature-certificate"], verdict };
+    };
+    /** The next answer is signed by `pem`'s key, names `pem`, and the expiry gauge shows it. */
+    const expectSignedBy = async (pem: string) => {
+      expect(await signedAnswer()).toEqual({ status: 200, certificate: derOf(pem), verdict: true });
+      expect(qsealExpiryNames(await gateway.metrics.registry.metrics())).toEqual([nameOf(pem)]);
+    };
+    rewrite((c) => {
+      c.responseSigning = { qseal: bankQseal };
+    });
+    await reloadApplied();
+    await expectSignedBy(pki.bankQseal.pem);
+
+    const release = holdAnswers();
+    const seen = backend.requests.length;
+    const underWay = signedAnswer();
+    await backend.waitForRequests(seen + 1);
+    rewrite((c) => {
+      c.responseSigning = { qseal: renewed };
+    });
+    await reloadApplied();
+    release();
+    // Whichever key signs the answer under way, its header names that key's certificate.
+    expect(await underWay).toMatchObject({ status: 200, verdict: true });
+    await expectSignedBy(pki.tppB.qseal.pem);
+
+    // Renewed in place (a Secret updated under the same paths): the watch reads it, no reload asked.
+    rewrite((c) => {
+      c.reload = { pollSeconds: 1 };
+    });
+    await reloadApplied();
+    replaceFileAtomically(renewed.key, pki.tppA.qseal.keyPem);
+    replaceFileAtomically(renewed.cert, pki.tppA.qseal.pem);
+    await vi.waitFor(async () => expect((await signedAnswer()).certificate).toBe(derOf(pki.tppA.qseal.pem)), {
+      timeout: 10_000,
+      interval: 200,
+    });
+    await expectSignedBy(pki.tppA.qseal.pem);
+    rewrite((c) => {
+      c.reload = { pollSeconds: 3600 };
+    });
+    await reloadApplied();
+
+    rewrite((c) => {
+      c.responseSigning = { qseal: { cert: renewed.cert, key: join(dir, "no-such-key.pem") } };
+    });
+    await expect(gateway.reconfigure(loadConfigFile(file) as GatewayConfig)).rejects.toThrow(/no-such-key/);
+    await expectSignedBy(pki.tppA.qseal.pem);
+    rewrite((c) => {
+      delete c.responseSigning;
+    });
+    await reloadApplied();
   });
 
   it("shutdown: close() drains with the grace of the configuration in force, not the one it started with", async () => {
