@@ -37,6 +37,12 @@ export interface Credentials {
   readonly keyPem: string;
 }
 
+/** The files credentials are read from, for a watch that reads a renewal written over them. */
+export function credentialFiles(source: CredentialSource | undefined): string[] {
+  if (!source) return [];
+  return [source.cert, source.key, source.p12, source.passwordFile].filter((f) => f !== undefined);
+}
+
 const USAGE =
   "give either cert and key (PEM files) or p12 (a PKCS#12 file, with passwordEnv or passwordFile)";
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g;

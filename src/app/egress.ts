@@ -28,9 +28,10 @@ import type { HttpHeadersPayloadStyle } from "../signature/jws/index.js";
 import type { DocumentFetcher } from "../trust/http-fetch.js";
 import { type ProfileResponseVerifier, profileSigner, responseVerifierForProfile } from "./bank-profile.js";
 import { type CertificateSummary, summaryOf } from "./certificate-summary.js";
-import { type Credentials, loadCredentials } from "./credentials.js";
+import { type Credentials, credentialFiles, loadCredentials } from "./credentials.js";
 import { startEvidence } from "./evidence.js";
 import { fetchThroughPrimary } from "./fetch-relay.js";
+import { followedWatch } from "./file-watch.js";
 import { type ConfigFile, type ModeContext, type ModeParts, runMode } from "./mode.js";
 import { RecentReports } from "./validation-reports.js";
 
@@ -204,6 +205,26 @@ async function startParts(
     };
   };
 
+  // The profiles' key and certificate files, polled: a renewal written over them (a Secret updated
+  // in place) is read as SIGHUP reads it; one that does not load keeps the running profiles.
+  const watch = followedWatch(() => {
+    try {
+      loadProfiles(running.banks)();
+    } catch (error) {
+      logger.error(
+        { why: "files changed", err: (error as Error).message },
+        "reload failed; keeping the running bank profiles",
+      );
+    }
+  });
+  const watchProfileFiles = () =>
+    watch.follow(
+      running.banks.flatMap((bank) => [...credentialFiles(bank.qseal), ...credentialFiles(bank.qwac)]),
+      running.reload.pollSeconds * 1000,
+    );
+  watchProfileFiles();
+  started.add(() => watch.stop());
+
   return {
     metrics,
     factory: () => factory,
@@ -228,6 +249,7 @@ async function startParts(
           commitProfiles();
           factory = nextFactory;
           running = next;
+          watchProfileFiles();
         },
       };
     },

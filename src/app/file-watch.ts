@@ -60,3 +60,32 @@ export function watchFiles(paths: readonly string[], pollMs: number, onChange: (
     },
   };
 }
+
+/** A watch that follows the configuration in force: its files and its pace. */
+export interface FollowedWatch {
+  /** After a start or a reload: watches `paths` anew when they changed, else only takes the pace. */
+  follow(paths: readonly string[], pollMs: number): void;
+  stop(): void;
+}
+
+export function followedWatch(onChange: () => void): FollowedWatch {
+  let watch: FileWatch | undefined;
+  let watchedPaths = "";
+  let watchedPollMs = 0;
+  return {
+    follow(paths, pollMs) {
+      const key = JSON.stringify(paths);
+      if (watch && key === watchedPaths) {
+        // The same files: what the watch last saw is kept, so a change made meanwhile still counts.
+        if (pollMs !== watchedPollMs) watch.pace(pollMs);
+        watchedPollMs = pollMs;
+        return;
+      }
+      watch?.stop();
+      watchedPaths = key;
+      watchedPollMs = pollMs;
+      watch = watchFiles(paths, pollMs, onChange);
+    },
+    stop: () => watch?.stop(),
+  };
+}

@@ -23,10 +23,10 @@ import type { KeyDirectoryResolver } from "../trust/key-resolver.js";
 import type { TrustSourceStatus } from "../trust/source-status.js";
 import { type CertificateSummary, commonName, summaryOf } from "./certificate-summary.js";
 import { answerTrustReports, answerValidationReports } from "./cluster.js";
-import { type CredentialSource, type Credentials, loadCredentials } from "./credentials.js";
+import { type Credentials, credentialFiles, loadCredentials } from "./credentials.js";
 import { evidenceReadiness, startEvidence } from "./evidence.js";
 import { fetchThroughPrimary } from "./fetch-relay.js";
-import { type FileWatch, watchFiles } from "./file-watch.js";
+import { followedWatch } from "./file-watch.js";
 import { keyResolverOf, rememberingTrusted } from "./keys.js";
 import { type ConfigFile, type Mode, type ModeContext, type ModeParts, runMode } from "./mode.js";
 import { demoBankRestartKeys, type RequestPath, requestPathOf, verifierOf } from "./request-path.js";
@@ -520,7 +520,7 @@ async function startComponents(
       }
     },
     stopping() {
-      watch?.stop();
+      watch.stop();
       trust.stop();
     },
     async prepareReload(_running, next) {
@@ -652,30 +652,20 @@ async function startComponents(
       );
     }
   };
-  /** The trust folders and TLS files of the configuration in force, polled; a reload may move the folders. */
-  let watch: FileWatch | undefined;
-  let watchedPaths = "";
-  let watchedPollMs = 0;
-  const watchTrustFiles = () => {
-    const paths = [
-      ...(running.trust.caDir ? [running.trust.caDir] : []),
-      ...(running.trust.crlDir ? [running.trust.crlDir] : []),
-      ...(running.listen.tls ? [running.listen.tls.cert, running.listen.tls.key] : []),
-      ...credentialFiles(running.responseSigning?.qseal),
-    ];
-    const pollMs = running.reload.pollSeconds * 1000;
-    if (watch && JSON.stringify(paths) === watchedPaths) {
-      if (pollMs !== watchedPollMs) watch.pace(pollMs);
-      watchedPollMs = pollMs;
-      return;
-    }
-    watch?.stop();
-    watchedPaths = JSON.stringify(paths);
-    watchedPollMs = pollMs;
-    watch = watchFiles(paths, pollMs, () => tryReload("files changed"));
-  };
+  /** The trust folders, TLS and QSealC files of the configuration in force, polled; a reload may move them. */
+  const watch = followedWatch(() => tryReload("files changed"));
+  const watchTrustFiles = () =>
+    watch.follow(
+      [
+        ...(running.trust.caDir ? [running.trust.caDir] : []),
+        ...(running.trust.crlDir ? [running.trust.crlDir] : []),
+        ...(running.listen.tls ? [running.listen.tls.cert, running.listen.tls.key] : []),
+        ...credentialFiles(running.responseSigning?.qseal),
+      ],
+      running.reload.pollSeconds * 1000,
+    );
   watchTrustFiles();
-  started.add(() => watch?.stop());
+  started.add(() => watch.stop());
   return components;
 }
 
@@ -785,12 +775,6 @@ function readCertificate(file: string): CertificateSummary {
 function responseQsealOf(config: GatewayConfig): Credentials | undefined {
   const signing = config.responseSigning;
   return signing ? loadCredentials(signing.qseal, "responseSigning.qseal") : undefined;
-}
-
-/** The files credentials are read from, for the watch. */
-function credentialFiles(source: CredentialSource | undefined): string[] {
-  if (!source) return [];
-  return [source.cert, source.key, source.p12, source.passwordFile].filter((f) => f !== undefined);
 }
 
 function sameCredentials(a: Credentials, b: Credentials): boolean {

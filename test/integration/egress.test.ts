@@ -11,9 +11,10 @@ import type { Server } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Writable } from "node:stream";
 import type { DevPki } from "@psd2-gateway/dev-pki";
 import { request } from "undici";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type EgressGateway, startGateway } from "../../src/app.js";
 import { validateEgressConfig } from "../../src/config/load.js";
 import { createLogger } from "../../src/observability/logger.js";
@@ -452,8 +453,9 @@ describe("what egress refuses itself", () => {
   });
 });
 
-describe("reload (SIGHUP): the bank profiles' keys and certificates read anew", () => {
-  it("swaps a rotated QSealC and QWAC in at once; a file that cannot be read keeps the old ones", async () => {
+describe("reload: the bank profiles' keys and certificates read anew", () => {
+  /** An egress gateway whose bank profile reads TPP A's or B's QSealC and QWAC from files of its own. */
+  async function rotatingGateway(reloadPollSeconds?: number) {
     const dir = mkdtempSync(join(tmpdir(), "psd2-egress-reload-"));
     const files = {
       qseal: { cert: join(dir, "qseal.pem"), key: join(dir, "qseal.key.pem") },
@@ -466,23 +468,38 @@ describe("reload (SIGHUP): the bank profiles' keys and certificates read anew", 
       }
     };
     install("tpp-a");
-    const rotating = await startGateway(
+    const log: Record<string, unknown>[] = [];
+    const gateway = await startGateway(
       validateEgressConfig({
         mode: "egress",
         listen: { port: 0 },
         admin: { enabled: false },
-        log: { level: "silent" },
+        ...(reloadPollSeconds ? { reload: { pollSeconds: reloadPollSeconds } } : {}),
         banks: [{ name: "bank", prefix: "/bank", ...toIngress(pki, ingress.url), ...files }],
       }),
-      { logger: createLogger("silent") },
+      {
+        logger: createLogger("info", {
+          destination: new Writable({
+            write(chunk, _encoding, done) {
+              for (const line of chunk.toString().split("\n")) if (line) log.push(JSON.parse(line));
+              done();
+            },
+          }),
+        }),
+      },
     );
     const organizationSeen = async () => {
-      const answer = await request(`${rotating.url}/bank/v1/accounts`, { headers: { "psu-id": "PSU-1001" } });
+      const answer = await request(`${gateway.url}/bank/v1/accounts`, { headers: { "psu-id": "PSU-1001" } });
       const text = await answer.body.text();
       expect(answer.statusCode, text).toBe(200);
       expect(answer.headers["psd2-gateway-response-signature"]).toBe("verified");
       return backend.requests.at(-1)!.headers["x-tpp-organization-id"];
     };
+    return { gateway, files, install, organizationSeen, log };
+  }
+
+  it("SIGHUP swaps a rotated QSealC and QWAC in at once; a file that cannot be read keeps the old ones", async () => {
+    const { gateway: rotating, files, install, organizationSeen } = await rotatingGateway();
     try {
       expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0001");
       install("tpp-b");
@@ -492,6 +509,29 @@ describe("reload (SIGHUP): the bank profiles' keys and certificates read anew", 
       expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0002");
       writeFileSync(files.qseal.key, "not a key");
       await expect(rotating.reload()).rejects.toThrow(/banks\.bank\.qseal: cannot read the private key/);
+      expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0002");
+    } finally {
+      await rotating.close(0);
+    }
+  });
+
+  it("renewed in place (a Secret updated under the same paths), no signal: the watch reads it within reload.pollSeconds; a bad file is logged and keeps the running ones", async () => {
+    const { gateway: rotating, files, install, organizationSeen, log } = await rotatingGateway(1);
+    try {
+      expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0001");
+      install("tpp-b");
+      await vi.waitFor(async () => expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0002"), {
+        timeout: 10_000,
+        interval: 250,
+      });
+      writeFileSync(files.qseal.key, "not a key");
+      await vi.waitFor(
+        () =>
+          expect(log.find((l) => l.msg === "reload failed; keeping the running bank profiles")?.err).toMatch(
+            /banks\.bank\.qseal: cannot read the private key/,
+          ),
+        { timeout: 10_000, interval: 250 },
+      );
       expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0002");
     } finally {
       await rotating.close(0);
