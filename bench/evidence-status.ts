@@ -9,27 +9,15 @@
  */
 
 import pg from "pg";
-import { newCheckpointKey } from "../src/evidence/checkpoint.js";
-import { PostgresEvidenceStore, postgresChainHeads } from "../src/evidence/postgres-store.js";
+import { postgresChainHeads } from "../src/evidence/postgres-store.js";
 import { publicKeyOf } from "../src/evidence/verify.js";
 import { startPostgresServer } from "../test/helpers/postgres-server.js";
+import { makeEvidenceTables } from "./evidence-tables.js";
 
 const rows = Number(process.argv[2] ?? 1_000_000);
 const server = await startPostgresServer();
 try {
-  // The schema, as the gateway makes it at its first start.
-  const store = await PostgresEvidenceStore.open({
-    url: server.url,
-    instance: "gw",
-    instanceId: "made-the-schema",
-    key: newCheckpointKey(),
-    rotateBytes: 1 << 30,
-    rotateSeconds: 3600,
-    retainDays: 0,
-    queueLength: 10,
-    checkpointSeconds: 3600,
-  });
-  await store.close();
+  await makeEvidenceTables(server.url);
   const sql = new pg.Client({ connectionString: server.url });
   await sql.connect();
   await sql.query(

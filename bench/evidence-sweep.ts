@@ -10,9 +10,9 @@
  */
 
 import pg from "pg";
-import { newCheckpointKey } from "../src/evidence/checkpoint.js";
-import { PostgresEvidenceStore, RETENTION_SWEEP } from "../src/evidence/postgres-store.js";
+import { RETENTION_SWEEP } from "../src/evidence/postgres-store.js";
 import { startPostgresServer } from "../test/helpers/postgres-server.js";
+import { makeEvidenceTables } from "./evidence-tables.js";
 import { machineLine } from "./results-file.js";
 
 /** The sweep before (2026-11-29): every row grouped by segment, once an hour. */
@@ -28,19 +28,7 @@ const ROUNDS = 5;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const server = await startPostgresServer();
 try {
-  // The schema, as the gateway makes it at its first start.
-  const store = await PostgresEvidenceStore.open({
-    url: server.url,
-    instance: "gw",
-    instanceId: "made-the-schema",
-    key: newCheckpointKey(),
-    rotateBytes: 1 << 30,
-    rotateSeconds: 3600,
-    retainDays: 0,
-    queueLength: 10,
-    checkpointSeconds: 3600,
-  });
-  await store.close();
+  await makeEvidenceTables(server.url);
   const sql = new pg.Client({ connectionString: server.url });
   await sql.connect();
   await sql.query(

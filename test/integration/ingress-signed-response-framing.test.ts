@@ -8,11 +8,10 @@
 
 import { describe, expect, it } from "vitest";
 import { cavageResponseChecks, StepsResponseVerifier } from "../../src/checks/index.js";
-import { TppVerifier } from "../../src/eidas/index.js";
-import { loadTrustMaterial } from "../../src/trust/trust-material.js";
 import { RawClient } from "../fuzz/raw-client.js";
 import { useGatewayAndBackend } from "../helpers/gateway-and-backend.js";
 import { prepareSignedCall, rawHead } from "../helpers/gateway-fixture.js";
+import { trustedCertificatesIn } from "../helpers/trusted-certificates.js";
 
 const BODY = JSON.stringify({ accounts: [{ resourceId: "acc-1", iban: "NO9386011117947" }] });
 
@@ -41,16 +40,9 @@ async function exchange(method: string, target: string) {
   });
   const answer = outcome.responses[0];
   if (!answer) throw new Error(`no answer: ${outcome.endedBy} ${outcome.error ?? ""}`);
-  const trust = loadTrustMaterial(gw.pki.paths.trustDir);
   const verifier = new StepsResponseVerifier(
     cavageResponseChecks({
-      certificates: new TppVerifier({
-        trustStore: () => trust.store,
-        revocation: () => trust.revocation,
-        cacheTtlMs: 60_000,
-        failureTtlMs: 1_000,
-        maxEntries: 10,
-      }),
+      certificates: trustedCertificatesIn(gw.pki.paths.trustDir),
       certificateHeader: "aspsp-signature-certificate",
       dateToleranceMs: 60_000,
       algorithms: ["rsa-sha256"],

@@ -16,14 +16,13 @@ import { type EgressGateway, type IngressGateway, startGateway } from "../../src
 import { cavageResponseChecks, StepsResponseVerifier } from "../../src/checks/index.js";
 import { loadConfigFile } from "../../src/config/load.js";
 import type { EgressConfig, GatewayConfig } from "../../src/config/schema.js";
-import { TppVerifier } from "../../src/eidas/index.js";
 import { createLogger } from "../../src/observability/logger.js";
-import { loadTrustMaterial } from "../../src/trust/trust-material.js";
 import { tppFiles } from "../helpers/egress-profiles.js";
 import { type PreparedCall, prepareSignedCall, testPki } from "../helpers/gateway-fixture.js";
 import { replaceFileAtomically } from "../helpers/gateway-process.js";
 import { Scrape } from "../helpers/prometheus-text.js";
 import { answerOk, type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
+import { trustedCertificatesIn } from "../helpers/trusted-certificates.js";
 import { reloadsApplied, startWatchedConfigGateway } from "../helpers/watched-config.js";
 
 let pki: DevPki;
@@ -205,16 +204,9 @@ describe("a configuration reload swaps what a request is judged with", () => {
     writeFileSync(renewed.cert, pki.tppB.qseal.pem);
     writeFileSync(renewed.key, pki.tppB.qseal.keyPem);
     const derOf = (pem: string) => new X509Certificate(pem).raw.toString("base64");
-    const trust = loadTrustMaterial(pki.paths.trustDir);
     const verifier = new StepsResponseVerifier(
       cavageResponseChecks({
-        certificates: new TppVerifier({
-          trustStore: () => trust.store,
-          revocation: () => trust.revocation,
-          cacheTtlMs: 60_000,
-          failureTtlMs: 1_000,
-          maxEntries: 10,
-        }),
+        certificates: trustedCertificatesIn(pki.paths.trustDir),
         certificateHeader: "aspsp-signature-certificate",
         dateToleranceMs: 60_000,
         algorithms: ["rsa-sha256"],

@@ -30,12 +30,11 @@ import { explainResponse } from "../../../../../src/cli/explain-response.js";
 import { render } from "../../../../../src/cli/explanation.js";
 import { validateConfig, validateEgressConfig } from "../../../../../src/config/load.js";
 import { parseSigningRules } from "../../../../../src/config/schema.js";
-import { TppVerifier } from "../../../../../src/eidas/index.js";
 import { reject } from "../../../../../src/errors.js";
-import { loadTrustMaterial } from "../../../../../src/trust/trust-material.js";
 import { evidenceLines } from "../../../../helpers/evidence-folder.js";
 import { useGatewayAndBackend } from "../../../../helpers/gateway-and-backend.js";
 import { expectRejected, send } from "../../../../helpers/gateway-fixture.js";
+import { trustedCertificatesIn } from "../../../../helpers/trusted-certificates.js";
 import { TEST_DIALECT, testDialect } from "./unit.js";
 
 registerDialect(testDialect);
@@ -248,14 +247,7 @@ describe("a fifth dialect registered from the test folder alone", () => {
   });
 
   it("checks a bank's answer signed in it with its unit's response checks, step by step", async () => {
-    const trust = loadTrustMaterial(env.gw.pki.paths.trustDir);
-    const certificates = new TppVerifier({
-      trustStore: () => trust.store,
-      revocation: () => trust.revocation,
-      cacheTtlMs: 60_000,
-      failureTtlMs: 1_000,
-      maxEntries: 10,
-    });
+    const certificates = trustedCertificatesIn(env.gw.pki.paths.trustDir);
     const checks = testDialect.responseChecks!({
       certificates,
       certificateHeader: "tpp-signature-certificate",
@@ -402,16 +394,9 @@ describe("ingress answers a request in the fifth dialect signed in it (responseS
     expect(received["x-test-signature"]).toMatch(/^[A-Za-z0-9+/]+=*$/);
     expect(received["aspsp-signature-certificate"]).toBe(signing.gw.pki.bankQseal.headerValue);
 
-    const trust = loadTrustMaterial(signing.gw.pki.paths.trustDir);
     const verifier = new StepsResponseVerifier(
       testDialect.responseChecks!({
-        certificates: new TppVerifier({
-          trustStore: () => trust.store,
-          revocation: () => trust.revocation,
-          cacheTtlMs: 60_000,
-          failureTtlMs: 1_000,
-          maxEntries: 10,
-        }),
+        certificates: trustedCertificatesIn(signing.gw.pki.paths.trustDir),
         certificateHeader: "aspsp-signature-certificate",
         dateToleranceMs: 60_000,
         now: Date.now,
