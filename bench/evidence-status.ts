@@ -8,7 +8,6 @@
  *     npx tsx bench/evidence-status.ts [rows, default 1000000]
  */
 
-import pg from "pg";
 import { postgresChainHeads } from "../src/evidence/postgres-store.js";
 import { publicKeyOf } from "../src/evidence/verify.js";
 import { startPostgresServer } from "../test/helpers/postgres-server.js";
@@ -17,9 +16,7 @@ import { makeEvidenceTables } from "./evidence-tables.js";
 const rows = Number(process.argv[2] ?? 1_000_000);
 const server = await startPostgresServer();
 try {
-  await makeEvidenceTables(server.url);
-  const sql = new pg.Client({ connectionString: server.url });
-  await sql.connect();
+  const sql = await makeEvidenceTables(server.url);
   await sql.query(
     `INSERT INTO evidence_lines (instance, chain, seq, segment, request_id, line)
      SELECT 'gw', 'long', s, 1 + s / 100000, 'r' || s,

@@ -9,7 +9,6 @@
  *     npx tsx bench/evidence-sweep.ts [rows, default 1000000]
  */
 
-import pg from "pg";
 import { RETENTION_SWEEP } from "../src/evidence/postgres-store.js";
 import { startPostgresServer } from "../test/helpers/postgres-server.js";
 import { makeEvidenceTables } from "./evidence-tables.js";
@@ -28,9 +27,7 @@ const ROUNDS = 5;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const server = await startPostgresServer();
 try {
-  await makeEvidenceTables(server.url);
-  const sql = new pg.Client({ connectionString: server.url });
-  await sql.connect();
+  const sql = await makeEvidenceTables(server.url);
   await sql.query(
     `INSERT INTO evidence_lines (instance, chain, seq, segment, request_id, line, written_at)
      SELECT 'gw', 'long', s, 1 + s / 100000, 'r' || s,
