@@ -9,7 +9,13 @@ import { randomBytes, X509Certificate } from "node:crypto";
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
-import { type Chain, type CheckContext, REPLAY_CLOCK_MARGIN_MS } from "../checks/index.js";
+import {
+  type Chain,
+  type CheckContext,
+  REPLAY_CLOCK_MARGIN_MS,
+  type StepCounts,
+  sumCounts,
+} from "../checks/index.js";
 import { configSchema, type GatewayConfig } from "../config/schema.js";
 import { DEFECT_CHANNEL, type DefectEvent, type TppRegister, type TppVerifier } from "../eidas/index.js";
 import type { RequestObserver } from "../events.js";
@@ -327,8 +333,14 @@ async function startComponents(
   let qsealSummary = qseal && summaryOf(qseal.certificate);
   // The chain is built after the metrics it reports to (its steps count refusals there).
   let chainLater: (() => Chain<CheckContext>) | undefined;
+  /**
+   * What the request paths a reload replaced had counted: psd2_gateway_steps_total carries on across
+   * them instead of starting again at 0 (requests still under way on a replaced path when it was
+   * swapped out count on it alone).
+   */
+  let countedBefore: StepCounts = { names: [], passed: [], refused: [] };
   const metrics = new GatewayMetrics({
-    steps: () => chainLater?.().counts(),
+    steps: () => chainLater && sumCounts(countedBefore, chainLater().counts()),
     certificateCache: () => verifier.stats,
     register: () => trust.register.stats,
     trustSources: () => trust.statuses(),
@@ -565,7 +577,7 @@ async function startComponents(
             evidence = nextEvidence;
             qseal = nextQseal;
             qsealSummary = nextQseal && summaryOf(nextQseal.certificate);
-            components.path = path;
+            replacePath(path);
             // Requests under way finish on the old pool; it closes once none holds it.
             if (old.backend !== nextBackend) void old.backend.retire();
             // The old sources stop polling; a verdict under way reads what they hold.
@@ -610,6 +622,10 @@ async function startComponents(
     }, graceMs).unref();
   };
   chainLater = () => components.path.chain;
+  const replacePath = (next: RequestPath) => {
+    countedBefore = sumCounts(countedBefore, components.path.chain.counts());
+    components.path = next;
+  };
   metrics.watchReadiness(readiness);
 
   /** Reads trust material and the TLS certificate again and puts them in place; throws (keeping the old state) when they do not load. */
@@ -628,7 +644,7 @@ async function startComponents(
     if (renewed && nextPath) {
       qseal = renewed;
       qsealSummary = summaryOf(renewed.certificate);
-      components.path = nextPath;
+      replacePath(nextPath);
       logger.info(
         { name: qsealSummary.name, notAfter: qsealSummary.notAfter },
         "responseSigning: the renewed QSealC signs from now on",

@@ -68,6 +68,7 @@ export {
   type StepObserver,
   type StepResult,
   type StepTrace,
+  sumCounts,
 } from "./runner.js";
 export {
   type CheckOptions,

@@ -92,6 +92,20 @@ export interface StepCounts {
   readonly refused: readonly number[];
 }
 
+/** Both counts added up by step name: `a`'s steps in their order, then those only `b` has. */
+export function sumCounts(a: StepCounts, b: StepCounts): StepCounts {
+  const names = [...a.names, ...b.names.filter((name) => !a.names.includes(name))];
+  const of = (counts: StepCounts, kind: "passed" | "refused", name: string) => {
+    const at = counts.names.indexOf(name);
+    return at < 0 ? 0 : counts[kind][at]!;
+  };
+  return {
+    names,
+    passed: names.map((name) => of(a, "passed", name) + of(b, "passed", name)),
+    refused: names.map((name) => of(a, "refused", name) + of(b, "refused", name)),
+  };
+}
+
 export class Chain<C extends StepTrace> {
   readonly names: readonly string[];
   // Each phase's steps, in chain order, with their positions in `steps` (the counters' index).

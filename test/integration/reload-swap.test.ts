@@ -277,6 +277,25 @@ describe("a configuration reload swaps what a request is judged with", () => {
     await reloadApplied();
   });
 
+  it("psd2_gateway_steps_total carries on across a reload that builds a new request path", async () => {
+    const passedSignatures = async () =>
+      new Scrape(await gateway.metrics.registry.metrics()).only("psd2_gateway_steps_total", {
+        step: "signature",
+        outcome: "passed",
+      });
+    expect(await call(pki.tppA.qseal)).toEqual({ status: 200, code: undefined });
+    const before = await passedSignatures();
+    expect(before).toBeGreaterThan(0);
+    rewrite((c) => {
+      c.verification = { dateToleranceSeconds: 45 };
+    });
+    // Every applied configuration reload builds the request path anew.
+    await reloadApplied();
+    expect(await passedSignatures()).toBe(before);
+    expect(await call(pki.tppA.qseal)).toEqual({ status: 200, code: undefined });
+    expect(await passedSignatures()).toBe(before + 1);
+  });
+
   it("shutdown: close() drains with the grace of the configuration in force, not the one it started with", async () => {
     rewrite((c) => {
       c.shutdown = { graceSeconds: 0 };

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { runSteps, type Step, type StepObserver } from "../../../src/checks/runner.js";
+import {
+  runSteps,
+  type Step,
+  type StepCounts,
+  type StepObserver,
+  sumCounts,
+} from "../../../src/checks/runner.js";
 import { type Rejection, reject } from "../../../src/errors.js";
 
 interface Context {
@@ -128,5 +134,49 @@ describe("steps of one signing dialect", () => {
       expect(c.seen).toEqual(dialect === "jades" ? ["a", "b"] : ["a", "c"]);
     }
     expect(chain.counts().passed).toEqual([3, 1, 2]);
+  });
+});
+
+describe("sumCounts: a replaced chain's counts carried into the next one's", () => {
+  const counts = (entries: [string, number, number][]): StepCounts => ({
+    names: entries.map(([name]) => name),
+    passed: entries.map(([, passed]) => passed),
+    refused: entries.map(([, , refused]) => refused),
+  });
+  it.each([
+    ["nothing before", counts([]), counts([["host", 2, 1]]), counts([["host", 2, 1]])],
+    [
+      "the same steps: added by name",
+      counts([
+        ["host", 5, 1],
+        ["replay", 4, 1],
+      ]),
+      counts([
+        ["replay", 3, 0],
+        ["host", 3, 0],
+      ]),
+      counts([
+        ["host", 8, 1],
+        ["replay", 7, 1],
+      ]),
+    ],
+    [
+      "a step the new chain dropped stays, one it added joins at the end",
+      counts([
+        ["host", 5, 0],
+        ["unattended", 2, 2],
+      ]),
+      counts([
+        ["host", 1, 0],
+        ["evidence", 1, 0],
+      ]),
+      counts([
+        ["host", 6, 0],
+        ["unattended", 2, 2],
+        ["evidence", 1, 0],
+      ]),
+    ],
+  ])("%s", (_title, before, now, expected) => {
+    expect(sumCounts(before, now)).toEqual(expected);
   });
 });
