@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import type { Server } from "node:http";
 import { dialectUnit, type JadesSigningRules } from "../checks/dialects/index.js";
+import { NO_COUNTS, type StepCounts, sumCounts } from "../checks/index.js";
 import { type BankProfileConfig, type EgressConfig, egressConfigSchema } from "../config/schema.js";
 import {
   type BankProfile,
@@ -130,8 +131,14 @@ async function startParts(
     );
   const metrics = new EgressMetrics(certificates, now);
   metrics.backendPools.watch(() => profiles.map((p) => [p.name, p.backend] as const));
+  // What the profiles a reload replaced had counted, by bank: the response steps' counters carry on.
+  const judgedBefore = new Map<string, StepCounts>();
   metrics.watchResponseSteps(() =>
-    profiles.flatMap((p) => (p.responseVerifier ? [[p.name, p.responseVerifier.counts()] as const] : [])),
+    profiles.flatMap((p) =>
+      p.responseVerifier
+        ? [[p.name, sumCounts(judgedBefore.get(p.name) ?? NO_COUNTS, p.responseVerifier.counts())] as const]
+        : [],
+    ),
   );
   let modes = new Map(profiles.map((p) => [p.name, p.responseMode]));
 
@@ -194,6 +201,11 @@ async function startParts(
       warnExpiring(fresh, logger, now);
       // Requests under way finish on the old pools; each closes once none holds it.
       for (const p of old) {
+        if (p.responseVerifier)
+          judgedBefore.set(
+            p.name,
+            sumCounts(judgedBefore.get(p.name) ?? NO_COUNTS, p.responseVerifier.counts()),
+          );
         p.responseVerifier?.stop();
         const closing = p.backend.retire().finally(() => retired.delete(closing));
         retired.add(closing);

@@ -12,8 +12,8 @@ import type { Server } from "node:http";
 import {
   type Chain,
   type CheckContext,
+  NO_COUNTS,
   REPLAY_CLOCK_MARGIN_MS,
-  type StepCounts,
   sumCounts,
 } from "../checks/index.js";
 import { configSchema, type GatewayConfig } from "../config/schema.js";
@@ -338,7 +338,7 @@ async function startComponents(
    * them instead of starting again at 0 (requests still under way on a replaced path when it was
    * swapped out count on it alone).
    */
-  let countedBefore: StepCounts = { names: [], passed: [], refused: [] };
+  let countedBefore = NO_COUNTS;
   const metrics = new GatewayMetrics({
     steps: () => chainLater && sumCounts(countedBefore, chainLater().counts()),
     certificateCache: () => verifier.stats,

@@ -61,6 +61,7 @@ export {
   Chain,
   type Holder,
   type MaybePromise,
+  NO_COUNTS,
   type ResponseHold,
   runSteps,
   type Step,

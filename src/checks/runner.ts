@@ -92,6 +92,9 @@ export interface StepCounts {
   readonly refused: readonly number[];
 }
 
+/** The counts of no step. */
+export const NO_COUNTS: StepCounts = { names: [], passed: [], refused: [] };
+
 /** Both counts added up by step name: `a`'s steps in their order, then those only `b` has. */
 export function sumCounts(a: StepCounts, b: StepCounts): StepCounts {
   const names = [...a.names, ...b.names.filter((name) => !a.names.includes(name))];

@@ -29,6 +29,7 @@ import {
 } from "../helpers/egress-profiles.js";
 import { testPki } from "../helpers/gateway-fixture.js";
 import { freeLoopbackPort, type GatewayProcess, startGatewayProcess } from "../helpers/gateway-process.js";
+import { Scrape } from "../helpers/prometheus-text.js";
 import { type RecordingBackend, startRecordingBackend } from "../helpers/recording-backend.js";
 import { startTamperingBank } from "../helpers/tampering-bank.js";
 
@@ -500,13 +501,23 @@ describe("reload: the bank profiles' keys and certificates read anew", () => {
 
   it("SIGHUP swaps a rotated QSealC and QWAC in at once; a file that cannot be read keeps the old ones", async () => {
     const { gateway: rotating, files, install, organizationSeen } = await rotatingGateway();
+    // The bank's answers judged so far: the new profiles' counters carry on from the old ones'.
+    const answersJudged = async () =>
+      new Scrape(await rotating.metrics.registry.metrics()).only("psd2_gateway_egress_response_steps_total", {
+        bank: "bank",
+        step: "signature-header",
+        outcome: "passed",
+      });
     try {
       expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0001");
       install("tpp-b");
       expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0001"); // read at start, not per request
+      expect(await answersJudged()).toBe(2);
       await rotating.reload();
+      expect(await answersJudged()).toBe(2);
       // Ingress saw TPP B's QWAC on the connection and its QSealC on the signature.
       expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0002");
+      expect(await answersJudged()).toBe(3);
       writeFileSync(files.qseal.key, "not a key");
       await expect(rotating.reload()).rejects.toThrow(/banks\.bank\.qseal: cannot read the private key/);
       expect(await organizationSeen()).toBe("PSDNO-FSA-DEMO0002");
