@@ -201,12 +201,13 @@ async function startParts(
       warnExpiring(fresh, logger, now);
       // Requests under way finish on the old pools; each closes once none holds it.
       for (const p of old) {
-        if (p.responseVerifier)
+        if (p.responseVerifier) {
           judgedBefore.set(
             p.name,
             sumCounts(judgedBefore.get(p.name) ?? NO_COUNTS, p.responseVerifier.counts()),
           );
-        p.responseVerifier?.stop();
+          p.responseVerifier.stop();
+        }
         const closing = p.backend.retire().finally(() => retired.delete(closing));
         retired.add(closing);
       }

@@ -374,11 +374,11 @@ async function startComponents(
   subscribe(DEFECT_CHANNEL, onDefect);
   started.add(() => unsubscribe(DEFECT_CHANNEL, onDefect));
 
-  const evidenceOf = (c: GatewayConfig) =>
+  // The checkpoints are signed with the QSealC of the configuration the store opens with.
+  const evidenceOf = (c: GatewayConfig, q: typeof qseal) =>
     c.evidence?.enabled
       ? startEvidence(c.evidence, {
-          // The checkpoints are signed with the QSealC of the configuration the store opens with.
-          qseal: c === config ? qseal : responseQsealOf(c),
+          qseal: q,
           metrics,
           logger,
           now,
@@ -388,7 +388,7 @@ async function startComponents(
           trustStores: () => [trust.pool.trustStore],
         })
       : Promise.resolve(undefined);
-  let evidence = await evidenceOf(config);
+  let evidence = await evidenceOf(config, qseal);
   /** A reload's old evidence stores, taking the records of requests that began on them until closed. */
   const retiredEvidence = new Set<NonNullable<typeof evidence>>();
   // Closed after the listener drained: what was queued is written, with a last checkpoint.
@@ -559,10 +559,11 @@ async function startComponents(
         if (nextBackend !== backend) made.push(() => nextBackend.close());
         // A key file that does not load fails the reload here, keeping the running resolver.
         const nextKeys = sameKeys(running, next, ["keys"]) ? keys : keysOf(next);
-        // Only what the store is opened with needs a new one (bodies and onFailure are the chain's).
-        const nextEvidence = sameEvidenceStore(running, next) ? evidence : await evidenceOf(next);
-        if (nextEvidence && nextEvidence !== evidence) made.push(() => nextEvidence.close());
+        // Read once for the response signer and a new evidence store's checkpoints.
         const nextQseal = responseQsealOf(next);
+        // Only what the store is opened with needs a new one (bodies and onFailure are the chain's).
+        const nextEvidence = sameEvidenceStore(running, next) ? evidence : await evidenceOf(next, nextQseal);
+        if (nextEvidence && nextEvidence !== evidence) made.push(() => nextEvidence.close());
         const path = pathOf(next, nextBackend, nextVerifier, nextStore, nextKeys, nextEvidence, nextQseal);
         return {
           commit: () => {
